@@ -1,0 +1,200 @@
+// Package experiment holds the experiment spec (the grid a researcher describes), its loading and validation,
+// the planning of cells and passes, prompt rendering and answer matching.
+//
+// A Spec in memory is always resolved: personas and items read from CSV files are inlined, option sets are
+// lists, defaults are filled in. Its JSON form (the struct tags below) is itself a valid spec file, and it is the
+// input of the ExperimentWorkflow, so it must never hold a secret: models name the environment variable that
+// holds their key (APIKeyEnv), never the key.
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Spec is one experiment: models × seeds × items × personas, and how to run it.
+type Spec struct {
+	Name          string        `json:"name"`
+	Description   string        `json:"description,omitempty"`
+	Seeds         []int64       `json:"seeds"`
+	Models        []Model       `json:"models"`
+	Prompt        Prompt        `json:"prompt"`
+	Personas      []Persona     `json:"personas"`
+	Questionnaire Questionnaire `json:"questionnaire"`
+	Run           RunSettings   `json:"run"`
+	// BudgetUSD stops the run when the next call could exceed it. Zero means no budget.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
+}
+
+// Model is one model endpoint of the grid.
+type Model struct {
+	// ID names the model in cell ids and outputs; unique within the spec.
+	ID string `json:"id"`
+	// Name is the model name sent to the provider ("gpt-4o-mini", "qwen2.5").
+	Name string `json:"name"`
+	// Provider is "openai" (any OpenAI-compatible server) or "sim" (the built-in simulator). Default "openai".
+	Provider string `json:"provider,omitempty"`
+	// BaseURL of the OpenAI-compatible API, e.g. "http://localhost:11434/v1". Empty: the provider's default.
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable of the worker that holds the API key. Never the key itself.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	Params    Params `json:"params,omitempty"`
+	// MaxConcurrency caps this model's calls in flight across the whole run (0: only run.max_concurrency).
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// RPM and TPM are the account's requests and tokens per minute for this model (0: unlimited).
+	RPM int `json:"rpm,omitempty"`
+	TPM int `json:"tpm,omitempty"`
+	// Price overrides the built-in price table. Nil: the table's price, or unknown (cost 0).
+	Price *Price `json:"price,omitempty"`
+}
+
+// Params are the sampling parameters sent with every call of a model.
+type Params struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	// MaxTokens caps the completion. Zero: the provider's default (budgets then assume DefaultMaxTokens).
+	MaxTokens int      `json:"max_tokens,omitempty"`
+	Stop      []string `json:"stop,omitempty"`
+}
+
+// DefaultMaxTokens is the completion size assumed for estimates and budgets when a model sets no max_tokens.
+const DefaultMaxTokens = 256
+
+// Price is a model's price in US dollars per million tokens.
+type Price struct {
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
+}
+
+// Prompt is how a cell's messages are built. Type "chat" uses Messages; type "normal" sends Template as a single
+// user message. Placeholders: {general_instruction}, {persona_description}, {question}, {answer_options};
+// "{{" and "}}" are literal braces.
+type Prompt struct {
+	Type     string    `json:"type"`
+	Template string    `json:"template,omitempty"`
+	Messages []Message `json:"messages,omitempty"`
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Persona is one simulated respondent.
+type Persona struct {
+	ID string `json:"id"`
+	// Attributes fill the persona's template; title, name and age always exist (empty when not given).
+	Attributes map[string]string `json:"attributes,omitempty"`
+	// Template renders the persona description, default DefaultPersonaTemplate.
+	Template string `json:"template,omitempty"`
+}
+
+// DefaultPersonaTemplate is the persona template of the seed-000 framework.
+const DefaultPersonaTemplate = "{title} {name} is {age} years old."
+
+// Questionnaire is the instrument every persona answers.
+type Questionnaire struct {
+	Name string `json:"name"`
+	// Instruction fills {general_instruction}.
+	Instruction string `json:"instruction"`
+	// Options are the default answer options of every item.
+	Options OptionSet `json:"options"`
+	Scales  []Scale   `json:"scales,omitempty"`
+	Items   []Item    `json:"items"`
+}
+
+// OptionSet is an ordered list of answer options and how {answer_options} joins them.
+type OptionSet struct {
+	Options []Option `json:"options"`
+	// Delimiter joins the option texts, default "\n".
+	Delimiter string `json:"delimiter,omitempty"`
+	// PrependDelimiter puts the delimiter before the first option too.
+	PrependDelimiter bool `json:"prepend_delimiter,omitempty"`
+}
+
+// Option is one answer option.
+type Option struct {
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	Weight int    `json:"weight"`
+	// IgnoredForScale options (e.g. "don't know") score nothing.
+	IgnoredForScale bool `json:"ignored_for_scale,omitempty"`
+}
+
+// Scale is a dimension items belong to.
+type Scale struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Item is one question.
+type Item struct {
+	ID    string `json:"id"`
+	Text  string `json:"text"`
+	Scale string `json:"scale,omitempty"`
+	// Reversed items score min+max-weight.
+	Reversed bool `json:"reversed,omitempty"`
+	// Options replace the questionnaire's default options for this item.
+	Options *OptionSet `json:"options,omitempty"`
+}
+
+// RunSettings say how the grid runs. Zero values mean the defaults noted.
+type RunSettings struct {
+	// MaxConcurrency caps calls in flight inside one pass (default 8).
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// MaxParallelPasses caps passes running at once across the fleet (default 2).
+	MaxParallelPasses int `json:"max_parallel_passes,omitempty"`
+	// OnError is warn (default), ignore or raise.
+	OnError string `json:"on_error,omitempty"`
+	// Cumulative gives each persona its own earlier questions and answers.
+	Cumulative bool `json:"cumulative,omitempty"`
+	// CallTimeout bounds one model call (default 60s).
+	CallTimeout Duration `json:"call_timeout,omitempty"`
+	// MaxAttempts of a pass under transient errors, Temporal's retry policy (default 10).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// ChunkSize splits a pass with more cells into several activities (default 5000; not in cumulative mode).
+	ChunkSize int `json:"chunk_size,omitempty"`
+}
+
+// Defaults of RunSettings.
+const (
+	DefaultMaxConcurrency    = 8
+	DefaultMaxParallelPasses = 2
+	DefaultCallTimeout       = 60 * time.Second
+	DefaultMaxAttempts       = 10
+	DefaultChunkSize         = 5000
+)
+
+// On-error policies.
+const (
+	OnErrorWarn   = "warn"
+	OnErrorIgnore = "ignore"
+	OnErrorRaise  = "raise"
+)
+
+// Duration is a time.Duration written as a Go duration string ("30s", "2m") in specs and JSON.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string such as "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "30s"-style strings, or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: want a number and a unit such as 30s or 2m", s)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration: want a string such as \"30s\" or a number of seconds")
+	}
+	*d = Duration(time.Duration(secs * float64(time.Second)))
+	return nil
+}

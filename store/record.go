@@ -1,0 +1,30 @@
+// Package store is the results store: one row per cell keyed by (run, cell index), written in batched
+// transactions as results land, read back in submission order. SQLite (modernc.org/sqlite, WAL) by default.
+package store
+
+// Cell statuses.
+const (
+	StatusOK       = "ok"
+	StatusUnparsed = "unparsed"
+	StatusFailed   = "failed"
+)
+
+// Record is what one finished cell produced. Facts of the grid (model, item text, persona, ...) are not stored:
+// they follow from the spec and the cell index.
+type Record struct {
+	Index    int    `json:"index"`
+	Status   string `json:"status"`
+	OptionID string `json:"option_id,omitempty"`
+	// Raw is the model's text, always kept.
+	Raw string `json:"raw,omitempty"`
+	// Candidates lists the tied options of an unparsed answer, comma-separated.
+	Candidates       string  `json:"candidates,omitempty"`
+	ErrorClass       string  `json:"error_class,omitempty"`
+	ErrorMessage     string  `json:"error_message,omitempty"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	LatencyMS        float64 `json:"latency_ms"`
+	Attempts         int     `json:"attempts"`
+	Cached           bool    `json:"cached,omitempty"`
+}
