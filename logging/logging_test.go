@@ -1,0 +1,134 @@
+package logging
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/log"
+)
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name, format, level string
+		wantErr             bool
+	}{
+		{name: "json info", format: "json", level: "info"},
+		{name: "console debug", format: "console", level: "debug"},
+		{name: "default level", format: "json", level: ""},
+		{name: "bad format", format: "xml", level: "info", wantErr: true},
+		{name: "bad level", format: "json", level: "loud", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.format, tt.level, &bytes.Buffer{})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("New(%q, %q) error = %v, want error %v", tt.format, tt.level, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestNewLevelFilters(t *testing.T) {
+	var buf bytes.Buffer
+	z, err := New("json", "warn", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.Info("hidden")
+	z.Warn("shown")
+	if got := buf.String(); strings.Contains(got, "hidden") || !strings.Contains(got, "shown") {
+		t.Fatalf("warn-level logger wrote %q, want only the warn entry", got)
+	}
+}
+
+func TestNewConsole(t *testing.T) {
+	var buf bytes.Buffer
+	z, err := New("console", "info", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.Info("hello")
+	if got := buf.String(); !strings.Contains(got, "INFO") || !strings.Contains(got, "hello") {
+		t.Fatalf("console output %q, want level and message", got)
+	}
+}
+
+// decode parses the single JSON entry in buf.
+func decode(t *testing.T, buf *bytes.Buffer) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &m); err != nil {
+		t.Fatalf("decode %q: %v", buf.String(), err)
+	}
+	buf.Reset()
+	return m
+}
+
+func TestTemporal(t *testing.T) {
+	var buf bytes.Buffer
+	z, err := New("json", "debug", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Temporal(z)
+
+	levels := []struct {
+		log  func(string, ...any)
+		want string
+	}{
+		{l.Debug, "debug"}, {l.Info, "info"}, {l.Warn, "warn"}, {l.Error, "error"},
+	}
+	for _, lv := range levels {
+		lv.log("msg", "k", 1)
+		m := decode(t, &buf)
+		if m["level"] != lv.want || m["msg"] != "msg" || m["k"] != float64(1) {
+			t.Errorf("entry %v, want level %q, msg and k=1", m, lv.want)
+		}
+		// The caller must be this file, not the adapter.
+		if c, _ := m["caller"].(string); !strings.HasPrefix(c, "logging/logging_test.go:") {
+			t.Errorf("caller = %q, want logging/logging_test.go:N", c)
+		}
+	}
+
+	l.Info("odd", "k", "v", "dangling")
+	if m := decode(t, &buf); m["k"] != "v" || m["!BADKEY"] != "dangling" {
+		t.Errorf("odd keyvals entry %v, want k=v and !BADKEY=dangling", m)
+	}
+
+	l.Info("nonstring", 7, "seven", "err", errors.New("boom"))
+	if m := decode(t, &buf); m["7"] != "seven" || m["err"] != "boom" {
+		t.Errorf("entry %v, want 7=seven and err=boom", m)
+	}
+}
+
+func TestTemporalWith(t *testing.T) {
+	var buf bytes.Buffer
+	z, err := New("json", "info", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Temporal(z)
+	wl, ok := l.(log.WithLogger)
+	if !ok {
+		t.Fatal("Temporal logger does not implement log.WithLogger")
+	}
+	child := wl.With("run", "r1")
+	child.Info("child")
+	if m := decode(t, &buf); m["run"] != "r1" {
+		t.Errorf("child entry %v, want run=r1", m)
+	}
+	// With must not mutate the parent.
+	l.Info("parent")
+	if m := decode(t, &buf); m["run"] != nil {
+		t.Errorf("parent entry %v carries the child's field", m)
+	}
+	// Helper-style wrappers can skip their own frame.
+	helper := func(l log.Logger) { l.Info("via helper") }
+	helper(l.(log.WithSkipCallers).WithCallerSkip(1))
+	if m := decode(t, &buf); !strings.HasPrefix(m["caller"].(string), "logging/logging_test.go:") {
+		t.Errorf("caller = %v, want logging/logging_test.go:N", m["caller"])
+	}
+}
