@@ -1,0 +1,348 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// ErrNotFound is returned when a run or a record does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// schemaVersion is stored in PRAGMA user_version. Open refuses a file written by a newer schema.
+const schemaVersion = 1
+
+// busyTimeout is how long a statement waits for another connection or process holding the write lock.
+// A batch of a few hundred records commits in milliseconds, so this is only reached when something is stuck.
+const busyTimeout = 30 * time.Second
+
+const schema = `
+CREATE TABLE IF NOT EXISTS runs (
+	run     TEXT PRIMARY KEY,
+	spec    BLOB,
+	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE TABLE IF NOT EXISTS cells (
+	run               TEXT    NOT NULL REFERENCES runs(run) ON DELETE CASCADE,
+	idx               INTEGER NOT NULL,
+	status            TEXT    NOT NULL,
+	option_id         TEXT    NOT NULL DEFAULT '',
+	raw               TEXT    NOT NULL DEFAULT '',
+	candidates        TEXT    NOT NULL DEFAULT '',
+	error_class       TEXT    NOT NULL DEFAULT '',
+	error_message     TEXT    NOT NULL DEFAULT '',
+	prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+	completion_tokens INTEGER NOT NULL DEFAULT 0,
+	cost_usd          REAL    NOT NULL DEFAULT 0,
+	latency_ms        REAL    NOT NULL DEFAULT 0,
+	attempts          INTEGER NOT NULL DEFAULT 0,
+	cached            INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (run, idx)
+) WITHOUT ROWID;
+`
+
+const cellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
+	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached`
+
+const upsertCell = `INSERT INTO cells (run, ` + cellColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (run, idx) DO UPDATE SET
+	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
+	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
+	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
+	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
+	cached = excluded.cached`
+
+// scanPage is how many records Scan reads per query. Between pages no connection or read transaction is
+// held, so the callback may be slow or use the store itself, and WAL checkpoints are never starved.
+const scanPage = 1024
+
+// SQLite is the results store in one SQLite file (WAL mode). It is safe for use by several goroutines, and
+// several processes (a worker and a starter exporting results) may open the same file at once: writes take
+// the write lock when their transaction begins and wait up to a busy timeout for it.
+type SQLite struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens the store at path, creating its directory, the file and the schema when they do not exist.
+func Open(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" {
+		return nil, errors.New("store: open: empty path")
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("store: open %s: path must not contain '?'", path)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+	}
+	// Every pooled connection applies these pragmas when it is opened. _txlock=immediate makes BEGIN take the
+	// write lock at once, so two writers never deadlock upgrading a read lock (which busy_timeout cannot resolve).
+	dsn := path + fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &SQLite{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *SQLite) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("schema version %d is newer than this program's %d: upgrade silico", v, schemaVersion)
+	}
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("write schema version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit schema: %w", err)
+	}
+	return nil
+}
+
+// Path is the file the store was opened on.
+func (s *SQLite) Path() string { return s.path }
+
+// Close closes the store. Writers of the store must be closed first.
+func (s *SQLite) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// SaveRun records the spec of a run (its canonical bytes). Saving the same bytes again is a no-op; saving
+// different bytes under an existing run is an error, since the run's records would no longer match its spec.
+func (s *SQLite) SaveRun(ctx context.Context, run string, spec []byte) error {
+	if run == "" {
+		return errors.New("store: save run: empty run id")
+	}
+	if spec == nil {
+		spec = []byte{}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: save run %s: %w", run, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var old []byte
+	err = tx.QueryRowContext(ctx, "SELECT spec FROM runs WHERE run = ?", run).Scan(&old)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = tx.ExecContext(ctx, "INSERT INTO runs (run, spec) VALUES (?, ?)", run, spec)
+	case err != nil:
+	case old == nil: // created by Put before the spec was saved
+		_, err = tx.ExecContext(ctx, "UPDATE runs SET spec = ? WHERE run = ?", spec, run)
+	case bytes.Equal(old, spec):
+		return nil
+	default:
+		return fmt.Errorf("store: save run %s: a different spec is already saved under this run id", run)
+	}
+	if err != nil {
+		return fmt.Errorf("store: save run %s: %w", run, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: save run %s: commit: %w", run, err)
+	}
+	return nil
+}
+
+// LoadRun returns the spec bytes saved by SaveRun, or ErrNotFound.
+func (s *SQLite) LoadRun(ctx context.Context, run string) ([]byte, error) {
+	var spec []byte
+	err := s.db.QueryRowContext(ctx, "SELECT spec FROM runs WHERE run = ?", run).Scan(&spec)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && spec == nil) {
+		return nil, fmt.Errorf("store: load run %s: %w", run, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: load run %s: %w", run, err)
+	}
+	return spec, nil
+}
+
+// Put writes the records of a run in one transaction: all of them are durable when it returns nil, none when
+// it returns an error. A record replaces an earlier one with the same index; within recs, the last one wins.
+// The run need not have been saved first.
+func (s *SQLite) Put(ctx context.Context, run string, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if run == "" {
+		return errors.New("store: put: empty run id")
+	}
+	for i := range recs {
+		if err := recs[i].validate(); err != nil {
+			return fmt.Errorf("store: put %s: %w", run, err)
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: put %s: begin: %w", run, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING", run); err != nil {
+		return fmt.Errorf("store: put %s: %w", run, err)
+	}
+	stmt, err := tx.PrepareContext(ctx, upsertCell)
+	if err != nil {
+		return fmt.Errorf("store: put %s: prepare: %w", run, err)
+	}
+	defer func() { _ = stmt.Close() }()
+	for i := range recs {
+		r := &recs[i]
+		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
+			r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached); err != nil {
+			return fmt.Errorf("store: put %s: cell %d: %w", run, r.Index, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: put %s: commit %d records: %w", run, len(recs), err)
+	}
+	return nil
+}
+
+func (r *Record) validate() error {
+	if r.Index < 0 {
+		return fmt.Errorf("record index %d is negative", r.Index)
+	}
+	switch r.Status {
+	case StatusOK, StatusUnparsed, StatusFailed:
+		return nil
+	}
+	return fmt.Errorf("cell %d: status %q is not one of %s, %s, %s", r.Index, r.Status, StatusOK, StatusUnparsed, StatusFailed)
+}
+
+// Records returns the recorded cells of a run with start <= index < end, by index. Every record is a finished
+// cell: a cell whose call failed transiently is left unrecorded, to be run again.
+func (s *SQLite) Records(ctx context.Context, run string, start, end int) ([]Record, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+cellColumns+" FROM cells WHERE run = ? AND idx >= ? AND idx < ? ORDER BY idx",
+		run, start, end)
+	if err != nil {
+		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
+	}
+	out, err := scanRecords(rows, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
+	}
+	return out, nil
+}
+
+// Scan calls fn with every record of a run, by index, reading a page at a time so that a run of any size
+// streams. It stops at, and returns, fn's first error. Scan is not a snapshot: records written while it runs
+// at indexes it has not reached yet are seen.
+func (s *SQLite) Scan(ctx context.Context, run string, fn func(Record) error) error {
+	next := -1
+	var page []Record
+	for {
+		rows, err := s.db.QueryContext(ctx, "SELECT "+cellColumns+" FROM cells WHERE run = ? AND idx > ? ORDER BY idx LIMIT ?",
+			run, next, scanPage)
+		if err != nil {
+			return fmt.Errorf("store: scan %s: %w", run, err)
+		}
+		page, err = scanRecords(rows, page[:0])
+		if err != nil {
+			return fmt.Errorf("store: scan %s: %w", run, err)
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < scanPage {
+			return nil
+		}
+		next = page[len(page)-1].Index
+	}
+}
+
+// scanRecords reads all rows into out and closes rows.
+func scanRecords(rows *sql.Rows, out []Record) ([]Record, error) {
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var r Record
+		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
+			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Counts sums up the records of a run.
+type Counts struct {
+	// Records is the number of recorded (finished) cells; OK, Unparsed and Failed split it by status.
+	Records  int `json:"records"`
+	OK       int `json:"ok"`
+	Unparsed int `json:"unparsed"`
+	Failed   int `json:"failed"`
+	// Cached counts records answered from the response cache.
+	Cached           int     `json:"cached"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Counts returns the per-status counts and the token and cost sums of a run's records. A run without records
+// has zero counts.
+func (s *SQLite) Counts(ctx context.Context, run string) (Counts, error) {
+	var c Counts
+	err := s.db.QueryRowContext(ctx, `SELECT count(*),
+		coalesce(sum(status = ?), 0), coalesce(sum(status = ?), 0), coalesce(sum(status = ?), 0), coalesce(sum(cached), 0),
+		coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0)
+		FROM cells WHERE run = ?`, StatusOK, StatusUnparsed, StatusFailed, run).
+		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD)
+	if err != nil {
+		return Counts{}, fmt.Errorf("store: counts %s: %w", run, err)
+	}
+	return c, nil
+}
+
+// DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
+func (s *SQLite) DeleteRun(ctx context.Context, run string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: delete run %s: %w", run, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "DELETE FROM cells WHERE run = ?", run); err != nil {
+		return fmt.Errorf("store: delete run %s: %w", run, err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM runs WHERE run = ?", run); err != nil {
+		return fmt.Errorf("store: delete run %s: %w", run, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: delete run %s: commit: %w", run, err)
+	}
+	return nil
+}
