@@ -25,6 +25,9 @@ type Spec struct {
 	Run           RunSettings   `json:"run"`
 	// BudgetUSD stops the run when the next call could exceed it. Zero means no budget.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+
+	// rt caches the templates compiled by Validate, so Render does no parsing per call. Never serialised.
+	rt *compiled
 }
 
 // Model is one model endpoint of the grid.

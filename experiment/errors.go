@@ -1,0 +1,139 @@
+package experiment
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error is one mistake in a spec. File, Line and Column are set when the spec came from a file (Load, Parse);
+// a spec validated in memory (Validate) has only Field. Field is a path such as "models[1].rpm" or
+// "questionnaire.items[3].scale" (indexes are 0-based); Msg says what is wrong and what would be accepted.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Field  string
+	Msg    string
+}
+
+// Error formats the mistake as "file:line:col: field: msg", leaving out the parts that are unknown.
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteByte(':')
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "%d:%d:", e.Line, e.Column)
+	}
+	if b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors are all the mistakes found in a spec, in file order when positions are known.
+// Load, Parse and Validate return a non-nil Errors, never an empty one.
+type Errors []*Error
+
+// Error lists the mistakes one per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap lets errors.As find each *Error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+func (es *Errors) add(field, format string, args ...any) {
+	*es = append(*es, &Error{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// err returns es as an error, or nil when there is no mistake.
+func (es Errors) err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+// sortByPosition orders the errors by file, line, column; errors without a position keep their order at the end.
+func (es Errors) sortByPosition() {
+	sort.SliceStable(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		if (a.Line > 0) != (b.Line > 0) {
+			return a.Line > 0
+		}
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+}
+
+// didYouMean returns " (did you mean X?)" when one of the candidates is close to got, "" otherwise.
+func didYouMean(got string, candidates []string) string {
+	best, bestD := "", -1
+	g := strings.ToLower(got)
+	for _, c := range candidates {
+		d := editDistance(g, strings.ToLower(c))
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(got)/3) || bestD == len(got) {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// oneOf lists the accepted values: "a, b or c".
+func oneOf(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

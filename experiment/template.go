@@ -1,0 +1,341 @@
+package experiment
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Placeholders of prompt templates.
+const (
+	PlaceholderInstruction = "general_instruction"
+	PlaceholderPersona     = "persona_description"
+	PlaceholderQuestion    = "question"
+	PlaceholderOptions     = "answer_options"
+)
+
+var promptPlaceholders = []string{PlaceholderInstruction, PlaceholderPersona, PlaceholderQuestion, PlaceholderOptions}
+
+// personaBuiltins always exist in a persona template, empty when the persona does not set them.
+var personaBuiltins = []string{"title", "name", "age"}
+
+type segKind uint8
+
+const (
+	segLit segKind = iota
+	segInstruction
+	segPersona
+	segQuestion
+	segOptions
+	segAttr // persona templates only: an attribute, named by text
+)
+
+type segment struct {
+	kind segKind
+	text string // the literal, or the attribute name
+}
+
+// template is a parsed template: literals and placeholders. Literal braces are already unescaped.
+type template []segment
+
+// parseTemplate splits s into literals and placeholders. known lists the accepted placeholder names; kindOf maps
+// a known name to its segment kind.
+func parseTemplate(s string, known []string, kindOf func(string) segKind) (template, error) {
+	var t template
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			t = append(t, segment{kind: segLit, text: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '{':
+			if i+1 < len(s) && s[i+1] == '{' {
+				lit.WriteByte('{')
+				i++
+				continue
+			}
+			end := strings.IndexAny(s[i+1:], "{}")
+			if end < 0 || s[i+1+end] == '{' {
+				return nil, fmt.Errorf("unclosed { at offset %d; write {{ for a literal brace", i)
+			}
+			name := s[i+1 : i+1+end]
+			if !contains(known, name) {
+				return nil, fmt.Errorf("unknown placeholder {%s}%s; accepted: %s; write {{ and }} for literal braces",
+					name, didYouMean(name, known), placeholderList(known))
+			}
+			flush()
+			t = append(t, segment{kind: kindOf(name), text: name})
+			i += end + 1
+		case '}':
+			if i+1 < len(s) && s[i+1] == '}' {
+				lit.WriteByte('}')
+				i++
+				continue
+			}
+			return nil, fmt.Errorf("single } at offset %d; write }} for a literal brace", i)
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	flush()
+	return t, nil
+}
+
+func placeholderList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "{" + n + "}"
+	}
+	return strings.Join(q, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func promptKind(name string) segKind {
+	switch name {
+	case PlaceholderInstruction:
+		return segInstruction
+	case PlaceholderPersona:
+		return segPersona
+	case PlaceholderQuestion:
+		return segQuestion
+	default:
+		return segOptions
+	}
+}
+
+func parsePromptTemplate(s string) (template, error) {
+	return parseTemplate(s, promptPlaceholders, promptKind)
+}
+
+func parsePersonaTemplate(s string, attrs map[string]string) (template, error) {
+	known := append([]string(nil), personaBuiltins...)
+	for k := range attrs {
+		if !contains(known, k) {
+			known = append(known, k)
+		}
+	}
+	slices.Sort(known[len(personaBuiltins):])
+	return parseTemplate(s, known, func(string) segKind { return segAttr })
+}
+
+// DefaultPrompt is the chat prompt of a spec that sets none.
+func DefaultPrompt() Prompt {
+	return Prompt{Type: PromptChat, Messages: []Message{
+		{Role: RoleSystem, Content: "{persona_description}\n{general_instruction}"},
+		{Role: RoleUser, Content: "{question}\n{answer_options}\nAnswer with the number of one option."},
+	}}
+}
+
+// Prompt types and chat roles.
+const (
+	PromptChat   = "chat"
+	PromptNormal = "normal"
+
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// compiled holds a spec's parsed templates and everything Render needs that does not depend on the call: persona
+// descriptions and {answer_options} per item. It remembers the slices it was built from, so a spec whose items or
+// personas were replaced after Validate is compiled afresh instead of rendered stale.
+type compiled struct {
+	items    []Item
+	personas []Persona
+	prompt   *Prompt
+
+	chat        bool
+	roles       []string
+	msgs        []template
+	instruction string
+	personaDesc []string
+	options     []string // per item
+	questions   []string // per item
+}
+
+func (c *compiled) fresh(s *Spec) bool {
+	return c != nil && sameSlice(c.items, s.Questionnaire.Items) && sameSlice(c.personas, s.Personas) &&
+		c.prompt == &s.Prompt && c.instruction == s.Questionnaire.Instruction
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// effectivePrompt is the spec's prompt, or the default one when it sets none.
+func (s *Spec) effectivePrompt() Prompt {
+	if s.Prompt.Type == "" && s.Prompt.Template == "" && len(s.Prompt.Messages) == 0 {
+		return DefaultPrompt()
+	}
+	return s.Prompt
+}
+
+// compile parses every template of the spec. Errors name the field of the template at fault.
+func (s *Spec) compile() (*compiled, Errors) {
+	var errs Errors
+	c := &compiled{items: s.Questionnaire.Items, personas: s.Personas, prompt: &s.Prompt, instruction: s.Questionnaire.Instruction}
+	p := s.effectivePrompt()
+	switch p.Type {
+	case PromptChat:
+		c.chat = true
+		for i, m := range p.Messages {
+			t, err := parsePromptTemplate(m.Content)
+			if err != nil {
+				errs.add(fmt.Sprintf("prompt.messages[%d].content", i), "%v", err)
+			}
+			c.roles = append(c.roles, m.Role)
+			c.msgs = append(c.msgs, t)
+		}
+	case PromptNormal:
+		t, err := parsePromptTemplate(p.Template)
+		if err != nil {
+			errs.add("prompt.template", "%v", err)
+		}
+		c.roles = []string{RoleUser}
+		c.msgs = []template{t}
+	}
+	c.personaDesc = make([]string, len(s.Personas))
+	for i, per := range s.Personas {
+		src := per.Template
+		if src == "" {
+			src = DefaultPersonaTemplate
+		}
+		t, err := parsePersonaTemplate(src, per.Attributes)
+		if err != nil {
+			errs.add(fmt.Sprintf("personas[%d].template", i), "%v", err)
+			continue
+		}
+		var b strings.Builder
+		for _, seg := range t {
+			if seg.kind == segLit {
+				b.WriteString(seg.text)
+			} else {
+				b.WriteString(per.Attributes[seg.text])
+			}
+		}
+		c.personaDesc[i] = b.String()
+	}
+	c.options = make([]string, len(s.Questionnaire.Items))
+	c.questions = make([]string, len(s.Questionnaire.Items))
+	for i := range s.Questionnaire.Items {
+		c.options[i] = s.OptionsFor(i).Render()
+		c.questions[i] = s.Questionnaire.Items[i].Text
+	}
+	return c, errs
+}
+
+// Render joins the option texts with the delimiter ("\n" when empty), as {answer_options} shows them.
+func (o OptionSet) Render() string {
+	d := o.Delimiter
+	if d == "" {
+		d = "\n"
+	}
+	var b strings.Builder
+	for i, opt := range o.Options {
+		if i > 0 || o.PrependDelimiter {
+			b.WriteString(d)
+		}
+		b.WriteString(opt.Text)
+	}
+	return b.String()
+}
+
+func (c *compiled) render(t template, item, persona int) string {
+	n := 0
+	for _, seg := range t {
+		n += len(c.value(seg, item, persona))
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, seg := range t {
+		b.WriteString(c.value(seg, item, persona))
+	}
+	return b.String()
+}
+
+func (c *compiled) value(seg segment, item, persona int) string {
+	switch seg.kind {
+	case segInstruction:
+		return c.instruction
+	case segPersona:
+		return c.personaDesc[persona]
+	case segQuestion:
+		return c.questions[item]
+	case segOptions:
+		return c.options[item]
+	default:
+		return seg.text
+	}
+}
+
+// Turn is one earlier question and answer of a persona, replayed in cumulative mode. User is the user message as
+// it was sent, Assistant the model's raw answer; neither is templated again.
+type Turn struct {
+	User, Assistant string
+}
+
+// renderer returns the compiled templates of s: those Validate stored when they still match s, or fresh ones.
+func (s *Spec) renderer() (*compiled, error) {
+	if s.rt.fresh(s) {
+		return s.rt, nil
+	}
+	c, errs := s.compile()
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// Render builds the messages of cell c. With a history (cumulative mode) the messages are the system message,
+// then a user and an assistant message per turn, then the rest of the prompt's messages for the current item.
+// A normal prompt is one user message. Render is safe for concurrent use once Validate has succeeded (it then
+// uses templates compiled once); on a spec that was not validated it compiles them on every call.
+func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
+	rt, err := s.renderer()
+	if err != nil {
+		return nil, err
+	}
+	if c.Item < 0 || c.Item >= len(rt.questions) || c.Persona < 0 || c.Persona >= len(rt.personaDesc) {
+		return nil, fmt.Errorf("experiment: render: cell %+v out of range", c)
+	}
+	if len(history) == 0 {
+		out := make([]Message, len(rt.msgs))
+		for i, t := range rt.msgs {
+			out[i] = Message{Role: rt.roles[i], Content: rt.render(t, c.Item, c.Persona)}
+		}
+		return out, nil
+	}
+	if !rt.chat || len(rt.msgs) < 2 || rt.roles[0] != RoleSystem {
+		return nil, fmt.Errorf("experiment: render: a history needs a chat prompt that starts with a system message")
+	}
+	out := make([]Message, 0, len(rt.msgs)+2*len(history))
+	out = append(out, Message{Role: RoleSystem, Content: rt.render(rt.msgs[0], c.Item, c.Persona)})
+	for _, h := range history {
+		out = append(out, Message{Role: RoleUser, Content: h.User}, Message{Role: RoleAssistant, Content: h.Assistant})
+	}
+	for i := 1; i < len(rt.msgs); i++ {
+		out = append(out, Message{Role: rt.roles[i], Content: rt.render(rt.msgs[i], c.Item, c.Persona)})
+	}
+	return out, nil
+}
+
+// PersonaDescription is persona p's template filled with its attributes. It is empty when the template is invalid.
+func (s *Spec) PersonaDescription(p int) string {
+	rt, err := s.renderer()
+	if err != nil || p < 0 || p >= len(rt.personaDesc) {
+		return ""
+	}
+	return rt.personaDesc[p]
+}

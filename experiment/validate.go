@@ -1,0 +1,324 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Providers of models.
+const (
+	ProviderOpenAI = "openai"
+	ProviderSim    = "sim"
+)
+
+var (
+	providers = []string{ProviderOpenAI, ProviderSim}
+	onErrors  = []string{OnErrorWarn, OnErrorIgnore, OnErrorRaise}
+	prompts   = []string{PromptChat, PromptNormal}
+	roles     = []string{RoleSystem, RoleUser, RoleAssistant}
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// DefaultSeed is the seed of a spec that sets none.
+const DefaultSeed = 42
+
+// ApplyDefaults fills every zero value that stands for a default: seeds, model providers, the prompt, persona
+// templates, option delimiters and run settings. It is idempotent.
+func (s *Spec) ApplyDefaults() {
+	if len(s.Seeds) == 0 {
+		s.Seeds = []int64{DefaultSeed}
+	}
+	for i := range s.Models {
+		m := &s.Models[i]
+		if m.Provider == "" {
+			m.Provider = ProviderOpenAI
+		}
+		if m.ID == "" {
+			m.ID = m.Name
+		}
+	}
+	if s.Prompt.Type == "" && s.Prompt.Template == "" && len(s.Prompt.Messages) == 0 {
+		s.Prompt = DefaultPrompt()
+	}
+	for i := range s.Personas {
+		if s.Personas[i].Template == "" {
+			s.Personas[i].Template = DefaultPersonaTemplate
+		}
+	}
+	if s.Questionnaire.Options.Delimiter == "" {
+		s.Questionnaire.Options.Delimiter = "\n"
+	}
+	for i := range s.Questionnaire.Items {
+		if o := s.Questionnaire.Items[i].Options; o != nil && o.Delimiter == "" {
+			o.Delimiter = "\n"
+		}
+	}
+	r := &s.Run
+	if r.MaxConcurrency == 0 {
+		r.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if r.MaxParallelPasses == 0 {
+		r.MaxParallelPasses = DefaultMaxParallelPasses
+	}
+	if r.OnError == "" {
+		r.OnError = OnErrorWarn
+	}
+	if r.CallTimeout == 0 {
+		r.CallTimeout = Duration(DefaultCallTimeout)
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.ChunkSize == 0 {
+		r.ChunkSize = DefaultChunkSize
+	}
+}
+
+// Validate checks a resolved spec: every part of the grid present, ids unique, references resolved, numbers in
+// range, enums known, templates free of unknown placeholders. Zero values that stand for defaults are accepted.
+// It returns Errors (Field paths, no positions) listing every mistake. On success it also compiles the templates
+// once, so Render is cheap; validate again after changing the spec.
+func (s *Spec) Validate() error {
+	errs := s.check()
+	rt, terrs := s.compile()
+	errs = append(errs, terrs...)
+	if len(errs) > 0 {
+		return errs
+	}
+	s.rt = rt
+	return nil
+}
+
+// check holds every semantic check but the templates'.
+func (s *Spec) check() Errors {
+	var errs Errors
+	if strings.TrimSpace(s.Name) == "" {
+		errs.add("name", "missing: give the experiment a name")
+	}
+	seen := map[int64]int{}
+	for i, sd := range s.Seeds {
+		if j, dup := seen[sd]; dup {
+			errs.add(fmt.Sprintf("seeds[%d]", i), "duplicate seed %d (also seeds[%d]); each seed must appear once", sd, j)
+		}
+		seen[sd] = i
+	}
+	if s.BudgetUSD < 0 || math.IsNaN(s.BudgetUSD) {
+		errs.add("budget_usd", "%v is negative; want a number of US dollars ≥ 0 (0: no budget)", s.BudgetUSD)
+	}
+	s.checkModels(&errs)
+	s.checkPrompt(&errs)
+	s.checkPersonas(&errs)
+	s.checkQuestionnaire(&errs)
+	s.checkRun(&errs)
+	return errs
+}
+
+// checkID reports an empty id, one with a '/' (cell ids join ids with '/'), and duplicates.
+func checkID(errs *Errors, seen map[string]int, path, kind, id string, i int, plural string) {
+	switch {
+	case strings.TrimSpace(id) == "":
+		errs.add(path+".id", "missing: every %s needs a non-empty id", kind)
+		return
+	case strings.Contains(id, "/"):
+		errs.add(path+".id", "%q contains '/'; %s ids may not contain '/' (cell ids are model/seed/item/persona)", id, kind)
+	}
+	if j, dup := seen[id]; dup {
+		errs.add(path+".id", "duplicate %s id %q (also %s[%d]); ids must be unique", kind, id, plural, j)
+		return
+	}
+	seen[id] = i
+}
+
+func nonNegative(errs *Errors, path string, v int, what string) {
+	if v < 0 {
+		errs.add(path, "%d is negative; want %s", v, what)
+	}
+}
+
+func (s *Spec) checkModels(errs *Errors) {
+	if len(s.Models) == 0 {
+		errs.add("models", "empty: list at least one model")
+	}
+	seen := map[string]int{}
+	for i, m := range s.Models {
+		p := fmt.Sprintf("models[%d]", i)
+		id := m.ID
+		if id == "" {
+			id = m.Name
+		}
+		checkID(errs, seen, p, "model", id, i, "models")
+		if strings.TrimSpace(m.Name) == "" {
+			errs.add(p+".name", "missing: the model name sent to the provider, e.g. \"gpt-4o-mini\"")
+		}
+		if m.Provider != "" && !contains(providers, m.Provider) {
+			errs.add(p+".provider", "unknown provider %q%s; want %s", m.Provider, didYouMean(m.Provider, providers), oneOf(providers))
+		}
+		if m.BaseURL != "" {
+			u, err := url.Parse(m.BaseURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs.add(p+".base_url", "%q is not an http(s) URL; want e.g. \"http://localhost:11434/v1\"", m.BaseURL)
+			}
+		}
+		if m.APIKeyEnv != "" && !envName.MatchString(m.APIKeyEnv) {
+			errs.add(p+".api_key_env", "%q is not an environment variable name; want the name of the variable that holds the key, e.g. \"OPENAI_API_KEY\" (never the key itself)", redact(m.APIKeyEnv))
+		}
+		if t := m.Params.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
+			errs.add(p+".params.temperature", "%v is out of range; want a number from 0 to 2", *t)
+		}
+		if t := m.Params.TopP; t != nil && (*t <= 0 || *t > 1 || math.IsNaN(*t)) {
+			errs.add(p+".params.top_p", "%v is out of range; want a number above 0 and at most 1", *t)
+		}
+		nonNegative(errs, p+".params.max_tokens", m.Params.MaxTokens, "a number of tokens ≥ 0 (0: the provider's default)")
+		if len(m.Params.Stop) > 4 {
+			errs.add(p+".params.stop", "%d stop sequences; OpenAI-compatible APIs accept at most 4", len(m.Params.Stop))
+		}
+		nonNegative(errs, p+".max_concurrency", m.MaxConcurrency, "a number of calls ≥ 0 (0: only run.max_concurrency)")
+		nonNegative(errs, p+".rpm", m.RPM, "requests per minute ≥ 0 (0: unlimited)")
+		nonNegative(errs, p+".tpm", m.TPM, "tokens per minute ≥ 0 (0: unlimited)")
+		if pr := m.Price; pr != nil {
+			if pr.InputPerMTok < 0 || math.IsNaN(pr.InputPerMTok) {
+				errs.add(p+".price.input_per_mtok", "%v is negative; want US dollars per million input tokens ≥ 0", pr.InputPerMTok)
+			}
+			if pr.OutputPerMTok < 0 || math.IsNaN(pr.OutputPerMTok) {
+				errs.add(p+".price.output_per_mtok", "%v is negative; want US dollars per million output tokens ≥ 0", pr.OutputPerMTok)
+			}
+		}
+	}
+}
+
+// redact shortens what might be a secret to its first characters.
+func redact(s string) string {
+	if len(s) <= 6 {
+		return s
+	}
+	return s[:3] + "…"
+}
+
+func (s *Spec) checkPrompt(errs *Errors) {
+	p := s.effectivePrompt()
+	switch p.Type {
+	case PromptChat:
+		if p.Template != "" {
+			errs.add("prompt.template", "a chat prompt takes messages, not a template; use type \"normal\" for a single template")
+		}
+		if len(p.Messages) == 0 {
+			errs.add("prompt.messages", "empty: a chat prompt needs messages, at least one with role \"user\"")
+		}
+		users := 0
+		for i, m := range p.Messages {
+			if !contains(roles, m.Role) {
+				errs.add(fmt.Sprintf("prompt.messages[%d].role", i), "unknown role %q%s; want %s", m.Role, didYouMean(m.Role, roles), oneOf(roles))
+			}
+			if m.Role == RoleUser {
+				users++
+			}
+		}
+		if len(p.Messages) > 0 && users == 0 {
+			errs.add("prompt.messages", "no message with role \"user\"; a chat prompt needs one")
+		}
+	case PromptNormal:
+		if len(p.Messages) > 0 {
+			errs.add("prompt.messages", "a normal prompt takes a template, not messages; use type \"chat\" for messages")
+		}
+		if strings.TrimSpace(p.Template) == "" {
+			errs.add("prompt.template", "missing: a normal prompt needs a template, e.g. \"{question}\\n{answer_options}\"")
+		}
+	default:
+		errs.add("prompt.type", "unknown prompt type %q%s; want %s", p.Type, didYouMean(p.Type, prompts), oneOf(prompts))
+	}
+}
+
+func (s *Spec) checkPersonas(errs *Errors) {
+	if len(s.Personas) == 0 {
+		errs.add("personas", "empty: list at least one persona")
+	}
+	seen := map[string]int{}
+	for i, p := range s.Personas {
+		path := fmt.Sprintf("personas[%d]", i)
+		checkID(errs, seen, path, "persona", p.ID, i, "personas")
+		for k := range p.Attributes {
+			if k == "" || strings.ContainsAny(k, "{}") {
+				errs.add(path+".attributes", "attribute name %q: want a non-empty name without braces", k)
+			}
+		}
+	}
+}
+
+func (s *Spec) checkQuestionnaire(errs *Errors) {
+	q := &s.Questionnaire
+	needDefault := false
+	for _, it := range q.Items {
+		if it.Options == nil {
+			needDefault = true
+		}
+	}
+	if len(q.Options.Options) > 0 || needDefault {
+		checkOptions(errs, "questionnaire.options", q.Options)
+	}
+	scales := map[string]int{}
+	for i, sc := range q.Scales {
+		checkID(errs, scales, fmt.Sprintf("questionnaire.scales[%d]", i), "scale", sc.ID, i, "questionnaire.scales")
+	}
+	if len(q.Items) == 0 {
+		errs.add("questionnaire.items", "empty: list at least one item")
+	}
+	ids := make([]string, 0, len(q.Scales))
+	for _, sc := range q.Scales {
+		ids = append(ids, sc.ID)
+	}
+	seen := map[string]int{}
+	for i, it := range q.Items {
+		path := fmt.Sprintf("questionnaire.items[%d]", i)
+		checkID(errs, seen, path, "item", it.ID, i, "questionnaire.items")
+		if strings.TrimSpace(it.Text) == "" {
+			errs.add(path+".text", "missing: the question of the item")
+		}
+		if len(q.Scales) > 0 && it.Scale != "" {
+			if _, ok := scales[it.Scale]; !ok {
+				errs.add(path+".scale", "unknown scale %q%s; declared scales: %s", it.Scale, didYouMean(it.Scale, ids), oneOf(ids))
+			}
+		}
+		if it.Options != nil {
+			checkOptions(errs, path+".options", *it.Options)
+		}
+	}
+}
+
+func checkOptions(errs *Errors, path string, o OptionSet) {
+	if len(o.Options) == 0 {
+		errs.add(path, "missing answer options: list at least one option ({id, text, weight})")
+		return
+	}
+	seen := map[string]int{}
+	for i, opt := range o.Options {
+		p := fmt.Sprintf("%s.options[%d]", path, i)
+		checkID(errs, seen, p, "option", opt.ID, i, path+".options")
+		if strings.TrimSpace(opt.Text) == "" {
+			errs.add(p+".text", "missing: the option text shown in {answer_options}")
+		}
+	}
+}
+
+func (s *Spec) checkRun(errs *Errors) {
+	r := s.Run
+	nonNegative(errs, "run.max_concurrency", r.MaxConcurrency, fmt.Sprintf("a number of calls ≥ 1 (0: default %d)", DefaultMaxConcurrency))
+	nonNegative(errs, "run.max_parallel_passes", r.MaxParallelPasses, fmt.Sprintf("a number of passes ≥ 1 (0: default %d)", DefaultMaxParallelPasses))
+	nonNegative(errs, "run.max_attempts", r.MaxAttempts, fmt.Sprintf("a number of attempts ≥ 1 (0: default %d)", DefaultMaxAttempts))
+	nonNegative(errs, "run.chunk_size", r.ChunkSize, fmt.Sprintf("a number of cells ≥ 1 (0: default %d)", DefaultChunkSize))
+	if r.CallTimeout < 0 {
+		errs.add("run.call_timeout", "%v is negative; want a duration such as \"30s\" (0: default %v)", time.Duration(r.CallTimeout), DefaultCallTimeout)
+	}
+	if r.OnError != "" && !contains(onErrors, r.OnError) {
+		errs.add("run.on_error", "unknown policy %q%s; want %s", r.OnError, didYouMean(r.OnError, onErrors), oneOf(onErrors))
+	}
+	if r.Cumulative {
+		p := s.effectivePrompt()
+		if p.Type != PromptChat || len(p.Messages) < 2 || p.Messages[0].Role != RoleSystem || p.Messages[1].Role != RoleUser {
+			errs.add("run.cumulative", "cumulative mode needs a chat prompt whose first message has role \"system\" and the second role \"user\" (earlier answers go between them)")
+		}
+	}
+}
