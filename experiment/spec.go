@@ -25,6 +25,8 @@ type Spec struct {
 	Run           RunSettings   `json:"run"`
 	// BudgetUSD stops the run when the next call could exceed it. Zero means no budget.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// Simulator configures the built-in simulator for models with provider "sim" (in-process runs only).
+	Simulator *SimulatorSettings `json:"simulator,omitempty"`
 
 	// rt caches the templates compiled by Validate, so Render does no parsing per call. Never serialised.
 	rt *compiled
