@@ -1,0 +1,229 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/silicolab/silico/experiment"
+)
+
+// CellHeader is the request header that carries Request.CellID, so a server's log (the simulator's request
+// log, a proxy's access log) can tell which cell a request was for.
+const CellHeader = "X-Silico-Cell"
+
+// DefaultOpenAIBaseURL is the base URL of provider "openai" when a model sets none.
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// Request is one chat call.
+type Request struct {
+	// Model is the provider's model name ("gpt-4o-mini").
+	Model    string
+	Messages []experiment.Message
+	// Seed is always sent (as "seed"), so providers that honour it sample reproducibly.
+	Seed   int64
+	Params experiment.Params
+	// CellID, when set, is sent as the X-Silico-Cell header.
+	CellID string
+}
+
+// Response is a successful call's answer.
+type Response struct {
+	// Text is the first choice's message content.
+	Text string
+	// PromptTokens and CompletionTokens are the usage the provider reported (zero if it reported none).
+	PromptTokens, CompletionTokens int
+	// RateLimit is what the response's x-ratelimit-* headers said.
+	RateLimit RateLimitInfo
+}
+
+// Client calls one OpenAI-compatible endpoint with one API key. It wraps a single go-openai client and is safe
+// for concurrent use; create one per endpoint (Registry does) and share it.
+//
+// Each Chat is exactly one HTTP request: neither Client nor go-openai retries anything.
+type Client struct {
+	oc      *openai.Client
+	baseURL string
+	hasKey  bool
+	redact  func(string) string
+	now     func() time.Time
+}
+
+// NewClient returns a client of the endpoint at baseURL ("https://api.openai.com/v1",
+// "http://localhost:11434/v1"). An empty apiKey sends no Authorization header, which local servers (Ollama,
+// vLLM, the simulator) accept.
+//
+// hc is used for every request and should be the process's one shared *http.Client (connection reuse); its
+// Timeout, if any, bounds each call in addition to the caller's context. nil means a private client with no
+// timeout. hc itself is never modified.
+func NewClient(baseURL, apiKey string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	cfg := openai.DefaultConfig(apiKey)
+	cfg.BaseURL = strings.TrimRight(baseURL, "/")
+	cfg.HTTPClient = capturingDoer{hc: hc}
+	return &Client{
+		oc:      openai.NewClientWithConfig(cfg),
+		baseURL: cfg.BaseURL,
+		hasKey:  apiKey != "",
+		redact:  redactor(apiKey),
+		now:     time.Now,
+	}
+}
+
+// String describes the client without its key.
+func (c *Client) String() string {
+	key := "none"
+	if c.hasKey {
+		key = "set"
+	}
+	return fmt.Sprintf("llm.Client{base_url: %s, api_key: %s}", c.baseURL, key)
+}
+
+// GoString is String, so %#v cannot print the key either.
+func (c *Client) GoString() string { return c.String() }
+
+// Chat sends one chat completion request. Its error is always an *Error (see Classify), with RetryAfter taken
+// from the response's Retry-After, retry-after-ms or x-ratelimit-reset-* headers.
+func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
+	capt := &capture{cellID: req.CellID}
+	ctx = context.WithValue(ctx, captureKey{}, capt)
+
+	resp, err := c.oc.CreateChatCompletion(ctx, chatRequest(req))
+	if err != nil {
+		return Response{}, c.fail(err, capt)
+	}
+	if len(resp.Choices) == 0 {
+		return Response{}, c.fail(&Error{
+			Class: ClassTransport, Status: capt.status, Code: "malformed_body",
+			Message: "response has no choices",
+		}, capt)
+	}
+	out := Response{
+		Text:             resp.Choices[0].Message.Content,
+		PromptTokens:     resp.Usage.PromptTokens,
+		CompletionTokens: resp.Usage.CompletionTokens,
+		RateLimit:        ParseRateLimit(capt.header),
+	}
+	return out, nil
+}
+
+// fail classifies err, adds what the response headers said, and removes the key from every message.
+func (c *Client) fail(err error, capt *capture) *Error {
+	// go-openai built these errors for this call alone, so scrubbing them in place is safe and keeps the key
+	// out of the whole Unwrap chain, not only out of our own message.
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		apiErr.Message = c.redact(apiErr.Message)
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		reqErr.Body = []byte(c.redact(string(reqErr.Body)))
+	}
+	e := Classify(err)
+	if e.Status == 0 {
+		e.Status = capt.status
+	}
+	e.Message = c.redact(e.Message)
+	if e.RetryAfter == 0 {
+		e.RetryAfter = retryDelay(capt.header, e.Status, c.now())
+	}
+	return e
+}
+
+// reasoningPrefixes are models that reject max_tokens and want max_completion_tokens.
+var reasoningPrefixes = []string{"o1", "o3", "o4", "gpt-5"}
+
+// chatRequest maps a Request onto go-openai's request.
+func chatRequest(req Request) openai.ChatCompletionRequest {
+	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+	}
+	seed := int(req.Seed)
+	out := openai.ChatCompletionRequest{
+		Model:       req.Model,
+		Messages:    msgs,
+		Seed:        &seed,
+		Stop:        req.Params.Stop,
+		Temperature: explicitFloat(req.Params.Temperature),
+		TopP:        explicitFloat(req.Params.TopP),
+	}
+	if n := req.Params.MaxTokens; n > 0 {
+		reasoning := false
+		for _, p := range reasoningPrefixes {
+			reasoning = reasoning || strings.HasPrefix(req.Model, p)
+		}
+		if reasoning {
+			out.MaxCompletionTokens = n
+		} else {
+			out.MaxTokens = n
+		}
+	}
+	return out
+}
+
+// explicitFloat converts an optional parameter for go-openai, whose float fields are "omitempty": an explicit 0
+// (temperature 0, the usual choice for reproducible runs) would silently be dropped and the provider's default
+// (1.0) used. It is sent as the smallest positive float32 instead, which go-openai's documentation recommends
+// and providers treat as 0.
+func explicitFloat(p *float64) float32 {
+	if p == nil {
+		return 0
+	}
+	if *p == 0 {
+		return math.SmallestNonzeroFloat32
+	}
+	return float32(*p)
+}
+
+// capture carries one call's cell id to the HTTP layer and the response's status and headers back from it.
+// go-openai's errors carry no headers, so this is how Retry-After and x-ratelimit-* reach us. It lives in the
+// request's context: one per call, nothing shared.
+type capture struct {
+	cellID string
+	status int
+	header http.Header
+}
+
+type captureKey struct{}
+
+// capturingDoer is the go-openai HTTPDoer: it sets the cell header and records status and headers into the
+// request's capture. It wraps the shared *http.Client without touching it.
+type capturingDoer struct{ hc *http.Client }
+
+// Do sends r with the shared client.
+func (d capturingDoer) Do(r *http.Request) (*http.Response, error) {
+	capt, _ := r.Context().Value(captureKey{}).(*capture)
+	if capt != nil && capt.cellID != "" {
+		r.Header.Set(CellHeader, capt.cellID)
+	}
+	resp, err := d.hc.Do(r)
+	if capt != nil && resp != nil {
+		capt.status = resp.StatusCode
+		capt.header = resp.Header
+	}
+	return resp, err
+}
+
+// keyPattern matches OpenAI-style secret keys, including the partly masked echo in a 401 message
+// ("Incorrect API key provided: sk-proj-****abcd").
+var keyPattern = regexp.MustCompile(`sk-[A-Za-z0-9_*.\-]{4,}`)
+
+// redactor returns a function removing apiKey, and anything shaped like an OpenAI key, from text.
+func redactor(apiKey string) func(string) string {
+	return func(s string) string {
+		if apiKey != "" {
+			s = strings.ReplaceAll(s, apiKey, "[REDACTED]")
+		}
+		return keyPattern.ReplaceAllString(s, "[REDACTED]")
+	}
+}
