@@ -1,0 +1,322 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// decoder turns a node tree into a Spec, collecting every mistake with its position. It also records where each
+// part of the resolved Spec came from (locs), so that Validate's field paths can be mapped back to the file.
+type decoder struct {
+	file    string
+	baseDir string
+	errs    Errors
+	locs    map[string]loc
+}
+
+// loc is where a resolved field came from: its path in the source and its position.
+type loc struct {
+	file      string
+	path      string
+	line, col int
+}
+
+// keyHints point users of other formats (the seed-000 framework) at the key this format uses.
+var keyHints = map[string]string{
+	"general_instruction":    "instruction",
+	"default_answer_options": "options",
+	"instruction_items":      "items",
+	"answer_options":         "options",
+	"question":               "text",
+	"parameters":             "params",
+	"name_or_path":           "name",
+	"max_new_tokens":         "max_tokens",
+	"demographic_profiles":   "personas",
+	"prompt_template":        "prompt",
+	"dimension":              "scale",
+	"concurrency":            "max_concurrency",
+}
+
+func (d *decoder) errAt(n *node, path, format string, args ...any) {
+	e := &Error{File: d.file, Field: path, Msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		e.Line, e.Column = n.line, n.col
+	}
+	d.errs = append(d.errs, e)
+}
+
+func (d *decoder) mark(resolved, src string, n *node) {
+	if n == nil {
+		return
+	}
+	d.locs[resolved] = loc{file: d.file, path: src, line: n.line, col: n.col}
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// child is the path of key k under path.
+func child(path, k string) string {
+	if !plainKey.MatchString(k) {
+		k = strconv.Quote(k)
+		return path + "[" + k + "]"
+	}
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// fields checks that n is a mapping whose keys are all allowed, reports the others (with a hint), and returns the
+// non-null values by key. It returns nil when n is not a mapping.
+func (d *decoder) fields(n *node, path string, allowed ...string) map[string]*node {
+	if n.kind != kindMap {
+		d.errAt(n, path, "want a mapping with keys %s, got %s", strings.Join(allowed, ", "), n.describe())
+		return nil
+	}
+	out := make(map[string]*node, len(n.keys))
+	for i, k := range n.keys {
+		if !slices.Contains(allowed, k.str) {
+			d.unknownKey(k, path, allowed)
+			continue
+		}
+		d.mark(child(path, k.str), child(path, k.str), n.vals[i])
+		if n.vals[i].kind != kindNull {
+			out[k.str] = n.vals[i]
+		}
+	}
+	return out
+}
+
+func (d *decoder) unknownKey(k *node, path string, allowed []string) {
+	hint := didYouMean(k.str, allowed)
+	if h, ok := keyHints[k.str]; ok && slices.Contains(allowed, h) {
+		hint = fmt.Sprintf(" (did you mean %q?)", h)
+	}
+	d.errAt(k, child(path, k.str), "unknown key %q%s; accepted keys: %s", k.str, hint, strings.Join(allowed, ", "))
+}
+
+// str reads any scalar as the text written (numbers and booleans included).
+func (d *decoder) str(n *node, path string) string {
+	if n == nil || n.kind == kindNull {
+		return ""
+	}
+	if n.kind != kindScalar {
+		d.errAt(n, path, "want a string, got %s", n.describe())
+		return ""
+	}
+	return n.str
+}
+
+func (d *decoder) integer(n *node, path string) int {
+	if n == nil {
+		return 0
+	}
+	if n.kind != kindScalar || n.scalar != scalarInt {
+		d.errAt(n, path, "want a whole number, got %s", n.describe())
+		return 0
+	}
+	if n.num > math.MaxInt32 || n.num < math.MinInt32 {
+		d.errAt(n, path, "%s is too large", n.str)
+		return 0
+	}
+	return int(n.num)
+}
+
+func (d *decoder) number(n *node, path string) float64 {
+	if n == nil {
+		return 0
+	}
+	if n.kind != kindScalar || (n.scalar != scalarInt && n.scalar != scalarFloat) {
+		d.errAt(n, path, "want a number, got %s", n.describe())
+		return 0
+	}
+	return n.num
+}
+
+func (d *decoder) numberPtr(n *node, path string) *float64 {
+	if n == nil {
+		return nil
+	}
+	v := d.number(n, path)
+	return &v
+}
+
+func (d *decoder) boolean(n *node, path string) bool {
+	if n == nil {
+		return false
+	}
+	if n.kind != kindScalar || n.scalar != scalarBool {
+		d.errAt(n, path, "want true or false, got %s", n.describe())
+		return false
+	}
+	return n.boolean
+}
+
+// list checks that n is a list.
+func (d *decoder) list(n *node, path, what string) []*node {
+	if n == nil {
+		return nil
+	}
+	if n.kind != kindSeq {
+		d.errAt(n, path, "want a list of %s, got %s", what, n.describe())
+		return nil
+	}
+	return n.vals
+}
+
+func (d *decoder) strings(n *node, path string) []string {
+	if n == nil {
+		return nil
+	}
+	if n.kind == kindScalar {
+		return []string{d.str(n, path)}
+	}
+	var out []string
+	for i, e := range d.list(n, path, "strings") {
+		out = append(out, d.str(e, index(path, i)))
+	}
+	return out
+}
+
+// seeds reads a list of integers or numeric strings (or one of them).
+func (d *decoder) seeds(n *node, path string) []int64 {
+	if n == nil {
+		return nil
+	}
+	items := []*node{n}
+	if n.kind == kindSeq {
+		items = n.vals
+	} else {
+		path = index(path, 0)
+	}
+	var out []int64
+	for i, e := range items {
+		p := path
+		if n.kind == kindSeq {
+			p = index(path, i)
+		}
+		if e.kind != kindScalar || e.scalar == scalarBool || e.scalar == scalarFloat {
+			d.errAt(e, p, "want a whole number or a numeric string such as \"7\", got %s", e.describe())
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(e.str), 10, 64)
+		if err != nil {
+			d.errAt(e, p, "want a whole number or a numeric string such as \"7\", got %s", e.describe())
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (d *decoder) duration(n *node, path string) Duration {
+	if n == nil {
+		return 0
+	}
+	if n.kind == kindScalar && (n.scalar == scalarInt || n.scalar == scalarFloat) {
+		return Duration(time.Duration(n.num * float64(time.Second)))
+	}
+	if n.kind == kindScalar && n.scalar == scalarString {
+		v, err := time.ParseDuration(strings.TrimSpace(n.str))
+		if err == nil {
+			return Duration(v)
+		}
+	}
+	d.errAt(n, path, "want a duration such as \"30s\" or \"2m\" (or a number of seconds), got %s", n.describe())
+	return 0
+}
+
+// attributes reads a mapping of scalars as strings.
+func (d *decoder) attributes(n *node, path string) map[string]string {
+	if n == nil {
+		return nil
+	}
+	if n.kind != kindMap {
+		d.errAt(n, path, "want a mapping of attribute names to values, got %s", n.describe())
+		return nil
+	}
+	out := make(map[string]string, len(n.keys))
+	for i, k := range n.keys {
+		v := n.vals[i]
+		p := child(path, k.str)
+		d.mark(p, p, v)
+		if v.kind == kindMap || v.kind == kindSeq {
+			d.errAt(v, p, "want a single value (text or number), got %s", v.describe())
+			continue
+		}
+		out[k.str] = v.str
+	}
+	return out
+}
+
+var optionKeys = []string{"id", "text", "weight", "ignored_for_scale"}
+
+// optionSet reads options in any accepted form: a list of options, a mapping id → option in file order, or
+// {options, delimiter, prepend_delimiter}. Options without an id or weight get their 1-based position.
+// Only what is written is recorded: src is the path in the file, res the path in the resolved Spec.
+func (d *decoder) optionSet(n *node, src, res, delim string) *OptionSet {
+	set := &OptionSet{Delimiter: delim}
+	inner, innerSrc := n, src
+	if n.kind == kindMap && n.get("options") != nil {
+		f := d.fields(n, src, "options", "delimiter", "prepend_delimiter")
+		if f == nil {
+			return set
+		}
+		if v, ok := f["delimiter"]; ok {
+			set.Delimiter = d.str(v, child(src, "delimiter"))
+		}
+		set.PrependDelimiter = d.boolean(f["prepend_delimiter"], child(src, "prepend_delimiter"))
+		inner, innerSrc = f["options"], child(src, "options")
+	}
+	d.mark(res, src, n)
+	resOpts := res + ".options"
+	d.mark(resOpts, innerSrc, inner)
+	add := func(i int, e *node, p, id string) {
+		o := Option{ID: id, Weight: i + 1}
+		d.mark(index(resOpts, i), p, e)
+		switch e.kind {
+		case kindScalar:
+			o.Text = e.str
+		case kindMap:
+			f := d.fields(e, p, optionKeys...)
+			if v, ok := f["id"]; ok {
+				if id != "" {
+					d.errAt(v, child(p, "id"), "the id of an option in a mapping is its key; remove this id")
+				}
+				o.ID = d.str(v, child(p, "id"))
+			}
+			o.Text = d.str(f["text"], child(p, "text"))
+			if v, ok := f["weight"]; ok {
+				o.Weight = d.integer(v, child(p, "weight"))
+			}
+			o.IgnoredForScale = d.boolean(f["ignored_for_scale"], child(p, "ignored_for_scale"))
+		default:
+			d.errAt(e, p, "want an option {id, text, weight} or its text, got %s", e.describe())
+		}
+		if o.ID == "" {
+			o.ID = strconv.Itoa(i + 1)
+		}
+		set.Options = append(set.Options, o)
+	}
+	switch inner.kind {
+	case kindSeq:
+		for i, e := range inner.vals {
+			add(i, e, index(innerSrc, i), "")
+		}
+	case kindMap:
+		for i, k := range inner.keys {
+			add(i, inner.vals[i], child(innerSrc, k.str), k.str)
+		}
+	case kindNull:
+	default:
+		d.errAt(inner, innerSrc, "want answer options: a list of {id, text, weight}, a mapping id → {text, weight}, or {options, delimiter, prepend_delimiter}; got %s", inner.describe())
+	}
+	return set
+}

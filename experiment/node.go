@@ -1,0 +1,252 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// node is a YAML/JSON value with its position, simpler to walk than the library's AST: aliases, anchors, tags and
+// merge keys are already resolved, and mappings keep their file order.
+type node struct {
+	kind      nodeKind
+	line, col int
+	keys      []*node // mapping: key scalars, in file order
+	vals      []*node // mapping values, or sequence entries
+	str       string  // scalar: the value as written (unquoted)
+	scalar    scalarKind
+	num       float64 // int and float scalars
+	boolean   bool
+}
+
+type nodeKind uint8
+
+const (
+	kindNull nodeKind = iota
+	kindScalar
+	kindMap
+	kindSeq
+)
+
+type scalarKind uint8
+
+const (
+	scalarString scalarKind = iota
+	scalarInt
+	scalarFloat
+	scalarBool
+)
+
+// describe names what a node is, for "want X, got Y" messages.
+func (n *node) describe() string {
+	switch n.kind {
+	case kindNull:
+		return "nothing (null)"
+	case kindMap:
+		return "a mapping"
+	case kindSeq:
+		return "a list"
+	}
+	switch n.scalar {
+	case scalarInt:
+		return "the integer " + n.str
+	case scalarFloat:
+		return "the number " + n.str
+	case scalarBool:
+		return "the boolean " + n.str
+	}
+	s := n.str
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return fmt.Sprintf("the string %q", s)
+}
+
+// get returns the value of key k of a mapping, or nil.
+func (n *node) get(k string) *node {
+	if n == nil || n.kind != kindMap {
+		return nil
+	}
+	for i, key := range n.keys {
+		if key.str == k {
+			return n.vals[i]
+		}
+	}
+	return nil
+}
+
+// parseNodes parses YAML or JSON into a node tree. A syntax error is returned as an *Error with its position.
+func parseNodes(data []byte, file string) (*node, *Error) {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		e := &Error{File: file, Msg: "not valid YAML or JSON: " + err.Error()}
+		var se *yaml.SyntaxError
+		if errors.As(err, &se) {
+			e.Msg = "not valid YAML or JSON: " + se.Message
+			if se.Token != nil {
+				e.Line, e.Column = se.Token.Position.Line, se.Token.Position.Column
+			}
+		}
+		return nil, e
+	}
+	var body ast.Node
+	for _, d := range f.Docs {
+		if d.Body == nil {
+			continue
+		}
+		if _, isComment := d.Body.(*ast.CommentGroupNode); isComment {
+			continue
+		}
+		if body != nil {
+			return nil, &Error{File: file, Line: pos(d.Body).Line, Column: pos(d.Body).Column, Msg: "more than one YAML document; a spec is one document"}
+		}
+		body = d.Body
+	}
+	if body == nil {
+		return nil, &Error{File: file, Line: 1, Column: 1, Msg: "empty spec: want a mapping with name, models, personas, questionnaire, ..."}
+	}
+	c := converter{anchors: map[string]*node{}}
+	n := c.convert(body)
+	if c.err != nil {
+		c.err.File = file
+		return nil, c.err
+	}
+	return n, nil
+}
+
+func pos(n ast.Node) token.Position {
+	if n == nil {
+		return token.Position{}
+	}
+	if t := n.GetToken(); t != nil && t.Position != nil {
+		return *t.Position
+	}
+	return token.Position{}
+}
+
+type converter struct {
+	anchors map[string]*node
+	err     *Error
+	depth   int
+}
+
+func (c *converter) fail(n ast.Node, format string, args ...any) *node {
+	if c.err == nil {
+		p := pos(n)
+		c.err = &Error{Line: p.Line, Column: p.Column, Msg: fmt.Sprintf(format, args...)}
+	}
+	return &node{kind: kindNull}
+}
+
+func (c *converter) convert(an ast.Node) *node {
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > 200 {
+		return c.fail(an, "nested too deeply")
+	}
+	p := pos(an)
+	n := &node{line: p.Line, col: p.Column}
+	switch v := an.(type) {
+	case nil:
+		n.kind = kindNull
+	case *ast.NullNode:
+		n.kind = kindNull
+	case *ast.StringNode:
+		n.kind, n.str = kindScalar, v.Value
+	case *ast.LiteralNode:
+		n.kind = kindScalar
+		if v.Value != nil {
+			n.str = v.Value.Value
+		}
+	case *ast.IntegerNode:
+		n.kind, n.scalar, n.str = kindScalar, scalarInt, v.Token.Value
+		switch x := v.Value.(type) {
+		case int64:
+			n.num = float64(x)
+		case uint64:
+			n.num = float64(x)
+		}
+	case *ast.FloatNode:
+		n.kind, n.scalar, n.str, n.num = kindScalar, scalarFloat, v.Token.Value, v.Value
+	case *ast.InfinityNode, *ast.NanNode:
+		n.kind, n.scalar, n.str = kindScalar, scalarFloat, an.GetToken().Value
+		return c.fail(an, "%s is not a usable number", n.str)
+	case *ast.BoolNode:
+		n.kind, n.scalar, n.str, n.boolean = kindScalar, scalarBool, v.Token.Value, v.Value
+	case *ast.TagNode:
+		return c.convert(v.Value)
+	case *ast.AnchorNode:
+		inner := c.convert(v.Value)
+		c.anchors[strings.TrimSpace(v.Name.String())] = inner
+		return inner
+	case *ast.AliasNode:
+		name := strings.TrimSpace(v.Value.String())
+		target, ok := c.anchors[name]
+		if !ok {
+			return c.fail(an, "alias *%s names no anchor defined before it", name)
+		}
+		return target
+	case *ast.MappingNode:
+		n.kind = kindMap
+		for _, mv := range v.Values {
+			c.addPair(n, mv)
+		}
+	case *ast.MappingValueNode:
+		n.kind = kindMap
+		c.addPair(n, v)
+	case *ast.SequenceNode:
+		n.kind = kindSeq
+		for _, e := range v.Values {
+			n.vals = append(n.vals, c.convert(e))
+		}
+	case *ast.CommentGroupNode:
+		n.kind = kindNull
+	default:
+		return c.fail(an, "unsupported YAML construct %s", an.Type())
+	}
+	return n
+}
+
+func (c *converter) addPair(m *node, mv *ast.MappingValueNode) {
+	if mv.Key.IsMergeKey() {
+		src := c.convert(mv.Value)
+		var maps []*node
+		switch src.kind {
+		case kindMap:
+			maps = []*node{src}
+		case kindSeq:
+			maps = src.vals
+		}
+		for _, s := range maps {
+			if s.kind != kindMap {
+				c.fail(mv.Value, "a merge key (<<) takes a mapping or a list of mappings")
+				return
+			}
+			for i, k := range s.keys {
+				if m.get(k.str) == nil {
+					m.keys, m.vals = append(m.keys, k), append(m.vals, s.vals[i])
+				}
+			}
+		}
+		return
+	}
+	k := c.convert(mv.Key)
+	if k.kind != kindScalar {
+		c.fail(mv.Key, "a mapping key must be a plain value, not %s", k.describe())
+		return
+	}
+	// A key given explicitly overrides the same key brought in by a merge key.
+	for i, old := range m.keys {
+		if old.str == k.str {
+			m.keys[i], m.vals[i] = k, c.convert(mv.Value)
+			return
+		}
+	}
+	m.keys = append(m.keys, k)
+	m.vals = append(m.vals, c.convert(mv.Value))
+}

@@ -1,0 +1,64 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Hash is a short stable id of the spec: the first 12 hex digits of the SHA-256 of its canonical JSON with
+// defaults applied (so a spec that spells out a default hashes like one that leaves it out). Workflow ids derive
+// from it: the same spec attaches to the same run.
+func (s *Spec) Hash() string {
+	// A copy through JSON, so defaults can be applied without touching s.
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("experiment: marshal spec: %v", err)) // a Spec holds only JSON-safe values
+	}
+	var c Spec
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic(fmt.Sprintf("experiment: unmarshal spec: %v", err))
+	}
+	c.ApplyDefaults()
+	if b, err = json.Marshal(&c); err != nil {
+		panic(fmt.Sprintf("experiment: marshal spec: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// Summary describes the grid in one line: "IPIP-50 · 2 models × 3 seeds × 50 items × 20 personas = 6,000 calls".
+func (s *Spec) Summary() string {
+	return fmt.Sprintf("%s · %s × %s × %s × %s = %s", s.Name,
+		count(len(s.Models), "model"), count(len(s.Seeds), "seed"), count(len(s.Questionnaire.Items), "item"),
+		count(len(s.Personas), "persona"), count(s.NumCells(), "call"))
+}
+
+func count(n int, noun string) string {
+	if n != 1 {
+		noun += "s"
+	}
+	return thousands(n) + " " + noun
+}
+
+// thousands writes n with comma separators: 6000 → "6,000".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
