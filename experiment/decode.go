@@ -45,7 +45,7 @@ var keyHints = map[string]string{
 func (d *decoder) errAt(n *node, path, format string, args ...any) {
 	e := &Error{File: d.file, Field: path, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
-		e.Line, e.Column = n.line, n.col
+		e.Line, e.Column = n.where()
 	}
 	d.errs = append(d.errs, e)
 }
@@ -54,7 +54,8 @@ func (d *decoder) mark(resolved, src string, n *node) {
 	if n == nil {
 		return
 	}
-	d.locs[resolved] = loc{file: d.file, path: src, line: n.line, col: n.col}
+	line, col := n.where()
+	d.locs[resolved] = loc{file: d.file, path: src, line: line, col: col}
 }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -167,6 +168,9 @@ func (d *decoder) list(n *node, path, what string) []*node {
 	if n.kind != kindSeq {
 		d.errAt(n, path, "want a list of %s, got %s", what, n.describe())
 		return nil
+	}
+	for i, e := range n.vals {
+		d.mark(index(path, i), index(path, i), e)
 	}
 	return n.vals
 }

@@ -86,6 +86,18 @@ func (d *decoder) place(e *Error, root *node) {
 		if l, ok := d.locs[p]; ok {
 			e.File, e.Line, e.Column = l.file, l.line, l.col
 			e.Field = l.path + f[len(p):]
+			// The source path may be more precise than the resolved one: a field under a renamed parent.
+			for q := e.Field; len(q) > len(l.path); {
+				if m, ok := d.locs[q]; ok && m.path == q {
+					e.File, e.Line, e.Column = m.file, m.line, m.col
+					break
+				}
+				k := strings.LastIndexAny(q, ".[")
+				if k <= 0 {
+					break
+				}
+				q = q[:k]
+			}
 			return
 		}
 		k := strings.LastIndexAny(p, ".[")

@@ -246,7 +246,9 @@ func stripAnswerPrefix(s string) string {
 	return s
 }
 
-func isLetter(s string) bool { return len(s) == 1 && s[0] >= 'a' && s[0] <= 'z' || len(s) == 1 && s[0] >= 'A' && s[0] <= 'Z' }
+func isLetter(s string) bool {
+	return len(s) == 1 && s[0] >= 'a' && s[0] <= 'z' || len(s) == 1 && s[0] >= 'A' && s[0] <= 'Z'
+}
 
 func isDigits(s string) bool {
 	for _, r := range s {

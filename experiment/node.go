@@ -22,6 +22,17 @@ type node struct {
 	scalar    scalarKind
 	num       float64 // int and float scalars
 	boolean   bool
+	// keyLine and keyCol are the position of the key of a collection that is a mapping value: errors about the
+	// collection as a whole point at its key.
+	keyLine, keyCol int
+}
+
+// where is the position errors about n point at.
+func (n *node) where() (line, col int) {
+	if n.keyLine > 0 {
+		return n.keyLine, n.keyCol
+	}
+	return n.line, n.col
 }
 
 type nodeKind uint8
@@ -236,6 +247,10 @@ func (c *converter) addPair(m *node, mv *ast.MappingValueNode) {
 		return
 	}
 	k := c.convert(mv.Key)
+	if len(m.keys) == 0 && len(m.vals) == 0 {
+		// A mapping is where its first key is (the library places a block mapping at its first ':').
+		m.line, m.col = k.line, k.col
+	}
 	if k.kind != kindScalar {
 		c.fail(mv.Key, "a mapping key must be a plain value, not %s", k.describe())
 		return
@@ -244,9 +259,14 @@ func (c *converter) addPair(m *node, mv *ast.MappingValueNode) {
 	for i, old := range m.keys {
 		if old.str == k.str {
 			m.keys[i], m.vals[i] = k, c.convert(mv.Value)
+			m.vals[i].keyLine, m.vals[i].keyCol = k.line, k.col
 			return
 		}
 	}
+	v := c.convert(mv.Value)
+	if v.kind == kindMap || v.kind == kindSeq || v.kind == kindNull {
+		v.keyLine, v.keyCol = k.line, k.col
+	}
 	m.keys = append(m.keys, k)
-	m.vals = append(m.vals, c.convert(mv.Value))
+	m.vals = append(m.vals, v)
 }

@@ -102,7 +102,7 @@ func (s *Spec) check() Errors {
 	seen := map[int64]int{}
 	for i, sd := range s.Seeds {
 		if j, dup := seen[sd]; dup {
-			errs.add(fmt.Sprintf("seeds[%d]", i), "duplicate seed %d (also seeds[%d]); each seed must appear once", sd, j)
+			errs.add(fmt.Sprintf("seeds[%d]", i), "duplicate seed %d, already entry %d; each seed must appear once", sd, j)
 		}
 		seen[sd] = i
 	}
@@ -118,7 +118,7 @@ func (s *Spec) check() Errors {
 }
 
 // checkID reports an empty id, one with a '/' (cell ids join ids with '/'), and duplicates.
-func checkID(errs *Errors, seen map[string]int, path, kind, id string, i int, plural string) {
+func checkID(errs *Errors, seen map[string]int, path, kind, id string, i int) {
 	switch {
 	case strings.TrimSpace(id) == "":
 		errs.add(path+".id", "missing: every %s needs a non-empty id", kind)
@@ -127,7 +127,7 @@ func checkID(errs *Errors, seen map[string]int, path, kind, id string, i int, pl
 		errs.add(path+".id", "%q contains '/'; %s ids may not contain '/' (cell ids are model/seed/item/persona)", id, kind)
 	}
 	if j, dup := seen[id]; dup {
-		errs.add(path+".id", "duplicate %s id %q (also %s[%d]); ids must be unique", kind, id, plural, j)
+		errs.add(path+".id", "duplicate %s id %q, already used by entry %d; ids must be unique", kind, id, j)
 		return
 	}
 	seen[id] = i
@@ -150,7 +150,7 @@ func (s *Spec) checkModels(errs *Errors) {
 		if id == "" {
 			id = m.Name
 		}
-		checkID(errs, seen, p, "model", id, i, "models")
+		checkID(errs, seen, p, "model", id, i)
 		if strings.TrimSpace(m.Name) == "" {
 			errs.add(p+".name", "missing: the model name sent to the provider, e.g. \"gpt-4o-mini\"")
 		}
@@ -239,7 +239,7 @@ func (s *Spec) checkPersonas(errs *Errors) {
 	seen := map[string]int{}
 	for i, p := range s.Personas {
 		path := fmt.Sprintf("personas[%d]", i)
-		checkID(errs, seen, path, "persona", p.ID, i, "personas")
+		checkID(errs, seen, path, "persona", p.ID, i)
 		for k := range p.Attributes {
 			if k == "" || strings.ContainsAny(k, "{}") {
 				errs.add(path+".attributes", "attribute name %q: want a non-empty name without braces", k)
@@ -261,7 +261,7 @@ func (s *Spec) checkQuestionnaire(errs *Errors) {
 	}
 	scales := map[string]int{}
 	for i, sc := range q.Scales {
-		checkID(errs, scales, fmt.Sprintf("questionnaire.scales[%d]", i), "scale", sc.ID, i, "questionnaire.scales")
+		checkID(errs, scales, fmt.Sprintf("questionnaire.scales[%d]", i), "scale", sc.ID, i)
 	}
 	if len(q.Items) == 0 {
 		errs.add("questionnaire.items", "empty: list at least one item")
@@ -273,7 +273,7 @@ func (s *Spec) checkQuestionnaire(errs *Errors) {
 	seen := map[string]int{}
 	for i, it := range q.Items {
 		path := fmt.Sprintf("questionnaire.items[%d]", i)
-		checkID(errs, seen, path, "item", it.ID, i, "questionnaire.items")
+		checkID(errs, seen, path, "item", it.ID, i)
 		if strings.TrimSpace(it.Text) == "" {
 			errs.add(path+".text", "missing: the question of the item")
 		}
@@ -296,7 +296,7 @@ func checkOptions(errs *Errors, path string, o OptionSet) {
 	seen := map[string]int{}
 	for i, opt := range o.Options {
 		p := fmt.Sprintf("%s.options[%d]", path, i)
-		checkID(errs, seen, p, "option", opt.ID, i, path+".options")
+		checkID(errs, seen, p, "option", opt.ID, i)
 		if strings.TrimSpace(opt.Text) == "" {
 			errs.add(p+".text", "missing: the option text shown in {answer_options}")
 		}

@@ -1,0 +1,248 @@
+package experiment
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const baseSpec = `name: test
+seeds: [1, 2]
+models:
+  - id: m1
+    name: gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+  - id: m2
+    name: sim-model
+    provider: sim
+    rpm: 100
+prompt:
+  type: chat
+  messages:
+    - role: system
+      content: "{persona_description} {general_instruction}"
+    - role: user
+      content: "{question}\n{answer_options}"
+personas:
+  - id: p1
+    attributes: {name: Ann, age: 30}
+  - id: p2
+    attributes: {name: Bob, age: 40}
+    template: "{name}, {age}"
+questionnaire:
+  name: q
+  instruction: Rate.
+  options:
+    - {id: "1", text: Disagree, weight: 1}
+    - {id: "2", text: Agree, weight: 2}
+  scales:
+    - {id: E, name: Extraversion}
+  items:
+    - {id: i1, text: I talk., scale: E}
+    - {id: i2, text: I listen., scale: E, reversed: true}
+run:
+  max_concurrency: 4
+  on_error: warn
+`
+
+func TestBaseSpecLoads(t *testing.T) {
+	s, err := Parse([]byte(baseSpec), "spec.yaml", t.TempDir())
+	if err != nil {
+		t.Fatalf("base spec: %v", err)
+	}
+	if got, want := s.Summary(), "test · 2 models × 2 seeds × 2 items × 2 personas = 16 calls"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	if s.Models[0].Provider != ProviderOpenAI || s.Run.OnError != OnErrorWarn || s.Run.MaxParallelPasses != DefaultMaxParallelPasses {
+		t.Errorf("defaults not applied: %+v %+v", s.Models[0], s.Run)
+	}
+	if !s.Questionnaire.Items[1].Reversed || s.Questionnaire.Items[1].Scale != "E" {
+		t.Errorf("item 2 = %+v", s.Questionnaire.Items[1])
+	}
+}
+
+// lineOf is the 1-based number of the first line of doc containing s.
+func lineOf(t *testing.T, doc, s string) int {
+	t.Helper()
+	for i, l := range strings.Split(doc, "\n") {
+		if strings.Contains(l, s) {
+			return i + 1
+		}
+	}
+	t.Fatalf("no line contains %q", s)
+	return 0
+}
+
+// replace replaces old in doc by new; old "§start|end" is the text from start up to end.
+func replace(t *testing.T, doc, old, new string) string {
+	t.Helper()
+	if start, end, ok := strings.Cut(strings.TrimPrefix(old, "§"), "|"); ok && strings.HasPrefix(old, "§") {
+		i := strings.Index(doc, start)
+		j := strings.Index(doc, end)
+		if i < 0 || j < i {
+			t.Fatalf("no section %q..%q", start, end)
+		}
+		old = doc[i:j]
+	}
+	if !strings.Contains(doc, old) {
+		t.Fatalf("spec has no %q", old)
+	}
+	return strings.Replace(doc, old, new, 1)
+}
+
+func TestSpecMistakes(t *testing.T) {
+	tests := []struct {
+		name       string
+		old, new   string // one replacement in baseSpec ("§start|end": the text from start up to end); doc replaces the whole spec
+		old2, new2 string
+		doc        string            // a whole spec instead of a replacement
+		files      map[string]string // files next to the spec
+		field      string            // the Field of the expected error
+		file       string            // its File, default spec.yaml
+		at         string            // the expected line is the first one containing at (in the spec, or in file)
+		line       int               // or this line
+		msg        string            // Msg contains this
+	}{
+		{name: "unknown top-level key", old: "models:", new: "modles:", field: "modles", at: "modles:", msg: `did you mean "models"?`},
+		{name: "negative rpm", old: "rpm: 100", new: "rpm: -5", field: "models[1].rpm", at: "rpm:", msg: "negative"},
+		{name: "rpm of wrong type", old: "rpm: 100", new: "rpm: fast", field: "models[1].rpm", at: "rpm:", msg: "want a whole number"},
+		{name: "literal api key", old: "api_key_env: OPENAI_API_KEY", new: "api_key: sk-abc123", field: "models[0].api_key", at: "api_key:", msg: "api_key_env"},
+		{name: "key in api_key_env", old: "api_key_env: OPENAI_API_KEY", new: "api_key_env: sk-abc-123", field: "models[0].api_key_env", at: "api_key_env:", msg: "never the key itself"},
+		{name: "duplicate model id", old: "id: m2", new: "id: m1", field: "models[1].id", at: "- id: m1\n    name: sim", msg: "duplicate model id"},
+		{name: "unknown provider", old: "provider: sim", new: "provider: opneai", field: "models[1].provider", at: "provider:", msg: `did you mean "openai"?`},
+		{name: "model without name", old: "    name: sim-model\n", new: "", field: "models[1].name", at: "- id: m2", msg: "missing"},
+		{name: "temperature out of range", old: "rpm: 100", new: "params: {temperature: 3}", field: "models[1].params.temperature", at: "temperature", msg: "from 0 to 2"},
+		{name: "unknown param", old: "rpm: 100", new: "params: {max_token: 3}", field: "models[1].params.max_token", at: "max_token", msg: `did you mean "max_tokens"?`},
+		{name: "base url not a URL", old: "provider: sim", new: "base_url: localhost:11434", field: "models[1].base_url", at: "base_url", msg: "http(s) URL"},
+		{name: "unknown prompt placeholder", old: `"{question}\n`, new: `"{questoin}\n`, field: "prompt.messages[1].content", at: "{questoin}", msg: `did you mean "question"?`},
+		{name: "single brace", old: `"{question}\n`, new: `"{question} }\n`, field: "prompt.messages[1].content", at: "{question} }", msg: "}}"},
+		{name: "bad role", old: "role: user", new: "role: usr", field: "prompt.messages[1].role", at: "role: usr", msg: `did you mean "user"?`},
+		{name: "chat prompt without user", old: "role: user", new: "role: assistant", field: "prompt.messages", at: "messages:", msg: `role "user"`},
+		{name: "unknown prompt type", old: "type: chat", new: "type: chatt", field: "prompt.type", at: "type: chatt", msg: `did you mean "chat"?`},
+		{name: "unknown persona placeholder", old: `"{name}, {age}"`, new: `"{name}, {agee}"`, field: "personas[1].template", at: "{agee}", msg: `did you mean "age"?`},
+		{name: "duplicate persona id", old: "id: p2", new: "id: p1", field: "personas[1].id", at: "- id: p1\n    attributes: {name: Bob", msg: "duplicate persona id"},
+		{name: "persona attribute not a scalar", old: "{name: Ann, age: 30}", new: "{name: [Ann], age: 30}", field: "personas[0].attributes.name", at: "[Ann]", msg: "single value"},
+		{name: "missing options", old: "  options:\n    - {id: \"1\", text: Disagree, weight: 1}\n    - {id: \"2\", text: Agree, weight: 2}\n", new: "", field: "questionnaire.options", at: "questionnaire:", msg: "missing answer options"},
+		{name: "duplicate option id", old: `{id: "2", text: Agree`, new: `{id: "1", text: Agree`, field: "questionnaire.options[1].id", at: "text: Agree,", msg: "duplicate option id"},
+		{name: "option key misspelt", old: "text: Agree, weight: 2", new: "text: Agree, wieght: 2", field: "questionnaire.options[1].wieght", at: "wieght", msg: `did you mean "weight"?`},
+		{name: "undeclared scale", old: "scale: E, reversed", new: "scale: X, reversed", field: "questionnaire.items[1].scale", at: "scale: X", msg: `declared scales: "E"`},
+		{name: "duplicate item id", old: "id: i2", new: "id: i1", field: "questionnaire.items[1].id", at: "I listen.", msg: "duplicate item id"},
+		{name: "duplicate scale id", old: "    - {id: E, name: Extraversion}\n", new: "    - {id: E, name: Extraversion}\n    - {id: E, name: Again}\n", field: "questionnaire.scales[1].id", at: "Again", msg: "duplicate scale id"},
+		{name: "item key misspelt", old: "reversed: true", new: "revresed: true", field: "questionnaire.items[1].revresed", at: "revresed", msg: `did you mean "reversed"?`},
+		{name: "item without text", old: "text: I listen., ", new: "", field: "questionnaire.items[1].text", at: "id: i2", msg: "missing"},
+		{name: "bad on_error", old: "on_error: warn", new: "on_error: rase\n  cumulative: true", field: "run.on_error", at: "on_error", msg: `did you mean "raise"?`},
+		{name: "cumulative with a normal prompt", old: "  type: chat\n  messages:\n    - role: system\n      content: \"{persona_description} {general_instruction}\"\n    - role: user\n      content: \"{question}\\n{answer_options}\"\n",
+			new: "  type: normal\n  template: \"{question}\"\n", old2: "on_error: warn", new2: "cumulative: true", field: "run.cumulative", at: "cumulative", msg: "chat prompt"},
+		{name: "negative concurrency", old: "max_concurrency: 4", new: "max_concurrency: -1", field: "run.max_concurrency", at: "max_concurrency: -1", msg: "negative"},
+		{name: "bad call timeout", old: "on_error: warn", new: "call_timeout: soon", field: "run.call_timeout", at: "call_timeout", msg: `"30s"`},
+		{name: "no models", old: "§models:\n|prompt:", new: "models: []\n", field: "models", at: "models: []", msg: "at least one model"},
+		{name: "no items", old: "  items:\n    - {id: i1, text: I talk., scale: E}\n    - {id: i2, text: I listen., scale: E, reversed: true}\n", new: "  items: []\n", field: "questionnaire.items", at: "items: []", msg: "at least one item"},
+		{name: "bad seed", old: "seeds: [1, 2]", new: "seeds: [1, x]", field: "seeds[1]", at: "seeds:", msg: "numeric string"},
+		{name: "duplicate seed", old: "seeds: [1, 2]", new: "seeds: [1, \"1\"]", field: "seeds[1]", at: "seeds:", msg: "duplicate seed"},
+		{name: "negative budget", old: "name: test", new: "name: test\nbudget_usd: -1", field: "budget_usd", at: "budget_usd", msg: "negative"},
+		{name: "models not a list", old: "§models:\n|prompt:", new: "models: gpt-4o\n", field: "models", at: "models: gpt", msg: "want a list"},
+		{name: "yaml syntax error", old: "  name: q\n", new: "  name: [q\n", line: 0, msg: "not valid YAML"},
+		{name: "missing persona CSV", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n", field: "personas.file", at: "people.csv", msg: "cannot read"},
+		{name: "persona CSV without id", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n",
+			files: map[string]string{"people.csv": "name,age\nAnn,30\n"}, field: "personas.file", file: "people.csv", line: 1, msg: "no id column"},
+		{name: "duplicate persona in CSV", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n",
+			files: map[string]string{"people.csv": "id,name\na,Ann\nb,Bob\na,Al\n"}, field: "personas[2].id", file: "people.csv", line: 4, msg: "duplicate persona id"},
+		{name: "items CSV bad keyed", old: "§  items:\n|run:", new: "  items: {file: items.csv}\n",
+			files: map[string]string{"items.csv": "id,text,scale,keyed\n1,I talk.,E,+\n2,I listen.,E,?\n"}, field: "questionnaire.items[1].keyed", file: "items.csv", line: 3, msg: "want + or -"},
+		{name: "items CSV unknown scale", old: "§  items:\n|run:", new: "  items: {file: items.csv}\n",
+			files: map[string]string{"items.csv": "id,text,scale,keyed\n1,I talk.,E,+\n2,I listen.,N,-\n"}, field: "questionnaire.items[1].scale", file: "items.csv", line: 3, msg: "unknown scale"},
+		{name: "items CSV unknown column", old: "§  items:\n|run:", new: "  items: {file: items.csv}\n",
+			files: map[string]string{"items.csv": "id,question,scale\n1,I talk.,E\n"}, field: "questionnaire.items.file", file: "items.csv", line: 1, msg: `did you mean "text"?`},
+		{name: "framework api key", doc: `{"name":"x","parameters":{"seeds":[1]},
+"models":{"gpt":{"type":"openai","name_or_path":"gpt-4o","api_key":"sk-123"}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","default_answer_options":{"1":{"text":"No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`,
+			field: "models.gpt.api_key", at: `"api_key"`, msg: "environment variable"},
+		{name: "framework unknown key", doc: `{"name":"x","parameters":{"seeds":[1]},"model":{},
+"models":{"gpt":{"type":"openai","name_or_path":"gpt-4o"}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","default_answer_options":{"1":{"text":"No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`,
+			field: "model", at: `"model"`, msg: `did you mean "models"?`},
+		{name: "framework undeclared dimension", doc: `{"name":"x","parameters":{"seeds":[1]},
+"models":{"gpt":{"type":"ollama","model":"qwen2.5"}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","attributes":{"dimension":{"1":"E"}},
+ "default_answer_options":{"1":{"text":"No","weight":1}},
+ "instruction_items":[{"question":"Q?","attributes":{"dimension":"1"}},
+  {"question":"R?","attributes":{"dimension":"7"}}]}}`,
+			field: "questionnaire.instruction_items[1].attributes.dimension", at: `"R?"`, msg: "unknown scale"},
+		{name: "framework hf model", doc: `{"name":"x","parameters":{"seeds":[1]},
+"models":{"llama":{"type":"huggingface","name_or_path":"meta/llama"}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","default_answer_options":{"1":{"text":"No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`,
+			field: "models.llama.type", at: `"huggingface"`, msg: "OpenAI-compatible server"},
+		{name: "framework persona placeholder", doc: `{"name":"x","parameters":{"seeds":[1]},
+"models":{"gpt":{"type":"openai","name_or_path":"gpt-4o"}},
+"demographic_profiles":{"Optimistic Persona":{"attributes":{"name":"A"},
+  "template":"{name} from {town}"}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","default_answer_options":{"1":{"text":"No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`,
+			field: `demographic_profiles["Optimistic Persona"].template`, at: `{town}`, msg: "unknown placeholder {town}"},
+		{name: "framework missing instruction", doc: `{"name":"x","parameters":{"seeds":[1]},
+"models":{"gpt":{"type":"openai","name_or_path":"gpt-4o"}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","default_answer_options":{"1":{"text":"No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`,
+			field: "questionnaire.general_instruction", at: `"questionnaire"`, msg: "missing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc
+			if doc == "" {
+				doc = replace(t, baseSpec, tc.old, tc.new)
+				if tc.old2 != "" {
+					doc = replace(t, doc, tc.old2, tc.new2)
+				}
+			}
+			dir := t.TempDir()
+			for name, content := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := Parse([]byte(doc), "spec.yaml", dir)
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("Parse = %v, want Errors", err)
+			}
+			var got *Error
+			for _, e := range errs {
+				if e.Field == tc.field && strings.Contains(e.Msg, tc.msg) {
+					got = e
+				}
+			}
+			if got == nil {
+				t.Fatalf("no error at field %q with %q; got:\n%v", tc.field, tc.msg, err)
+			}
+			wantFile := "spec.yaml"
+			if tc.file != "" {
+				wantFile = filepath.Join(dir, tc.file)
+			}
+			if got.File != wantFile {
+				t.Errorf("File = %q, want %q", got.File, wantFile)
+			}
+			want := tc.line
+			if tc.at != "" {
+				if tc.file != "" {
+					want = lineOf(t, tc.files[tc.file], tc.at)
+				} else {
+					want = lineOf(t, doc, strings.SplitN(tc.at, "\n", 2)[0])
+					if strings.Contains(tc.at, "\n") { // the line of a multi-line snippet
+						want = strings.Count(doc[:strings.Index(doc, tc.at)], "\n") + 1
+					}
+				}
+			}
+			if want > 0 && got.Line != want {
+				t.Errorf("Line = %d, want %d (%v)", got.Line, want, got)
+			}
+			if want > 0 && !strings.HasPrefix(got.Error(), wantFile+":") {
+				t.Errorf("Error() = %q, want it to start with the file", got.Error())
+			}
+		})
+	}
+}
