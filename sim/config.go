@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// fileConfig is the config file's shape. Durations are strings such as "300ms" or "5m".
+type fileConfig struct {
+	Latency struct {
+		Fixed  string `yaml:"fixed"`
+		Jitter string `yaml:"jitter"`
+	} `yaml:"latency"`
+	RPM    int     `yaml:"rpm"`
+	TPM    int     `yaml:"tpm"`
+	Burst  float64 `yaml:"burst"`
+	Faults struct {
+		RateLimit      float64 `yaml:"rate_limit"`
+		Quota          float64 `yaml:"quota"`
+		ServerError500 float64 `yaml:"server_error_500"`
+		ServerError503 float64 `yaml:"server_error_503"`
+		Hang           float64 `yaml:"hang"`
+		Drop           float64 `yaml:"drop"`
+		Malformed      float64 `yaml:"malformed"`
+	} `yaml:"faults"`
+	FaultSeed int64    `yaml:"fault_seed"`
+	HangFor   string   `yaml:"hang_for"`
+	Models    []string `yaml:"models"`
+}
+
+// LoadConfig reads a simulator config from a YAML or JSON file. Every field is optional; unknown fields are
+// errors. Example:
+//
+//	latency: {fixed: 300ms, jitter: 200ms}
+//	rpm: 500
+//	tpm: 200000
+//	burst: 1.0
+//	faults: {rate_limit: 0.01, quota: 0, server_error_500: 0.005, server_error_503: 0.005, hang: 0, drop: 0, malformed: 0}
+//	fault_seed: 7
+//	hang_for: 5m
+//	models: [gpt-4o-mini, text-embedding-3-small]
+//
+// RequestLog and Now are not read from files.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("sim: load config: %w", err)
+	}
+	var fc fileConfig
+	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.DisallowUnknownField()); err != nil {
+		return Config{}, fmt.Errorf("sim: config %s: %w", path, err)
+	}
+	cfg := Config{
+		RPM: fc.RPM, TPM: fc.TPM, Burst: fc.Burst, FaultSeed: fc.FaultSeed, Models: fc.Models,
+		Faults: Faults(fc.Faults),
+	}
+	var errs []error
+	for _, d := range []struct {
+		field string
+		text  string
+		dst   *time.Duration
+	}{
+		{"latency.fixed", fc.Latency.Fixed, &cfg.Latency.Fixed},
+		{"latency.jitter", fc.Latency.Jitter, &cfg.Latency.Jitter},
+		{"hang_for", fc.HangFor, &cfg.HangFor},
+	} {
+		if d.text == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.text)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration (want e.g. \"300ms\", \"5m\")", d.field, d.text))
+			continue
+		}
+		*d.dst = v
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("sim: config %s: %w", path, err)
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, fmt.Errorf("sim: config %s: %w", path, err)
+	}
+	return cfg, nil
+}

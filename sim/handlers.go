@@ -1,0 +1,509 @@
+package sim
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// maxBody bounds a request body; OpenAI's own limit is of this order.
+const maxBody = 32 << 20
+
+func (s *Server) counterFor(model string) *tokenCounter {
+	if EncodingFor(model) == "o200k_base" {
+		return s.o200k
+	}
+	return s.cl100k
+}
+
+// decode reads a JSON request body into v.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("could not parse the JSON body of your request: %w", err)
+	}
+	return nil
+}
+
+// badRequest answers 400 and records it.
+func (s *Server) badRequest(w http.ResponseWriter, rec *Request, param, msg string) {
+	rec.Status = http.StatusBadRequest
+	writeError(w, rec.Status, "invalid_request_error", "", param, msg)
+	s.record(*rec)
+}
+
+// internalError answers 500 for a failure of the simulator itself and records it.
+func (s *Server) internalError(w http.ResponseWriter, rec *Request, err error) {
+	rec.Status = http.StatusInternalServerError
+	writeError(w, rec.Status, "server_error", "", "", err.Error())
+	s.record(*rec)
+}
+
+// gate applies the rate limits, the injected fault of model call n and the latency, in that order, like a
+// provider that refuses over-limit calls at once and fails others after some work. It answers and records the
+// call itself unless it returns proceed; malformed then asks for a truncated body.
+func (s *Server) gate(w http.ResponseWriter, r *http.Request, rec *Request, n uint64, cost int) (proceed, malformed bool) {
+	if s.limits != nil {
+		d := s.limits.admit(rec.Model, cost, s.cfg.Now())
+		setLimitHeaders(w.Header(), d.state)
+		if !d.ok {
+			rec.Status = http.StatusTooManyRequests
+			rec.Fault = FaultLimitRequests
+			msg := fmt.Sprintf("Rate limit reached for %s on requests per min (RPM): Limit %d. Please try again in %s.",
+				rec.Model, s.cfg.RPM, formatReset(d.retry))
+			if d.by == "tokens" {
+				rec.Fault = FaultLimitTokens
+				msg = fmt.Sprintf("Rate limit reached for %s on tokens per min (TPM): Limit %d, Requested %d. Please try again in %s.",
+					rec.Model, s.cfg.TPM, cost, formatReset(d.retry))
+				if d.tooLarge {
+					msg = fmt.Sprintf("Request too large for %s on tokens per min (TPM): Limit %d, Requested %d.",
+						rec.Model, s.cfg.TPM, cost)
+				}
+			}
+			w.Header().Set("Retry-After", retryAfterSeconds(d.retry))
+			w.Header().Set("Retry-After-Ms", strconv.FormatInt(max(d.retry.Milliseconds(), 1), 10))
+			writeError(w, rec.Status, d.by, "rate_limit_exceeded", "", msg)
+			s.record(*rec)
+			return false, false
+		}
+	}
+
+	fault := s.pickFault(n)
+	if fault >= 0 {
+		rec.Fault = faultName(fault)
+	}
+	switch rec.Fault {
+	case FaultRateLimit:
+		rec.Status = http.StatusTooManyRequests
+		w.Header().Set("Retry-After", "1")
+		writeError(w, rec.Status, "requests", "rate_limit_exceeded", "",
+			"Rate limit reached for "+rec.Model+" (simulated). Please try again in 1s.")
+		s.record(*rec)
+		return false, false
+	case FaultQuota:
+		rec.Status = http.StatusTooManyRequests
+		writeError(w, rec.Status, "insufficient_quota", "insufficient_quota", "",
+			"You exceeded your current quota, please check your plan and billing details (simulated).")
+		s.record(*rec)
+		return false, false
+	}
+
+	if !sleep(r.Context().Done(), s.latency()) {
+		rec.Status, rec.Fault = statusClientClosed, ""
+		s.record(*rec)
+		return false, false
+	}
+
+	switch rec.Fault {
+	case FaultServerError500:
+		rec.Status = http.StatusInternalServerError
+		writeError(w, rec.Status, "server_error", "", "",
+			"The server had an error while processing your request. Sorry about that! (simulated)")
+	case FaultServerError503:
+		rec.Status = http.StatusServiceUnavailable
+		writeError(w, rec.Status, "server_error", "", "",
+			"The engine is currently overloaded, please try again later. (simulated)")
+	case FaultHang:
+		sleep(r.Context().Done(), s.cfg.HangFor)
+		s.record(*rec)
+		abort(w)
+	case FaultDrop:
+		s.record(*rec)
+		abort(w)
+	default:
+		return true, rec.Fault == FaultMalformed
+	}
+	if rec.Status != 0 {
+		s.record(*rec)
+	}
+	return false, false
+}
+
+func setLimitHeaders(h http.Header, st limitState) {
+	if st.requests.on {
+		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(st.requests.limit))
+		h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(max(st.requests.remaining, 0)))
+		h.Set("X-Ratelimit-Reset-Requests", formatReset(st.requests.reset))
+	}
+	if st.tokens.on {
+		h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(st.tokens.limit))
+		h.Set("X-Ratelimit-Remaining-Tokens", strconv.Itoa(max(st.tokens.remaining, 0)))
+		h.Set("X-Ratelimit-Reset-Tokens", formatReset(st.tokens.reset))
+	}
+}
+
+func (s *Server) newRecord(r *http.Request) Request {
+	return Request{Time: s.cfg.Now().Round(0), Endpoint: r.URL.Path, Cell: r.Header.Get(CellHeader)}
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	n := s.calls.Add(1)
+	rec := s.newRecord(r)
+	var req openai.ChatCompletionRequest
+	if err := decode(w, r, &req); err != nil {
+		s.badRequest(w, &rec, "", err.Error())
+		return
+	}
+	rec.Model = req.Model
+	if req.Seed != nil {
+		rec.Seed = int64(*req.Seed)
+	}
+	if req.Model == "" {
+		s.badRequest(w, &rec, "model", "you must provide a model parameter")
+		return
+	}
+	if len(req.Messages) == 0 {
+		s.badRequest(w, &rec, "messages", "'messages' must contain at least one message")
+		return
+	}
+	msgs := make([]chatMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = chatMessage{Role: m.Role, Name: m.Name, Content: m.Content}
+		if len(m.MultiContent) > 0 {
+			var b strings.Builder
+			for _, p := range m.MultiContent {
+				if p.Type == openai.ChatMessagePartTypeText {
+					b.WriteString(p.Text)
+				}
+			}
+			msgs[i].Content = b.String()
+		}
+	}
+	tc := s.counterFor(req.Model)
+	prompt, err := tc.chatPromptTokens(msgs)
+	if err != nil {
+		s.internalError(w, &rec, err)
+		return
+	}
+	maxTokens := req.MaxCompletionTokens
+	if maxTokens == 0 {
+		maxTokens = req.MaxTokens
+	}
+	if maxTokens < 0 {
+		s.badRequest(w, &rec, "max_tokens", fmt.Sprintf("max_tokens %d: want a positive number", maxTokens))
+		return
+	}
+	cost := prompt + maxTokens
+	if maxTokens == 0 {
+		cost = prompt + DefaultMaxTokens
+	}
+	proceed, malformed := s.gate(w, r, &rec, n, cost)
+	if !proceed {
+		return
+	}
+
+	text := answer(req.Model, rec.Seed, msgs)
+	completion, err := tc.count(text)
+	if err != nil {
+		s.internalError(w, &rec, err)
+		return
+	}
+	finish := "stop"
+	if maxTokens > 0 && completion > maxTokens {
+		if text, err = tc.truncate(text, maxTokens); err != nil {
+			s.internalError(w, &rec, err)
+			return
+		}
+		completion, finish = maxTokens, "length"
+	}
+	rec.PromptTokens, rec.CompletionTokens, rec.Status = prompt, completion, http.StatusOK
+	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	id := "chatcmpl-sim" + strconv.FormatUint(n, 36)
+	created := rec.Time.Unix()
+	if req.Stream {
+		withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
+			SystemFingerprint: systemFingerprint}, text, finish, u, withUsage, malformed)
+		s.record(rec)
+		return
+	}
+	body, err := json.Marshal(chatResponse{
+		ID: id, Object: "chat.completion", Created: created, Model: req.Model,
+		Choices: []chatChoice{{
+			Message:      responseMessage{Role: "assistant", Content: text},
+			FinishReason: finish,
+		}},
+		Usage:             u,
+		SystemFingerprint: systemFingerprint,
+	})
+	if err != nil {
+		s.internalError(w, &rec, fmt.Errorf("sim: encode response: %w", err))
+		return
+	}
+	if malformed {
+		body = body[:len(body)/2]
+	}
+	writeJSON(w, http.StatusOK, body)
+	s.record(rec)
+}
+
+const systemFingerprint = "fp_silico_sim"
+
+// stream sends the answer as server-sent events the way OpenAI does: a role chunk, content chunks of one word
+// each, a chunk with the finish reason, the usage chunk when asked for, and "data: [DONE]". A malformed stream
+// stops in the middle of its second event.
+func (s *Server) stream(w http.ResponseWriter, base chatChunk, text, finish string, u usage, withUsage, malformed bool) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(c chatChunk, truncate bool) bool {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return false
+		}
+		if truncate {
+			b = b[:len(b)/2]
+		}
+		buf := make([]byte, 0, len(b)+8)
+		buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
+		if _, err := w.Write(buf); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	empty := ""
+	c := base
+	c.Choices = []chunkChoice{{Delta: chunkDelta{Role: "assistant", Content: &empty}}}
+	if !send(c, false) {
+		return
+	}
+	for i, word := range splitWords(text) {
+		c.Choices = []chunkChoice{{Delta: chunkDelta{Content: &word}}}
+		if !send(c, malformed && i == 0) || (malformed && i == 0) {
+			return
+		}
+	}
+	c.Choices = []chunkChoice{{FinishReason: &finish}}
+	if !send(c, false) {
+		return
+	}
+	if withUsage {
+		c.Choices = []chunkChoice{}
+		c.Usage = &u
+		if !send(c, false) {
+			return
+		}
+	}
+	if _, err := w.Write([]byte("data: [DONE]\n\n")); err == nil {
+		_ = rc.Flush() // the stream is complete; a failed flush means the client left
+	}
+}
+
+// splitWords splits text before each space, so the pieces join back to text (" word" as OpenAI's chunks do).
+func splitWords(text string) []string {
+	var out []string
+	for len(text) > 0 {
+		i := strings.IndexByte(text[1:], ' ')
+		if i < 0 {
+			out = append(out, text)
+			break
+		}
+		out = append(out, text[:i+1])
+		text = text[i+1:]
+	}
+	return out
+}
+
+// embedInput is one input of an embeddings call: a text or a list of token ids.
+type embedInput struct {
+	text   string
+	tokens []int
+}
+
+func parseEmbedInput(raw json.RawMessage) ([]embedInput, error) {
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return []embedInput{{text: one}}, nil
+	}
+	var texts []string
+	if err := json.Unmarshal(raw, &texts); err == nil {
+		in := make([]embedInput, len(texts))
+		for i, t := range texts {
+			in[i].text = t
+		}
+		return in, nil
+	}
+	var toks []int
+	if err := json.Unmarshal(raw, &toks); err == nil {
+		return []embedInput{{tokens: toks}}, nil
+	}
+	var batches [][]int
+	if err := json.Unmarshal(raw, &batches); err == nil {
+		in := make([]embedInput, len(batches))
+		for i, t := range batches {
+			in[i].tokens = t
+		}
+		return in, nil
+	}
+	return nil, fmt.Errorf("'input' must be a string, an array of strings, an array of token ids or an array of such arrays")
+}
+
+// maxDimensions bounds the dimensions of an embedding.
+const maxDimensions = 8192
+
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	n := s.calls.Add(1)
+	rec := s.newRecord(r)
+	var req embeddingRequest
+	if err := decode(w, r, &req); err != nil {
+		s.badRequest(w, &rec, "", err.Error())
+		return
+	}
+	rec.Model = req.Model
+	if req.Model == "" {
+		s.badRequest(w, &rec, "model", "you must provide a model parameter")
+		return
+	}
+	if len(req.Input) == 0 {
+		s.badRequest(w, &rec, "input", "you must provide an input parameter")
+		return
+	}
+	in, err := parseEmbedInput(req.Input)
+	if err != nil {
+		s.badRequest(w, &rec, "input", err.Error())
+		return
+	}
+	if len(in) == 0 {
+		s.badRequest(w, &rec, "input", "'input' must not be empty")
+		return
+	}
+	dims := req.Dimensions
+	if dims == 0 {
+		dims = DefaultDimensions
+	}
+	if dims < 1 || dims > maxDimensions {
+		s.badRequest(w, &rec, "dimensions", fmt.Sprintf("dimensions %d: want 1..%d", req.Dimensions, maxDimensions))
+		return
+	}
+	b64 := false
+	switch req.EncodingFormat {
+	case "", "float":
+	case "base64":
+		b64 = true
+	default:
+		s.badRequest(w, &rec, "encoding_format",
+			fmt.Sprintf("encoding_format %q: want \"float\" or \"base64\"", req.EncodingFormat))
+		return
+	}
+	tc := s.counterFor(req.Model)
+	prompt := 0
+	for _, x := range in {
+		if x.tokens != nil {
+			prompt += len(x.tokens)
+			continue
+		}
+		k, err := tc.count(x.text)
+		if err != nil {
+			s.internalError(w, &rec, err)
+			return
+		}
+		prompt += k
+	}
+	proceed, malformed := s.gate(w, r, &rec, n, prompt)
+	if !proceed {
+		return
+	}
+	vecs := make([][]float32, len(in))
+	for i, x := range in {
+		vecs[i] = embed(x, dims)
+	}
+	u := embeddingUsage{PromptTokens: prompt, TotalTokens: prompt}
+	var body []byte
+	if b64 {
+		resp := embeddingResponse[string]{Object: "list", Model: req.Model, Usage: u,
+			Data: make([]embedding[string], len(vecs))}
+		for i, v := range vecs {
+			resp.Data[i] = embedding[string]{Object: "embedding", Index: i, Embedding: base64Floats(v)}
+		}
+		body, err = json.Marshal(resp)
+	} else {
+		resp := embeddingResponse[[]float32]{Object: "list", Model: req.Model, Usage: u,
+			Data: make([]embedding[[]float32], len(vecs))}
+		for i, v := range vecs {
+			resp.Data[i] = embedding[[]float32]{Object: "embedding", Index: i, Embedding: v}
+		}
+		body, err = json.Marshal(resp)
+	}
+	if err != nil {
+		s.internalError(w, &rec, fmt.Errorf("sim: encode embeddings: %w", err))
+		return
+	}
+	if malformed {
+		body = body[:len(body)/2]
+	}
+	rec.PromptTokens, rec.Status = prompt, http.StatusOK
+	writeJSON(w, http.StatusOK, body)
+	s.record(rec)
+}
+
+// embed returns a deterministic unit vector of dims for the input: normal components drawn from a stream seeded
+// with the input's hash, normalised.
+func embed(x embedInput, dims int) []float32 {
+	h := fnvString(fnvOffset, x.text)
+	for _, t := range x.tokens {
+		h = fnvUint64(h, uint64(t))
+	}
+	state := mix64(h)
+	next := func() float64 { // SplitMix64 → uniform in (0, 1)
+		state += 0x9e3779b97f4a7c15
+		return (float64(mix64(state)>>11) + 0.5) / (1 << 53)
+	}
+	v := make([]float32, dims)
+	var norm float64
+	for i := 0; i < dims; i += 2 {
+		// Box–Muller: two normal components from two uniforms.
+		r := math.Sqrt(-2 * math.Log(next()))
+		theta := 2 * math.Pi * next()
+		a, b := r*math.Cos(theta), r*math.Sin(theta)
+		v[i] = float32(a)
+		norm += a * a
+		if i+1 < dims {
+			v[i+1] = float32(b)
+			norm += b * b
+		}
+	}
+	inv := 1 / math.Sqrt(norm)
+	for i := range v {
+		v[i] = float32(float64(v[i]) * inv)
+	}
+	return v
+}
+
+// base64Floats encodes v as OpenAI does for encoding_format "base64": little-endian float32s.
+func base64Floats(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.models)
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	body, err := json.Marshal(modelObject{ID: r.PathValue("model"), Object: "model", OwnedBy: "silico"})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", "", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	rec := s.newRecord(r)
+	rec.Status = http.StatusNotFound
+	writeError(w, rec.Status, "invalid_request_error", "unknown_url", "",
+		fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	s.record(rec)
+}

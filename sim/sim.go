@@ -1,0 +1,380 @@
+// Package sim is an OpenAI-compatible model simulator served as an http.Handler: /v1/chat/completions (plain and
+// streamed), /v1/embeddings and /v1/models, with configurable latency, per-model RPM/TPM limits answered like a
+// provider (429 + Retry-After + x-ratelimit-* headers), injected faults, deterministic answers chosen among the
+// options in the prompt, usage counted with tiktoken, and a request log that tests use to prove no finished cell
+// was requested twice.
+//
+// A Server is safe for concurrent use. Its handlers respect the request's context: a client that goes away ends
+// the latency sleep or a hang at once, so no goroutine outlives its request.
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CellHeader is the request header the runner sets to the id of the cell a call belongs to; it is recorded as
+// Request.Cell.
+const CellHeader = "X-Silico-Cell"
+
+// Latency is the time a call takes before the simulator answers: Fixed ± a uniform Jitter, never below zero.
+// The zero value answers at once.
+type Latency struct {
+	Fixed, Jitter time.Duration
+}
+
+// Faults are the probabilities (0..1, summing to at most 1) that a model call fails in each way instead of being
+// answered. The zero value injects no faults.
+type Faults struct {
+	// RateLimit answers 429 rate_limit_exceeded with Retry-After: 1.
+	RateLimit float64
+	// Quota answers 429 insufficient_quota, without Retry-After.
+	Quota float64
+	// ServerError500 and ServerError503 answer 500 and 503.
+	ServerError500, ServerError503 float64
+	// Hang holds the request for Config.HangFor (or until the client goes away), then closes the connection.
+	Hang float64
+	// Drop closes the connection without a response.
+	Drop float64
+	// Malformed answers 200 with a truncated JSON body (a truncated event stream when streaming).
+	Malformed float64
+}
+
+func (f Faults) probabilities() [7]float64 {
+	return [...]float64{f.RateLimit, f.Quota, f.ServerError500, f.ServerError503, f.Hang, f.Drop, f.Malformed}
+}
+
+// Fault names, as recorded in Request.Fault, in the order Faults lists them. Calls refused by the RPM or TPM limit
+// are recorded with FaultLimitRequests or FaultLimitTokens.
+const (
+	FaultRateLimit      = "rate_limit"
+	FaultQuota          = "insufficient_quota"
+	FaultServerError500 = "server_error_500"
+	FaultServerError503 = "server_error_503"
+	FaultHang           = "hang"
+	FaultDrop           = "drop"
+	FaultMalformed      = "malformed"
+
+	FaultLimitRequests = "limit_requests"
+	FaultLimitTokens   = "limit_tokens"
+)
+
+func faultName(i int) string {
+	return [...]string{FaultRateLimit, FaultQuota, FaultServerError500, FaultServerError503, FaultHang, FaultDrop,
+		FaultMalformed}[i]
+}
+
+// Defaults applied by New to zero fields of Config.
+const (
+	DefaultBurst      = 1.0
+	DefaultHangFor    = 5 * time.Minute
+	DefaultDimensions = 256
+	// DefaultMaxTokens is what a call without max_tokens costs against the TPM limit for its completion.
+	DefaultMaxTokens = 256
+)
+
+// Config configures a Server. The zero value is a simulator without latency, limits or faults.
+type Config struct {
+	// Latency of every model call. Optional: defaults to none.
+	Latency Latency
+	// RPM and TPM are the requests and tokens per minute allowed per model name, enforced with token buckets
+	// like providers do. A call costs its prompt tokens plus max_tokens (DefaultMaxTokens if unset) up front.
+	// Optional: 0 means unlimited.
+	RPM, TPM int
+	// Burst is each bucket's capacity as a fraction of one minute's limit; buckets start full.
+	// Optional: defaults to DefaultBurst (1.0).
+	Burst float64
+	// Faults are injected at these rates. Optional: defaults to none.
+	Faults Faults
+	// FaultSeed makes fault injection deterministic: the fault of the n-th model call (chat or embeddings,
+	// counted from 1) is a function of (FaultSeed, n).
+	FaultSeed int64
+	// HangFor is how long a hang lasts before the connection is closed. Optional: defaults to DefaultHangFor.
+	HangFor time.Duration
+	// Models are the names listed by /v1/models. Every endpoint accepts any model name.
+	// Optional: defaults to DefaultModels().
+	Models []string
+	// RequestLog receives one JSON line per request (a Request), written under a mutex. Optional.
+	RequestLog io.Writer
+	// Now is the clock of the rate limits and the request log. Optional: defaults to time.Now.
+	Now func() time.Time
+}
+
+// DefaultModels returns the models /v1/models lists when Config.Models is empty.
+func DefaultModels() []string {
+	return []string{"sim-chat", "gpt-4o-mini", "text-embedding-3-small"}
+}
+
+// Request is one entry of the request log.
+type Request struct {
+	// Time is when the request arrived, by Config.Now.
+	Time time.Time `json:"time"`
+	// Endpoint is the request path, e.g. "/v1/chat/completions".
+	Endpoint string `json:"endpoint"`
+	Model    string `json:"model,omitempty"`
+	// Cell is the value of the X-Silico-Cell header.
+	Cell string `json:"cell,omitempty"`
+	Seed int64  `json:"seed"`
+	// Status is the HTTP status sent; 0 when the connection was closed without a response (hang, drop) and 499
+	// when the client went away first.
+	Status           int `json:"status"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	// Fault names the injected fault or the limit that refused the call (the Fault* constants); empty otherwise.
+	Fault string `json:"fault,omitempty"`
+}
+
+// Counters are totals since the Server was created.
+type Counters struct {
+	Requests     int64 // every request, including /v1/models and bad requests
+	OK           int64 // 200 responses with a well-formed body
+	RateLimited  int64 // 429 rate_limit_exceeded: injected or by the RPM/TPM limits
+	Quota        int64 // 429 insufficient_quota
+	ServerErrors int64 // 500 and 503
+	Hangs        int64
+	Drops        int64
+	Malformed    int64
+	BadRequests  int64 // 4xx other than 429: unreadable body, missing model or input, unknown path
+	Cancelled    int64 // the client went away before the answer
+	// PromptTokens and CompletionTokens are the usage of every 200 response (OK and Malformed).
+	PromptTokens, CompletionTokens int64
+}
+
+// Server is the simulator. Create it with New.
+type Server struct {
+	cfg      Config
+	mux      *http.ServeMux
+	limits   *limiter // nil when unlimited
+	cl100k   *tokenCounter
+	o200k    *tokenCounter
+	models   []byte // the /v1/models body
+	faultCum [7]float64
+
+	calls atomic.Uint64 // model calls, numbering faults
+	c     struct {
+		requests, ok, rateLimited, quota, serverErrors, hangs, drops, malformed, badRequests, cancelled,
+		promptTokens, completionTokens atomic.Int64
+	}
+
+	logMu  sync.Mutex
+	log    []Request
+	logErr error
+}
+
+// New returns a Server for cfg, after checking it and loading the tokenizer (once per process, offline).
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = DefaultBurst
+	}
+	if cfg.HangFor == 0 {
+		cfg.HangFor = DefaultHangFor
+	}
+	if len(cfg.Models) == 0 {
+		cfg.Models = DefaultModels()
+	}
+	cfg.Models = slices.Clone(cfg.Models)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if _, err := loadCL100K(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:    cfg,
+		limits: newLimiter(cfg.RPM, cfg.TPM, cfg.Burst),
+		cl100k: newTokenCounter(loadCL100K),
+		o200k:  newTokenCounter(loadO200K), // loaded on first use: most simulated models use cl100k_base
+	}
+	var sum float64
+	for i, p := range cfg.Faults.probabilities() {
+		sum += p
+		s.faultCum[i] = sum
+	}
+	body, err := json.Marshal(modelList(cfg.Models))
+	if err != nil {
+		return nil, fmt.Errorf("sim: render model list: %w", err)
+	}
+	s.models = body
+
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	s.mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.HandleFunc("GET /v1/models/{model}", s.handleModel)
+	s.mux.HandleFunc("/", s.handleNotFound)
+	return s, nil
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Latency.Fixed < 0 || c.Latency.Jitter < 0 {
+		errs = append(errs, fmt.Errorf("latency %v ± %v: want durations >= 0", c.Latency.Fixed, c.Latency.Jitter))
+	}
+	if c.RPM < 0 || c.TPM < 0 {
+		errs = append(errs, fmt.Errorf("rpm %d, tpm %d: want >= 0 (0 = unlimited)", c.RPM, c.TPM))
+	}
+	if c.Burst < 0 || c.Burst > 1000 {
+		errs = append(errs, fmt.Errorf("burst %v: want a fraction of one minute's limit in (0, 1000]", c.Burst))
+	}
+	if c.HangFor < 0 {
+		errs = append(errs, fmt.Errorf("hang_for %v: want >= 0", c.HangFor))
+	}
+	var sum float64
+	for i, p := range c.Faults.probabilities() {
+		if p < 0 || p > 1 || p != p {
+			errs = append(errs, fmt.Errorf("fault %s rate %v: want a probability in [0, 1]", faultName(i), p))
+		}
+		sum += p
+	}
+	if sum > 1+1e-9 {
+		errs = append(errs, fmt.Errorf("fault rates sum to %v: want at most 1", sum))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP serves the OpenAI-compatible endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.c.requests.Add(1)
+	s.mux.ServeHTTP(w, r)
+}
+
+// Requests returns a copy of the request log.
+func (s *Server) Requests() []Request {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return slices.Clone(s.log)
+}
+
+// RequestLogErr returns the first error writing Config.RequestLog; after it the simulator stops writing there.
+func (s *Server) RequestLogErr() error {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return s.logErr
+}
+
+// Counters returns the totals so far.
+func (s *Server) Counters() Counters {
+	return Counters{
+		Requests:         s.c.requests.Load(),
+		OK:               s.c.ok.Load(),
+		RateLimited:      s.c.rateLimited.Load(),
+		Quota:            s.c.quota.Load(),
+		ServerErrors:     s.c.serverErrors.Load(),
+		Hangs:            s.c.hangs.Load(),
+		Drops:            s.c.drops.Load(),
+		Malformed:        s.c.malformed.Load(),
+		BadRequests:      s.c.badRequests.Load(),
+		Cancelled:        s.c.cancelled.Load(),
+		PromptTokens:     s.c.promptTokens.Load(),
+		CompletionTokens: s.c.completionTokens.Load(),
+	}
+}
+
+// record counts a finished request and appends it to the log.
+func (s *Server) record(req Request) {
+	switch {
+	case req.Fault == FaultHang:
+		s.c.hangs.Add(1)
+	case req.Fault == FaultDrop:
+		s.c.drops.Add(1)
+	case req.Status == http.StatusOK && req.Fault == FaultMalformed:
+		s.c.malformed.Add(1)
+	case req.Status == http.StatusOK:
+		s.c.ok.Add(1)
+	case req.Status == http.StatusTooManyRequests && req.Fault == FaultQuota:
+		s.c.quota.Add(1)
+	case req.Status == http.StatusTooManyRequests:
+		s.c.rateLimited.Add(1)
+	case req.Status >= 500:
+		s.c.serverErrors.Add(1)
+	case req.Status == statusClientClosed:
+		s.c.cancelled.Add(1)
+	case req.Status >= 400:
+		s.c.badRequests.Add(1)
+	}
+	if req.Status == http.StatusOK {
+		s.c.promptTokens.Add(int64(req.PromptTokens))
+		s.c.completionTokens.Add(int64(req.CompletionTokens))
+	}
+	var line []byte
+	if s.cfg.RequestLog != nil {
+		b, err := json.Marshal(req)
+		if err == nil {
+			line = append(b, '\n')
+		}
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	s.log = append(s.log, req)
+	if line != nil && s.logErr == nil {
+		if _, err := s.cfg.RequestLog.Write(line); err != nil {
+			s.logErr = fmt.Errorf("sim: write request log: %w", err)
+		}
+	}
+}
+
+// statusClientClosed records a request whose client went away before the answer (nginx's convention).
+const statusClientClosed = 499
+
+// pickFault returns the index of the fault of model call n, or -1 for none.
+func (s *Server) pickFault(n uint64) int {
+	if s.faultCum[len(s.faultCum)-1] == 0 {
+		return -1
+	}
+	u := float64(mix64(uint64(s.cfg.FaultSeed)^mix64(n))>>11) / (1 << 53)
+	for i, c := range s.faultCum {
+		if u < c {
+			return i
+		}
+	}
+	return -1
+}
+
+// latency draws one call's latency.
+func (s *Server) latency() time.Duration {
+	l := s.cfg.Latency
+	d := l.Fixed
+	if l.Jitter > 0 {
+		d += time.Duration((rand.Float64()*2 - 1) * float64(l.Jitter))
+	}
+	return max(d, 0)
+}
+
+// sleep waits d or until done is closed, and reports whether d elapsed.
+func sleep(done <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// abort closes the connection without a response: hijacked where the server allows it, otherwise by the
+// panic net/http reserves for aborting a handler.
+func abort(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close() // nothing is left to tell the client
+}

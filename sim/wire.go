@@ -1,0 +1,142 @@
+package sim
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// The response shapes below are OpenAI's, written by hand rather than with go-openai's types so that the bodies
+// carry exactly the fields the API sends (go-openai's add empty content-filter objects) and cost one Marshal.
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+type errorBody struct {
+	Error apiError `json:"error"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type chatResponse struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             usage        `json:"usage"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Message      responseMessage `json:"message"`
+	Logprobs     *struct{}       `json:"logprobs"`
+	FinishReason string          `json:"finish_reason"`
+}
+
+type responseMessage struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+type chatChunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []chunkChoice `json:"choices"`
+	Usage             *usage        `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	Logprobs     *struct{}  `json:"logprobs"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type embeddingRequest struct {
+	Input          json.RawMessage `json:"input"`
+	Model          string          `json:"model"`
+	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     int             `json:"dimensions"`
+}
+
+type embeddingResponse[V any] struct {
+	Object string         `json:"object"`
+	Data   []embedding[V] `json:"data"`
+	Model  string         `json:"model"`
+	Usage  embeddingUsage `json:"usage"`
+}
+
+type embedding[V any] struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding V      `json:"embedding"`
+}
+
+type embeddingUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+type modelListBody struct {
+	Object string        `json:"object"`
+	Data   []modelObject `json:"data"`
+}
+
+func modelList(names []string) modelListBody {
+	l := modelListBody{Object: "list", Data: make([]modelObject, len(names))}
+	for i, n := range names {
+		l.Data[i] = modelObject{ID: n, Object: "model", OwnedBy: "silico"}
+	}
+	return l
+}
+
+// writeJSON sends body with status; the body is already encoded.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a write error means the client went away; there is no one left to tell
+}
+
+// writeError sends an OpenAI-shaped error.
+func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	e := errorBody{Error: apiError{Message: msg, Type: typ}}
+	if code != "" {
+		e.Error.Code = &code
+	}
+	if param != "" {
+		e.Error.Param = &param
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		body = []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":null}}`)
+	}
+	writeJSON(w, status, body)
+}
