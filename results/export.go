@@ -1,0 +1,327 @@
+package results
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/store"
+)
+
+// Output file names, written into the export directory.
+const (
+	JSONLFile   = "results.jsonl"
+	CSVFile     = "results.csv"
+	SummaryFile = "summary.json"
+	ScalesFile  = "scales.csv"
+)
+
+// maxErrors is how many distinct errors a Summary lists.
+const maxErrors = 5
+
+// Source reads the records of a run in index order; *store.SQLite is one.
+type Source interface {
+	Scan(ctx context.Context, run string, fn func(store.Record) error) error
+}
+
+// Summary is summary.json: counts, tokens and cost of a run, overall and per model.
+type Summary struct {
+	RunID string `json:"run_id"`
+	Name  string `json:"name"`
+	// Cells is the number of cells of the grid; OK + Unparsed + Failed == Cells (cells never run count as failed).
+	Cells            int     `json:"cells"`
+	OK               int     `json:"ok"`
+	Unparsed         int     `json:"unparsed"`
+	Failed           int     `json:"failed"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	ElapsedSeconds   float64 `json:"elapsed_seconds"`
+	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
+	Errors []string `json:"errors"`
+	// Models has one entry per model of the spec, in spec order.
+	Models []ModelSummary `json:"models"`
+}
+
+// ModelSummary is the part of a Summary that concerns one model.
+type ModelSummary struct {
+	Model            string  `json:"model"`
+	Cells            int     `json:"cells"`
+	OK               int     `json:"ok"`
+	Unparsed         int     `json:"unparsed"`
+	Failed           int     `json:"failed"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
+// per cell of spec in submission order, scales.csv (see ScaleScores) and summary.json. A cell with no record
+// is written as failed with error class NotRun. Records are streamed from src, never all held in memory.
+//
+// Each file is written to a temporary file in dir and renamed into place only when all of them are complete,
+// summary.json last: on error no partial output is left and earlier outputs in dir are untouched.
+func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (Summary, error) {
+	if spec == nil {
+		return Summary{}, errors.New("results: export: nil spec")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Summary{}, fmt.Errorf("results: export: %w", err)
+	}
+	var files []*atomicFile
+	defer func() {
+		for _, f := range files {
+			f.abort()
+		}
+	}()
+	create := func(name string) (*atomicFile, error) {
+		f, err := createAtomic(dir, name)
+		if err == nil {
+			files = append(files, f)
+		}
+		return f, err
+	}
+	jf, err := create(JSONLFile)
+	if err != nil {
+		return Summary{}, fmt.Errorf("results: export: %w", err)
+	}
+	cf, err := create(CSVFile)
+	if err != nil {
+		return Summary{}, fmt.Errorf("results: export: %w", err)
+	}
+	sf, err := create(ScalesFile)
+	if err != nil {
+		return Summary{}, fmt.Errorf("results: export: %w", err)
+	}
+	mf, err := create(SummaryFile)
+	if err != nil {
+		return Summary{}, fmt.Errorf("results: export: %w", err)
+	}
+
+	jenc := json.NewEncoder(jf.w)
+	jenc.SetEscapeHTML(false)
+	cw := csv.NewWriter(cf.w)
+	if err := cw.Write(Header()); err != nil {
+		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
+	}
+	sum := newSummarizer(spec, runID, elapsed)
+	scales := newScaleAccumulator(spec)
+	emit := func(r store.Record) error {
+		row := BuildRow(spec, runID, r)
+		if err := jenc.Encode(row.jsonForm()); err != nil {
+			return fmt.Errorf("%s: %w", JSONLFile, err)
+		}
+		if err := cw.Write(row.Values()); err != nil {
+			return fmt.Errorf("%s: %w", CSVFile, err)
+		}
+		sum.add(&row)
+		scales.add(&row)
+		return nil
+	}
+	if err := walk(ctx, src, spec, runID, emit); err != nil {
+		return Summary{}, fmt.Errorf("results: export %s: %w", runID, err)
+	}
+	if cw.Flush(); cw.Error() != nil {
+		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, cw.Error())
+	}
+	if err := writeScales(sf.w, runID, scales.scores(spec)); err != nil {
+		return Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
+	}
+	s := sum.summary()
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)
+	}
+	if _, err := mf.w.Write(append(b, '\n')); err != nil {
+		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)
+	}
+	for _, f := range files {
+		if err := f.finish(); err != nil {
+			return Summary{}, fmt.Errorf("results: export: %w", err)
+		}
+	}
+	for _, f := range files { // summary.json is last: its presence means the export completed
+		if err := f.rename(); err != nil {
+			return Summary{}, fmt.Errorf("results: export: %w", err)
+		}
+	}
+	files = nil
+	syncDir(dir)
+	return s, nil
+}
+
+// walk calls emit for every cell of spec in index order: the cell's record from src, or a NotRun record when
+// src has none.
+func walk(ctx context.Context, src Source, spec *experiment.Spec, runID string, emit func(store.Record) error) error {
+	n, next := spec.NumCells(), 0
+	put := func(r store.Record) error {
+		if next%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		next++
+		return emit(r)
+	}
+	fill := func(end int) error {
+		for next < end {
+			if err := put(notRun(next)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := src.Scan(ctx, runID, func(r store.Record) error {
+		switch {
+		case r.Index >= n:
+			return fmt.Errorf("record of cell %d, but the spec has %d cells: is this the run's spec?", r.Index, n)
+		case r.Index < next:
+			return fmt.Errorf("record of cell %d after cell %d: the source must give records once each, by index", r.Index, next-1)
+		}
+		if err := fill(r.Index); err != nil {
+			return err
+		}
+		return put(r)
+	})
+	if err != nil {
+		return err
+	}
+	return fill(n)
+}
+
+// summarizer accumulates a Summary row by row, in submission order.
+type summarizer struct {
+	s      Summary
+	models map[string]int // model id → index in s.Models
+	seen   map[string]bool
+}
+
+func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *summarizer {
+	z := &summarizer{
+		s: Summary{RunID: runID, Name: spec.Name, ElapsedSeconds: round(elapsed.Seconds(), 3),
+			Errors: []string{}, Models: make([]ModelSummary, len(spec.Models))},
+		models: make(map[string]int, len(spec.Models)),
+		seen:   make(map[string]bool),
+	}
+	for i, m := range spec.Models {
+		z.s.Models[i].Model = m.ID
+		z.models[m.ID] = i
+	}
+	return z
+}
+
+func (z *summarizer) add(r *Row) {
+	m := &z.s.Models[z.models[r.Model]]
+	for _, c := range []struct {
+		cells, ok, unparsed, failed, pt, ct *int
+		cost                                *float64
+	}{
+		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.PromptTokens, &z.s.CompletionTokens, &z.s.CostUSD},
+		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.PromptTokens, &m.CompletionTokens, &m.CostUSD},
+	} {
+		*c.cells++
+		switch r.Status {
+		case store.StatusOK:
+			*c.ok++
+		case store.StatusUnparsed:
+			*c.unparsed++
+		default:
+			*c.failed++
+		}
+		*c.pt += r.PromptTokens
+		*c.ct += r.CompletionTokens
+		*c.cost += r.CostUSD
+	}
+	if r.ErrorClass != "" && len(z.s.Errors) < maxErrors {
+		e := r.ErrorClass + ": " + r.ErrorMessage
+		if !z.seen[e] {
+			z.seen[e] = true
+			z.s.Errors = append(z.s.Errors, e)
+		}
+	}
+}
+
+// summary returns the Summary with costs rounded to the 8 decimals of the row outputs.
+func (z *summarizer) summary() Summary {
+	s := z.s
+	s.CostUSD = round(s.CostUSD, 8)
+	s.Models = append([]ModelSummary(nil), z.s.Models...)
+	for i := range s.Models {
+		s.Models[i].CostUSD = round(s.Models[i].CostUSD, 8)
+	}
+	return s
+}
+
+// round rounds v to d decimals. The result prints (shortest form) as exactly d decimals or fewer.
+func round(v float64, d int) float64 {
+	p := math.Pow10(d)
+	return math.Round(v*p) / p
+}
+
+// atomicFile is an output written under a temporary name and renamed into place when complete.
+type atomicFile struct {
+	f     *os.File
+	w     *bufio.Writer
+	final string
+	done  bool // renamed into place
+}
+
+func createAtomic(dir, name string) (*atomicFile, error) {
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 256<<10), final: filepath.Join(dir, name)}, nil
+}
+
+// finish flushes, syncs and closes the temporary file.
+func (a *atomicFile) finish() error {
+	if err := a.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", a.final, err)
+	}
+	if err := a.f.Chmod(0o644); err != nil {
+		return fmt.Errorf("chmod %s: %w", a.final, err)
+	}
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", a.final, err)
+	}
+	if err := a.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", a.final, err)
+	}
+	return nil
+}
+
+func (a *atomicFile) rename() error {
+	if err := os.Rename(a.f.Name(), a.final); err != nil {
+		return fmt.Errorf("rename into %s: %w", a.final, err)
+	}
+	a.done = true
+	return nil
+}
+
+// abort removes the temporary file unless it was renamed into place.
+func (a *atomicFile) abort() {
+	if a.done {
+		return
+	}
+	_ = a.f.Close()
+	_ = os.Remove(a.f.Name())
+}
+
+// syncDir makes the renames in dir durable where the platform allows; failure only weakens durability.
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	_ = d.Close()
+}

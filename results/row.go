@@ -1,0 +1,227 @@
+// Package results turns the records of a run into its outputs (DESIGN.md §8): results.jsonl and results.csv
+// with one row per cell in submission order, summary.json, and scales.csv with the mean score of every scale.
+//
+// Every column of a row except run_id, latency_ms and attempts is a fact of the cell: identical for every
+// concurrency setting, worker count and resume. CellColumns returns exactly those columns.
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/store"
+)
+
+// NotRunClass is the error class of a cell that has no record when the run is exported.
+const NotRunClass = "NotRun"
+
+// notRunMessage is the error message of a cell that has no record.
+const notRunMessage = "no result recorded"
+
+// Row is one output row: a cell of the grid and what its call produced. The JSON keys and the CSV header are
+// the same snake_case names, in field order.
+type Row struct {
+	RunID      string `json:"run_id"`
+	Index      int    `json:"index"`
+	CellID     string `json:"cell_id"`
+	Model      string `json:"model"`
+	Seed       int64  `json:"seed"`
+	ItemID     string `json:"item_id"`
+	ItemText   string `json:"item_text"`
+	Scale      string `json:"scale"`
+	Reversed   bool   `json:"reversed"`
+	PersonaID  string `json:"persona_id"`
+	Status     string `json:"status"`
+	OptionID   string `json:"option_id"`
+	OptionText string `json:"option_text"`
+	// Score is the option's weight, reversed where the item is; nil when the cell has none (not ok, or an
+	// option ignored for scale). Empty in CSV, null in JSON.
+	Score            *int    `json:"score"`
+	Raw              string  `json:"raw"`
+	ErrorClass       string  `json:"error_class"`
+	ErrorMessage     string  `json:"error_message"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	LatencyMS        float64 `json:"latency_ms"`
+	Attempts         int     `json:"attempts"`
+	Cached           bool    `json:"cached"`
+}
+
+// Header returns the CSV header: the column names in order, the same as the JSON keys.
+func Header() []string {
+	return []string{"run_id", "index", "cell_id", "model", "seed", "item_id", "item_text", "scale", "reversed",
+		"persona_id", "status", "option_id", "option_text", "score", "raw", "error_class", "error_message",
+		"prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "cached"}
+}
+
+// Positions in Header of the columns that are facts of one run rather than of the cell.
+const (
+	colRunID     = 0
+	colLatencyMS = 20
+	colAttempts  = 21
+)
+
+// BuildRow makes the row of record r of a run. r.Index must be a cell of spec (0 <= Index < spec.NumCells()).
+func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
+	c := spec.Cell(r.Index)
+	item := &spec.Questionnaire.Items[c.Item]
+	row := Row{
+		RunID:            runID,
+		Index:            r.Index,
+		CellID:           spec.CellID(c),
+		Model:            spec.Models[c.Model].ID,
+		Seed:             spec.Seeds[c.Seed],
+		ItemID:           item.ID,
+		ItemText:         item.Text,
+		Scale:            item.Scale,
+		Reversed:         item.Reversed,
+		PersonaID:        spec.Personas[c.Persona].ID,
+		Status:           r.Status,
+		OptionID:         r.OptionID,
+		Raw:              r.Raw,
+		ErrorClass:       r.ErrorClass,
+		ErrorMessage:     r.ErrorMessage,
+		PromptTokens:     r.PromptTokens,
+		CompletionTokens: r.CompletionTokens,
+		CostUSD:          r.CostUSD,
+		LatencyMS:        r.LatencyMS,
+		Attempts:         r.Attempts,
+		Cached:           r.Cached,
+	}
+	if r.OptionID != "" {
+		for _, o := range spec.OptionsFor(c.Item).Options {
+			if o.ID == r.OptionID {
+				row.OptionText = o.Text
+				break
+			}
+		}
+	}
+	if r.Status == store.StatusOK {
+		if s, ok := spec.Score(c.Item, r.OptionID); ok {
+			row.Score = &s
+		}
+	}
+	return row
+}
+
+// notRun is the record standing in for cell i when the run has none.
+func notRun(i int) store.Record {
+	return store.Record{Index: i, Status: store.StatusFailed, ErrorClass: NotRunClass, ErrorMessage: notRunMessage}
+}
+
+// Values returns the row as CSV fields, in Header order, formatted as in results.csv.
+func (r Row) Values() []string {
+	score := ""
+	if r.Score != nil {
+		score = strconv.Itoa(*r.Score)
+	}
+	return []string{r.RunID, strconv.Itoa(r.Index), r.CellID, r.Model, strconv.FormatInt(r.Seed, 10), r.ItemID,
+		r.ItemText, r.Scale, strconv.FormatBool(r.Reversed), r.PersonaID, r.Status, r.OptionID, r.OptionText, score,
+		r.Raw, r.ErrorClass, r.ErrorMessage, strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens),
+		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.FormatBool(r.Cached)}
+}
+
+// CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column
+// of Values except run_id, latency_ms and attempts, which describe one run. Two runs of the same spec — at any
+// concurrency, on any number of workers, resumed any number of times — have equal CellColumns for every row;
+// tests compare outputs with it.
+func CellColumns(r Row) []string {
+	v := r.Values()
+	out := make([]string, 0, len(v)-3)
+	for i, s := range v {
+		if i != colRunID && i != colLatencyMS && i != colAttempts {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// rowJSON is Row as written to results.jsonl: cost and latency carry the same fixed formatting as the CSV.
+type rowJSON struct {
+	RunID            string      `json:"run_id"`
+	Index            int         `json:"index"`
+	CellID           string      `json:"cell_id"`
+	Model            string      `json:"model"`
+	Seed             int64       `json:"seed"`
+	ItemID           string      `json:"item_id"`
+	ItemText         string      `json:"item_text"`
+	Scale            string      `json:"scale"`
+	Reversed         bool        `json:"reversed"`
+	PersonaID        string      `json:"persona_id"`
+	Status           string      `json:"status"`
+	OptionID         string      `json:"option_id"`
+	OptionText       string      `json:"option_text"`
+	Score            *int        `json:"score"`
+	Raw              string      `json:"raw"`
+	ErrorClass       string      `json:"error_class"`
+	ErrorMessage     string      `json:"error_message"`
+	PromptTokens     int         `json:"prompt_tokens"`
+	CompletionTokens int         `json:"completion_tokens"`
+	CostUSD          json.Number `json:"cost_usd"`
+	LatencyMS        json.Number `json:"latency_ms"`
+	Attempts         int         `json:"attempts"`
+	Cached           bool        `json:"cached"`
+}
+
+func (r Row) jsonForm() rowJSON {
+	return rowJSON{r.RunID, r.Index, r.CellID, r.Model, r.Seed, r.ItemID, r.ItemText, r.Scale, r.Reversed,
+		r.PersonaID, r.Status, r.OptionID, r.OptionText, r.Score, r.Raw, r.ErrorClass, r.ErrorMessage,
+		r.PromptTokens, r.CompletionTokens, json.Number(formatCost(r.CostUSD)), json.Number(formatLatency(r.LatencyMS)),
+		r.Attempts, r.Cached}
+}
+
+// MarshalJSON writes the row as one results.jsonl line (without the newline): keys in column order, cost and
+// latency formatted as in the CSV, HTML characters in text left unescaped.
+func (r Row) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r.jsonForm()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// ReadJSONL calls fn with every row of a results.jsonl stream, in order.
+func ReadJSONL(r io.Reader, fn func(Row) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var row Row
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			return fmt.Errorf("results: line %d: %w", line, err)
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("results: read jsonl: %w", err)
+	}
+	return nil
+}
+
+// formatCost writes a cost in US dollars with 8 decimals, trailing zeros trimmed: 0.0000125 → "0.0000125",
+// 0 → "0". The same value always gives the same text.
+func formatCost(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 8, 64)
+	s = strings.TrimRight(s, "0")
+	s = strings.TrimSuffix(s, ".")
+	if s == "-0" || s == "" {
+		return "0"
+	}
+	return s
+}
+
+// formatLatency writes milliseconds with one decimal: 12.345 → "12.3".
+func formatLatency(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
