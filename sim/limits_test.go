@@ -1,0 +1,372 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func decodeError(t *testing.T, body []byte) apiError {
+	t.Helper()
+	var e errorBody
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	return e.Error
+}
+
+func TestRPMLimit(t *testing.T) {
+	clock := newFakeClock()
+	s, ts := newTestServer(t, Config{RPM: 3, Now: clock.Now})
+	body := chatRequest("sim-chat", 1, ipipPrompt)
+	for i := range 3 {
+		resp, b := post(t, ts, "/v1/chat/completions", body, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d %s, want 200", i+1, resp.StatusCode, b)
+		}
+		h := resp.Header
+		if h.Get("X-Ratelimit-Limit-Requests") != "3" || h.Get("X-Ratelimit-Remaining-Requests") != strconv.Itoa(2-i) {
+			t.Errorf("request %d: limit %q remaining %q, want 3 and %d", i+1,
+				h.Get("X-Ratelimit-Limit-Requests"), h.Get("X-Ratelimit-Remaining-Requests"), 2-i)
+		}
+		if want := (time.Duration(i+1) * 20 * time.Second).String(); h.Get("X-Ratelimit-Reset-Requests") != want {
+			t.Errorf("request %d: reset %q, want %q", i+1, h.Get("X-Ratelimit-Reset-Requests"), want)
+		}
+		if h.Get("X-Ratelimit-Limit-Tokens") != "" {
+			t.Errorf("request %d: token headers without a TPM limit", i+1)
+		}
+	}
+	resp, b := post(t, ts, "/v1/chat/completions", body, nil)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("4th request: status %d, want 429", resp.StatusCode)
+	}
+	if e := decodeError(t, b); e.Type != "requests" || e.Code == nil || *e.Code != "rate_limit_exceeded" {
+		t.Errorf("4th request: error %+v, want type requests, code rate_limit_exceeded", e)
+	}
+	if got := resp.Header.Get("Retry-After"); got != "20" {
+		t.Errorf("Retry-After %q, want 20 (one request at 3/min)", got)
+	}
+	if got := resp.Header.Get("X-Ratelimit-Remaining-Requests"); got != "0" {
+		t.Errorf("remaining %q, want 0", got)
+	}
+	// Another model has its own bucket.
+	other := chatRequest("other", 1, ipipPrompt)
+	if resp, _ := post(t, ts, "/v1/chat/completions", other, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("other model: status %d, want 200", resp.StatusCode)
+	}
+
+	clock.Advance(19 * time.Second)
+	if resp, _ := post(t, ts, "/v1/chat/completions", body, nil); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("after 19s: status %d, want 429", resp.StatusCode)
+	}
+	clock.Advance(time.Second)
+	if resp, b := post(t, ts, "/v1/chat/completions", body, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("after 20s: status %d %s, want 200", resp.StatusCode, b)
+	}
+	if c := s.Counters(); c.RateLimited != 2 || c.OK != 5 {
+		t.Errorf("counters %+v, want 2 rate limited, 5 OK", c)
+	}
+	if r := s.Requests()[3]; r.Fault != FaultLimitRequests || r.Status != 429 {
+		t.Errorf("log entry of the refused call: %+v", r)
+	}
+}
+
+func TestTPMLimit(t *testing.T) {
+	clock := newFakeClock()
+	s, ts := newTestServer(t, Config{TPM: 1200, Burst: 0.5, Now: clock.Now}) // a bucket of 600 tokens, 20 per second
+	req := chatRequest("sim-chat", 1, ipipPrompt)
+	req.MaxTokens = 200
+	prompt, err := s.cl100k.chatPromptTokens([]chatMessage{
+		{Role: "system", Content: req.Messages[0].Content}, {Role: "user", Content: req.Messages[1].Content}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := prompt + 200
+	if 2*cost > 600 || 3*cost <= 600 {
+		t.Fatalf("test needs 2 calls of %d tokens to fit in 600 and 3 not to", cost)
+	}
+	for i := range 2 {
+		resp, b := post(t, ts, "/v1/chat/completions", req, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("call %d: status %d %s", i+1, resp.StatusCode, b)
+		}
+		if got, want := resp.Header.Get("X-Ratelimit-Remaining-Tokens"), strconv.Itoa(600-(i+1)*cost); got != want {
+			t.Errorf("call %d: remaining tokens %q, want %q", i+1, got, want)
+		}
+		if got := resp.Header.Get("X-Ratelimit-Limit-Tokens"); got != "1200" {
+			t.Errorf("limit tokens %q, want 1200", got)
+		}
+	}
+	resp, b := post(t, ts, "/v1/chat/completions", req, nil)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("3rd call: status %d, want 429", resp.StatusCode)
+	}
+	if e := decodeError(t, b); e.Type != "tokens" || *e.Code != "rate_limit_exceeded" {
+		t.Errorf("3rd call: error %+v, want type tokens", e)
+	}
+	missing := cost - (600 - 2*cost)
+	wantWait := time.Duration(float64(missing) / 20 * float64(time.Second))
+	if got, want := resp.Header.Get("Retry-After"), strconv.Itoa(int((wantWait+time.Second-1)/time.Second)); got != want {
+		t.Errorf("Retry-After %q, want %q", got, want)
+	}
+	clock.Advance(wantWait)
+	if resp, b := post(t, ts, "/v1/chat/completions", req, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("after %v: status %d %s, want 200", wantWait, resp.StatusCode, b)
+	}
+
+	// A call bigger than the bucket can never pass.
+	req.MaxTokens = 1000
+	resp, b = post(t, ts, "/v1/chat/completions", req, nil)
+	if e := decodeError(t, b); resp.StatusCode != 429 || !strings.Contains(e.Message, "Request too large") {
+		t.Errorf("oversized call: status %d, error %+v, want 429 request too large", resp.StatusCode, e)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	req := chatRequest("sim-chat", 1, ipipPrompt)
+	tests := []struct {
+		name   string
+		faults Faults
+		check  func(t *testing.T, resp *http.Response, body []byte, err error)
+		fault  string
+	}{
+		{"rate limit", Faults{RateLimit: 1}, func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+				t.Fatalf("got %v %v, want 429 with Retry-After: 1", resp, err)
+			}
+			if e := decodeError(t, body); e.Type != "requests" || *e.Code != "rate_limit_exceeded" {
+				t.Errorf("error %+v", e)
+			}
+		}, FaultRateLimit},
+		{"quota", Faults{Quota: 1}, func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "" {
+				t.Fatalf("got %v %v, want 429 without Retry-After", resp, err)
+			}
+			if e := decodeError(t, body); e.Type != "insufficient_quota" || *e.Code != "insufficient_quota" {
+				t.Errorf("error %+v", e)
+			}
+		}, FaultQuota},
+		{"500", Faults{ServerError500: 1}, func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || resp.StatusCode != 500 || decodeError(t, body).Type != "server_error" {
+				t.Fatalf("got %v %s %v, want 500 server_error", resp, body, err)
+			}
+		}, FaultServerError500},
+		{"503", Faults{ServerError503: 1}, func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || resp.StatusCode != 503 {
+				t.Fatalf("got %v %v, want 503", resp, err)
+			}
+		}, FaultServerError503},
+		{"hang", Faults{Hang: 1}, func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err == nil {
+				t.Fatalf("got %v %s, want the connection closed", resp, body)
+			}
+		}, FaultHang},
+		{"drop", Faults{Drop: 1}, func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err == nil {
+				t.Fatalf("got %v %s, want the connection closed", resp, body)
+			}
+		}, FaultDrop},
+		{"malformed", Faults{Malformed: 1}, func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("got %v %v, want 200", resp, err)
+			}
+			var v map[string]any
+			if json.Unmarshal(body, &v) == nil {
+				t.Errorf("body %s parses, want malformed JSON", body)
+			}
+		}, FaultMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ts := newTestServer(t, Config{Faults: tt.faults, HangFor: 20 * time.Millisecond})
+			b, _ := json.Marshal(req)
+			start := time.Now()
+			resp, err := ts.Client().Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
+			var body []byte
+			if err == nil {
+				body, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			tt.check(t, resp, body, err)
+			if tt.fault == FaultHang && time.Since(start) < 20*time.Millisecond {
+				t.Errorf("hang ended after %v, want HangFor (20ms)", time.Since(start))
+			}
+			log := s.Requests()
+			if len(log) != 1 || log[0].Fault != tt.fault {
+				t.Errorf("log %+v, want one entry with fault %q", log, tt.fault)
+			}
+			c := s.Counters()
+			got := map[string]int64{FaultRateLimit: c.RateLimited, FaultQuota: c.Quota, FaultServerError500: c.ServerErrors,
+				FaultServerError503: c.ServerErrors, FaultHang: c.Hangs, FaultDrop: c.Drops, FaultMalformed: c.Malformed}
+			if got[tt.fault] != 1 || c.OK != 0 {
+				t.Errorf("counters %+v, want one %s", c, tt.fault)
+			}
+		})
+	}
+}
+
+func TestMalformedStream(t *testing.T) {
+	_, ts := newTestServer(t, Config{Faults: Faults{Malformed: 1}})
+	req := chatRequest("sim-chat", 1, ipipPrompt)
+	req.Stream = true
+	stream, err := newClient(ts).CreateChatCompletionStream(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	for {
+		_, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			t.Fatal("malformed stream ended cleanly")
+		}
+		if err != nil {
+			return // the truncated event
+		}
+	}
+}
+
+func TestHangEndsWithClient(t *testing.T) {
+	s, ts := newTestServer(t, Config{Faults: Faults{Hang: 1}}) // HangFor defaults to 5 minutes
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	_, err := newClient(ts).CreateChatCompletion(ctx, chatRequest("sim-chat", 1, ipipPrompt))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want the client's deadline", err)
+	}
+	ts.Close() // waits for the handler: it must notice the client left rather than hang for 5 minutes
+	if c := s.Counters(); c.Hangs != 1 {
+		t.Errorf("counters %+v, want 1 hang", c)
+	}
+}
+
+func TestLatencyRespectsClient(t *testing.T) {
+	s, ts := newTestServer(t, Config{Latency: Latency{Fixed: time.Hour}})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := newClient(ts).CreateChatCompletion(ctx, chatRequest("sim-chat", 1, ipipPrompt)); err == nil {
+		t.Fatal("call with an hour of latency succeeded")
+	}
+	ts.Close()
+	if c := s.Counters(); c.Cancelled != 1 {
+		t.Errorf("counters %+v, want 1 cancelled", c)
+	}
+}
+
+func TestLatency(t *testing.T) {
+	s, err := New(Config{Latency: Latency{Fixed: 10 * time.Millisecond, Jitter: 30 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo, hi bool
+	for range 200 {
+		d := s.latency()
+		if d < 0 || d > 40*time.Millisecond {
+			t.Fatalf("latency %v outside [0, 40ms]", d)
+		}
+		lo = lo || d == 0
+		hi = hi || d > 30*time.Millisecond
+	}
+	if !lo || !hi {
+		t.Errorf("200 draws of 10ms ± 30ms: clamped at 0 %v, above 30ms %v; want both", lo, hi)
+	}
+}
+
+func TestFaultsAreDeterministic(t *testing.T) {
+	run := func(seed int64) []string {
+		s, ts := newTestServer(t, Config{FaultSeed: seed, Faults: Faults{RateLimit: 0.2, ServerError500: 0.2, Malformed: 0.2}})
+		for i := range 30 {
+			post(t, ts, "/v1/chat/completions", chatRequest("sim-chat", i, ipipPrompt), nil)
+		}
+		var faults []string
+		for _, r := range s.Requests() {
+			faults = append(faults, r.Fault)
+		}
+		return faults
+	}
+	a, b, c := run(1), run(1), run(2)
+	if strings.Join(a, ",") != strings.Join(b, ",") {
+		t.Errorf("same seed, different faults:\n%v\n%v", a, b)
+	}
+	if strings.Join(a, ",") == strings.Join(c, ",") {
+		t.Errorf("seeds 1 and 2 gave the same faults %v", a)
+	}
+	n := 0
+	for _, f := range a {
+		if f != "" {
+			n++
+		}
+	}
+	if n < 9 || n > 27 {
+		t.Errorf("%d of 30 calls faulted at a total rate of 0.6", n)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{RPM: -1},
+		{Faults: Faults{Hang: 1.5}},
+		{Faults: Faults{Drop: 0.6, Hang: 0.6}},
+		{Latency: Latency{Fixed: -time.Second}},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) succeeded, want an error", cfg)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	yml := write("sim.yaml", `
+latency: {fixed: 300ms, jitter: 200ms}
+rpm: 500
+tpm: 200000
+burst: 0.5
+faults: {rate_limit: 0.01, server_error_503: 0.02, hang: 0.001}
+fault_seed: 7
+hang_for: 1m
+models: [gpt-4o-mini, text-embedding-3-small]
+`)
+	cfg, err := LoadConfig(yml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Latency: Latency{300 * time.Millisecond, 200 * time.Millisecond}, RPM: 500, TPM: 200000, Burst: 0.5,
+		Faults: Faults{RateLimit: 0.01, ServerError503: 0.02, Hang: 0.001}, FaultSeed: 7, HangFor: time.Minute}
+	models := cfg.Models
+	cfg.Models = nil
+	if cfg.Latency != want.Latency || cfg.RPM != want.RPM || cfg.TPM != want.TPM || cfg.Burst != want.Burst ||
+		cfg.Faults != want.Faults || cfg.FaultSeed != want.FaultSeed || cfg.HangFor != want.HangFor ||
+		strings.Join(models, ",") != "gpt-4o-mini,text-embedding-3-small" {
+		t.Errorf("LoadConfig = %+v (models %v), want %+v", cfg, models, want)
+	}
+
+	js := write("sim.json", `{"rpm": 60, "latency": {"fixed": "5ms"}}`)
+	if cfg, err := LoadConfig(js); err != nil || cfg.RPM != 60 || cfg.Latency.Fixed != 5*time.Millisecond {
+		t.Errorf("LoadConfig(json) = %+v, %v", cfg, err)
+	}
+
+	for name, text := range map[string]string{
+		"unknown.yaml":  "rpm: 5\nrmp: 6\n",
+		"duration.yaml": "hang_for: forever\n",
+		"rate.yaml":     "faults: {drop: 2}\n",
+	} {
+		if _, err := LoadConfig(write(name, text)); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("LoadConfig(%s): err %v, want an error naming the file", name, err)
+		}
+	}
+}
