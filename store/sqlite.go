@@ -71,6 +71,9 @@ const scanPage = 1024
 type SQLite struct {
 	db   *sql.DB
 	path string
+	// writeSem serializes this process's write transactions, so that they queue in Go instead of polling
+	// SQLite's busy handler (which sleeps in steps of milliseconds). Other processes still meet busy_timeout.
+	writeSem chan struct{}
 }
 
 // Open opens the store at path, creating its directory, the file and the schema when they do not exist.
@@ -81,20 +84,23 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("store: open %s: path must not contain '?'", path)
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("store: open %s: %w", path, err)
-		}
+	// Absolute, so that the driver never reads the name as a "file:" URI.
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	// Every pooled connection applies these pragmas when it is opened. _txlock=immediate makes BEGIN take the
 	// write lock at once, so two writers never deadlock upgrading a read lock (which busy_timeout cannot resolve).
-	dsn := path + fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
+	dsn := abs + fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &SQLite{db: db, path: path}
+	s := &SQLite{db: db, path: path, writeSem: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -102,12 +108,28 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
+// beginWrite starts a write transaction once this process's earlier write transactions have ended. The
+// returned end function rolls back (a no-op after Commit) and lets the next writer in.
+func (s *SQLite) beginWrite(ctx context.Context) (tx *sql.Tx, end func(), err error) {
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	tx, err = s.db.BeginTx(ctx, nil)
+	if err != nil {
+		<-s.writeSem
+		return nil, nil, err
+	}
+	return tx, func() { _ = tx.Rollback(); <-s.writeSem }, nil
+}
+
 func (s *SQLite) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer end()
 	var v int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
@@ -147,11 +169,11 @@ func (s *SQLite) SaveRun(ctx context.Context, run string, spec []byte) error {
 	if spec == nil {
 		spec = []byte{}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", run, err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer end()
 	var old []byte
 	err = tx.QueryRowContext(ctx, "SELECT spec FROM runs WHERE run = ?", run).Scan(&old)
 	switch {
@@ -202,11 +224,11 @@ func (s *SQLite) Put(ctx context.Context, run string, recs []Record) error {
 			return fmt.Errorf("store: put %s: %w", run, err)
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("store: put %s: begin: %w", run, err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer end()
 	if _, err := tx.ExecContext(ctx, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING", run); err != nil {
 		return fmt.Errorf("store: put %s: %w", run, err)
 	}
@@ -330,11 +352,11 @@ func (s *SQLite) Counts(ctx context.Context, run string) (Counts, error) {
 
 // DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
 func (s *SQLite) DeleteRun(ctx context.Context, run string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("store: delete run %s: %w", run, err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer end()
 	if _, err := tx.ExecContext(ctx, "DELETE FROM cells WHERE run = ?", run); err != nil {
 		return fmt.Errorf("store: delete run %s: %w", run, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// ErrWriterClosed is returned by Add and Flush after Close.
+// ErrWriterClosed is returned by Add after Close.
 var ErrWriterClosed = errors.New("store: writer closed")
 
 // Defaults of WriterOptions.
