@@ -306,7 +306,7 @@ func (d *decoder) readCSV(n *node, path string) (name string, header []string, r
 			break
 		}
 		if err != nil {
-			e := &Error{File: name, Msg: "not valid CSV: " + err.Error()}
+			e := &Error{File: name, Field: path, Msg: "not valid CSV: " + err.Error()}
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				e.Line, e.Column, e.Msg = pe.Line, pe.Column, "not valid CSV: "+pe.Err.Error()

@@ -246,3 +246,15 @@ func TestSpecMistakes(t *testing.T) {
 		})
 	}
 }
+
+func TestCSVSyntaxError(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.csv"), []byte("id,name\na,Ann\nb,Bob,extra\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := replace(t, baseSpec, "§personas:\n|questionnaire:", "personas: {file: p.csv}\n")
+	_, err := Parse([]byte(doc), "spec.yaml", dir)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "p.csv")+":3:") {
+		t.Errorf("Parse = %v, want an error at p.csv line 3", err)
+	}
+}
