@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // maxBody bounds a request body; OpenAI's own limit is of this order.
@@ -146,14 +144,14 @@ func (s *Server) newRecord(r *http.Request) Request {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	n := s.calls.Add(1)
 	rec := s.newRecord(r)
-	var req openai.ChatCompletionRequest
+	var req chatRequest
 	if err := decode(w, r, &req); err != nil {
 		s.badRequest(w, &rec, "", err.Error())
 		return
 	}
 	rec.Model = req.Model
 	if req.Seed != nil {
-		rec.Seed = int64(*req.Seed)
+		rec.Seed = *req.Seed
 	}
 	if req.Model == "" {
 		s.badRequest(w, &rec, "model", "you must provide a model parameter")
@@ -165,16 +163,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs := make([]chatMessage, len(req.Messages))
 	for i, m := range req.Messages {
-		msgs[i] = chatMessage{Role: m.Role, Name: m.Name, Content: m.Content}
-		if len(m.MultiContent) > 0 {
-			var b strings.Builder
-			for _, p := range m.MultiContent {
-				if p.Type == openai.ChatMessagePartTypeText {
-					b.WriteString(p.Text)
-				}
-			}
-			msgs[i].Content = b.String()
-		}
+		msgs[i] = chatMessage{Role: m.Role, Name: m.Name, Content: string(m.Content)}
 	}
 	tc := s.counterFor(req.Model)
 	prompt, err := tc.chatPromptTokens(msgs)

@@ -26,7 +26,7 @@ func decodeError(t *testing.T, body []byte) apiError {
 func TestRPMLimit(t *testing.T) {
 	clock := newFakeClock()
 	s, ts := newTestServer(t, Config{RPM: 3, Now: clock.Now})
-	body := chatRequest("sim-chat", 1, ipipPrompt)
+	body := newChatRequest("sim-chat", 1, ipipPrompt)
 	for i := range 3 {
 		resp, b := post(t, ts, "/v1/chat/completions", body, nil)
 		if resp.StatusCode != http.StatusOK {
@@ -58,7 +58,7 @@ func TestRPMLimit(t *testing.T) {
 		t.Errorf("remaining %q, want 0", got)
 	}
 	// Another model has its own bucket.
-	other := chatRequest("other", 1, ipipPrompt)
+	other := newChatRequest("other", 1, ipipPrompt)
 	if resp, _ := post(t, ts, "/v1/chat/completions", other, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("other model: status %d, want 200", resp.StatusCode)
 	}
@@ -82,7 +82,7 @@ func TestRPMLimit(t *testing.T) {
 func TestTPMLimit(t *testing.T) {
 	clock := newFakeClock()
 	s, ts := newTestServer(t, Config{TPM: 1200, Burst: 0.5, Now: clock.Now}) // a bucket of 600 tokens, 20 per second
-	req := chatRequest("sim-chat", 1, ipipPrompt)
+	req := newChatRequest("sim-chat", 1, ipipPrompt)
 	req.MaxTokens = 200
 	prompt, err := s.cl100k.chatPromptTokens([]chatMessage{
 		{Role: "system", Content: req.Messages[0].Content}, {Role: "user", Content: req.Messages[1].Content}})
@@ -131,7 +131,7 @@ func TestTPMLimit(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	req := chatRequest("sim-chat", 1, ipipPrompt)
+	req := newChatRequest("sim-chat", 1, ipipPrompt)
 	tests := []struct {
 		name   string
 		faults Faults
@@ -215,7 +215,7 @@ func TestFaults(t *testing.T) {
 
 func TestMalformedStream(t *testing.T) {
 	_, ts := newTestServer(t, Config{Faults: Faults{Malformed: 1}})
-	req := chatRequest("sim-chat", 1, ipipPrompt)
+	req := newChatRequest("sim-chat", 1, ipipPrompt)
 	req.Stream = true
 	stream, err := newClient(ts).CreateChatCompletionStream(t.Context(), req)
 	if err != nil {
@@ -237,7 +237,7 @@ func TestHangEndsWithClient(t *testing.T) {
 	s, ts := newTestServer(t, Config{Faults: Faults{Hang: 1}}) // HangFor defaults to 5 minutes
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer cancel()
-	_, err := newClient(ts).CreateChatCompletion(ctx, chatRequest("sim-chat", 1, ipipPrompt))
+	_, err := newClient(ts).CreateChatCompletion(ctx, newChatRequest("sim-chat", 1, ipipPrompt))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want the client's deadline", err)
 	}
@@ -251,7 +251,7 @@ func TestLatencyRespectsClient(t *testing.T) {
 	s, ts := newTestServer(t, Config{Latency: Latency{Fixed: time.Hour}})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := newClient(ts).CreateChatCompletion(ctx, chatRequest("sim-chat", 1, ipipPrompt)); err == nil {
+	if _, err := newClient(ts).CreateChatCompletion(ctx, newChatRequest("sim-chat", 1, ipipPrompt)); err == nil {
 		t.Fatal("call with an hour of latency succeeded")
 	}
 	ts.Close()
@@ -283,7 +283,7 @@ func TestFaultsAreDeterministic(t *testing.T) {
 	run := func(seed int64) []string {
 		s, ts := newTestServer(t, Config{FaultSeed: seed, Faults: Faults{RateLimit: 0.2, ServerError500: 0.2, Malformed: 0.2}})
 		for i := range 30 {
-			post(t, ts, "/v1/chat/completions", chatRequest("sim-chat", i, ipipPrompt), nil)
+			post(t, ts, "/v1/chat/completions", newChatRequest("sim-chat", i, ipipPrompt), nil)
 		}
 		var faults []string
 		for _, r := range s.Requests() {

@@ -83,7 +83,7 @@ func post(t *testing.T, ts *httptest.Server, path string, body any, header map[s
 	return resp, data
 }
 
-func chatRequest(model string, seed int, prompt string) openai.ChatCompletionRequest {
+func newChatRequest(model string, seed int, prompt string) openai.ChatCompletionRequest {
 	return openai.ChatCompletionRequest{
 		Model: model,
 		Seed:  &seed,
@@ -142,11 +142,11 @@ func TestAnswerIsDeterministicOption(t *testing.T) {
 	for _, p := range prompts {
 		opts := Options(p)
 		for seed := range 5 {
-			first, err := client.CreateChatCompletion(t.Context(), chatRequest("sim-chat", seed, p))
+			first, err := client.CreateChatCompletion(t.Context(), newChatRequest("sim-chat", seed, p))
 			if err != nil {
 				t.Fatalf("seed %d, prompt %q: %v", seed, p, err)
 			}
-			again, err := client.CreateChatCompletion(t.Context(), chatRequest("sim-chat", seed, p))
+			again, err := client.CreateChatCompletion(t.Context(), newChatRequest("sim-chat", seed, p))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestAnswersVaryWithSeedAndModel(t *testing.T) {
 	client := newClient(ts)
 	seen := map[string]bool{}
 	for seed := range 20 {
-		resp, err := client.CreateChatCompletion(t.Context(), chatRequest("sim-chat", seed, ipipPrompt))
+		resp, err := client.CreateChatCompletion(t.Context(), newChatRequest("sim-chat", seed, ipipPrompt))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestAnswersVaryWithSeedAndModel(t *testing.T) {
 	}
 	byModel := map[string]bool{}
 	for _, m := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		resp, err := client.CreateChatCompletion(t.Context(), chatRequest(m, 1, ipipPrompt))
+		resp, err := client.CreateChatCompletion(t.Context(), newChatRequest(m, 1, ipipPrompt))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestAnswersVaryWithSeedAndModel(t *testing.T) {
 func TestNoOptionsGivesSentence(t *testing.T) {
 	_, ts := newTestServer(t, Config{})
 	client := newClient(ts)
-	req := chatRequest("sim-chat", 3, "Describe your morning.")
+	req := newChatRequest("sim-chat", 3, "Describe your morning.")
 	a, err := client.CreateChatCompletion(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestNoOptionsGivesSentence(t *testing.T) {
 func TestMaxTokensTruncates(t *testing.T) {
 	_, ts := newTestServer(t, Config{})
 	client := newClient(ts)
-	req := chatRequest("sim-chat", 0, "Pick:\n1. Neither Accurate Nor Inaccurate\n2. Neither Accurate Nor Inaccurate either")
+	req := newChatRequest("sim-chat", 0, "Pick:\n1. Neither Accurate Nor Inaccurate\n2. Neither Accurate Nor Inaccurate either")
 	req.MaxTokens = 2
 	resp, err := client.CreateChatCompletion(t.Context(), req)
 	if err != nil {
@@ -249,7 +249,7 @@ func TestUsageMatchesTiktoken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := chatRequest(tc.model, 9, ipipPrompt)
+			req := newChatRequest(tc.model, 9, ipipPrompt)
 			req.Messages = append(req.Messages[:1], openai.ChatCompletionMessage{
 				Role: "user", Name: "alice", Content: req.Messages[1].Content})
 			resp, err := client.CreateChatCompletion(t.Context(), req)
@@ -279,11 +279,11 @@ func TestUsageMatchesTiktoken(t *testing.T) {
 func TestStreaming(t *testing.T) {
 	_, ts := newTestServer(t, Config{})
 	client := newClient(ts)
-	plain, err := client.CreateChatCompletion(t.Context(), chatRequest("sim-chat", 4, ipipPrompt))
+	plain, err := client.CreateChatCompletion(t.Context(), newChatRequest("sim-chat", 4, ipipPrompt))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := chatRequest("sim-chat", 4, ipipPrompt)
+	req := newChatRequest("sim-chat", 4, ipipPrompt)
 	req.Stream = true
 	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	stream, err := client.CreateChatCompletionStream(t.Context(), req)
@@ -459,7 +459,7 @@ func TestErrorsAreOpenAIShaped(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	var buf bytes.Buffer
 	s, ts := newTestServer(t, Config{RequestLog: &buf})
-	body := chatRequest("sim-chat", 7, ipipPrompt)
+	body := newChatRequest("sim-chat", 7, ipipPrompt)
 	for _, cell := range []string{"sim-chat/7/item1/p1", "sim-chat/7/item2/p1"} {
 		if resp, b := post(t, ts, "/v1/chat/completions", body, map[string]string{CellHeader: cell}); resp.StatusCode != 200 {
 			t.Fatalf("status %d: %s", resp.StatusCode, b)
@@ -498,7 +498,7 @@ func TestConcurrentCalls(t *testing.T) {
 	errs := make(chan error, 16)
 	for i := range 16 {
 		wg.Go(func() {
-			_, err := client.CreateChatCompletion(context.Background(), chatRequest("sim-chat", i, ipipPrompt))
+			_, err := client.CreateChatCompletion(context.Background(), newChatRequest("sim-chat", i, ipipPrompt))
 			errs <- err
 		})
 	}

@@ -2,12 +2,69 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // The response shapes below are OpenAI's, written by hand rather than with go-openai's types so that the bodies
 // carry exactly the fields the API sends (go-openai's add empty content-filter objects) and cost one Marshal.
+
+// chatRequest is the part of a chat completion request the simulator reads. It is smaller than go-openai's
+// ChatCompletionRequest, whose message decoding parses every message twice; the field names are the same.
+type chatRequest struct {
+	Model               string           `json:"model"`
+	Messages            []requestMessage `json:"messages"`
+	Seed                *int64           `json:"seed"`
+	MaxTokens           int              `json:"max_tokens"`
+	MaxCompletionTokens int              `json:"max_completion_tokens"`
+	Stream              bool             `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type requestMessage struct {
+	Role    string         `json:"role"`
+	Name    string         `json:"name"`
+	Content messageContent `json:"content"`
+}
+
+// messageContent is a message's content: a string, or an array of parts whose text parts are joined.
+type messageContent string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *messageContent) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = messageContent(s)
+	case len(b) > 0 && b[0] == '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return err
+		}
+		var sb strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				sb.WriteString(p.Text)
+			}
+		}
+		*c = messageContent(sb.String())
+	case string(b) == "null":
+		*c = ""
+	default:
+		return fmt.Errorf("message content must be a string or an array of parts, not %.20s", b)
+	}
+	return nil
+}
 
 type apiError struct {
 	Message string  `json:"message"`
