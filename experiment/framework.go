@@ -9,7 +9,7 @@ import (
 // kept in error paths, so a user of that format reads "models.qwen.api_key", not "models[0]".
 
 var (
-	frameworkKeys      = []string{"name", "description", "parameters", "models", "prompt_template", "demographic_profiles", "questionnaire", "metadata", "run", "budget_usd"}
+	frameworkKeys      = []string{"name", "description", "parameters", "models", "prompt_template", "demographic_profiles", "questionnaire", "metadata", "run", "budget_usd", "simulator"}
 	frameworkModelKeys = []string{"type", "name_or_path", "model", "base_url", "api_key", "api_key_env", "parameters", "max_concurrency", "rpm", "tpm", "price"}
 	frameworkQKeys     = []string{"name", "general_instruction", "attributes", "default_answer_options", "instruction_items"}
 	frameworkItemKeys  = []string{"id", "question", "reversed", "answer_options", "attributes"}
@@ -74,6 +74,7 @@ func (d *decoder) framework(root *node, s *Spec) {
 	if r := f["run"]; r != nil {
 		s.Run = d.run(r, "run")
 	}
+	s.Simulator = d.simulator(f["simulator"], "simulator")
 }
 
 func (d *decoder) frameworkModel(n *node, path, res, id string) Model {

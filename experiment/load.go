@@ -120,7 +120,7 @@ func coveredBy(field string, errs Errors) bool {
 }
 
 var (
-	specKeys          = []string{"name", "description", "seeds", "models", "prompt", "personas", "questionnaire", "run", "budget_usd"}
+	specKeys          = []string{"name", "description", "seeds", "models", "prompt", "personas", "questionnaire", "run", "budget_usd", "simulator"}
 	modelKeys         = []string{"id", "name", "provider", "base_url", "api_key_env", "params", "max_concurrency", "rpm", "tpm", "price"}
 	paramKeys         = []string{"temperature", "top_p", "max_tokens", "stop"}
 	promptKeys        = []string{"type", "template", "messages"}
@@ -150,6 +150,37 @@ func (d *decoder) spec(root *node, s *Spec) {
 	if r := f["run"]; r != nil {
 		s.Run = d.run(r, "run")
 	}
+	s.Simulator = d.simulator(f["simulator"], "simulator")
+}
+
+var faultKeys = []string{"rate_limit", "quota", "server_500", "server_503", "hang", "drop", "malformed"}
+
+// simulator reads the settings of the built-in simulator.
+func (d *decoder) simulator(n *node, path string) *SimulatorSettings {
+	if n == nil {
+		return nil
+	}
+	f := d.fields(n, path, "latency", "jitter", "rpm", "tpm", "faults")
+	if f == nil {
+		return nil
+	}
+	sim := &SimulatorSettings{
+		Latency: d.duration(f["latency"], path+".latency"),
+		Jitter:  d.duration(f["jitter"], path+".jitter"),
+		RPM:     d.integer(f["rpm"], path+".rpm"),
+		TPM:     d.integer(f["tpm"], path+".tpm"),
+	}
+	if fn := f["faults"]; fn != nil {
+		p := path + ".faults"
+		if ff := d.fields(fn, p, faultKeys...); ff != nil {
+			fl := &sim.Faults
+			for k, dst := range map[string]*float64{"rate_limit": &fl.RateLimit, "quota": &fl.Quota, "server_500": &fl.Server500,
+				"server_503": &fl.Server503, "hang": &fl.Hang, "drop": &fl.Drop, "malformed": &fl.Malformed} {
+				*dst = d.number(ff[k], p+"."+k)
+			}
+		}
+	}
+	return sim
 }
 
 func (d *decoder) model(n *node, path string) Model {

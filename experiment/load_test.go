@@ -139,6 +139,8 @@ func TestSpecMistakes(t *testing.T) {
 		{name: "bad call timeout", old: "on_error: warn", new: "call_timeout: soon", field: "run.call_timeout", at: "call_timeout", msg: `"30s"`},
 		{name: "no models", old: "§models:\n|prompt:", new: "models: []\n", field: "models", at: "models: []", msg: "at least one model"},
 		{name: "no items", old: "  items:\n    - {id: i1, text: I talk., scale: E}\n    - {id: i2, text: I listen., scale: E, reversed: true}\n", new: "  items: []\n", field: "questionnaire.items", at: "items: []", msg: "at least one item"},
+		{name: "simulator fault rate", old: "name: test", new: "name: test\nsimulator:\n  latency: 300ms\n  faults: {rate_limit: 1.5}", field: "simulator.faults.rate_limit", at: "rate_limit", msg: "from 0 to 1"},
+		{name: "simulator unknown key", old: "name: test", new: "name: test\nsimulator: {latency: 1s, rmp: 5}", field: "simulator.rmp", at: "rmp", msg: `did you mean "rpm"?`},
 		{name: "bad seed", old: "seeds: [1, 2]", new: "seeds: [1, x]", field: "seeds[1]", at: "seeds:", msg: "numeric string"},
 		{name: "duplicate seed", old: "seeds: [1, 2]", new: "seeds: [1, \"1\"]", field: "seeds[1]", at: "seeds:", msg: "duplicate seed"},
 		{name: "negative budget", old: "name: test", new: "name: test\nbudget_usd: -1", field: "budget_usd", at: "budget_usd", msg: "negative"},

@@ -114,7 +114,33 @@ func (s *Spec) check() Errors {
 	s.checkPersonas(&errs)
 	s.checkQuestionnaire(&errs)
 	s.checkRun(&errs)
+	s.checkSimulator(&errs)
 	return errs
+}
+
+func (s *Spec) checkSimulator(errs *Errors) {
+	sim := s.Simulator
+	if sim == nil {
+		return
+	}
+	if sim.Latency < 0 {
+		errs.add("simulator.latency", "negative; want a duration such as \"300ms\"")
+	}
+	if sim.Jitter < 0 {
+		errs.add("simulator.jitter", "negative; want a duration such as \"200ms\"")
+	}
+	nonNegative(errs, "simulator.rpm", sim.RPM, "requests per minute ≥ 0 (0: unlimited)")
+	nonNegative(errs, "simulator.tpm", sim.TPM, "tokens per minute ≥ 0 (0: unlimited)")
+	f := sim.Faults
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{{"rate_limit", f.RateLimit}, {"quota", f.Quota}, {"server_500", f.Server500}, {"server_503", f.Server503},
+		{"hang", f.Hang}, {"drop", f.Drop}, {"malformed", f.Malformed}} {
+		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
+			errs.add("simulator.faults."+r.key, "%v is out of range; want a rate from 0 to 1", r.v)
+		}
+	}
 }
 
 // checkID reports an empty id, one with a '/' (cell ids join ids with '/'), and duplicates.
