@@ -1,0 +1,181 @@
+// Command simulator serves silico's OpenAI-compatible model simulator (package sim) over HTTP: chat completions,
+// embeddings and the model list, with latency, RPM/TPM limits and injected faults. It listens on 127.0.0.1 unless
+// told otherwise and prints its base URL; point an OpenAI client (or a spec's endpoint) at URL/v1.
+//
+//	simulator --addr 127.0.0.1:0 --latency 50ms --jitter 20ms --rpm 600 --fault-429 0.02
+//
+// With --config, the file's settings replace the flag defaults and flags given explicitly override the file.
+// Ctrl-C (or SIGTERM) stops it gracefully: calls in flight get --grace (5s) to finish.
+//
+// Exit codes: 0 after a clean stop, 1 error, 2 invalid usage or config.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/silicolab/silico/sim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	default:
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError marks invalid flags or config (exit code 2).
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+// run parses args, serves the simulator until ctx is done, then shuts it down. It writes the base URL as the
+// first line of stdout and a summary of the counters to stderr at the end.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("simulator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8088", "listen address host:port (port 0 picks a free port)")
+	configPath := fs.String("config", "", "YAML or JSON config file (see sim.LoadConfig); explicit flags override it")
+	requestLog := fs.String("request-log", "", "append one JSON line per request to this file")
+	latency := fs.Duration("latency", 300*time.Millisecond, "fixed latency of each model call")
+	jitter := fs.Duration("jitter", 200*time.Millisecond, "uniform ± jitter added to the latency")
+	rpm := fs.Int("rpm", 0, "requests per minute per model (0 = unlimited)")
+	tpm := fs.Int("tpm", 0, "tokens per minute per model (0 = unlimited)")
+	burst := fs.Float64("burst", sim.DefaultBurst, "bucket capacity as a fraction of one minute's limit")
+	f429 := fs.Float64("fault-429", 0.01, "rate of injected 429 rate_limit_exceeded")
+	fQuota := fs.Float64("fault-quota", 0, "rate of injected 429 insufficient_quota")
+	f500 := fs.Float64("fault-500", 0, "rate of injected 500")
+	f503 := fs.Float64("fault-503", 0, "rate of injected 503")
+	fHang := fs.Float64("fault-hang", 0, "rate of calls that hang for --hang-for, then lose their connection")
+	fDrop := fs.Float64("fault-drop", 0, "rate of calls whose connection is closed without a response")
+	fMalformed := fs.Float64("fault-malformed", 0, "rate of 200 responses with a truncated body")
+	faultSeed := fs.Int64("fault-seed", 0, "seed of the fault sequence")
+	hangFor := fs.Duration("hang-for", sim.DefaultHangFor, "how long a hanging call lasts")
+	grace := fs.Duration("grace", 5*time.Second, "how long calls in flight may take to finish after a stop signal")
+	models := fs.String("models", strings.Join(sim.DefaultModels(), ","), "comma-separated names listed by /v1/models")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+
+	cfg := sim.Config{}
+	set := map[string]bool{}
+	if *configPath != "" {
+		c, err := sim.LoadConfig(*configPath)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg = c
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	} else {
+		fs.VisitAll(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	apply := func(name string, fn func()) {
+		if set[name] {
+			fn()
+		}
+	}
+	apply("latency", func() { cfg.Latency.Fixed = *latency })
+	apply("jitter", func() { cfg.Latency.Jitter = *jitter })
+	apply("rpm", func() { cfg.RPM = *rpm })
+	apply("tpm", func() { cfg.TPM = *tpm })
+	apply("burst", func() { cfg.Burst = *burst })
+	apply("fault-429", func() { cfg.Faults.RateLimit = *f429 })
+	apply("fault-quota", func() { cfg.Faults.Quota = *fQuota })
+	apply("fault-500", func() { cfg.Faults.ServerError500 = *f500 })
+	apply("fault-503", func() { cfg.Faults.ServerError503 = *f503 })
+	apply("fault-hang", func() { cfg.Faults.Hang = *fHang })
+	apply("fault-drop", func() { cfg.Faults.Drop = *fDrop })
+	apply("fault-malformed", func() { cfg.Faults.Malformed = *fMalformed })
+	apply("fault-seed", func() { cfg.FaultSeed = *faultSeed })
+	apply("hang-for", func() { cfg.HangFor = *hangFor })
+	apply("models", func() { cfg.Models = splitList(*models) })
+
+	if *requestLog != "" {
+		f, err := os.OpenFile(*requestLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("open request log: %w", err)
+		}
+		defer f.Close()
+		cfg.RequestLog = f
+	}
+	s, err := sim.New(cfg)
+	if err != nil {
+		return usageError{err}
+	}
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "http://%s\n", ln.Addr())
+	fmt.Fprintf(stderr, "simulator: OpenAI base URL http://%s/v1 (latency %v ± %v, rpm %d, tpm %d); Ctrl-C to stop\n",
+		ln.Addr(), cfg.Latency.Fixed, cfg.Latency.Jitter, cfg.RPM, cfg.TPM)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served: // Serve returned before any shutdown: the listener failed
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
+	defer cancel()
+	shutErr := srv.Shutdown(shutCtx)
+	if shutErr != nil {
+		// Calls still in flight (hangs, long latencies) lose their connections; their handlers see it and return.
+		shutErr = errors.Join(shutErr, srv.Close())
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	c := s.Counters()
+	fmt.Fprintf(stderr, "simulator: %d requests: %d ok, %d rate limited, %d quota, %d server errors, %d hangs, "+
+		"%d drops, %d malformed; %d prompt + %d completion tokens\n", c.Requests, c.OK, c.RateLimited, c.Quota,
+		c.ServerErrors, c.Hangs, c.Drops, c.Malformed, c.PromptTokens, c.CompletionTokens)
+	if err := s.RequestLogErr(); err != nil {
+		return err
+	}
+	if shutErr != nil && !errors.Is(shutErr, context.DeadlineExceeded) {
+		return fmt.Errorf("shut down: %w", shutErr)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/silicolab/silico/sim"
+)
+
+// startRun runs the command with args and returns its base URL and a function that stops it and returns run's error.
+func startRun(t *testing.T, args ...string) (string, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, args, pw, io.Discard)
+		pw.CloseWithError(errors.New("run returned"))
+		done <- err
+	}()
+	stop := func() error {
+		cancel()
+		go func() { _, _ = io.Copy(io.Discard, pr) }() // run's remaining output, if any
+		return <-done
+	}
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("run %v printed no URL: %v (run: %v)", args, err, <-done)
+	}
+	return strings.TrimSpace(line), stop
+}
+
+func TestServesAndStops(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "requests.jsonl")
+	url, stop := startRun(t, "--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0", "--fault-429", "0",
+		"--models", "a, b", "--request-log", logPath)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Errorf("URL %q, want http://127.0.0.1:port", url)
+	}
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || len(list.Data) != 2 || list.Data[0].ID != "a" || list.Data[1].ID != "b" {
+		t.Errorf("models %+v (err %v), want a, b", list, err)
+	}
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/chat/completions",
+		strings.NewReader(`{"model":"a","seed":1,"messages":[{"role":"user","content":"1. Yes\n2. No"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(sim.CellHeader, "a/1/q1/p1")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("chat: status %d, want 200", resp.StatusCode)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run after stop: %v", err)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var last sim.Request
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Cell != "a/1/q1/p1" || last.Status != 200 {
+		t.Errorf("request log %s (err %v), want the chat call of cell a/1/q1/p1", data, err)
+	}
+}
+
+func TestHangingCallDoesNotBlockStop(t *testing.T) {
+	url, stop := startRun(t, "--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0", "--fault-429", "0",
+		"--fault-hang", "1", "--grace", "50ms")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"a","messages":[{"role":"user","content":"hi"}]}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let the call arrive; stopping works either way
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+	if err := <-errc; err == nil {
+		t.Error("hanging call got a response")
+	}
+}
+
+func TestConfigAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "sim.yaml")
+	if err := os.WriteFile(cfgPath, []byte("rpm: 1\nmodels: [from-file]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The file sets rpm 1 and no latency; --models overrides the file's list.
+	url, stop := startRun(t, "--addr", "127.0.0.1:0", "--config", cfgPath, "--models", "from-flag")
+	defer stop()
+	body := `{"model":"a","messages":[{"role":"user","content":"hi"}]}`
+	codes := []int{}
+	for range 2 {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if codes[0] != 200 || codes[1] != 429 {
+		t.Errorf("statuses %v, want [200 429] with the file's rpm 1", codes)
+	}
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "from-flag") || strings.Contains(string(b), "from-file") {
+		t.Errorf("models %s, want the flag's list", b)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("rpm: -1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--no-such-flag"},
+		{"extra"},
+		{"--fault-hang", "2"},
+		{"--config", bad},
+		{"--config", filepath.Join(t.TempDir(), "missing.yaml")},
+	} {
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		var u usageError
+		if !errors.As(err, &u) {
+			t.Errorf("run(%v) = %v, want a usage error", args, err)
+		}
+	}
+}
