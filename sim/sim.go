@@ -32,7 +32,8 @@ type Latency struct {
 }
 
 // Faults are the probabilities (0..1, summing to at most 1) that a model call fails in each way instead of being
-// answered. The zero value injects no faults.
+// answered. The zero value injects no faults. Hang and Drop close the connection by hijacking it (HTTP/1.x);
+// where that is impossible (HTTP/2, httptest.ResponseRecorder) the handler aborts with http.ErrAbortHandler.
 type Faults struct {
 	// RateLimit answers 429 rate_limit_exceeded with Retry-After: 1.
 	RateLimit float64
@@ -252,7 +253,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Requests returns a copy of the request log.
+// Requests returns a copy of the request log. The log keeps every request for the Server's lifetime (about 150
+// bytes each), so a process serving millions of calls should use Config.RequestLog and a fresh Server per run.
 func (s *Server) Requests() []Request {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()

@@ -513,3 +513,34 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Errorf("counters %+v, log %d, want 16 OK", c, len(s.Requests()))
 	}
 }
+
+func TestContentPartsAndTokenInputs(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	plain := map[string]any{"model": "m", "seed": 2, "messages": []any{
+		map[string]any{"role": "user", "content": ipipPrompt}}}
+	parts := map[string]any{"model": "m", "seed": 2, "messages": []any{
+		map[string]any{"role": "user", "content": []any{
+			map[string]string{"type": "text", "text": ipipPrompt[:40]},
+			map[string]any{"type": "image_url", "image_url": map[string]string{"url": "data:,"}},
+			map[string]string{"type": "text", "text": ipipPrompt[40:]},
+		}}}}
+	var got [2]string
+	for i, body := range []any{plain, parts} {
+		resp, b := post(t, ts, "/v1/chat/completions", body, nil)
+		var r openai.ChatCompletionResponse
+		if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d body %s: %v", resp.StatusCode, b, err)
+		}
+		got[i] = r.Choices[0].Message.Content
+	}
+	if got[0] != got[1] {
+		t.Errorf("string content answered %q, the same text in parts %q", got[0], got[1])
+	}
+
+	resp, b := post(t, ts, "/v1/embeddings", map[string]any{"model": "m", "input": [][]int{{1, 2, 3}, {4, 5}}}, nil)
+	var e openai.EmbeddingResponse
+	if err := json.Unmarshal(b, &e); err != nil || resp.StatusCode != 200 || len(e.Data) != 2 || e.Usage.PromptTokens != 5 {
+		t.Errorf("token inputs: status %d, %d embeddings, usage %+v (err %v), want 2 embeddings of 5 tokens",
+			resp.StatusCode, len(e.Data), e.Usage, err)
+	}
+}
