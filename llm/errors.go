@@ -247,6 +247,10 @@ func codeString(c any) string {
 	case string:
 		return v
 	case int:
+		if v == 0 {
+			// go-openai decodes "code": null as the number 0.
+			return ""
+		}
 		return strconv.Itoa(v)
 	default:
 		return fmt.Sprint(v)

@@ -1,0 +1,53 @@
+package llm
+
+import (
+	"math"
+	"testing"
+
+	"github.com/silicolab/silico/experiment"
+)
+
+func TestPriceFor(t *testing.T) {
+	override := &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
+	tests := []struct {
+		name   string
+		m      experiment.Model
+		want   experiment.Price
+		wantOK bool
+	}{
+		{name: "exact", m: experiment.Model{Name: "gpt-4o-mini"}, want: experiment.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60}, wantOK: true},
+		{name: "dated snapshot of mini is mini", m: experiment.Model{Name: "gpt-4o-mini-2024-07-18"}, want: experiment.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60}, wantOK: true},
+		{name: "dated snapshot", m: experiment.Model{Name: "gpt-4o-2024-08-06"}, want: experiment.Price{InputPerMTok: 2.50, OutputPerMTok: 10}, wantOK: true},
+		{name: "snapshot priced apart", m: experiment.Model{Name: "gpt-4o-2024-05-13"}, want: experiment.Price{InputPerMTok: 5, OutputPerMTok: 15}, wantOK: true},
+		{name: "short snapshot", m: experiment.Model{Name: "gpt-3.5-turbo-0125"}, want: experiment.Price{InputPerMTok: 0.50, OutputPerMTok: 1.50}, wantOK: true},
+		{name: "4.1 nano", m: experiment.Model{Name: "gpt-4.1-nano-2025-04-14"}, want: experiment.Price{InputPerMTok: 0.10, OutputPerMTok: 0.40}, wantOK: true},
+		{name: "o3-mini", m: experiment.Model{Name: "o3-mini"}, want: experiment.Price{InputPerMTok: 1.10, OutputPerMTok: 4.40}, wantOK: true},
+		{name: "embedding", m: experiment.Model{Name: "text-embedding-3-small"}, want: experiment.Price{InputPerMTok: 0.02}, wantOK: true},
+		{name: "override wins", m: experiment.Model{Name: "gpt-4o", Price: override}, want: *override, wantOK: true},
+		{name: "override of unknown model", m: experiment.Model{Name: "qwen2.5", Price: override}, want: *override, wantOK: true},
+		{name: "unknown", m: experiment.Model{Name: "qwen2.5"}},
+		{name: "variant is not a snapshot", m: experiment.Model{Name: "gpt-4o-audio-preview"}},
+		{name: "prefix without dash", m: experiment.Model{Name: "gpt-4o2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := PriceFor(tt.m)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("PriceFor(%q) = %+v, %v; want %+v, %v", tt.m.Name, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestCost(t *testing.T) {
+	p := experiment.Price{InputPerMTok: 2.50, OutputPerMTok: 10}
+	if got, want := Cost(p, 1_000_000, 500_000), 7.5; math.Abs(got-want) > 1e-12 {
+		t.Errorf("Cost = %v, want %v", got, want)
+	}
+	if got, want := Cost(p, 42, 3), (42*2.5+3*10)/1e6; math.Abs(got-want) > 1e-15 {
+		t.Errorf("Cost = %v, want %v", got, want)
+	}
+	if got := Cost(experiment.Price{}, 1000, 1000); got != 0 {
+		t.Errorf("Cost of an unknown price = %v, want 0", got)
+	}
+}
