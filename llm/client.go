@@ -129,8 +129,12 @@ func (c *Client) fail(err error, capt *capture) *Error {
 		reqErr.Body = []byte(c.redact(string(reqErr.Body)))
 	}
 	e := Classify(err)
-	if e.Status == 0 {
+	if e.Status == 0 && capt.status != 0 {
 		e.Status = capt.status
+		if capt.status >= 400 && e.Class == ClassTransport {
+			// An error status whose body could not be read: the status still says what happened.
+			e.Class = classOfStatus(capt.status, "", "", "")
+		}
 	}
 	e.Message = c.redact(e.Message)
 	if e.RetryAfter == 0 {

@@ -78,6 +78,18 @@ func TestChatClassification(t *testing.T) {
 		}
 	}
 
+	cutErrorBody := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "4")
+		w.Header().Set("Content-Length", "500")
+		w.WriteHeader(429)
+		_, _ = io.WriteString(w, `{"error":{"mess`)
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}
+
 	tests := []struct {
 		name       string
 		h          http.HandlerFunc
@@ -128,6 +140,7 @@ func TestChatClassification(t *testing.T) {
 		{name: "200 malformed json", h: reply(200, "not json at all"), class: ClassTransport, status: 200, code: "malformed_body"},
 		{name: "200 no choices", h: reply(200, `{"choices":[]}`), class: ClassTransport, status: 200, code: "malformed_body"},
 		{name: "body cut mid-stream", h: cutBody, class: ClassTransport, status: 200, code: "truncated"},
+		{name: "429 with its body cut", h: cutErrorBody, class: ClassRateLimited, status: 429, code: "truncated", retryAfter: 4 * time.Second},
 		{name: "connection closed without response", h: hijackClose, class: ClassTransport, code: "truncated"},
 		{name: "per-call timeout", h: hang, timeout: 50 * time.Millisecond, class: ClassTransport, code: "timeout"},
 		{name: "request go-openai refuses", h: reply(200, okBody), req: func(r *Request) {

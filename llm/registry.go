@@ -51,7 +51,11 @@ func (r *Registry) String() string {
 // variable, and an empty variable is an *Error of ClassAuth naming the variable (never a value); without
 // APIKeyEnv no key is sent, as local servers (Ollama, vLLM) need none. Errors are *Error values.
 func (r *Registry) Client(m experiment.Model) (*Client, error) {
-	ep := endpoint{provider: strings.ToLower(strings.TrimSpace(m.Provider)), baseURL: m.BaseURL, keyEnv: m.APIKeyEnv}
+	ep := endpoint{
+		provider: strings.ToLower(strings.TrimSpace(m.Provider)),
+		baseURL:  strings.TrimRight(strings.TrimSpace(m.BaseURL), "/"),
+		keyEnv:   m.APIKeyEnv,
+	}
 	switch ep.provider {
 	case "", ProviderOpenAI:
 		ep.provider = ProviderOpenAI
@@ -60,7 +64,7 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 		}
 	case ProviderSim:
 		if ep.baseURL == "" {
-			ep.baseURL = r.simBase
+			ep.baseURL = strings.TrimRight(r.simBase, "/")
 		}
 		if ep.baseURL == "" {
 			return nil, &Error{Class: ClassInvalidRequest, Code: "no_simulator",

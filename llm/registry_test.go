@@ -40,6 +40,9 @@ func TestRegistryReusesOneClientPerEndpoint(t *testing.T) {
 		t.Errorf("another key variable shared a client")
 	}
 	local := get(experiment.Model{ID: "l", Name: "qwen2.5", BaseURL: "http://localhost:11434/v1"})
+	if again := get(experiment.Model{ID: "l2", Name: "llama3", BaseURL: "http://localhost:11434/v1/"}); again != local {
+		t.Errorf("a trailing slash made a second client of one endpoint")
+	}
 	if local == a1 || local.hasKey {
 		t.Errorf("local endpoint: same client as openai or has a key (%v)", local)
 	}
