@@ -1,0 +1,9 @@
+//go:build !unix
+
+package devserver
+
+// lockDir does nothing where flock is unavailable: the caller must make sure
+// only one server uses dir.
+func lockDir(string) (func() error, error) {
+	return func() error { return nil }, nil
+}
