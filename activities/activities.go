@@ -1,0 +1,198 @@
+// Package activities holds the Temporal activities of an experiment run: PrepareRun (saves the resolved spec in
+// the results store), RunSeedPass (the calls of one pass, concurrently, each result written as it lands),
+// FailUnfinished (records the cells a run will not call) and ExportResults (the output files).
+//
+// Durability is split in two (DESIGN.md §1): Temporal retries a pass; the results store remembers every finished
+// cell, so a retried or resumed pass calls only the cells that have no result yet.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/store"
+)
+
+// Error classes that do not come from a provider. The provider's classes are llm.Class values.
+const (
+	// ClassSkipped marks cells not called because on_error=raise stopped the run, or their model failed for good.
+	ClassSkipped = "Skipped"
+	// ClassBudgetExhausted marks cells not called because the next call could have exceeded budget_usd.
+	ClassBudgetExhausted = "BudgetExhausted"
+	// ClassInvalidSpec is the error type of a spec that fails validation inside the workflow.
+	ClassInvalidSpec = "InvalidSpec"
+	// ClassInternal marks a failure of silico itself (store unavailable, spec missing).
+	ClassInternal = "Internal"
+)
+
+// NonRetryableTypes are the ApplicationError types Temporal must never retry.
+var NonRetryableTypes = []string{
+	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), string(llm.ClassInvalidRequest),
+	ClassInvalidSpec, ClassBudgetExhausted,
+}
+
+// Store is what the activities need of the results store.
+type Store interface {
+	SaveRun(ctx context.Context, run string, spec []byte) error
+	LoadRun(ctx context.Context, run string) ([]byte, error)
+	Put(ctx context.Context, run string, recs []store.Record) error
+	Records(ctx context.Context, run string, start, end int) ([]store.Record, error)
+	Scan(ctx context.Context, run string, fn func(store.Record) error) error
+	NewWriter(run string, opts store.WriterOptions) *store.Writer
+}
+
+// Models hands out the client of a model's endpoint. Clients are shared and reused.
+type Models interface {
+	Client(m experiment.Model) (*llm.Client, error)
+}
+
+// Activities holds the dependencies of the activities. Register a *Activities with the worker; workflows call
+// its methods through a nil *Activities.
+type Activities struct {
+	Store     Store
+	Models    Models
+	Tokenizer *llm.Tokenizer
+	Clock     ratelimit.Clock
+	// OutputRoot is where ExportResults writes when the run names no output directory: OutputRoot/<run id>.
+	OutputRoot string
+	// HeartbeatEvery is how often RunSeedPass reports progress (default 1s).
+	HeartbeatEvery time.Duration
+
+	mu    sync.Mutex
+	specs map[string]*experiment.Spec
+}
+
+// RunInput names a run and carries its resolved spec.
+type RunInput struct {
+	RunID string
+	Spec  experiment.Spec
+}
+
+// PrepareRun saves the resolved spec under the run id, so that passes load it from the store instead of carrying
+// it through history once per pass. Saving the same spec again is a no-op (a resumed or continued run).
+func (a *Activities) PrepareRun(ctx context.Context, in RunInput) error {
+	b, err := json.Marshal(in.Spec)
+	if err != nil {
+		return fmt.Errorf("encode spec: %w", err)
+	}
+	if err := a.Store.SaveRun(ctx, in.RunID, b); err != nil {
+		return fmt.Errorf("save run %s: %w", in.RunID, err)
+	}
+	return nil
+}
+
+// spec returns the run's spec, loaded once per process.
+func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, error) {
+	a.mu.Lock()
+	s, ok := a.specs[run]
+	a.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	b, err := a.Store.LoadRun(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", run, err)
+	}
+	s = new(experiment.Spec)
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("decode spec of run %s: %w", run, err)
+	}
+	a.mu.Lock()
+	if a.specs == nil {
+		a.specs = make(map[string]*experiment.Spec)
+	}
+	a.specs[run] = s
+	a.mu.Unlock()
+	return s, nil
+}
+
+// FailInput names the cells of [Start, End) of a run that must be recorded as failed when they have no result.
+type FailInput struct {
+	RunID      string
+	Start, End int
+	Class      string
+	Message    string
+	Attempts   int
+}
+
+// FailUnfinished records every cell of the range that has no result as failed with the given class and message,
+// so the output always has every cell. Cells that have a result keep it.
+func (a *Activities) FailUnfinished(ctx context.Context, in FailInput) (int, error) {
+	done, err := a.Store.Records(ctx, in.RunID, in.Start, in.End)
+	if err != nil {
+		return 0, fmt.Errorf("read finished cells: %w", err)
+	}
+	have := make(map[int]bool, len(done))
+	for _, r := range done {
+		have[r.Index] = true
+	}
+	var recs []store.Record
+	for i := in.Start; i < in.End; i++ {
+		if !have[i] {
+			recs = append(recs, store.Record{Index: i, Status: store.StatusFailed, ErrorClass: in.Class,
+				ErrorMessage: in.Message, Attempts: in.Attempts})
+		}
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if err := a.Store.Put(ctx, in.RunID, recs); err != nil {
+		return 0, fmt.Errorf("record unfinished cells: %w", err)
+	}
+	return len(recs), nil
+}
+
+// ExportInput says which run to export and where.
+type ExportInput struct {
+	RunID string
+	// Dir is the output directory on the worker's machine; "" means OutputRoot/<run id>.
+	Dir     string
+	Elapsed time.Duration
+}
+
+// ExportOutput is what ExportResults wrote.
+type ExportOutput struct {
+	Dir     string
+	Summary results.Summary
+}
+
+// ExportResults writes results.jsonl, results.csv and summary.json of the run in submission order.
+func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportOutput, error) {
+	s, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return ExportOutput{}, err
+	}
+	dir := in.Dir
+	if dir == "" {
+		root := a.OutputRoot
+		if root == "" {
+			root = "out"
+		}
+		dir = filepath.Join(root, in.RunID)
+	}
+	sum, err := results.Export(ctx, a.Store, s, in.RunID, dir, in.Elapsed)
+	if err != nil {
+		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
+	}
+	return ExportOutput{Dir: dir, Summary: sum}, nil
+}
+
+// appError wraps err as a Temporal ApplicationError of the given class: retryable (with the provider's
+// Retry-After as the next delay) for transient classes, non-retryable otherwise.
+func appError(class string, retryable bool, retryAfter time.Duration, err error) error {
+	return temporal.NewApplicationErrorWithOptions(err.Error(), class, temporal.ApplicationErrorOptions{
+		NonRetryable:   !retryable,
+		Cause:          err,
+		NextRetryDelay: retryAfter,
+	})
+}

@@ -1,0 +1,477 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/store"
+)
+
+// PassInput is one RunSeedPass: a range of cells of one (model, seed) and this pass's share of the model's limits.
+type PassInput struct {
+	RunID string
+	Pass  experiment.Pass
+	// Limits is this pass's share of its model's limits; Concurrency is already capped by run.max_concurrency.
+	Limits ratelimit.Limits
+}
+
+// PassResult counts what a pass did. Cells already finished by an earlier attempt count as Done too.
+type PassResult struct {
+	Pass     int
+	Cells    int
+	Done     int
+	OK       int
+	Unparsed int
+	Failed   int
+	// Called is the number of calls this attempt sent; Retried the transient failures seen over all attempts.
+	Called  int
+	Retried int
+	// FirstFailure is the lowest index of a failed cell of the pass, -1 when none failed.
+	FirstFailure int
+	FirstError   string
+	PromptTokens int
+	// CompletionTokens and CostUSD add up the cells finished in this pass over all attempts.
+	CompletionTokens int
+	CostUSD          float64
+}
+
+// Progress is the heartbeat detail of RunSeedPass; a retried attempt starts from the last one recorded.
+type Progress struct {
+	Pass             int
+	Cells            int
+	Done             int
+	Failed           int
+	Retried          int
+	Cached           int
+	PromptTokens     int
+	CompletionTokens int
+	CostUSD          float64
+}
+
+// RunSeedPass calls every unfinished cell of the pass, concurrently within the pass's limits, and writes each
+// result to the store as it lands. It never retries a call itself (DESIGN.md §2): a transient failure stops the
+// dispatch of new calls, lets the calls in flight land, and fails the attempt with a retryable error whose next
+// delay is the provider's Retry-After; the next attempt skips every finished cell. Permanent failures are recorded
+// on their cell; Auth and QuotaExhausted fail the pass for good after recording every unfinished cell.
+func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult, error) {
+	spec, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return PassResult{}, appError(ClassInternal, true, 0, err)
+	}
+	if in.Pass.Start < 0 || in.Pass.End > spec.NumCells() || in.Pass.Start > in.Pass.End {
+		return PassResult{}, appError(ClassInvalidSpec, false, 0,
+			fmt.Errorf("pass %d: cells [%d,%d) outside the grid of %d", in.Pass.Index, in.Pass.Start, in.Pass.End, spec.NumCells()))
+	}
+	info := activity.GetInfo(ctx)
+	p := &passRun{
+		a:       a,
+		spec:    spec,
+		in:      in,
+		model:   spec.Models[in.Pass.Model],
+		attempt: int(info.Attempt),
+		log:     activity.GetLogger(ctx),
+		clock:   a.clock(),
+	}
+	p.price, p.priced = llm.PriceFor(p.model)
+	if err := p.loadFinished(ctx); err != nil {
+		return PassResult{}, appError(ClassInternal, true, 0, err)
+	}
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev Progress
+		if activity.GetHeartbeatDetails(ctx, &prev) == nil {
+			p.prog.Retried = prev.Retried
+		}
+	}
+	client, err := a.Models.Client(p.model)
+	if err != nil {
+		var le *llm.Error
+		if errors.As(err, &le) {
+			return p.fail(ctx, string(le.Class), le.Error())
+		}
+		return p.fail(ctx, string(llm.ClassAuth), err.Error())
+	}
+	p.client = client
+	p.limiter = ratelimit.New(in.Limits, p.clock)
+	p.writer = a.Store.NewWriter(in.RunID, store.WriterOptions{})
+
+	hbCtx, stopHB := context.WithCancel(ctx)
+	var hbDone sync.WaitGroup
+	hbDone.Go(func() { p.heartbeat(hbCtx) })
+
+	if spec.Run.Cumulative {
+		p.dispatchCumulative(ctx)
+	} else {
+		p.dispatch(ctx, p.pending())
+	}
+	p.calls.Wait()
+	stopHB()
+	hbDone.Wait()
+	werr := p.writer.Close(ctx)
+	activity.RecordHeartbeat(ctx, p.progress())
+
+	switch {
+	case werr != nil:
+		return p.result(), appError(ClassInternal, true, 0, fmt.Errorf("write results: %w", werr))
+	case p.fatal != nil:
+		return p.fail(ctx, string(p.fatal.Class), p.fatal.Error())
+	case ctx.Err() != nil:
+		return p.result(), ctx.Err()
+	case p.transient != nil:
+		return p.result(), appError(string(p.transient.Class), true, p.retryAfter, p.transient)
+	}
+	return p.result(), nil
+}
+
+// passRun is the state of one attempt of a pass.
+type passRun struct {
+	a       *Activities
+	spec    *experiment.Spec
+	in      PassInput
+	model   experiment.Model
+	price   experiment.Price
+	priced  bool
+	attempt int
+	log     log.Logger
+	clock   ratelimit.Clock
+	client  *llm.Client
+	limiter *ratelimit.Limiter
+	writer  *store.Writer
+	calls   sync.WaitGroup
+
+	mu         sync.Mutex
+	finished   []bool // by cell index - Start
+	prog       Progress
+	res        PassResult
+	stop       bool
+	transient  *llm.Error
+	fatal      *llm.Error
+	retryAfter time.Duration
+	// history holds each persona's earlier turns in cumulative mode.
+	history [][]experiment.Turn
+}
+
+func (a *Activities) clock() ratelimit.Clock {
+	if a.Clock != nil {
+		return a.Clock
+	}
+	return ratelimit.SystemClock()
+}
+
+// loadFinished marks the cells an earlier attempt finished and counts them, so the pass resumes where it was.
+func (p *passRun) loadFinished(ctx context.Context) error {
+	done, err := p.a.Store.Records(ctx, p.in.RunID, p.in.Pass.Start, p.in.Pass.End)
+	if err != nil {
+		return fmt.Errorf("read finished cells: %w", err)
+	}
+	p.finished = make([]bool, p.in.Pass.Len())
+	p.res = PassResult{Pass: p.in.Pass.Index, Cells: p.in.Pass.Len(), FirstFailure: -1}
+	p.prog = Progress{Pass: p.in.Pass.Index, Cells: p.in.Pass.Len()}
+	if p.spec.Run.Cumulative {
+		p.history = make([][]experiment.Turn, len(p.spec.Personas))
+	}
+	for _, r := range done {
+		p.finished[r.Index-p.in.Pass.Start] = true
+		p.count(r)
+		if p.history != nil && r.Status != store.StatusFailed {
+			c := p.spec.Cell(r.Index)
+			// done is in index order, so each persona's turns come back in item order.
+			p.history[c.Persona] = append(p.history[c.Persona], experiment.Turn{User: p.userMessage(c), Assistant: r.Raw})
+		}
+	}
+	return nil
+}
+
+// userMessage is the plain (history-free) user message of a cell: what a cumulative history repeats.
+func (p *passRun) userMessage(c experiment.Cell) string {
+	msgs, err := p.spec.Render(c, nil)
+	if err != nil || len(msgs) == 0 {
+		return ""
+	}
+	return msgs[len(msgs)-1].Content
+}
+
+// count adds a finished record to the pass's totals. Callers hold p.mu or own p exclusively.
+func (p *passRun) count(r store.Record) {
+	p.res.Done++
+	p.prog.Done++
+	switch r.Status {
+	case store.StatusOK:
+		p.res.OK++
+	case store.StatusUnparsed:
+		p.res.Unparsed++
+	default:
+		p.res.Failed++
+		p.prog.Failed++
+		if p.res.FirstFailure < 0 || r.Index < p.res.FirstFailure {
+			p.res.FirstFailure = r.Index
+			p.res.FirstError = r.ErrorClass + ": " + r.ErrorMessage
+		}
+	}
+	if r.Cached {
+		p.prog.Cached++
+	}
+	p.res.PromptTokens += r.PromptTokens
+	p.res.CompletionTokens += r.CompletionTokens
+	p.res.CostUSD += r.CostUSD
+	p.prog.PromptTokens += r.PromptTokens
+	p.prog.CompletionTokens += r.CompletionTokens
+	p.prog.CostUSD += r.CostUSD
+}
+
+// pending lists the unfinished cells of the pass in submission order.
+func (p *passRun) pending() []int {
+	var out []int
+	for i, f := range p.finished {
+		if !f {
+			out = append(out, p.in.Pass.Start+i)
+		}
+	}
+	return out
+}
+
+func (p *passRun) stopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stop
+}
+
+// dispatch sends the given cells in order, each once a gate of the limiter lets it through. It returns when every
+// cell was sent or the dispatch stopped; calls in flight are owned by p.calls.
+func (p *passRun) dispatch(ctx context.Context, cells []int) {
+	for _, idx := range cells {
+		if ctx.Err() != nil || p.stopped() {
+			return
+		}
+		c := p.spec.Cell(idx)
+		var hist []experiment.Turn
+		if p.history != nil {
+			p.mu.Lock()
+			hist = p.history[c.Persona]
+			p.mu.Unlock()
+		}
+		msgs, err := p.spec.Render(c, hist)
+		if err != nil {
+			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
+				ErrorMessage: "render prompt: " + err.Error(), Attempts: p.attempt})
+			continue
+		}
+		reserve := p.reserveTokens(msgs)
+		permit, err := p.limiter.Acquire(ctx, reserve)
+		if err != nil {
+			return // ctx is done: the cells stay unfinished for the next attempt
+		}
+		if p.stopped() {
+			permit.Release(0)
+			return
+		}
+		p.mu.Lock()
+		p.res.Called++
+		p.mu.Unlock()
+		p.calls.Go(func() { p.call(ctx, c, msgs, permit) })
+	}
+}
+
+// dispatchCumulative runs the items in order and the personas of one item side by side; each persona's prompt
+// carries its own earlier questions and answers.
+func (p *passRun) dispatchCumulative(ctx context.Context) {
+	perItem := len(p.spec.Personas)
+	for start := p.in.Pass.Start; start < p.in.Pass.End; start += perItem {
+		var cells []int
+		for i := start; i < start+perItem; i++ {
+			if !p.finished[i-p.in.Pass.Start] {
+				cells = append(cells, i)
+			}
+		}
+		p.dispatch(ctx, cells)
+		p.calls.Wait() // the next item needs this item's answers
+		if ctx.Err() != nil || p.stopped() {
+			return
+		}
+	}
+}
+
+// reserveTokens is the TPM reservation of a call: its prompt's tokens plus the completion it may produce. Counting
+// costs a tokenizer pass, so it is only done when a token limit needs it.
+func (p *passRun) reserveTokens(msgs []experiment.Message) int {
+	if p.in.Limits.TPM <= 0 || p.a.Tokenizer == nil {
+		return 0
+	}
+	maxTok := p.model.Params.MaxTokens
+	if maxTok <= 0 {
+		maxTok = experiment.DefaultMaxTokens
+	}
+	return p.a.Tokenizer.CountMessages(p.model.Name, msgs) + maxTok
+}
+
+// call makes one model call and records its outcome.
+func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, permit *ratelimit.Permit) {
+	timeout := time.Duration(p.spec.Run.CallTimeout)
+	if timeout <= 0 {
+		timeout = experiment.DefaultCallTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	start := p.clock.Now()
+	resp, err := p.client.Chat(cctx, llm.Request{
+		Model:    p.model.Name,
+		Messages: msgs,
+		Seed:     p.spec.Seeds[c.Seed],
+		Params:   p.model.Params,
+		CellID:   p.spec.CellID(c),
+	})
+	cancel()
+	latency := p.clock.Now().Sub(start)
+	if err != nil {
+		permit.Release(0)
+		if ctx.Err() != nil {
+			return // the attempt is cancelled: the cell stays unfinished
+		}
+		p.failed(c, llm.Classify(err), latency)
+		return
+	}
+	permit.Release(resp.PromptTokens + resp.CompletionTokens)
+	p.observe(resp.RateLimit)
+	m := experiment.Match(resp.Text, p.spec.OptionsFor(c.Item))
+	rec := store.Record{
+		Index:            c.Index,
+		Status:           m.Status,
+		OptionID:         m.OptionID,
+		Raw:              resp.Text,
+		Candidates:       strings.Join(m.Candidates, ","),
+		PromptTokens:     resp.PromptTokens,
+		CompletionTokens: resp.CompletionTokens,
+		LatencyMS:        float64(latency.Microseconds()) / 1000,
+		Attempts:         p.attempt,
+	}
+	if p.priced {
+		rec.CostUSD = llm.Cost(p.price, resp.PromptTokens, resp.CompletionTokens)
+	}
+	if p.history != nil {
+		p.mu.Lock()
+		p.history[c.Persona] = append(p.history[c.Persona], experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
+		p.mu.Unlock()
+	}
+	p.record(rec)
+}
+
+// observe pauses the model's gates when the provider says a budget of its window is used up.
+func (p *passRun) observe(rl llm.RateLimitInfo) {
+	now := p.clock.Now()
+	if rl.RemainingRequests == 0 && rl.ResetRequests > 0 {
+		p.limiter.PauseUntil(now.Add(rl.ResetRequests))
+	}
+	if rl.RemainingTokens == 0 && rl.ResetTokens > 0 {
+		p.limiter.PauseUntil(now.Add(rl.ResetTokens))
+	}
+}
+
+// failed handles a failed call by its class (DESIGN.md §2).
+func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration) {
+	switch {
+	case e.Class.Retryable():
+		if e.RetryAfter > 0 {
+			p.limiter.PauseUntil(p.clock.Now().Add(e.RetryAfter))
+		}
+		p.mu.Lock()
+		p.prog.Retried++
+		p.res.Retried = p.prog.Retried
+		p.stop = true
+		if p.transient == nil || e.RetryAfter > p.retryAfter {
+			p.transient = e
+			p.retryAfter = max(p.retryAfter, e.RetryAfter)
+		}
+		p.mu.Unlock()
+	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
+		p.mu.Lock()
+		p.stop = true
+		if p.fatal == nil {
+			p.fatal = e
+		}
+		p.mu.Unlock()
+	default:
+		p.logFailure(c, e)
+		p.record(store.Record{Index: c.Index, Status: store.StatusFailed, ErrorClass: string(e.Class),
+			ErrorMessage: e.Message, LatencyMS: float64(latency.Microseconds()) / 1000, Attempts: p.attempt})
+	}
+}
+
+func (p *passRun) logFailure(c experiment.Cell, e *llm.Error) {
+	if p.spec.Run.OnError == experiment.OnErrorIgnore {
+		return
+	}
+	p.log.Warn("model call failed", "model", p.model.ID, "seed", p.spec.Seeds[c.Seed],
+		"item", p.spec.Questionnaire.Items[c.Item].ID, "persona", p.spec.Personas[c.Persona].ID,
+		"class", string(e.Class), "error", e.Message)
+}
+
+// record writes a finished cell and counts it. Under on_error=raise a failure stops the dispatch.
+func (p *passRun) record(r store.Record) {
+	err := p.writer.Add(context.Background(), r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		// The writer keeps the error and Close returns it; the attempt fails and is retried.
+		p.stop = true
+		return
+	}
+	p.finished[r.Index-p.in.Pass.Start] = true
+	p.count(r)
+	if r.Status == store.StatusFailed && p.spec.Run.OnError == experiment.OnErrorRaise {
+		p.stop = true
+	}
+}
+
+func (p *passRun) progress() Progress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.prog
+}
+
+func (p *passRun) result() PassResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.res
+}
+
+// heartbeat reports progress until ctx ends. Heartbeats are also how a cancellation reaches the activity.
+func (p *passRun) heartbeat(ctx context.Context) {
+	every := p.a.HeartbeatEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			activity.RecordHeartbeat(ctx, p.progress())
+		}
+	}
+}
+
+// fail records every unfinished cell of the pass with the class and ends the pass for good.
+func (p *passRun) fail(ctx context.Context, class, msg string) (PassResult, error) {
+	n, err := p.a.FailUnfinished(ctx, FailInput{RunID: p.in.RunID, Start: p.in.Pass.Start, End: p.in.Pass.End,
+		Class: class, Message: msg, Attempts: p.attempt})
+	if err != nil {
+		return p.result(), appError(ClassInternal, true, 0, err)
+	}
+	res := p.result()
+	res.Failed += n
+	res.Done += n
+	if res.FirstFailure < 0 && n > 0 {
+		res.FirstError = class + ": " + msg
+	}
+	return res, appError(class, false, 0, errors.New(msg))
+}

@@ -1,0 +1,365 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/store"
+)
+
+// fakeModel is an OpenAI-compatible chat endpoint that answers "1. No" unless a rule says otherwise, and records
+// every request by the cell id the runner sends.
+type fakeModel struct {
+	mu       sync.Mutex
+	delay    time.Duration
+	inFlight int
+	peak     int
+	cells    []string
+	messages map[string][]experiment.Message
+	// rule may answer a cell with an HTTP error (status, body, headers) or a custom text.
+	rule func(cell string, n int) (status int, body string, hdr map[string]string, text string)
+	seen map[string]int
+}
+
+func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []experiment.Message `json:"messages"`
+		Seed     *int64               `json:"seed"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	cell := r.Header.Get("X-Silico-Cell")
+	f.mu.Lock()
+	f.inFlight++
+	f.peak = max(f.peak, f.inFlight)
+	f.cells = append(f.cells, cell)
+	if f.messages == nil {
+		f.messages = map[string][]experiment.Message{}
+		f.seen = map[string]int{}
+	}
+	f.messages[cell] = req.Messages
+	f.seen[cell]++
+	n := f.seen[cell]
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inFlight--
+		f.mu.Unlock()
+	}()
+	if req.Seed == nil {
+		http.Error(w, `{"error":{"message":"seed missing"}}`, 400)
+		return
+	}
+	time.Sleep(f.delay)
+	text := "1. No"
+	if f.rule != nil {
+		status, body, hdr, t := f.rule(cell, n)
+		if status != 0 {
+			for k, v := range hdr {
+				w.Header().Set(k, v)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+			return
+		}
+		if t != "" {
+			text = t
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "x", "object": "chat.completion", "model": "m",
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": "stop"}},
+		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+	})
+}
+
+func (f *fakeModel) requested() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.cells...)
+}
+
+func testSpec(url string, items, personas int) experiment.Spec {
+	s := experiment.Spec{Name: "pass test", Seeds: []int64{7}}
+	s.Models = []experiment.Model{{ID: "m", Name: "fake", BaseURL: url + "/v1",
+		Price: &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}}}
+	for it := range items {
+		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1), Text: fmt.Sprintf("Question %d?", it+1)})
+	}
+	for p := range personas {
+		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p), Attributes: map[string]string{"name": fmt.Sprint("P", p)}})
+	}
+	s.Questionnaire.Name = "q"
+	s.Questionnaire.Instruction = "Answer."
+	s.Questionnaire.Options.Options = []experiment.Option{{ID: "1", Text: "1. No", Weight: 1}, {ID: "2", Text: "2. Yes", Weight: 2}}
+	s.ApplyDefaults()
+	return s
+}
+
+type harness struct {
+	t     *testing.T
+	acts  *Activities
+	store *store.SQLite
+	env   *testsuite.TestActivityEnvironment
+	spec  experiment.Spec
+}
+
+func newHarness(t *testing.T, spec experiment.Spec) *harness {
+	t.Helper()
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	acts := &Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		HeartbeatEvery: 10 * time.Millisecond}
+	if err := acts.PrepareRun(ctx, RunInput{RunID: "run", Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, acts: acts, store: st, spec: spec}
+	h.reset()
+	return h
+}
+
+func (h *harness) reset() {
+	var s testsuite.WorkflowTestSuite
+	h.env = s.NewTestActivityEnvironment()
+	h.env.RegisterActivity(h.acts)
+}
+
+func (h *harness) runPass(limits ratelimit.Limits) (PassResult, error) {
+	p := h.spec.Passes()[0]
+	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, PassInput{RunID: "run", Pass: p, Limits: limits})
+	var res PassResult
+	if err == nil {
+		err = v.Get(&res)
+	}
+	return res, err
+}
+
+func (h *harness) records() map[int]store.Record {
+	recs, err := h.store.Records(context.Background(), "run", 0, h.spec.NumCells())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := make(map[int]store.Record, len(recs))
+	for _, r := range recs {
+		out[r.Index] = r
+	}
+	return out
+}
+
+func TestPassCallsRunConcurrently(t *testing.T) {
+	fm := &fakeModel{delay: 30 * time.Millisecond}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 4, 8))
+	res, err := h.runPass(ratelimit.Limits{Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Done != 32 || res.OK != 32 || res.Called != 32 {
+		t.Errorf("result %+v, want 32 cells done and ok", res)
+	}
+	if fm.peak < 2 || fm.peak > 8 {
+		t.Errorf("peak calls in flight %d, want overlap within the limit of 8", fm.peak)
+	}
+	recs := h.records()
+	r := recs[5]
+	if r.Status != store.StatusOK || r.OptionID != "1" || r.PromptTokens != 10 || r.CostUSD <= 0 {
+		t.Errorf("record 5 = %+v", r)
+	}
+}
+
+func TestRateLimitIsRetryableWithTheProvidersDelay(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(cell string, n int) (int, string, map[string]string, string) {
+		if strings.HasSuffix(cell, "/2/p1") && n == 1 {
+			return 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`,
+				map[string]string{"Retry-After": "2"}, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 4, 4))
+	_, err := h.runPass(ratelimit.Limits{Concurrency: 1})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		t.Fatalf("got %v, want an ApplicationError", err)
+	}
+	if app.Type() != "RateLimited" || app.NonRetryable() || app.NextRetryDelay() != 2*time.Second {
+		t.Fatalf("got type %s nonRetryable %v delay %v; want RateLimited, retryable, 2s", app.Type(), app.NonRetryable(), app.NextRetryDelay())
+	}
+	first := h.records()
+	if _, ok := first[5]; ok {
+		t.Fatal("the rate-limited cell was recorded as finished")
+	}
+	if len(first) != 5 {
+		t.Fatalf("%d cells finished before the 429, want 5 (sequential dispatch stops at the 429)", len(first))
+	}
+
+	// The next attempt asks only for the cells that have no result.
+	before := len(fm.requested())
+	h.reset()
+	res, err := h.runPass(ratelimit.Limits{Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := fm.requested()[before:]
+	for _, c := range again {
+		var idx int
+		for i := range h.spec.NumCells() {
+			if h.spec.CellID(h.spec.Cell(i)) == c {
+				idx = i
+			}
+		}
+		if _, done := first[idx]; done {
+			t.Errorf("finished cell %s requested again", c)
+		}
+	}
+	if len(again) != 16-5 || res.Done != 16 {
+		t.Errorf("second attempt sent %d calls and finished %d cells; want 11 and 16", len(again), res.Done)
+	}
+}
+
+func TestPermanentFailuresStayOnTheirCell(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		if strings.HasSuffix(cell, "/1/p0") {
+			return 400, `{"error":{"message":"context too long","type":"invalid_request_error"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 2, 2))
+	res, err := h.runPass(ratelimit.Limits{Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.records()[0]
+	if r.Status != store.StatusFailed || r.ErrorClass != "InvalidRequest" || res.Failed != 1 || res.OK != 3 {
+		t.Errorf("record %+v result %+v; want cell 0 failed InvalidRequest and the others ok", r, res)
+	}
+}
+
+func TestQuotaExhaustionFailsThePassAndRecordsEveryCell(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		if strings.HasSuffix(cell, "/2/p0") {
+			return 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 3, 2))
+	_, err := h.runPass(ratelimit.Limits{Concurrency: 1})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != "QuotaExhausted" || !app.NonRetryable() {
+		t.Fatalf("got %v, want non-retryable QuotaExhausted", err)
+	}
+	recs := h.records()
+	if len(recs) != 6 {
+		t.Fatalf("%d cells recorded, want all 6", len(recs))
+	}
+	if recs[2].ErrorClass != "QuotaExhausted" || recs[5].ErrorClass != "QuotaExhausted" || recs[1].Status != store.StatusOK {
+		t.Errorf("records %+v", recs)
+	}
+}
+
+func TestRaiseStopsDispatchingAtTheFirstFailure(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		if strings.HasSuffix(cell, "/2/p0") {
+			return 404, `{"error":{"message":"model not found"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	spec := testSpec(srv.URL, 4, 2)
+	spec.Run.OnError = experiment.OnErrorRaise
+	h := newHarness(t, spec)
+	res, err := h.runPass(ratelimit.Limits{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FirstFailure != 2 || res.Failed != 1 || len(fm.requested()) != 3 {
+		t.Errorf("result %+v after %d calls; want the stop at cell 2 after 3 calls", res, len(fm.requested()))
+	}
+}
+
+func TestCumulativeMemoryPerPersona(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		switch {
+		case strings.HasSuffix(cell, "/1/p1"):
+			return 500, `{"error":{"message":"boom"}}`, nil, "" // transient: not remembered, retried by the next attempt
+		case strings.HasSuffix(cell, "/1/p0"):
+			return 0, "", nil, "2. Yes {persona_description} }{"
+		case strings.HasSuffix(cell, "/2/p0"):
+			return 400, `{"error":{"message":"filtered"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	spec := testSpec(srv.URL, 3, 2)
+	spec.Run.Cumulative = true
+	h := newHarness(t, spec)
+	_, err := h.runPass(ratelimit.Limits{Concurrency: 4})
+	if err == nil {
+		t.Fatal("a 500 must fail the attempt")
+	}
+	// Item 1 of p1 failed transiently: the attempt stopped before item 2.
+	if got := h.records(); len(got) != 1 {
+		t.Fatalf("after the first attempt %d cells finished, want 1 (p0 of item 1)", len(got))
+	}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		if strings.HasSuffix(cell, "/2/p0") {
+			return 400, `{"error":{"message":"filtered"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	h.reset()
+	if _, err := h.runPass(ratelimit.Limits{Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := fm.messages["m/7/3/p0"]
+	// p0 at item 3: system, item 1 (user, assistant), item 2 failed so not remembered, item 3 user.
+	if len(msgs) != 4 || msgs[2].Role != "assistant" || msgs[2].Content != "2. Yes {persona_description} }{" {
+		t.Fatalf("p0's third prompt = %+v", msgs)
+	}
+	if !strings.Contains(msgs[1].Content, "Question 1?") || !strings.Contains(msgs[3].Content, "Question 3?") {
+		t.Errorf("history out of order: %+v", msgs)
+	}
+	first := fm.messages["m/7/1/p0"]
+	if len(first) != 2 {
+		t.Errorf("the first prompt must be the plain prompt, got %d messages", len(first))
+	}
+	if p1 := fm.messages["m/7/3/p1"]; len(p1) != 6 || !strings.Contains(p1[4].Content, "") || p1[2].Content != "1. No" {
+		t.Errorf("p1's third prompt = %+v; want its own two answers", p1)
+	}
+}

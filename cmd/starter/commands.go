@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/workflows"
+)
+
+func newValidateCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate SPEC...",
+		Short: "Check specs without running anything",
+		Long: `Validate loads each spec and prints "OK path: name - I items x P personas x M models x S seeds = N calls",
+or every mistake with file, line and field. Exit code 2 when any spec is invalid. --json prints the resolved spec
+as JSON instead: the input a raw Temporal client can start ExperimentWorkflow with.`,
+		Args: minArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			bad := 0
+			for _, path := range args {
+				spec, err := experiment.Load(path)
+				if err != nil {
+					bad++
+					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
+					continue
+				}
+				if asJSON {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(spec); err != nil {
+						return err
+					}
+					continue
+				}
+				q := spec.Questionnaire
+				fmt.Fprintf(out, "OK %s: %s - %d items x %d personas x %d models x %d seeds = %d calls\n", path, spec.Name,
+					len(q.Items), len(spec.Personas), len(spec.Models), len(spec.Seeds), spec.NumCells())
+			}
+			if bad > 0 {
+				return withCode(exitUsage, fmt.Errorf("%d of %d specs invalid", bad, len(args)))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the resolved spec as JSON")
+	return cmd
+}
+
+func newStatusCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show where a run stands",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sess, err := open(cmd.Context(), &conn, sessionOptions{}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			s, err := readProgress(cmd.Context(), sess.client, args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s: %s\n", args[0], s.status)
+			fmt.Fprintf(out, "  passes %d/%d · %s\n", s.passesDone, s.passes, s.line(0))
+			if link := sess.uiLink(args[0]); link != "" {
+				fmt.Fprintf(out, "  Temporal UI: %s\n", link)
+			}
+			return nil
+		},
+	}
+	conn.register(cmd)
+	return cmd
+}
+
+func newExportCmd() *cobra.Command {
+	var (
+		conn   connFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "export ID --output DIR",
+		Short: "Write a run's outputs from the results store",
+		Long: `Export reads the run's results from the results store (--store, default .silico/results.db) and writes
+results.jsonl, results.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
+what has finished, the rest marked NotRun.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output == "" {
+				return withCode(exitUsage, errors.New("--output DIR is required"))
+			}
+			ctx := cmd.Context()
+			s := &session{flags: &conn}
+			if err := s.openStore(ctx); err != nil {
+				return err
+			}
+			defer s.store.Close()
+			b, err := s.store.LoadRun(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("run %s in %s: %w", args[0], conn.store(), err)
+			}
+			var spec experiment.Spec
+			if err := json.Unmarshal(b, &spec); err != nil {
+				return fmt.Errorf("decode spec of run %s: %w", args[0], err)
+			}
+			spec.ApplyDefaults()
+			if err := spec.Validate(); err != nil {
+				return fmt.Errorf("spec of run %s: %w", args[0], err)
+			}
+			sum, err := results.Export(ctx, s.store, &spec, args[0], output, 0)
+			if err != nil {
+				return err
+			}
+			printSummary(cmd.OutOrStdout(), workflows.Result{RunID: args[0], OutputDir: output, Summary: sum})
+			return nil
+		},
+	}
+	conn.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory")
+	return cmd
+}
+
+func newDevCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Keep an embedded server, Web UI, worker and simulator up until Ctrl-C",
+		Long: `Dev runs the embedded Temporal server (state in --state-dir), its Web UI, a worker and the model simulator
+until interrupted, so runs can be started with the temporal CLI or any client and browsed in the UI.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !conn.embedded() {
+				return withCode(exitUsage, errors.New("dev runs its own server: drop --address"))
+			}
+			ctx := cmd.Context()
+			sess, err := open(ctx, &conn, sessionOptions{worker: true}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			out := cmd.OutOrStdout()
+			abs, _ := filepath.Abs(conn.stateDir)
+			fmt.Fprintf(out, "Temporal server  %s (namespace %s, state in %s)\n", sess.dev.FrontendHostPort(), conn.namespace, abs)
+			if u := sess.dev.UIURL(); u != "" {
+				fmt.Fprintf(out, "Web UI           %s\n", u)
+			}
+			fmt.Fprintf(out, "Simulator        %s\n", sess.simURL)
+			fmt.Fprintf(out, "Task queue       %s\n\n", workflows.TaskQueue)
+			fmt.Fprintf(out, "Start a run:\n  starter validate --json SPEC > spec.json\n")
+			fmt.Fprintf(out, "  temporal workflow start --address %s --task-queue %s --type ExperimentWorkflow \\\n"+
+				"    --workflow-id my-run --input-file spec.json\n", sess.dev.FrontendHostPort(), workflows.TaskQueue)
+			fmt.Fprintf(out, "Outputs land in out/<workflow id>/. Ctrl-C stops everything; state is kept.\n")
+			<-ctx.Done()
+			fmt.Fprintln(cmd.ErrOrStderr(), "stopping")
+			return nil
+		},
+	}
+	conn.register(cmd)
+	cmd.Flags().Lookup("sim-addr").DefValue = "127.0.0.1:8088"
+	_ = cmd.Flags().Set("sim-addr", "127.0.0.1:8088")
+	return cmd
+}

@@ -1,0 +1,119 @@
+// Command starter runs silico experiments: it validates specs, starts (or attaches to) the ExperimentWorkflow of a
+// spec, shows its progress, and writes its outputs.
+//
+// With no Temporal address (--address / TEMPORAL_ADDRESS) everything runs in this process: an embedded Temporal
+// server persisted under .silico/, its Web UI, a worker and the model simulator.
+//
+// Exit codes: 0 success, 1 error, 2 invalid usage or spec, 3 some calls failed, 130 interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of DESIGN.md §8.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitCallsFailed = 3
+	exitInterrupted = 130
+)
+
+// codeError carries the exit code of a failure out of a command.
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e *codeError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *codeError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error { return &codeError{code: code, err: err} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ce *codeError
+	if errors.As(err, &ce) {
+		if ce.err != nil && ce.err.Error() != "" {
+			fmt.Fprintln(stderr, "Error:", ce.err)
+		}
+		return ce.code
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "interrupted")
+		return exitInterrupted
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	if isUsage(err) {
+		return exitUsage
+	}
+	return exitError
+}
+
+// usageError marks errors of the command line itself (unknown flag, wrong arguments).
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "starter",
+		Short:         "Run language-model experiments as durable Temporal workflows",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newDevCmd())
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with the usage exit code.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+func minArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MinimumNArgs(n)(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"golang.org/x/term"
+
+	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/workflows"
+)
+
+// snapshot is where a run stands: the workflow's totals of finished passes plus the heartbeats of running ones.
+type snapshot struct {
+	status           string
+	total            int
+	done             int
+	failed           int
+	retried          int
+	cached           int
+	passesDone       int
+	passes           int
+	promptTokens     int
+	completionTokens int
+	costUSD          float64
+}
+
+// readProgress asks the workflow for its totals and adds the last heartbeat of every running pass.
+func readProgress(ctx context.Context, c client.Client, id string) (snapshot, error) {
+	var s snapshot
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return s, fmt.Errorf("describe %s: %w", id, err)
+	}
+	s.status = d.GetWorkflowExecutionInfo().GetStatus().String()
+	if v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress); err == nil {
+		var p workflows.Progress
+		if v.Get(&p) == nil {
+			s.total, s.done, s.failed, s.retried = p.Cells, p.CellsDone, p.Failed, p.Retried
+			s.passesDone, s.passes = p.PassesDone, p.Passes
+			s.promptTokens, s.completionTokens, s.costUSD = p.PromptTokens, p.CompletionTokens, p.CostUSD
+		}
+	}
+	dc := converter.GetDefaultDataConverter()
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != "RunSeedPass" || pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		var hb activities.Progress
+		if dc.FromPayloads(pa.GetHeartbeatDetails(), &hb) != nil {
+			continue
+		}
+		s.done += hb.Done
+		s.failed += hb.Failed
+		s.retried += hb.Retried
+		s.cached += hb.Cached
+		s.promptTokens += hb.PromptTokens
+		s.completionTokens += hb.CompletionTokens
+		s.costUSD += hb.CostUSD
+	}
+	return s, nil
+}
+
+// line formats a snapshot the way seed 003 recommends: done/total, failures, retries, rate, ETA, tokens and money.
+func (s snapshot) line(rate float64) string {
+	eta := "?"
+	if rate > 0 && s.total > s.done {
+		eta = (time.Duration(float64(s.total-s.done)/rate) * time.Second).Round(time.Second).String()
+	} else if s.total > 0 && s.done >= s.total {
+		eta = "0s"
+	}
+	return fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f calls/s · eta %s · %d tokens · $%.4f",
+		s.done, s.total, s.failed, s.retried, rate, eta, s.promptTokens+s.completionTokens, s.costUSD)
+}
+
+// watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends.
+func watchProgress(ctx context.Context, c client.Client, id string, total int, every time.Duration, w io.Writer) {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	var bar *progressbar.ProgressBar
+	if tty {
+		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionClearOnFinish())
+		defer func() { _ = bar.Exit() }()
+	}
+	start := time.Now()
+	first := -1
+	lastLine := time.Time{}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s, err := readProgress(ctx, c, id)
+		if err != nil {
+			continue
+		}
+		if first < 0 {
+			first = s.done // cells finished before this process attached do not count towards its rate
+			start = time.Now()
+		}
+		rate := 0.0
+		if el := time.Since(start).Seconds(); el > 0 {
+			rate = float64(s.done-first) / el
+		}
+		if tty {
+			bar.Describe(fmt.Sprintf("%d failed · %d retried · %.1f/s · $%.4f", s.failed, s.retried, rate, s.costUSD))
+			_ = bar.Set(min(s.done, total))
+			continue
+		}
+		if time.Since(lastLine) >= every {
+			lastLine = time.Now()
+			fmt.Fprintln(w, s.line(rate))
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/workflows"
+)
+
+func newRunCmd() *cobra.Command {
+	var (
+		conn     connFlags
+		output   string
+		maxConc  int
+		detach   bool
+		fresh    bool
+		interval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run SPEC",
+		Short: "Run an experiment (or attach to its run) and write its outputs",
+		Long: `Run starts the ExperimentWorkflow of SPEC, or attaches to it when a run of the same spec exists (running:
+it waits for it; completed: it exports its results again). --new starts a fresh run. Without --address the whole
+system runs in this process; kill it at any moment and run the same command again to finish the run.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := experiment.Load(args[0])
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			if maxConc > 0 {
+				spec.Run.MaxConcurrency = maxConc
+			}
+			if detach && conn.embedded() {
+				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
+			}
+			id := workflowID(spec)
+			if fresh {
+				id += "-" + time.Now().UTC().Format("20060102T150405")
+			}
+			ctx := cmd.Context()
+			sess, err := open(ctx, &conn, sessionOptions{worker: true, sim: spec.Simulator}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			if conn.embedded() && output == "" {
+				output = filepath.Join("out", id)
+			}
+			if output != "" && conn.embedded() {
+				if output, err = filepath.Abs(output); err != nil {
+					return err
+				}
+			}
+			return runSpec(ctx, sess, spec, id, output, detach, interval, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	conn.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: the worker's choice)")
+	cmd.Flags().IntVar(&maxConc, "max-concurrency", 0, "override run.max_concurrency of the spec")
+	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
+	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh run even when one of this spec exists")
+	cmd.Flags().DurationVar(&interval, "progress-every", 5*time.Second, "interval of plain progress lines when not on a terminal")
+	return cmd
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// workflowID derives the run's workflow id from the spec: the same spec always maps to the same run, so running
+// the same command again attaches to it.
+func workflowID(spec *experiment.Spec) string {
+	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(spec.Name), "-"), "-")
+	if len(slug) > 40 {
+		slug = strings.TrimRight(slug[:40], "-")
+	}
+	if slug == "" {
+		slug = "experiment"
+	}
+	return "silico-" + slug + "-" + spec.Hash()
+}
+
+func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, output string, detach bool,
+	every time.Duration, stdout, stderr io.Writer) error {
+	c := sess.client
+	attached := false
+	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
+		st := d.GetWorkflowExecutionInfo().GetStatus()
+		attached = st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	}
+	opts := client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: workflows.TaskQueue,
+		// Attach to a running run; restart a failed, cancelled or terminated one under the same id, which
+		// resumes it from the results store; refuse to restart a completed one (it is exported again instead).
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		StaticSummary:            spec.Summary(),
+		StaticDetails:            fmt.Sprintf("spec %s · hash %s", spec.Name, spec.Hash()),
+	}
+	if sess.attrs {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrExperiment).ValueSet(spec.Name),
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrSpecHash).ValueSet(spec.Hash()),
+		)
+	}
+	in := workflows.Input{Spec: *spec, Output: output}
+	run, err := c.ExecuteWorkflow(ctx, opts, workflows.ExperimentWorkflow, in)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &already):
+		attached = true
+		run = c.GetWorkflow(ctx, id, "")
+	case err != nil:
+		return fmt.Errorf("start workflow %s: %w", id, err)
+	}
+	verb := "Started"
+	if attached {
+		verb = "Attached to"
+	}
+	fmt.Fprintf(stdout, "%s run %s\n  %s\n", verb, id, spec.Summary())
+	if link := sess.uiLink(id); link != "" {
+		fmt.Fprintf(stdout, "  Temporal UI: %s\n", link)
+	}
+	if detach {
+		fmt.Fprintf(stdout, "  follow it with: starter status %s --address %s\n", id, sess.flags.address)
+		return nil
+	}
+
+	pctx, stopProgress := context.WithCancel(ctx)
+	progDone := make(chan struct{})
+	go func() {
+		defer close(progDone)
+		watchProgress(pctx, c, id, spec.NumCells(), every, stderr)
+	}()
+	var res workflows.Result
+	err = run.Get(ctx, &res)
+	stopProgress()
+	<-progDone
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "\ninterrupted: the run is kept; run the same command again to resume it\n")
+			return withCode(exitInterrupted, errors.New(""))
+		}
+		return fmt.Errorf("run %s failed: %w", id, err)
+	}
+	// A completed run is exported again where this command asks, when its store is at hand.
+	if attached && sess.store != nil && output != "" && output != res.OutputDir {
+		sum, err := results.Export(ctx, sess.store, spec, res.RunID, output, time.Duration(res.Summary.ElapsedSeconds*float64(time.Second)))
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		res.Summary, res.OutputDir = sum, output
+	}
+	printSummary(stdout, res)
+	if res.Summary.Failed > 0 {
+		return withCode(exitCallsFailed, nil)
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, res workflows.Result) {
+	s := res.Summary
+	fmt.Fprintf(w, "Done: %d cells in %s: %d ok, %d unparsed, %d failed\n", s.Cells,
+		(time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(100*time.Millisecond), s.OK, s.Unparsed, s.Failed)
+	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost $%.4f\n", s.PromptTokens, s.CompletionTokens, s.CostUSD)
+	if res.Stopped != "" {
+		fmt.Fprintf(w, "  stopped early: %s\n", res.Stopped)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintf(w, "  error: %s\n", e)
+	}
+	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{results.jsonl,results.csv,summary.json}"))
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/silicolab/silico/devserver"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/logging"
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/workerhost"
+	"github.com/silicolab/silico/workflows"
+)
+
+// connFlags say where the Temporal server is, or where the embedded one keeps its state.
+type connFlags struct {
+	address    string
+	namespace  string
+	stateDir   string
+	port       int
+	uiPort     int
+	simAddr    string
+	simLog     string
+	storePath  string
+	logFormat  string
+	logLevel   string
+	noUI       bool
+	simLatency time.Duration
+}
+
+func (f *connFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.address, "address", os.Getenv("TEMPORAL_ADDRESS"),
+		"Temporal frontend host:port; empty runs an embedded server, worker and simulator in this process (env TEMPORAL_ADDRESS)")
+	fl.StringVar(&f.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fl.StringVar(&f.stateDir, "state-dir", ".silico", "embedded mode: directory of the server's and the results' SQLite files")
+	fl.IntVar(&f.port, "port", 7233, "embedded mode: frontend port (a free one is chosen when taken)")
+	fl.IntVar(&f.uiPort, "ui-port", 8233, "embedded mode: Web UI port (a free one is chosen when taken)")
+	fl.BoolVar(&f.noUI, "no-ui", false, "embedded mode: do not serve the Web UI")
+	fl.StringVar(&f.simAddr, "sim-addr", "127.0.0.1:0", "embedded mode: listen address of the model simulator")
+	fl.StringVar(&f.simLog, "sim-request-log", "", "embedded mode: append the simulator's request log (JSON lines) to this file")
+	fl.StringVar(&f.storePath, "store", "", "results store file (default: <state-dir>/results.db)")
+	fl.StringVar(&f.logFormat, "log-format", "console", "log format: console or json")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (f *connFlags) embedded() bool { return f.address == "" }
+
+func (f *connFlags) store() string {
+	if f.storePath != "" {
+		return f.storePath
+	}
+	return filepath.Join(f.stateDir, "results.db")
+}
+
+// session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
+type session struct {
+	flags  *connFlags
+	log    *zap.Logger
+	client client.Client
+	dev    *devserver.Server
+	sim    *http.Server
+	simURL string
+	simLog io.Closer
+	store  *store.SQLite
+	worker worker.Worker
+	// attrs reports whether the server knows silico's search attributes.
+	attrs bool
+	done  chan error
+}
+
+// sessionOptions choose what a session starts in embedded mode.
+type sessionOptions struct {
+	worker bool
+	sim    *experiment.SimulatorSettings
+}
+
+// open connects to Temporal. In embedded mode it starts the server (and UI), and optionally the simulator and a
+// worker. Close stops everything it started.
+func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writer) (*session, error) {
+	zl, err := logging.New(f.logFormat, f.logLevel, stderr)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	s := &session{flags: f, log: zl}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	hostPort := f.address
+	if f.embedded() {
+		uiPort := f.uiPort
+		if f.noUI {
+			uiPort = -1
+		}
+		s.dev, err = devserver.Start(ctx, devserver.Options{
+			StateDir:         f.stateDir,
+			Port:             f.port,
+			UIPort:           uiPort,
+			Namespace:        f.namespace,
+			SearchAttributes: workflows.SearchAttributes(),
+			Logger:           zl,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start embedded Temporal server: %w", err)
+		}
+		hostPort = s.dev.FrontendHostPort()
+	}
+	s.client, err = client.DialContext(ctx, client.Options{
+		HostPort:  hostPort,
+		Namespace: f.namespace,
+		Logger:    logging.Temporal(zl),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
+	}
+	s.attrs = s.hasSearchAttributes(ctx)
+	if f.embedded() && opts.worker {
+		if err := s.startSim(opts.sim); err != nil {
+			return nil, err
+		}
+		if err := s.openStore(ctx); err != nil {
+			return nil, err
+		}
+		s.worker, err = workerhost.New(s.client, workerhost.Config{
+			Store:  s.store,
+			Getenv: os.Getenv,
+			SimURL: s.simURL,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := s.worker.Start(); err != nil {
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *session) openStore(ctx context.Context) error {
+	if s.store != nil {
+		return nil
+	}
+	st, err := store.Open(ctx, s.flags.store())
+	if err != nil {
+		return fmt.Errorf("open results store: %w", err)
+	}
+	s.store = st
+	return nil
+}
+
+// startSim serves the model simulator on loopback for models with provider "sim".
+func (s *session) startSim(set *experiment.SimulatorSettings) error {
+	cfg := sim.Config{}
+	if set != nil {
+		cfg.Latency = sim.Latency{Fixed: time.Duration(set.Latency), Jitter: time.Duration(set.Jitter)}
+		cfg.RPM, cfg.TPM = set.RPM, set.TPM
+		cfg.Faults = sim.Faults{
+			RateLimit: set.Faults.RateLimit, Quota: set.Faults.Quota,
+			ServerError500: set.Faults.Server500, ServerError503: set.Faults.Server503,
+			Hang: set.Faults.Hang, Drop: set.Faults.Drop, Malformed: set.Faults.Malformed,
+		}
+	}
+	if s.flags.simLog != "" {
+		f, err := os.OpenFile(s.flags.simLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("open simulator request log: %w", err)
+		}
+		cfg.RequestLog = f
+		s.simLog = f
+	}
+	h, err := sim.New(cfg)
+	if err != nil {
+		return fmt.Errorf("start simulator: %w", err)
+	}
+	ln, err := net.Listen("tcp", s.flags.simAddr)
+	if err != nil {
+		// A taken default port is no reason to fail: any free loopback port serves.
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+	}
+	if err != nil {
+		return fmt.Errorf("simulator listen on %s: %w", s.flags.simAddr, err)
+	}
+	s.simURL = "http://" + ln.Addr().String() + "/v1"
+	s.sim = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.done = make(chan error, 1)
+	go func() { s.done <- s.sim.Serve(ln) }()
+	return nil
+}
+
+// hasSearchAttributes reports whether the server has silico's custom search attributes registered; runs only set
+// them when it does, so a plain cluster works without setup.
+func (s *session) hasSearchAttributes(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := s.client.OperatorService().ListSearchAttributes(ctx,
+		&operatorservice.ListSearchAttributesRequest{Namespace: s.flags.namespace})
+	if err != nil {
+		return false
+	}
+	for name := range workflows.SearchAttributes() {
+		if _, ok := resp.GetCustomAttributes()[name]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// uiLink is the Web UI address of a workflow, or "" when there is no known UI.
+func (s *session) uiLink(id string) string {
+	if s.dev == nil || s.dev.UIURL() == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", s.dev.UIURL(), s.flags.namespace, id)
+}
+
+// Close stops what the session started, worker first so no activity writes after the store closes.
+func (s *session) Close() {
+	if s.worker != nil {
+		s.worker.Stop()
+	}
+	if s.sim != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.sim.Shutdown(ctx)
+		cancel()
+		if err := <-s.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Warn("simulator stopped", zap.Error(err))
+		}
+	}
+	if s.simLog != nil {
+		_ = s.simLog.Close()
+	}
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.store != nil {
+		_ = s.store.Close()
+	}
+	if s.dev != nil {
+		if err := s.dev.Stop(); err != nil {
+			s.log.Warn("stop embedded server", zap.Error(err))
+		}
+	}
+	_ = s.log.Sync()
+}

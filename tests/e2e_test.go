@@ -1,0 +1,202 @@
+// Package tests holds end-to-end tests: a real Temporal server in-process, a real worker, and the simulator as
+// the model server, all on 127.0.0.1.
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/workerhost"
+	"github.com/silicolab/silico/workflows"
+)
+
+var recordHistory = flag.String("record-history", "", "write the history of one e2e run to this file (for the replay test)")
+
+// stack is a Temporal server, the simulator and a worker, stopped by t.Cleanup.
+type stack struct {
+	client client.Client
+	store  *store.SQLite
+	sim    *sim.Server
+	out    string
+}
+
+func newStack(t *testing.T, cfg sim.Config) *stack {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	simSrv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(simSrv)
+	t.Cleanup(hs.Close)
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ts.GetDefaultClient()
+	w, err := workerhost.New(c, workerhost.Config{
+		Store:      st,
+		Getenv:     func(string) string { return "" },
+		SimURL:     hs.URL + "/v1",
+		OutputRoot: filepath.Join(dir, "out"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		st.Close()
+	})
+	return &stack{client: c, store: st, sim: simSrv, out: filepath.Join(dir, "out")}
+}
+
+// gridSpec is models × seeds × items × personas on the simulator.
+func gridSpec(models, seeds, items, personas int) experiment.Spec {
+	s := experiment.Spec{Name: "e2e grid"}
+	for m := range models {
+		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprintf("m%d", m), Name: fmt.Sprintf("sim-%d", m), Provider: "sim",
+			Params: experiment.Params{MaxTokens: 16}})
+	}
+	for sd := range seeds {
+		s.Seeds = append(s.Seeds, int64(100+sd))
+	}
+	for it := range items {
+		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1),
+			Text: fmt.Sprintf("Statement number %d about myself.", it+1), Reversed: it%3 == 0})
+	}
+	for p := range personas {
+		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p),
+			Attributes: map[string]string{"name": fmt.Sprint("Person", p), "age": fmt.Sprint(20 + 5*p)}})
+	}
+	s.Questionnaire.Name = "e2e"
+	s.Questionnaire.Instruction = "Rate each statement."
+	for w := 1; w <= 5; w++ {
+		s.Questionnaire.Options.Options = append(s.Questionnaire.Options.Options,
+			experiment.Option{ID: fmt.Sprint(w), Text: fmt.Sprintf("%d. Level %d", w, w), Weight: w})
+	}
+	s.ApplyDefaults()
+	return s
+}
+
+func (s *stack) run(t *testing.T, id string, spec experiment.Spec) workflows.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	return res
+}
+
+// cellColumns reads results.jsonl and keeps the columns that are facts of the cell (DESIGN.md §8).
+func cellColumns(t *testing.T, dir string) [][]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, results.JSONLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows [][]string
+	if err := results.ReadJSONL(f, func(r results.Row) error {
+		rows = append(rows, results.CellColumns(r))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestSameResultsForEveryConcurrency(t *testing.T) {
+	s := newStack(t, sim.Config{})
+	base := gridSpec(3, 2, 10, 8)
+	var want [][]string
+	for _, c := range []struct{ conc, par int }{{1, 1}, {16, 1}, {1, 4}, {16, 4}} {
+		spec := base
+		spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = c.conc, c.par
+		id := fmt.Sprintf("e2e-c%d-p%d", c.conc, c.par)
+		res := s.run(t, id, spec)
+		if res.Summary.Cells != 480 || res.Summary.OK+res.Summary.Unparsed != 480 {
+			t.Fatalf("%s: summary %+v, want 480 cells answered", id, res.Summary)
+		}
+		got := cellColumns(t, res.OutputDir)
+		if want == nil {
+			want = got
+			if *recordHistory != "" {
+				writeHistory(t, s.client, id, *recordHistory)
+			}
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", id, len(got), len(want))
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("%s: row %d differs from max_concurrency 1, max_parallel_passes 1:\n got %v\nwant %v", id, i, got[i], want[i])
+			}
+		}
+	}
+	// Every cell was requested exactly once per run.
+	seen := map[string]int{}
+	for _, r := range s.sim.Requests() {
+		seen[r.Cell]++
+	}
+	if len(seen) != 480 {
+		t.Errorf("%d distinct cells requested, want 480", len(seen))
+	}
+	for cell, n := range seen {
+		if n != 4 {
+			t.Errorf("cell %s requested %d times over 4 runs, want 4", cell, n)
+		}
+	}
+}
+
+func writeHistory(t *testing.T, c client.Client, id, path string) {
+	t.Helper()
+	iter := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var events []json.RawMessage
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := protojson.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, b)
+	}
+	b, err := json.MarshalIndent(map[string]any{"events": events}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,74 @@
+// Package workerhost builds the Temporal worker that hosts silico's workflow and activities. cmd/worker runs it
+// against a Temporal cluster; the starter runs the same worker in-process beside the embedded server.
+package workerhost
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/workflows"
+)
+
+// Config holds a worker's dependencies and settings.
+type Config struct {
+	// Store is the results store. Required.
+	Store *store.SQLite
+	// Getenv reads the API keys named by specs. Required (os.Getenv in production).
+	Getenv func(string) string
+	// HTTPClient is shared by every model endpoint. Optional: defaults to a client tuned for many concurrent calls.
+	HTTPClient *http.Client
+	// SimURL is the base URL of the simulator that models with provider "sim" call. Optional.
+	SimURL string
+	// OutputRoot is where runs without an output directory are exported. Optional: defaults to "out".
+	OutputRoot string
+	// MaxConcurrentPasses caps the RunSeedPass activities this worker runs at once. Optional: defaults to 16.
+	MaxConcurrentPasses int
+}
+
+// NewHTTPClient returns the HTTP client for model endpoints: no overall timeout (each call has its own), and
+// enough idle connections per host that a pass with hundreds of calls in flight reuses them.
+func NewHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 1024
+	t.IdleConnTimeout = 90 * time.Second
+	return &http.Client{Transport: t}
+}
+
+// New returns a worker on workflows.TaskQueue with ExperimentWorkflow and the activities registered. The caller
+// starts and stops it (worker.Run or Start/Stop).
+func New(c client.Client, cfg Config) (worker.Worker, error) {
+	if cfg.Store == nil || cfg.Getenv == nil {
+		return nil, fmt.Errorf("workerhost: Store and Getenv are required")
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = NewHTTPClient()
+	}
+	tok, err := llm.NewTokenizer()
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	passes := cfg.MaxConcurrentPasses
+	if passes <= 0 {
+		passes = 16
+	}
+	w := worker.New(c, workflows.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: passes,
+	})
+	w.RegisterWorkflow(workflows.ExperimentWorkflow)
+	w.RegisterActivity(&activities.Activities{
+		Store:      cfg.Store,
+		Models:     llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL),
+		Tokenizer:  tok,
+		OutputRoot: cfg.OutputRoot,
+	})
+	return w, nil
+}

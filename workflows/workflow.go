@@ -1,0 +1,350 @@
+// Package workflows holds ExperimentWorkflow: it plans the passes of a spec (model × seed, in submission order),
+// runs at most max_parallel_passes RunSeedPass activities at once, hands each pass its share of its model's
+// limits, records the cells a run gives up on, and exports the results.
+//
+// Everything here is deterministic workflow code: workflow.Go/Now/Await, no I/O, no map iteration.
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/results"
+)
+
+// TaskQueue is the task queue of silico's workflows and activities.
+const TaskQueue = "silico"
+
+// QueryProgress is the query that returns a run's Progress.
+const QueryProgress = "progress"
+
+// Custom search attributes set on every run when the server knows them (the embedded server registers them).
+const (
+	AttrExperiment = "SilicoExperiment"
+	AttrSpecHash   = "SilicoSpecHash"
+)
+
+// SearchAttributes are the custom search attributes a server must register for silico's runs.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		AttrExperiment: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrSpecHash:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	}
+}
+
+// passesPerRun bounds the passes one workflow run launches before it continues as new, so that history stays far
+// below Temporal's limits even when the server does not suggest it first.
+const passesPerRun = 500
+
+// Input is the workflow's input. It embeds the spec, so a plain spec JSON (e.g. `temporal workflow start
+// --input-file spec.json`) is a valid Input.
+type Input struct {
+	experiment.Spec
+	// RunID keys the run's results in the store; default: the workflow id.
+	RunID string `json:"run_id,omitempty"`
+	// Output is the directory, on the worker's machine, that ExportResults writes; default: <output root>/<run id>.
+	Output string `json:"output,omitempty"`
+	// State carries progress across continue-as-new; nil on a fresh start.
+	State *State `json:"state,omitempty"`
+}
+
+// State is what a run carries across continue-as-new. All passes before Next have finished.
+type State struct {
+	Started time.Time `json:"started"`
+	Next    int       `json:"next"`
+	Totals  Progress  `json:"totals"`
+	// DeadModels maps a model index to the terminal failure (Auth, QuotaExhausted) that ended it.
+	DeadModels map[int]string `json:"dead_models,omitempty"`
+	// Stopped is why the run stopped early (on_error=raise), "" otherwise.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Progress is where a run stands, as far as the workflow knows: cells of finished passes only (running passes
+// report theirs in their heartbeats).
+type Progress struct {
+	RunID            string  `json:"run_id"`
+	Cells            int     `json:"cells"`
+	Passes           int     `json:"passes"`
+	PassesDone       int     `json:"passes_done"`
+	PassesRunning    int     `json:"passes_running"`
+	CellsDone        int     `json:"cells_done"`
+	Failed           int     `json:"failed"`
+	Retried          int     `json:"retried"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	Stopped          string  `json:"stopped,omitempty"`
+}
+
+// Result is what a finished run returns.
+type Result struct {
+	RunID     string          `json:"run_id"`
+	OutputDir string          `json:"output_dir"`
+	Summary   results.Summary `json:"summary"`
+	Stopped   string          `json:"stopped,omitempty"`
+}
+
+// ExperimentWorkflow runs an experiment grid. See the package doc.
+func ExperimentWorkflow(ctx workflow.Context, in Input) (Result, error) {
+	spec := in.Spec
+	spec.ApplyDefaults()
+	if err := spec.Validate(); err != nil {
+		return Result{}, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), activities.ClassInvalidSpec, err)
+	}
+	r := &runner{spec: &spec, in: in, passes: spec.Passes()}
+	r.runID = in.RunID
+	if r.runID == "" {
+		r.runID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	return r.run(ctx)
+}
+
+type runner struct {
+	spec    *experiment.Spec
+	in      Input
+	runID   string
+	passes  []experiment.Pass
+	state   State
+	running int
+	// runningByModel counts passes in flight per model index, for the limit shares.
+	runningByModel map[int]int
+}
+
+// a is only a name for the activity methods: workflows never call through it, Temporal does, on the worker's
+// registered *Activities.
+var a *activities.Activities
+
+func (r *runner) run(ctx workflow.Context) (Result, error) {
+	log := workflow.GetLogger(ctx)
+	r.runningByModel = make(map[int]int)
+	if r.in.State != nil {
+		r.state = *r.in.State
+	} else {
+		r.state = State{Started: workflow.Now(ctx)}
+		r.state.Totals = Progress{RunID: r.runID, Cells: r.spec.NumCells(), Passes: len(r.passes)}
+		if err := workflow.ExecuteActivity(shortCtx(ctx), a.PrepareRun,
+			activities.RunInput{RunID: r.runID, Spec: *r.spec}).Get(ctx, nil); err != nil {
+			return Result{}, fmt.Errorf("prepare run: %w", err)
+		}
+	}
+	if r.state.DeadModels == nil {
+		r.state.DeadModels = make(map[int]string)
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) { return r.progress(), nil }); err != nil {
+		return Result{}, err
+	}
+	r.details(ctx)
+
+	maxPar := max(1, r.spec.Run.MaxParallelPasses)
+	launched := 0
+	continueAsNew := false
+	for r.state.Next < len(r.passes) && r.state.Stopped == "" {
+		if err := workflow.Await(ctx, func() bool { return r.running < maxPar || r.state.Stopped != "" }); err != nil {
+			return Result{}, err
+		}
+		if r.state.Stopped != "" {
+			break
+		}
+		// At least one pass per run, so a suggestion can never loop continue-as-new without progress.
+		if launched > 0 && (launched >= passesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			continueAsNew = true
+			break
+		}
+		p := r.passes[r.state.Next]
+		r.state.Next++
+		launched++
+		if why, dead := r.state.DeadModels[p.Model]; dead {
+			n, err := r.failRange(ctx, p.Start, p.End, activities.ClassSkipped, "not run: "+why)
+			if err != nil {
+				return Result{}, err
+			}
+			r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: n, Failed: n})
+			continue
+		}
+		limits := r.share(p.Model)
+		r.running++
+		r.runningByModel[p.Model]++
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			defer func() {
+				r.running--
+				r.runningByModel[p.Model]--
+			}()
+			r.runPass(gctx, p, limits)
+		})
+	}
+	if err := workflow.Await(ctx, func() bool { return r.running == 0 }); err != nil {
+		return Result{}, err
+	}
+	if continueAsNew && r.state.Stopped == "" {
+		next := r.in
+		st := r.state
+		next.State = &st
+		next.RunID = r.runID
+		return Result{}, workflow.NewContinueAsNewError(ctx, ExperimentWorkflow, next)
+	}
+	if r.state.Stopped != "" {
+		// on_error=raise: passes not started are cancelled, and started passes stopped dispatching at their
+		// failure; every cell without a result is recorded as skipped so the output has every cell.
+		if _, err := r.failRange(ctx, 0, r.spec.NumCells(), activities.ClassSkipped, "not run: "+r.state.Stopped); err != nil {
+			return Result{}, err
+		}
+	}
+	var out activities.ExportOutput
+	err := workflow.ExecuteActivity(exportCtx(ctx), a.ExportResults, activities.ExportInput{
+		RunID: r.runID, Dir: r.in.Output, Elapsed: workflow.Now(ctx).Sub(r.state.Started),
+	}).Get(ctx, &out)
+	if err != nil {
+		return Result{}, fmt.Errorf("export results: %w", err)
+	}
+	if n := out.Summary.Failed; n > 0 && r.spec.Run.OnError != experiment.OnErrorIgnore {
+		log.Warn(fmt.Sprintf("%d of %d model calls failed", n, out.Summary.Cells), "errors", out.Summary.Errors)
+	}
+	return Result{RunID: r.runID, OutputDir: out.Dir, Summary: out.Summary, Stopped: r.state.Stopped}, nil
+}
+
+// runPass runs one pass to its end: success, or failure after Temporal's retries, in which case every unfinished
+// cell is recorded with the last reason.
+func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, limits ratelimit.Limits) {
+	m := r.spec.Models[p.Model]
+	opts := workflow.ActivityOptions{
+		StartToCloseTimeout: 24 * time.Hour,
+		HeartbeatTimeout:    10 * time.Second,
+		Summary: fmt.Sprintf("pass %d: %s seed %d, cells %d-%d", p.Index, m.ID, r.spec.Seeds[p.Seed],
+			p.Start, p.End-1),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        int32(r.spec.Run.MaxAttempts),
+			NonRetryableErrorTypes: activities.NonRetryableTypes,
+		},
+	}
+	var res activities.PassResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.RunSeedPass,
+		activities.PassInput{RunID: r.runID, Pass: p, Limits: limits}).Get(ctx, &res)
+	if err == nil {
+		r.passDone(ctx, res)
+		if res.Failed > 0 && r.spec.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
+			r.state.Stopped = fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError)
+		}
+		return
+	}
+	if ctx.Err() != nil {
+		return // the workflow is being cancelled
+	}
+	class, msg := classOf(err)
+	if class == "QuotaExhausted" || class == "Auth" {
+		// The activity recorded the pass's cells; every later pass of this model would fail the same way.
+		r.state.DeadModels[p.Model] = fmt.Sprintf("model %s: %s: %s", m.ID, class, msg)
+	} else {
+		msg = fmt.Sprintf("gave up after %d attempts: %s", r.spec.Run.MaxAttempts, msg)
+	}
+	n, ferr := r.failRange(ctx, p.Start, p.End, class, msg)
+	if ferr != nil {
+		workflow.GetLogger(ctx).Error("recording unfinished cells failed", "pass", p.Index, "error", ferr)
+	}
+	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: n, Failed: n})
+	if r.spec.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
+		r.state.Stopped = fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg)
+	}
+}
+
+// classOf names the class of a failed activity: the ApplicationError type, or the timeout kind.
+func classOf(err error) (class, msg string) {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Type(), app.Message()
+	}
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) {
+		return "Timeout", to.Error()
+	}
+	return "Failed", err.Error()
+}
+
+// failRange records the cells of [start, end) that have no result as failed and returns how many it recorded.
+func (r *runner) failRange(ctx workflow.Context, start, end int, class, msg string) (int, error) {
+	var n int
+	err := workflow.ExecuteActivity(shortCtx(ctx), a.FailUnfinished, activities.FailInput{
+		RunID: r.runID, Start: start, End: end, Class: class, Message: msg,
+	}).Get(ctx, &n)
+	if err != nil {
+		return 0, fmt.Errorf("record cells %d-%d as failed: %w", start, end-1, err)
+	}
+	return n, nil
+}
+
+// share is a pass's part of its model's limits: each limit divided by the passes of that model that may run at
+// once, so the limits hold for the whole run across every worker (DESIGN.md §3).
+func (r *runner) share(model int) ratelimit.Limits {
+	m := r.spec.Models[model]
+	remaining := 0
+	for _, p := range r.passes[r.state.Next-1:] {
+		if p.Model == model {
+			remaining++
+		}
+	}
+	n := max(1, min(max(1, r.spec.Run.MaxParallelPasses), r.runningByModel[model]+remaining))
+	part := func(limit int) int {
+		if limit <= 0 {
+			return 0
+		}
+		return max(1, limit/n)
+	}
+	conc := max(1, r.spec.Run.MaxConcurrency)
+	if m.MaxConcurrency > 0 {
+		conc = min(conc, part(m.MaxConcurrency))
+	}
+	return ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM)}
+}
+
+func (r *runner) passDone(ctx workflow.Context, res activities.PassResult) {
+	t := &r.state.Totals
+	t.PassesDone++
+	t.CellsDone += res.Done
+	t.Failed += res.Failed
+	t.Retried += res.Retried
+	t.PromptTokens += res.PromptTokens
+	t.CompletionTokens += res.CompletionTokens
+	t.CostUSD += res.CostUSD
+	r.details(ctx)
+}
+
+func (r *runner) progress() Progress {
+	p := r.state.Totals
+	p.RunID = r.runID
+	p.PassesRunning = r.running
+	p.Stopped = r.state.Stopped
+	return p
+}
+
+// details shows where the run stands in the Web UI.
+func (r *runner) details(ctx workflow.Context) {
+	t := r.state.Totals
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
+		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried))
+}
+
+func shortCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 20},
+	})
+}
+
+func exportCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		Summary:             "export results",
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
+	})
+}

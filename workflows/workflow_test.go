@@ -1,0 +1,305 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/ratelimit"
+)
+
+// gridSpec is a valid spec of models × seeds × items × personas.
+func gridSpec(models, seeds, items, personas int) experiment.Spec {
+	s := experiment.Spec{Name: "grid"}
+	for m := range models {
+		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprintf("m%d", m), Name: "sim-model", Provider: "sim",
+			RPM: 600, TPM: 60000, MaxConcurrency: 8})
+	}
+	for sd := range seeds {
+		s.Seeds = append(s.Seeds, int64(sd+1))
+	}
+	for it := range items {
+		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1), Text: fmt.Sprintf("Question %d?", it+1)})
+	}
+	for p := range personas {
+		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p), Attributes: map[string]string{"name": fmt.Sprint("P", p)}})
+	}
+	s.Questionnaire.Name = "q"
+	s.Questionnaire.Instruction = "Answer."
+	s.Questionnaire.Options.Options = []experiment.Option{{ID: "1", Text: "1. No", Weight: 1}, {ID: "2", Text: "2. Yes", Weight: 2}}
+	s.Run.MaxAttempts = 3
+	return s
+}
+
+// passMock stands in for RunSeedPass and records the order and overlap of passes.
+type passMock struct {
+	env     *testsuite.TestWorkflowEnvironment
+	mu      sync.Mutex
+	started []int
+	// scheduled maps a pass to its activity id, which grows in the order the workflow scheduled them.
+	scheduled map[int]int
+	limits    map[int]ratelimit.Limits
+	running   int
+	peak      int
+	// fail decides a pass's outcome: a result with failures, or an error.
+	fail func(p experiment.Pass) (activities.PassResult, error)
+}
+
+func (m *passMock) run(ctx context.Context, in activities.PassInput) (activities.PassResult, error) {
+	id, _ := strconv.Atoi(activity.GetInfo(ctx).ActivityID)
+	m.mu.Lock()
+	m.started = append(m.started, in.Pass.Index)
+	if m.scheduled == nil {
+		m.scheduled = make(map[int]int)
+	}
+	if _, ok := m.scheduled[in.Pass.Index]; !ok {
+		m.scheduled[in.Pass.Index] = id
+	}
+	if m.limits == nil {
+		m.limits = make(map[int]ratelimit.Limits)
+	}
+	m.limits[in.Pass.Index] = in.Limits
+	m.running++
+	m.peak = max(m.peak, m.running)
+	m.mu.Unlock()
+	time.Sleep(2 * time.Millisecond) // let other passes start, if the workflow allows them
+	m.mu.Lock()
+	m.running--
+	m.mu.Unlock()
+	if m.fail != nil {
+		return m.fail(in.Pass)
+	}
+	return activities.PassResult{Pass: in.Pass.Index, Cells: in.Pass.Len(), Done: in.Pass.Len(), OK: in.Pass.Len(), FirstFailure: -1}, nil
+}
+
+type failCall struct {
+	in activities.FailInput
+}
+
+func newEnv(t *testing.T, m *passMock) (*testsuite.TestWorkflowEnvironment, *[]failCall) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	m.env = env
+	var fails []failCall
+	var mu sync.Mutex
+	env.RegisterActivity(a)
+	env.OnActivity(a.PrepareRun, mockAny, mockAny).Return(nil)
+	env.OnActivity(a.RunSeedPass, mockAny, mockAny).Return(m.run)
+	env.OnActivity(a.FailUnfinished, mockAny, mockAny).Return(func(_ context.Context, in activities.FailInput) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fails = append(fails, failCall{in})
+		return in.End - in.Start, nil
+	})
+	env.OnActivity(a.ExportResults, mockAny, mockAny).Return(func(_ context.Context, in activities.ExportInput) (activities.ExportOutput, error) {
+		return activities.ExportOutput{Dir: "out/" + in.RunID}, nil
+	})
+	return env, &fails
+}
+
+var mockAny = mock.Anything
+
+func TestPassesInSubmissionOrderWithinTheBound(t *testing.T) {
+	for _, par := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint("max_parallel_passes=", par), func(t *testing.T) {
+			m := &passMock{}
+			env, _ := newEnv(t, m)
+			spec := gridSpec(3, 2, 4, 3)
+			spec.Run.MaxParallelPasses = par
+			env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec, RunID: "r1"})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.started) != 6 {
+				t.Fatalf("started %d passes, want 6", len(m.started))
+			}
+			for p := 1; p < 6; p++ {
+				if m.scheduled[p] <= m.scheduled[p-1] {
+					t.Fatalf("passes scheduled as %v (pass: activity id), want submission order", m.scheduled)
+				}
+			}
+			if m.peak > par {
+				t.Errorf("%d passes ran at once, bound is %d", m.peak, par)
+			}
+			var res Result
+			if err := env.GetWorkflowResult(&res); err != nil || res.RunID != "r1" {
+				t.Fatalf("result %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+func TestLimitSharesNeverExceedTheModel(t *testing.T) {
+	m := &passMock{}
+	env, _ := newEnv(t, m)
+	spec := gridSpec(1, 4, 2, 2) // one model, four passes
+	spec.Run.MaxParallelPasses = 4
+	spec.Run.MaxConcurrency = 16
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var rpm, tpm, conc int
+	for _, l := range m.limits {
+		rpm += l.RPM
+		tpm += l.TPM
+		conc += l.Concurrency
+	}
+	if rpm > 600 || tpm > 60000 || conc > 8 {
+		t.Errorf("shares add up to rpm %d tpm %d concurrency %d; model allows 600, 60000, 8", rpm, tpm, conc)
+	}
+	if rpm < 600-4 {
+		t.Errorf("shares waste the limit: rpm %d of 600", rpm)
+	}
+}
+
+func TestRaiseStopsAtTheFirstFailedPass(t *testing.T) {
+	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+		r := activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}
+		if p.Index == 1 {
+			r.OK--
+			r.Failed = 1
+			r.FirstFailure = p.Start + 3
+			r.FirstError = "InvalidRequest: bad"
+		}
+		return r, nil
+	}}
+	env, fails := newEnv(t, m)
+	spec := gridSpec(2, 3, 2, 2)
+	spec.Run.OnError = experiment.OnErrorRaise
+	spec.Run.MaxParallelPasses = 1
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.started) != 2 {
+		t.Fatalf("passes started %v, want [0 1] (raise cancels passes not started)", m.started)
+	}
+	var res Result
+	_ = env.GetWorkflowResult(&res)
+	if res.Stopped == "" {
+		t.Error("result does not say the run stopped")
+	}
+	if len(*fails) != 1 || (*fails)[0].in.Class != activities.ClassSkipped || (*fails)[0].in.End != spec.NumCells() {
+		t.Errorf("cells not run must be recorded as skipped, got %+v", *fails)
+	}
+}
+
+func TestWarnAndIgnoreRunEveryPass(t *testing.T) {
+	for _, mode := range []string{experiment.OnErrorWarn, experiment.OnErrorIgnore} {
+		t.Run(mode, func(t *testing.T) {
+			m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+				return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start}, nil
+			}}
+			env, fails := newEnv(t, m)
+			spec := gridSpec(2, 2, 2, 2)
+			spec.Run.OnError = mode
+			env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.started) != 4 || len(*fails) != 0 {
+				t.Errorf("started %v, fail calls %d; want all 4 passes, none skipped", m.started, len(*fails))
+			}
+		})
+	}
+}
+
+func TestRetryExhaustionRecordsEveryUnfinishedCell(t *testing.T) {
+	attempts := 0
+	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+		if p.Index != 1 {
+			return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}, nil
+		}
+		attempts++
+		return activities.PassResult{}, temporal.NewApplicationErrorWithOptions("429 slow down", "RateLimited",
+			temporal.ApplicationErrorOptions{NextRetryDelay: 2 * time.Second})
+	}}
+	env, fails := newEnv(t, m)
+	spec := gridSpec(1, 3, 2, 2)
+	spec.Run.MaxAttempts = 3
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 3 {
+		t.Errorf("pass 1 ran %d attempts, want max_attempts 3", attempts)
+	}
+	p := spec.Passes()[1]
+	if len(*fails) != 1 {
+		t.Fatalf("FailUnfinished calls %+v, want one for pass 1", *fails)
+	}
+	got := (*fails)[0].in
+	if got.Start != p.Start || got.End != p.End || got.Class != "RateLimited" {
+		t.Errorf("recorded %+v, want cells [%d,%d) as RateLimited", got, p.Start, p.End)
+	}
+}
+
+func TestQuotaEndsTheModelNotTheRun(t *testing.T) {
+	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+		if p.Model == 0 {
+			return activities.PassResult{}, temporal.NewNonRetryableApplicationError("insufficient_quota", "QuotaExhausted", errors.New("quota"))
+		}
+		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}, nil
+	}}
+	env, fails := newEnv(t, m)
+	spec := gridSpec(2, 3, 2, 2)
+	spec.Run.MaxParallelPasses = 1
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	// Model 0's first pass fails for good; its other two passes are skipped without a call; model 1 runs.
+	sort.Ints(m.started)
+	if fmt.Sprint(m.started) != "[0 3 4 5]" {
+		t.Errorf("passes started %v, want [0 3 4 5]", m.started)
+	}
+	var skipped int
+	for _, f := range *fails {
+		if f.in.Class == activities.ClassSkipped {
+			skipped++
+		}
+	}
+	if skipped != 2 {
+		t.Errorf("skipped passes recorded %d times, want 2: %+v", skipped, *fails)
+	}
+}
+
+func TestContinueAsNewWhenSuggested(t *testing.T) {
+	m := &passMock{}
+	env, _ := newEnv(t, m)
+	env.SetContinueAsNewSuggested(true)
+	spec := gridSpec(1, 3, 2, 2)
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec, RunID: "r"})
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("got %v, want continue-as-new", err)
+	}
+}
+
+func TestInvalidSpecFailsWithoutRetry(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	spec := gridSpec(1, 1, 1, 1)
+	spec.Run.OnError = "explode"
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	var app *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != activities.ClassInvalidSpec || !app.NonRetryable() {
+		t.Fatalf("got %v, want a non-retryable InvalidSpec error", err)
+	}
+}
