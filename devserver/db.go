@@ -121,11 +121,12 @@ func addSearchAttributes(ctx context.Context, db sqlplugin.DB, row *sqlplugin.Na
 	if len(attrs) == 0 {
 		return nil
 	}
+	encoding, err := enums.EncodingTypeFromString(row.DataEncoding)
+	if err != nil {
+		return fmt.Errorf("namespace %q: %w", row.Name, err)
+	}
 	ser := serialization.NewSerializer()
-	detail, err := ser.NamespaceDetailFromBlob(&commonpb.DataBlob{
-		Data:         row.Data,
-		EncodingType: enums.EncodingType(enums.EncodingType_value[row.DataEncoding]),
-	})
+	detail, err := ser.NamespaceDetailFromBlob(&commonpb.DataBlob{Data: row.Data, EncodingType: encoding})
 	if err != nil {
 		return fmt.Errorf("decode namespace %q: %w", row.Name, err)
 	}

@@ -101,7 +101,8 @@ type Server struct {
 	hostPort  string
 	uiURL     string
 	namespace string
-	unlock    func() error // releases the StateDir lock
+	unlock    func() error    // releases the StateDir lock
+	logLevel  zap.AtomicLevel // the server logger's level
 
 	stopOnce sync.Once
 	stopErr  error
@@ -115,7 +116,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Namespace == primitives.SystemLocalNamespace {
 		return nil, fmt.Errorf("devserver: namespace %q is reserved", opts.Namespace)
 	}
-	logger := serverLogger(opts.Logger)
+	logger, logLevel := serverLogger(opts.Logger)
 
 	unlock := func() error { return nil }
 	sqlCfg := memorySQLConfig()
@@ -132,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("devserver: %w", err)
 		}
 	}
-	s, err := start(ctx, opts, sqlCfg, logger)
+	s, err := start(ctx, opts, sqlCfg, logger, logLevel)
 	if err != nil {
 		_ = unlock()
 		return nil, fmt.Errorf("devserver: %w", err)
@@ -161,28 +162,36 @@ func withDefaults(opts Options) Options {
 	return opts
 }
 
-// serverLogger adapts z to the server's logger, at warn level and above.
-func serverLogger(z *zap.Logger) serverlog.Logger {
+// serverLogger adapts z to the server's logger, at warn level and above. The
+// returned level can be raised later (Stop does, since a stopping server warns
+// about every connection it drops).
+func serverLogger(z *zap.Logger) (serverlog.Logger, zap.AtomicLevel) {
+	level := zap.NewAtomicLevelAt(zapcore.WarnLevel)
 	z = z.Named("temporal")
-	if z.Core().Enabled(zapcore.InfoLevel) {
-		z = z.WithOptions(zap.IncreaseLevel(zapcore.WarnLevel))
+	if z.Core().Enabled(zapcore.WarnLevel) {
+		z = z.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+			if lc, err := zapcore.NewIncreaseLevelCore(c, level); err == nil {
+				return lc
+			}
+			return c
+		}))
 	}
-	return serverlog.NewZapLogger(z)
+	return serverlog.NewZapLogger(z), level
 }
 
 // ports holds the ports chosen for one start.
 type ports struct {
-	frontend, ui, history, matching, worker int
+	frontend, http, ui, history, matching, worker int
 }
 
 // start runs the server over the prepared database; the caller owns the lock.
-func start(ctx context.Context, opts Options, sqlCfg *config.SQL, logger serverlog.Logger) (*Server, error) {
+func start(ctx context.Context, opts Options, sqlCfg *config.SQL, logger serverlog.Logger, logLevel zap.AtomicLevel) (*Server, error) {
 	if err := ensureNamespace(ctx, sqlCfg, opts.Namespace, opts.SearchAttributes); err != nil {
 		return nil, err
 	}
 
 	// Reserve every port at once so that no two picks collide; the listeners
-	// are closed right before the servers bind.
+	// are closed right before the server is built.
 	res := &reservations{}
 	defer res.closeAll()
 	var p ports
@@ -195,6 +204,9 @@ func start(ctx context.Context, opts Options, sqlCfg *config.SQL, logger serverl
 			return nil, fmt.Errorf("UI port: %w", err)
 		}
 	}
+	if p.http, err = res.reserve(opts.IP, 0); err != nil {
+		return nil, fmt.Errorf("HTTP API port: %w", err)
+	}
 	for _, port := range []*int{&p.history, &p.matching, &p.worker} {
 		if *port, err = res.reserve(DefaultIP, 0); err != nil {
 			return nil, fmt.Errorf("internal port: %w", err)
@@ -203,13 +215,14 @@ func start(ctx context.Context, opts Options, sqlCfg *config.SQL, logger serverl
 
 	hostPort := net.JoinHostPort(dialHostOf(opts.IP), strconv.Itoa(p.frontend))
 
+	// The server binds its gRPC listeners while it is being built.
+	res.closeAll()
 	srv, err := newTemporal(opts, sqlCfg, logger, p, hostPort)
 	if err != nil {
 		return nil, err
 	}
 
-	s := &Server{srv: srv, hostPort: hostPort, namespace: opts.Namespace}
-	res.closeAll()
+	s := &Server{srv: srv, hostPort: hostPort, namespace: opts.Namespace, logLevel: logLevel}
 	if err := srv.Start(); err != nil {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("start server: %w", err)
@@ -246,12 +259,17 @@ func newTemporal(opts Options, sqlCfg *config.SQL, logger serverlog.Logger, p po
 			MasterClusterName:        clusterName,
 			CurrentClusterName:       clusterName,
 			ClusterInformation: map[string]cluster.ClusterInformation{
-				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: hostPort},
+				clusterName: {
+					Enabled:                true,
+					InitialFailoverVersion: 1,
+					RPCAddress:             hostPort,
+					HTTPAddress:            net.JoinHostPort(dialHostOf(opts.IP), strconv.Itoa(p.http)),
+				},
 			},
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services: map[string]config.Service{
-			string(primitives.FrontendService): {RPC: config.RPC{GRPCPort: p.frontend, BindOnIP: opts.IP}},
+			string(primitives.FrontendService): {RPC: config.RPC{GRPCPort: p.frontend, HTTPPort: p.http, BindOnIP: opts.IP}},
 			string(primitives.HistoryService):  internal(p.history),
 			string(primitives.MatchingService): internal(p.matching),
 			string(primitives.WorkerService):   internal(p.worker),
@@ -415,6 +433,9 @@ func (s *Server) Namespace() string { return s.namespace }
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		var errs []error
+		// Shutdown noise (dropped connections, canceled refreshes) is expected;
+		// failures to stop are returned.
+		s.logLevel.SetLevel(zapcore.DPanicLevel)
 		if s.ui != nil {
 			s.ui.Stop()
 			<-s.uiDone
