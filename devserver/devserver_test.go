@@ -91,11 +91,25 @@ func startServer(t *testing.T, opts Options) *Server {
 	}
 	t.Logf("started in %v: frontend %s, UI %q", time.Since(t0).Round(time.Millisecond), s.FrontendHostPort(), s.UIURL())
 	t.Cleanup(func() {
+		t0 := time.Now()
 		if err := s.Stop(); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
+		t.Logf("stopped in %v", time.Since(t0).Round(time.Millisecond))
 	})
 	return s
+}
+
+// freePort returns a port that was free a moment ago, to keep tests off the
+// default ports that a developer's own server may hold.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // dial connects a client to s and closes it at cleanup.
@@ -114,7 +128,7 @@ func dial(t *testing.T, s *Server) client.Client {
 }
 
 // startWorker runs a worker hosting the test workflows until cleanup.
-func startWorker(t *testing.T, c client.Client) {
+func startWorker(t *testing.T, c client.Client) worker.Worker {
 	t.Helper()
 	w := worker.New(c, taskQueue, worker.Options{})
 	w.RegisterWorkflow(hello)
@@ -123,6 +137,7 @@ func startWorker(t *testing.T, c client.Client) {
 		t.Fatalf("start worker: %v", err)
 	}
 	t.Cleanup(w.Stop)
+	return w
 }
 
 // checkSearchAttributes fails unless every attribute in want is registered.
@@ -203,14 +218,14 @@ func TestServer(t *testing.T) {
 }
 
 func TestInMemoryWithoutUI(t *testing.T) {
-	s := startServer(t, Options{UIPort: -1, Namespace: "mem"})
+	s := startServer(t, Options{Port: freePort(t), UIPort: -1, Namespace: "mem"})
 	if u := s.UIURL(); u != "" {
 		t.Errorf("UIURL() = %q with the UI disabled, want \"\"", u)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := dial(t, s)
-	startWorker(t, c)
+	w := startWorker(t, c)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: taskQueue}, hello, "memory")
 	if err != nil {
 		t.Fatalf("ExecuteWorkflow: %v", err)
@@ -219,6 +234,17 @@ func TestInMemoryWithoutUI(t *testing.T) {
 	if err := run.Get(ctx, &got); err != nil || got != "hello memory" {
 		t.Fatalf("workflow result = %q, %v; want %q", got, err, "hello memory")
 	}
+
+	// Stop releases the frontend's port.
+	w.Stop()
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	l, err := net.Listen("tcp", s.FrontendHostPort())
+	if err != nil {
+		t.Fatalf("listen on %s after Stop: %v", s.FrontendHostPort(), err)
+	}
+	l.Close()
 }
 
 // TestRestartAfterKill starts a workflow in a child process's server, kills
@@ -261,7 +287,7 @@ func TestRestartAfterKill(t *testing.T) {
 		"SilicoRun":   enums.INDEXED_VALUE_TYPE_KEYWORD,
 		"SilicoExtra": enums.INDEXED_VALUE_TYPE_KEYWORD,
 	}
-	s := startServer(t, Options{StateDir: dir, UIPort: -1, SearchAttributes: attrs})
+	s := startServer(t, Options{StateDir: dir, Port: freePort(t), UIPort: -1, SearchAttributes: attrs})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := dial(t, s)
@@ -290,6 +316,7 @@ func TestCrashHelper(t *testing.T) {
 	}
 	s := startServer(t, Options{
 		StateDir:         dir,
+		Port:             freePort(t),
 		UIPort:           -1,
 		SearchAttributes: map[string]enums.IndexedValueType{"SilicoRun": enums.INDEXED_VALUE_TYPE_KEYWORD},
 	})
