@@ -292,6 +292,15 @@ func TestRestartAfterKill(t *testing.T) {
 	defer cancel()
 	c := dial(t, s)
 	checkSearchAttributes(ctx, t, c, s.Namespace(), attrs)
+	// The value set before the crash still reads back: adding an attribute
+	// kept the existing ones in their columns.
+	desc, err := c.DescribeWorkflow(ctx, wfID, "")
+	if err != nil {
+		t.Fatalf("DescribeWorkflow(%s): %v", wfID, err)
+	}
+	if v, ok := desc.TypedSearchAttributes.GetKeyword(runKey); !ok || v != "before-crash" {
+		t.Errorf("SilicoRun after restart = %q (set %v), want %q", v, ok, "before-crash")
+	}
 	startWorker(t, c)
 
 	if err := c.SignalWorkflow(ctx, wfID, "", "go", "after restart"); err != nil {
