@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -334,7 +335,8 @@ func dynamicConfig() dynamicconfig.StaticClient {
 // startUI starts the Web UI on port, served by a goroutine that Stop waits for.
 func (s *Server) startUI(opts Options, port int) {
 	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
-		Host:                opts.IP,
+		// The UI formats its address as host:port, so IPv6 needs brackets.
+		Host:                strings.TrimSuffix(net.JoinHostPort(opts.IP, "0"), ":0"),
 		Port:                port,
 		TemporalGRPCAddress: s.hostPort,
 		EnableUI:            true,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -343,4 +344,30 @@ func TestCrashHelper(t *testing.T) {
 	fmt.Printf("READY %s %s\n", run.GetID(), run.GetRunID())
 	time.Sleep(time.Minute) // the parent kills this process long before
 	t.Fatal("not killed")
+}
+
+// BenchmarkStart measures Start (until the frontend and UI answer) on a new
+// state dir and on an existing one; Stop is not timed.
+//
+//	go test -run '^$' -bench BenchmarkStart -benchtime 5x ./devserver/
+func BenchmarkStart(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, dir func() string) {
+		for b.Loop() {
+			s, err := Start(ctx, Options{StateDir: dir(), Port: 20000 + rand.IntN(20000), UIPort: 40000 + rand.IntN(20000)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := s.Stop(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	b.Run("new", func(b *testing.B) { run(b, b.TempDir) })
+	b.Run("existing", func(b *testing.B) {
+		dir := b.TempDir()
+		run(b, func() string { return dir })
+	})
 }
