@@ -200,8 +200,11 @@ func start(ctx context.Context, opts Options, sqlCfg *config.SQL, logger serverl
 	if p.frontend, err = res.reserve(opts.IP, opts.Port); err != nil {
 		return nil, fmt.Errorf("frontend port: %w", err)
 	}
+	// The UI binds only when it starts, so its port stays reserved until then.
+	uiRes := &reservations{}
+	defer uiRes.closeAll()
 	if opts.UIPort > 0 {
-		if p.ui, err = res.reserve(opts.IP, opts.UIPort); err != nil {
+		if p.ui, err = uiRes.reserve(opts.IP, opts.UIPort); err != nil {
 			return nil, fmt.Errorf("UI port: %w", err)
 		}
 	}
@@ -229,6 +232,7 @@ func start(ctx context.Context, opts Options, sqlCfg *config.SQL, logger serverl
 		return nil, fmt.Errorf("start server: %w", err)
 	}
 	if p.ui > 0 {
+		uiRes.closeAll()
 		s.startUI(opts, p.ui)
 	}
 	if err := s.waitReady(ctx); err != nil {
