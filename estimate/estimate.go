@@ -1,0 +1,292 @@
+// Package estimate sizes an experiment before it runs: how many calls, how many prompt tokens (exact tiktoken
+// counts of the rendered prompts), at most how many completion tokens, what it may cost, and how long the
+// models' rpm/tpm limits force it to take at the least. It never calls a model.
+//
+// # Wall-time lower bound
+//
+// The bound of a model is what its account limits imply, whatever the concurrency and latency:
+//
+//	rpm bound = max(0, cells − burst_rpm) / rpm minutes,           burst_rpm = rpm
+//	tpm bound = max(0, reserved − burst_tpm) / tpm minutes,        burst_tpm = tpm
+//	reserved  = prompt tokens + cells × max_tokens
+//
+// Buckets start full and hold one minute of the limit (ratelimit's Burst 1, and the provider's own bucket),
+// so the first minute can go about twice as fast as the rest: the first burst is free, every later call waits
+// for refill. A call's reservation is its prompt plus max_tokens, as activities.reserveTokens reserves it and as
+// OpenAI counts a request against TPM on arrival. The model's bound is the larger of the two, and LimitedBy
+// names it; a model with neither limit set, or whose cells fit in the first burst, is bounded by concurrency
+// and latency only, which are not known before the run: its bound is 0 and LimitedBy is "concurrency".
+//
+// Models run one after another in submission order, at most run.max_parallel_passes passes at once. With one
+// pass at a time the models never overlap and the run's bound is the sum of theirs. With more, passes of
+// neighbouring models can overlap, so the only bound that always holds is the largest model's: the run's bound
+// is the maximum then. Both are lower bounds: a real run also pays for latency, retries and pauses.
+package estimate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+)
+
+// Limits named in ModelEstimate.LimitedBy.
+const (
+	LimitRPM         = "rpm"
+	LimitTPM         = "tpm"
+	LimitConcurrency = "concurrency"
+)
+
+// ModelEstimate sizes the calls of one model.
+type ModelEstimate struct {
+	// Model is the model's id in the spec; Name the model name sent to the provider (it picks the tokenizer).
+	Model string `json:"model"`
+	Name  string `json:"name"`
+	// Cells is the number of calls: seeds × items × personas.
+	Cells int `json:"cells"`
+	// PromptTokens are exact tiktoken counts of every rendered prompt, as the provider reports them in
+	// usage.prompt_tokens. In cumulative mode they are an upper bound: earlier answers count as max_tokens each.
+	PromptTokens int `json:"prompt_tokens"`
+	// MaxCompletionTokens is cells × max_tokens (experiment.DefaultMaxTokens when the model sets none).
+	MaxCompletionTokens int `json:"max_completion_tokens"`
+	// MinCostUSD assumes one completion token per call (and, in cumulative mode, one-token earlier answers);
+	// MaxCostUSD assumes every completion uses max_tokens. Both are 0 when the model is not Priced.
+	MinCostUSD float64 `json:"min_cost_usd"`
+	MaxCostUSD float64 `json:"max_cost_usd"`
+	// Priced is false when no price is known (no price: in the spec, not in llm's table).
+	Priced bool `json:"priced"`
+	// MinWall is the wall-time lower bound implied by the model's rpm and tpm (see the package doc).
+	MinWall time.Duration `json:"min_wall_ns"`
+	// LimitedBy names the limit behind MinWall: "rpm", "tpm", "concurrency" (no rate limit binds; the time then
+	// depends on concurrency and latency), or "" for a model without cells.
+	LimitedBy string `json:"limited_by"`
+}
+
+// Estimate sizes a whole experiment: the totals of its models.
+type Estimate struct {
+	Cells               int     `json:"cells"`
+	PromptTokens        int     `json:"prompt_tokens"`
+	MaxCompletionTokens int     `json:"max_completion_tokens"`
+	MinCostUSD          float64 `json:"min_cost_usd"`
+	MaxCostUSD          float64 `json:"max_cost_usd"`
+	// MinWall is the run's wall-time lower bound: the sum of the models' when passes run one at a time, else the
+	// largest (see the package doc).
+	MinWall time.Duration   `json:"min_wall_ns"`
+	Models  []ModelEstimate `json:"models"`
+	// Notes qualify the figures: upper bounds, unpriced models, how MinWall was combined.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Compute estimates spec, which must be valid (as experiment.Load returns it), counting tokens with tok.
+//
+// Prompts depend on the item and the persona only, and their token counts on the model's encoding only, so each
+// distinct message is counted once per encoding and the counts are multiplied by the seeds: a 200,000-cell grid
+// costs one render per (item, persona) and one tokenizer pass per distinct message text.
+func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
+	if spec == nil || tok == nil {
+		return Estimate{}, errors.New("estimate: nil spec or tokenizer")
+	}
+	items, personas, seeds := len(spec.Questionnaire.Items), len(spec.Personas), len(spec.Seeds)
+	if spec.Run.Cumulative && items > 0 && personas > 0 {
+		// The runner renders with a history; fail here, as it would, when the prompt cannot carry one.
+		if _, err := spec.Render(experiment.Cell{}, []experiment.Turn{{}}); err != nil {
+			return Estimate{}, fmt.Errorf("estimate: cumulative mode: %w", err)
+		}
+	}
+	c := counter{spec: spec, tok: tok, grids: map[string]*grid{}}
+	var est Estimate
+	for _, m := range spec.Models {
+		g, err := c.grid(m.Name)
+		if err != nil {
+			return Estimate{}, err
+		}
+		me := ModelEstimate{Model: m.ID, Name: m.Name, Cells: seeds * items * personas}
+		maxTok := m.Params.MaxTokens
+		if maxTok <= 0 {
+			maxTok = experiment.DefaultMaxTokens
+		}
+		me.MaxCompletionTokens = me.Cells * maxTok
+		perSeed, perSeedMin := g.plain, g.plain
+		if spec.Run.Cumulative {
+			// Item k of a persona carries k earlier turns: their user messages (counted exactly) and answers of
+			// at most max_tokens tokens, at least one.
+			turns := personas * items * (items - 1) / 2
+			perSeed += g.history + turns*(g.answerOverhead+maxTok)
+			perSeedMin += g.history + turns*(g.answerOverhead+1)
+		}
+		me.PromptTokens = seeds * perSeed
+		if price, ok := llm.PriceFor(m); ok {
+			me.Priced = true
+			me.MinCostUSD = llm.Cost(price, seeds*perSeedMin, me.Cells)
+			me.MaxCostUSD = llm.Cost(price, me.PromptTokens, me.MaxCompletionTokens)
+		}
+		me.MinWall, me.LimitedBy = wallBound(m, me.Cells, me.PromptTokens+me.MaxCompletionTokens)
+
+		est.Cells += me.Cells
+		est.PromptTokens += me.PromptTokens
+		est.MaxCompletionTokens += me.MaxCompletionTokens
+		est.MinCostUSD += me.MinCostUSD
+		est.MaxCostUSD += me.MaxCostUSD
+		est.Models = append(est.Models, me)
+	}
+	est.MinWall, est.Notes = combine(spec, est.Models)
+	return est, nil
+}
+
+// wallBound is a model's wall-time lower bound from its rpm and tpm, and the limit behind it.
+func wallBound(m experiment.Model, cells, reserved int) (time.Duration, string) {
+	if cells == 0 {
+		return 0, ""
+	}
+	var best time.Duration
+	by := LimitConcurrency
+	if d := bucketBound(cells, m.RPM); d > best {
+		best, by = d, LimitRPM
+	}
+	if d := bucketBound(reserved, m.TPM); d > best {
+		best, by = d, LimitTPM
+	}
+	return best, by
+}
+
+// bucketBound is the least time a bucket refilling perMinute a minute, full (one minute's worth) at the start,
+// takes to admit n units: max(0, n − perMinute) / perMinute minutes. Zero when there is no limit.
+func bucketBound(n, perMinute int) time.Duration {
+	if perMinute <= 0 || n <= perMinute {
+		return 0
+	}
+	return time.Duration(float64(n-perMinute) / float64(perMinute) * float64(time.Minute))
+}
+
+// combine is the run's wall-time bound and the notes on the estimate.
+func combine(spec *experiment.Spec, models []ModelEstimate) (time.Duration, []string) {
+	var notes []string
+	if spec.Run.Cumulative {
+		notes = append(notes, "cumulative mode: prompt tokens are an upper bound (each earlier answer counted as max_tokens tokens)")
+	}
+	for _, m := range models {
+		if !m.Priced && m.Cells > 0 {
+			notes = append(notes, fmt.Sprintf("model %s: no price known; set price: in the spec", m.Model))
+		}
+	}
+	var sum, largest time.Duration
+	for _, m := range models {
+		sum += m.MinWall
+		largest = max(largest, m.MinWall)
+	}
+	if len(models) > 1 && max(1, spec.Run.MaxParallelPasses) == 1 {
+		notes = append(notes, "wall-time bound: models run one pass at a time, so their bounds add up")
+		return sum, notes
+	}
+	if len(models) > 1 {
+		notes = append(notes, "wall-time bound: passes of different models may overlap, so the run's bound is the largest model's")
+	}
+	return largest, notes
+}
+
+// counter counts the prompts of a spec once per encoding.
+type counter struct {
+	spec  *experiment.Spec
+	tok   *llm.Tokenizer
+	grids map[string]*grid // by encoding
+}
+
+// grid holds the token counts of a spec's prompts under one encoding, summed over one seed.
+type grid struct {
+	// plain is the sum over (item, persona) of the prompt without history.
+	plain int
+	// history is, in cumulative mode, the sum over (item k, persona) of the user messages of items 0..k-1.
+	history int
+	// answerOverhead is the tokens an assistant message costs besides its content.
+	answerOverhead int
+}
+
+// grid counts the prompts of every (item, persona) under the encoding of model name.
+func (c *counter) grid(name string) (*grid, error) {
+	enc := llm.EncodingFor(name)
+	if g, ok := c.grids[enc]; ok {
+		return g, nil
+	}
+	tc := textCounter{tok: c.tok, model: name, lines: map[string]int{}}
+	base := c.tok.CountMessages(name, nil)
+	// roleCost is what a message costs besides its content's tokens.
+	roleCost := map[string]int{}
+	cost := func(role, content string) int {
+		rc, ok := roleCost[role]
+		if !ok {
+			rc = c.tok.CountMessages(name, []experiment.Message{{Role: role}}) - base
+			roleCost[role] = rc
+		}
+		return rc + tc.count(content)
+	}
+	g := &grid{answerOverhead: cost(experiment.RoleAssistant, "")}
+	items, personas := len(c.spec.Questionnaire.Items), len(c.spec.Personas)
+	// userSoFar[p] is the cost of persona p's user messages of the items before the current one.
+	userSoFar := make([]int, personas)
+	for it := range items {
+		for p := range personas {
+			msgs, err := c.spec.Render(experiment.Cell{Item: it, Persona: p}, nil)
+			if err != nil {
+				return nil, fmt.Errorf("estimate: render item %d persona %d: %w", it, p, err)
+			}
+			n := base
+			for _, m := range msgs {
+				n += cost(m.Role, m.Content)
+			}
+			g.plain += n
+			if c.spec.Run.Cumulative && len(msgs) > 0 {
+				g.history += userSoFar[p]
+				// The runner replays the last message of the plain prompt as the turn's user message.
+				userSoFar[p] += cost(experiment.RoleUser, msgs[len(msgs)-1].Content)
+			}
+		}
+	}
+	c.grids[enc] = g
+	return g, nil
+}
+
+// textCounter counts the tokens of texts line by line, each distinct line once.
+//
+// Tiktoken first splits a text into pieces with its encoding's regular expression, then encodes each piece on
+// its own, so a text's count is the sum of its pieces'. Under cl100k_base and o200k_base a run of newlines
+// followed by a printable ASCII character other than '/' always ends a piece: every alternative of their
+// patterns that matches a newline ends with the newline run (o200k's punctuation alternative, ` ?[^\s\p{L}\p{N}]+[\r\n/]*`,
+// may swallow a '/' after it, hence the exception), and none starts with one. Cutting there and counting the
+// parts gives the text's count exactly (TestLineSplitExact checks it). Prompts are mostly lines that depend on the
+// item or the persona alone, so a 100,000-cell grid tokenizes a few thousand lines instead of 100,000 prompts.
+type textCounter struct {
+	tok   *llm.Tokenizer
+	model string
+	lines map[string]int
+}
+
+func (t *textCounter) count(text string) int {
+	n := 0
+	for text != "" {
+		line := text[:cut(text)]
+		text = text[len(line):]
+		k, ok := t.lines[line]
+		if !ok {
+			k = t.tok.Count(t.model, line)
+			t.lines[strings.Clone(line)] = k
+		}
+		n += k
+	}
+	return n
+}
+
+// cut is the length of the first part of text: up to and including the first newline run that is followed by a
+// printable ASCII character other than '/', or all of text.
+func cut(text string) int {
+	for i := 0; i+1 < len(text); i++ {
+		if text[i] == '\n' {
+			if next := text[i+1]; next > ' ' && next < 0x7f && next != '/' {
+				return i + 1
+			}
+		}
+	}
+	return len(text)
+}
