@@ -10,9 +10,10 @@
 //	tpm bound = max(0, reserved − burst_tpm) / tpm minutes,        burst_tpm = tpm
 //	reserved  = prompt tokens + cells × max_tokens
 //
-// Buckets start full and hold one minute of the limit (ratelimit's Burst 1, and the provider's own bucket),
-// so the first minute can go about twice as fast as the rest: the first burst is free, every later call waits
-// for refill. A call's reservation is its prompt plus max_tokens, as activities.reserveTokens reserves it and as
+// The provider's bucket starts full and holds one minute of the limit, so the first minute can go about twice
+// as fast as the rest: the first burst is free, every later call waits for refill. silico's own gates never
+// admit more than that (their buckets hold at most a minute, and may start empty, which makes a run up to a
+// minute longer than the bound), so the bound holds whatever they do. A call's reservation is its prompt plus max_tokens, as activities.reserveTokens reserves it and as
 // OpenAI counts a request against TPM on arrival. The model's bound is the larger of the two, and LimitedBy
 // names it; a model with neither limit set, or whose cells fit in the first burst, is bounded by concurrency
 // and latency only, which are not known before the run: its bound is 0 and LimitedBy is "concurrency".

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/silicolab/silico/estimate"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+)
+
+func newEstimateCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "estimate SPEC...",
+		Short: "Size specs before running them: calls, tokens, cost, least wall time",
+		Long: `Estimate prints, per model and in total: the calls, the prompt tokens (exact tiktoken counts of every
+rendered prompt; an upper bound in cumulative mode), the most completion tokens (calls x max_tokens), the cost
+range (one completion token per call to max_tokens per call) and the least wall time the models' rpm and tpm
+allow, with the limit that sets it. It calls no model and needs no server. --json prints the estimate as JSON
+(min_wall_ns in nanoseconds). Exit code 2 when any spec is invalid.`,
+		Args: minArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tok, err := llm.NewTokenizer()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			bad := 0
+			for i, path := range args {
+				spec, err := experiment.Load(path)
+				if err != nil {
+					bad++
+					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
+					continue
+				}
+				est, err := estimate.Compute(spec, tok)
+				if err != nil {
+					bad++
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", path, err)
+					continue
+				}
+				if asJSON {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(est); err != nil {
+						return err
+					}
+					continue
+				}
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				fmt.Fprintf(out, "%s: %s\n", path, spec.Name)
+				if err := printEstimate(out, est); err != nil {
+					return err
+				}
+			}
+			if bad > 0 {
+				return withCode(exitUsage, fmt.Errorf("%d of %d specs invalid", bad, len(args)))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the estimate as JSON")
+	return cmd
+}
+
+// printEstimate writes est as a table, a row per model and a total row, then its notes.
+func printEstimate(w io.Writer, est estimate.Estimate) error {
+	rows := [][]string{{"MODEL", "CALLS", "PROMPT TOKENS", "MAX COMPLETION", "COST", "MIN WALL", "BOUND BY"}}
+	latency, unpriced := false, false
+	for _, m := range est.Models {
+		cost := "no price known; set price: in the spec"
+		if m.Priced {
+			cost = usdRange(m.MinCostUSD, m.MaxCostUSD)
+		}
+		latency = latency || m.LimitedBy == estimate.LimitConcurrency
+		unpriced = unpriced || !m.Priced
+		rows = append(rows, []string{m.Model, thousands(m.Cells), thousands(m.PromptTokens),
+			thousands(m.MaxCompletionTokens), cost, wall(m.MinWall), m.LimitedBy})
+	}
+	if len(est.Models) > 1 {
+		cost := usdRange(est.MinCostUSD, est.MaxCostUSD)
+		if unpriced {
+			cost += " (priced models)"
+		}
+		rows = append(rows, []string{"total", thousands(est.Cells), thousands(est.PromptTokens),
+			thousands(est.MaxCompletionTokens), cost, wall(est.MinWall), ""})
+	}
+	// Numbers align right, words left.
+	right := []bool{false, true, true, true, false, true, false}
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		var line strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			line.WriteString("  ")
+			if right[i] {
+				line.WriteString(pad + c)
+			} else {
+				line.WriteString(c + pad)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+	for _, n := range est.Notes {
+		b.WriteString("  note: " + n + "\n")
+	}
+	if latency {
+		b.WriteString("  note: bound by concurrency: no rpm/tpm limit sets a least wall time; latency and max_concurrency decide it\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// wall shows a lower bound of wall time, to the second.
+func wall(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	return "≥ " + d.Round(time.Second).String()
+}
+
+// usdRange shows a cost range such as "$0.41 – $0.97", both ends with the same number of decimals: cents, or
+// enough decimals to show the smaller end with three significant digits.
+func usdRange(lo, hi float64) string {
+	decimals := 2
+	if small := min(lo, hi); small > 0 && small < 0.1 {
+		decimals = min(8, 2-int(math.Floor(math.Log10(small))))
+	}
+	return usd(lo, decimals) + " – " + usd(hi, decimals)
+}
+
+func usd(v float64, decimals int) string {
+	if v == 0 {
+		return "$0"
+	}
+	return "$" + thousandsStr(strconv.FormatFloat(v, 'f', decimals, 64))
+}
+
+// thousands writes n with comma separators: 100000 → "100,000".
+func thousands(n int) string { return thousandsStr(strconv.Itoa(n)) }
+
+// thousandsStr puts commas into the integer part of a decimal number.
+func thousandsStr(s string) string {
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if frac != "" {
+		b.WriteString("." + frac)
+	}
+	return sign + b.String()
+}
