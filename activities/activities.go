@@ -41,6 +41,23 @@ var NonRetryableTypes = []string{
 	ClassInvalidSpec, ClassBudgetExhausted,
 }
 
+// Retry backoff of a pass: InitialRetryInterval doubled per attempt, at most MaxRetryInterval. The workflow's
+// retry policy uses the same numbers; a pass also uses them as the floor of its next delay, because a provider's
+// Retry-After can be a few milliseconds and attempts must not burn out within a second of a 429 storm.
+const (
+	InitialRetryInterval = time.Second
+	MaxRetryInterval     = time.Minute
+)
+
+// RetryDelay is the delay before attempt+1 of a pass: the provider's Retry-After, but at least the backoff.
+func RetryDelay(attempt int, retryAfter time.Duration) time.Duration {
+	backoff := MaxRetryInterval
+	if attempt >= 1 && attempt <= 7 {
+		backoff = min(MaxRetryInterval, InitialRetryInterval<<(attempt-1))
+	}
+	return max(retryAfter, backoff)
+}
+
 // Store is what the activities need of the results store.
 type Store interface {
 	SaveRun(ctx context.Context, run string, spec []byte) error
@@ -63,6 +80,9 @@ type Activities struct {
 	Models    Models
 	Tokenizer *llm.Tokenizer
 	Clock     ratelimit.Clock
+	// Shares lets a running pass pick up a grown share of its limits and budget. Optional: without it a pass
+	// keeps the share it started with.
+	Shares Shares
 	// OutputRoot is where ExportResults writes when the run names no output directory: OutputRoot/<run id>.
 	OutputRoot string
 	// HeartbeatEvery is how often RunSeedPass reports progress (default 1s).
@@ -125,9 +145,22 @@ type FailInput struct {
 	Attempts   int
 }
 
+// FailOutput says what FailUnfinished recorded, and what the range's finished cells cost.
+type FailOutput struct {
+	Recorded int
+	CostUSD  float64
+}
+
 // FailUnfinished records every cell of the range that has no result as failed with the given class and message,
 // so the output always has every cell. Cells that have a result keep it.
-func (a *Activities) FailUnfinished(ctx context.Context, in FailInput) (int, error) {
+func (a *Activities) FailUnfinished(ctx context.Context, in FailInput) (FailOutput, error) {
+	var out FailOutput
+	n, err := a.failUnfinished(ctx, in, &out.CostUSD)
+	out.Recorded = n
+	return out, err
+}
+
+func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *float64) (int, error) {
 	done, err := a.Store.Records(ctx, in.RunID, in.Start, in.End)
 	if err != nil {
 		return 0, fmt.Errorf("read finished cells: %w", err)
@@ -135,6 +168,7 @@ func (a *Activities) FailUnfinished(ctx context.Context, in FailInput) (int, err
 	have := make(map[int]bool, len(done))
 	for _, r := range done {
 		have[r.Index] = true
+		*cost += r.CostUSD
 	}
 	var recs []store.Record
 	for i := in.Start; i < in.End; i++ {

@@ -17,12 +17,16 @@ import (
 	"github.com/silicolab/silico/store"
 )
 
-// PassInput is one RunSeedPass: a range of cells of one (model, seed) and this pass's share of the model's limits.
+// PassInput is one RunSeedPass: a range of cells of one (model, seed) and this pass's share of the model's limits
+// and of the run's budget.
 type PassInput struct {
 	RunID string
 	Pass  experiment.Pass
 	// Limits is this pass's share of its model's limits; Concurrency is already capped by run.max_concurrency.
 	Limits ratelimit.Limits
+	// Budgeted says the run has a budget; BudgetUSD is then this pass's share of it.
+	Budgeted  bool
+	BudgetUSD float64
 }
 
 // PassResult counts what a pass did. Cells already finished by an earlier attempt count as Done too.
@@ -36,6 +40,9 @@ type PassResult struct {
 	// Called is the number of calls this attempt sent; Retried the transient failures seen over all attempts.
 	Called  int
 	Retried int
+	// BudgetExhausted says the pass stopped because its next call could have exceeded its share of the budget;
+	// its unfinished cells are recorded as failed with ClassBudgetExhausted.
+	BudgetExhausted bool
 	// FirstFailure is the lowest index of a failed cell of the pass, -1 when none failed.
 	FirstFailure int
 	FirstError   string
@@ -83,6 +90,8 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		clock:   a.clock(),
 	}
 	p.price, p.priced = llm.PriceFor(p.model)
+	p.budgeted, p.budget = in.Budgeted, in.BudgetUSD
+	p.workflowID = info.WorkflowExecution.ID
 	if err := p.loadFinished(ctx); err != nil {
 		return PassResult{}, appError(ClassInternal, true, 0, err)
 	}
@@ -101,7 +110,9 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		return p.fail(ctx, string(llm.ClassAuth), err.Error())
 	}
 	p.client = client
-	p.limiter = ratelimit.New(in.Limits, p.clock)
+	lim := in.Limits
+	lim.StartEmpty = true // see ratelimit's package doc: passes never assume the provider's bucket is full
+	p.limiter = ratelimit.New(lim, p.clock)
 	p.writer = a.Store.NewWriter(in.RunID, store.WriterOptions{})
 
 	hbCtx, stopHB := context.WithCancel(ctx)
@@ -119,6 +130,19 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	werr := p.writer.Close(ctx)
 	activity.RecordHeartbeat(ctx, p.progress())
 
+	if p.budgetOut {
+		var cost float64
+		n, err := a.failUnfinished(ctx, FailInput{RunID: in.RunID, Start: in.Pass.Start, End: in.Pass.End,
+			Class: ClassBudgetExhausted, Message: p.budgetMessage(), Attempts: p.attempt}, &cost)
+		if err != nil {
+			return p.result(), appError(ClassInternal, true, 0, err)
+		}
+		p.mu.Lock()
+		p.res.Done += n
+		p.res.Failed += n
+		p.res.BudgetExhausted = true
+		p.mu.Unlock()
+	}
 	switch {
 	case werr != nil:
 		return p.result(), appError(ClassInternal, true, 0, fmt.Errorf("write results: %w", werr))
@@ -127,7 +151,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	case ctx.Err() != nil:
 		return p.result(), ctx.Err()
 	case p.transient != nil:
-		return p.result(), appError(string(p.transient.Class), true, p.retryAfter, p.transient)
+		return p.result(), appError(string(p.transient.Class), true, RetryDelay(p.attempt, p.retryAfter), p.transient)
 	}
 	return p.result(), nil
 }
@@ -158,6 +182,15 @@ type passRun struct {
 	retryAfter time.Duration
 	// history holds each persona's earlier turns in cumulative mode.
 	history [][]experiment.Turn
+
+	workflowID string
+	// budget is this pass's share of the run's budget: spent (cells finished, over all attempts) plus reserved
+	// (worst case of the calls in flight) never exceeds it.
+	budgeted  bool
+	budget    float64
+	spent     float64
+	reserved  float64
+	budgetOut bool
 }
 
 func (a *Activities) clock() ratelimit.Clock {
@@ -223,6 +256,7 @@ func (p *passRun) count(r store.Record) {
 	p.res.PromptTokens += r.PromptTokens
 	p.res.CompletionTokens += r.CompletionTokens
 	p.res.CostUSD += r.CostUSD
+	p.spent += r.CostUSD
 	p.prog.PromptTokens += r.PromptTokens
 	p.prog.CompletionTokens += r.CompletionTokens
 	p.prog.CostUSD += r.CostUSD
@@ -266,18 +300,24 @@ func (p *passRun) dispatch(ctx context.Context, cells []int) {
 			continue
 		}
 		reserve := p.reserveTokens(msgs)
+		cost, ok := p.reserveBudget(ctx, msgs)
+		if !ok {
+			return
+		}
 		permit, err := p.limiter.Acquire(ctx, reserve)
 		if err != nil {
+			p.unreserve(cost, 0)
 			return // ctx is done: the cells stay unfinished for the next attempt
 		}
 		if p.stopped() {
 			permit.Release(0)
+			p.unreserve(cost, 0)
 			return
 		}
 		p.mu.Lock()
 		p.res.Called++
 		p.mu.Unlock()
-		p.calls.Go(func() { p.call(ctx, c, msgs, permit) })
+		p.calls.Go(func() { p.call(ctx, c, msgs, permit, cost) })
 	}
 }
 
@@ -306,6 +346,11 @@ func (p *passRun) reserveTokens(msgs []experiment.Message) int {
 	if p.in.Limits.TPM <= 0 || p.a.Tokenizer == nil {
 		return 0
 	}
+	return p.worstTokens(msgs)
+}
+
+// worstTokens is a call's prompt tokens plus the most it may complete.
+func (p *passRun) worstTokens(msgs []experiment.Message) int {
 	maxTok := p.model.Params.MaxTokens
 	if maxTok <= 0 {
 		maxTok = experiment.DefaultMaxTokens
@@ -313,8 +358,90 @@ func (p *passRun) reserveTokens(msgs []experiment.Message) int {
 	return p.a.Tokenizer.CountMessages(p.model.Name, msgs) + maxTok
 }
 
+// reserveBudget reserves a call's worst-case cost against the pass's share of the budget. When it does not fit,
+// the pass asks the workflow for its current share once (finished passes may have left budget behind); when it
+// still does not fit, the pass stops sending calls and reports the budget exhausted.
+func (p *passRun) reserveBudget(ctx context.Context, msgs []experiment.Message) (float64, bool) {
+	if !p.budgeted {
+		return 0, true
+	}
+	cost := 0.0
+	if p.priced && p.a.Tokenizer != nil {
+		maxTok := p.model.Params.MaxTokens
+		if maxTok <= 0 {
+			maxTok = experiment.DefaultMaxTokens
+		}
+		cost = llm.Cost(p.price, p.a.Tokenizer.CountMessages(p.model.Name, msgs), maxTok)
+	}
+	for refreshed := false; ; refreshed = true {
+		p.mu.Lock()
+		if p.spent+p.reserved+cost <= p.budget {
+			p.reserved += cost
+			p.mu.Unlock()
+			return cost, true
+		}
+		p.mu.Unlock()
+		if refreshed || !p.refreshShare(ctx) {
+			break
+		}
+	}
+	p.mu.Lock()
+	p.budgetOut = true
+	p.stop = true
+	p.mu.Unlock()
+	return 0, false
+}
+
+// unreserve ends a call's reservation; spent is what the call turned out to cost.
+func (p *passRun) unreserve(reserved, spent float64) {
+	if !p.budgeted {
+		return
+	}
+	p.mu.Lock()
+	p.reserved -= reserved
+	p.spent += spent
+	p.mu.Unlock()
+}
+
+func (p *passRun) budgetMessage() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Sprintf("not run: the next call could exceed this pass's share of budget_usd ($%.4f of $%.4f spent)", p.spent, p.budget)
+}
+
+// refreshShare asks the workflow for the pass's current share and applies it; shares never shrink. It reports
+// whether the share grew.
+func (p *passRun) refreshShare(ctx context.Context) bool {
+	if p.a.Shares == nil || p.workflowID == "" {
+		return false
+	}
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	sh, err := p.a.Shares.Share(qctx, p.workflowID, p.in.Pass.Index)
+	if err != nil {
+		return false
+	}
+	grew := false
+	old := p.limiter.Limits()
+	nl := sh.Limits
+	nl.StartEmpty = true
+	if nl.Concurrency > old.Concurrency || nl.RPM > old.RPM || nl.TPM > old.TPM {
+		nl.Concurrency = max(nl.Concurrency, old.Concurrency)
+		nl.RPM, nl.TPM = max(nl.RPM, old.RPM), max(nl.TPM, old.TPM)
+		p.limiter.SetLimits(nl)
+		grew = true
+	}
+	p.mu.Lock()
+	if sh.Budgeted && sh.BudgetUSD > p.budget {
+		p.budget = sh.BudgetUSD
+		grew = true
+	}
+	p.mu.Unlock()
+	return grew
+}
+
 // call makes one model call and records its outcome.
-func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, permit *ratelimit.Permit) {
+func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, permit *ratelimit.Permit, reserved float64) {
 	timeout := time.Duration(p.spec.Run.CallTimeout)
 	if timeout <= 0 {
 		timeout = experiment.DefaultCallTimeout
@@ -331,11 +458,20 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 	cancel()
 	latency := p.clock.Now().Sub(start)
 	if err != nil {
-		permit.Release(0)
+		e := llm.Classify(err)
+		if e.Class == llm.ClassTransport {
+			// A call that timed out or lost its connection may still have been served and billed: keep its
+			// tokens and its cost counted.
+			permit.Release(-1)
+			p.unreserve(reserved, reserved)
+		} else {
+			permit.Release(0)
+			p.unreserve(reserved, 0)
+		}
 		if ctx.Err() != nil {
 			return // the attempt is cancelled: the cell stays unfinished
 		}
-		p.failed(c, llm.Classify(err), latency)
+		p.failed(c, e, latency)
 		return
 	}
 	permit.Release(resp.PromptTokens + resp.CompletionTokens)
@@ -360,6 +496,8 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 		p.history[c.Persona] = append(p.history[c.Persona], experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
 		p.mu.Unlock()
 	}
+	// The record's cost is added to spent when it is counted; here only the reservation ends.
+	p.unreserve(reserved, 0)
 	p.record(rec)
 }
 
@@ -442,7 +580,10 @@ func (p *passRun) result() PassResult {
 	return p.res
 }
 
-// heartbeat reports progress until ctx ends. Heartbeats are also how a cancellation reaches the activity.
+// shareEvery is how often a running pass asks the workflow for its current share.
+const shareEvery = 2 * time.Second
+
+// heartbeat reports progress, and picks up a grown share, until ctx ends. Heartbeats are also how a cancellation reaches the activity.
 func (p *passRun) heartbeat(ctx context.Context) {
 	every := p.a.HeartbeatEvery
 	if every <= 0 {
@@ -450,20 +591,26 @@ func (p *passRun) heartbeat(ctx context.Context) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	lastShare := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			activity.RecordHeartbeat(ctx, p.progress())
+			if time.Since(lastShare) >= shareEvery {
+				lastShare = time.Now()
+				p.refreshShare(ctx)
+			}
 		}
 	}
 }
 
 // fail records every unfinished cell of the pass with the class and ends the pass for good.
 func (p *passRun) fail(ctx context.Context, class, msg string) (PassResult, error) {
-	n, err := p.a.FailUnfinished(ctx, FailInput{RunID: p.in.RunID, Start: p.in.Pass.Start, End: p.in.Pass.End,
-		Class: class, Message: msg, Attempts: p.attempt})
+	var cost float64
+	n, err := p.a.failUnfinished(ctx, FailInput{RunID: p.in.RunID, Start: p.in.Pass.Start, End: p.in.Pass.End,
+		Class: class, Message: msg, Attempts: p.attempt}, &cost)
 	if err != nil {
 		return p.result(), appError(ClassInternal, true, 0, err)
 	}

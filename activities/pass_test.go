@@ -363,3 +363,23 @@ func TestCumulativeMemoryPerPersona(t *testing.T) {
 		t.Errorf("p1's third prompt = %+v; want its own two answers", p1)
 	}
 }
+
+func TestRetryDelayHonoursRetryAfterAboveTheBackoff(t *testing.T) {
+	for _, c := range []struct {
+		attempt    int
+		retryAfter time.Duration
+		want       time.Duration
+	}{
+		{1, 0, time.Second},
+		{1, 2 * time.Second, 2 * time.Second},
+		{1, 33 * time.Millisecond, time.Second},
+		{3, 33 * time.Millisecond, 4 * time.Second},
+		{7, 0, time.Minute},
+		{30, 0, time.Minute},
+		{30, 5 * time.Minute, 5 * time.Minute},
+	} {
+		if got := RetryDelay(c.attempt, c.retryAfter); got != c.want {
+			t.Errorf("RetryDelay(%d, %v) = %v, want %v", c.attempt, c.retryAfter, got, c.want)
+		}
+	}
+}

@@ -69,13 +69,11 @@ type Options struct {
 	// always listen on 127.0.0.1.
 	// Optional: defaults to DefaultIP (127.0.0.1).
 	IP string
-	// Port is the frontend gRPC port. When it is taken, a free port is chosen;
-	// FrontendHostPort reports the port in use.
-	// Optional: defaults to DefaultPort (7233).
+	// Port is the frontend gRPC port (DefaultPort is the usual choice). When it
+	// is taken, or 0, a free port is chosen; FrontendHostPort reports the port in use.
 	Port int
-	// UIPort is the Web UI's HTTP port. When it is taken, a free port is
-	// chosen; UIURL reports it. -1 disables the UI.
-	// Optional: defaults to DefaultUIPort (8233).
+	// UIPort is the Web UI's HTTP port (DefaultUIPort is the usual choice). When
+	// it is taken, or 0, a free port is chosen; UIURL reports it. -1 disables the UI.
 	UIPort int
 	// Namespace is registered at start (retention DefaultRetention) if it
 	// does not exist yet.
@@ -147,12 +145,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 func withDefaults(opts Options) Options {
 	if opts.IP == "" {
 		opts.IP = DefaultIP
-	}
-	if opts.Port == 0 {
-		opts.Port = DefaultPort
-	}
-	if opts.UIPort == 0 {
-		opts.UIPort = DefaultUIPort
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace

@@ -3,9 +3,12 @@
 // that the provider can impose with Retry-After. Across a fleet, the workflow hands each pass its share of a
 // model's limits (DESIGN.md §3); a Limiter enforces one share.
 //
-// Buckets start full, as providers' buckets do. With an RPM limit of R and Burst 1, the first minute can
-// therefore see up to about 2R requests (the full bucket plus a minute of refill); the steady-state rate is R
-// and is best read over a sliding 60 s window, not as an average over the whole run.
+// By default buckets start full, as providers' buckets do. With an RPM limit of R and Burst 1, the first minute
+// can then see up to about 2R requests (the full bucket plus a minute of refill); the steady-state rate is R and
+// is best read over a sliding 60 s window, not as an average over the whole run. With StartEmpty a bucket fills
+// from zero: no first-minute burst, the steady rate from the start. Seed passes use StartEmpty: a pass that starts
+// after another pass of its model (or a retried attempt) cannot know how much of the provider's bucket the
+// earlier one used, and an empty start keeps the sum of the passes' buckets below the provider's at every moment.
 package ratelimit
 
 import (
@@ -41,6 +44,8 @@ type Limits struct {
 	// Burst is each bucket's capacity as a fraction of one minute's limit. Optional: 0 means 1.0 (a bucket holds
 	// one minute of requests or tokens). A bucket always holds at least one request.
 	Burst float64
+	// StartEmpty makes the buckets start empty instead of full (see the package doc).
+	StartEmpty bool `json:",omitempty"`
 }
 
 // Stats describe how much a limiter has held calls back.
@@ -88,13 +93,15 @@ type bucket struct {
 	last     time.Time
 }
 
-func newBucket(perMinute int, burst float64, now time.Time) bucket {
+func newBucket(perMinute int, burst float64, empty bool, now time.Time) bucket {
 	if perMinute <= 0 {
 		return bucket{}
 	}
 	b := bucket{limited: true, last: now}
 	b.configure(perMinute, burst)
-	b.tokens = b.capacity
+	if !empty {
+		b.tokens = b.capacity
+	}
 	return b
 }
 
@@ -149,8 +156,8 @@ func New(l Limits, clk Clock) *Limiter {
 	return &Limiter{
 		clk:    clk,
 		limits: l,
-		rpm:    newBucket(l.RPM, l.Burst, now),
-		tpm:    newBucket(l.TPM, l.Burst, now),
+		rpm:    newBucket(l.RPM, l.Burst, l.StartEmpty, now),
+		tpm:    newBucket(l.TPM, l.Burst, l.StartEmpty, now),
 	}
 }
 
@@ -312,7 +319,7 @@ func (l *Limiter) SetLimits(nl Limits) {
 		case perMinute <= 0:
 			*b = bucket{}
 		case !b.limited:
-			*b = newBucket(perMinute, nl.Burst, now)
+			*b = newBucket(perMinute, nl.Burst, nl.StartEmpty, now)
 		default:
 			b.refill(now)
 			b.configure(perMinute, nl.Burst)

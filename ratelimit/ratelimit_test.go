@@ -533,3 +533,28 @@ func TestReleaseNil(t *testing.T) {
 	var p *Permit
 	p.Release(5) // no panic
 }
+
+func TestStartEmptyHasNoBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := newFakeClock()
+		l := New(Limits{RPM: 60, TPM: 600, StartEmpty: true}, clk) // one request and 10 tokens per second
+		a := goAcquire(context.Background(), l, 10)
+		if a.returned() {
+			t.Fatalf("an empty bucket admitted a request at once")
+		}
+		clk.Advance(999 * time.Millisecond)
+		if a.returned() {
+			t.Fatalf("admitted before one request's refill (1s at 60 RPM)")
+		}
+		clk.Advance(time.Millisecond)
+		if !a.returned() || a.err != nil {
+			t.Fatalf("not admitted after 1s: %v", a.err)
+		}
+		a.permit.Release(10)
+		// The buckets fill up to their capacity while idle, then behave as usual.
+		clk.Advance(2 * time.Minute)
+		for range 60 {
+			mustAcquire(t, l, 0)
+		}
+	})
+}

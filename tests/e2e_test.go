@@ -38,6 +38,11 @@ type stack struct {
 }
 
 func newStack(t *testing.T, cfg sim.Config) *stack {
+	return newStackWorkers(t, cfg, 1)
+}
+
+// newStackWorkers is newStack with several workers on the one server, as several machines would run them.
+func newStackWorkers(t *testing.T, cfg sim.Config, workers int) *stack {
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	simSrv, err := sim.New(cfg)
@@ -52,22 +57,22 @@ func newStack(t *testing.T, cfg sim.Config) *stack {
 		t.Fatal(err)
 	}
 	c := ts.GetDefaultClient()
-	w, err := workerhost.New(c, workerhost.Config{
-		Store:      st,
-		Getenv:     func(string) string { return "" },
-		SimURL:     hs.URL + "/v1",
-		OutputRoot: filepath.Join(dir, "out"),
-	})
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { st.Close() })
+	for range workers {
+		w, err := workerhost.New(c, workerhost.Config{
+			Store:      st,
+			Getenv:     func(string) string { return "" },
+			SimURL:     hs.URL + "/v1",
+			OutputRoot: filepath.Join(dir, "out"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
 	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		w.Stop()
-		st.Close()
-	})
 	return &stack{client: c, store: st, sim: simSrv, out: filepath.Join(dir, "out")}
 }
 
@@ -198,5 +203,64 @@ func writeHistory(t *testing.T, c client.Client, id, path string) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBudgetHoldsWithManyCallsInFlight runs four passes of 50 concurrent calls each (200 in flight) against a
+// budget that runs out mid-run: what the simulator served, priced at the model's price, must stay within the
+// budget, and every cell not called is recorded as BudgetExhausted.
+func TestBudgetHoldsWithManyCallsInFlight(t *testing.T) {
+	s := newStack(t, sim.Config{Latency: sim.Latency{Fixed: 30 * time.Millisecond, Jitter: 20 * time.Millisecond}})
+	spec := gridSpec(1, 4, 30, 20) // 2,400 cells in 4 passes
+	price := experiment.Price{InputPerMTok: 1000, OutputPerMTok: 1000}
+	spec.Models[0].Price = &price
+	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = 50, 4
+	spec.BudgetUSD = 40
+	res := s.run(t, "budget", spec)
+
+	served := 0.0
+	for _, r := range s.sim.Requests() {
+		served += (float64(r.PromptTokens) + float64(r.CompletionTokens)) * 1000 / 1e6
+	}
+	if served > spec.BudgetUSD || res.Summary.CostUSD > spec.BudgetUSD {
+		t.Fatalf("the simulator served $%.4f and the run recorded $%.4f; budget $%.2f", served, res.Summary.CostUSD, spec.BudgetUSD)
+	}
+	if served < spec.BudgetUSD/2 {
+		t.Errorf("only $%.4f of a $%.2f budget used: the shares waste it", served, spec.BudgetUSD)
+	}
+	if res.Stopped == "" || res.Summary.Failed == 0 || res.Summary.OK+res.Summary.Unparsed+res.Summary.Failed != 2400 {
+		t.Fatalf("result %+v: want a stop, failed cells, and every cell accounted for", res)
+	}
+	f, err := os.Open(filepath.Join(res.OutputDir, results.JSONLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	exhausted := 0
+	_ = results.ReadJSONL(f, func(r results.Row) error {
+		if r.ErrorClass == "BudgetExhausted" {
+			exhausted++
+		}
+		return nil
+	})
+	if exhausted != res.Summary.Failed {
+		t.Errorf("%d cells BudgetExhausted of %d failed", exhausted, res.Summary.Failed)
+	}
+	t.Logf("served $%.4f, recorded $%.4f of $%.2f; %d cells not run", served, res.Summary.CostUSD, spec.BudgetUSD, exhausted)
+}
+
+// TestLimitsHoldAcrossWorkers runs four passes of one model on two workers against a simulator that enforces
+// the model's RPM with a small bucket: the workflow's shares keep the fleet under it, so no call is refused.
+func TestLimitsHoldAcrossWorkers(t *testing.T) {
+	s := newStackWorkers(t, sim.Config{RPM: 1200, Burst: 0.05}, 2) // 20 requests/s, a bucket of 60
+	spec := gridSpec(1, 4, 10, 10)                                 // 400 calls in 4 passes: about 20 s at 1200 RPM
+	spec.Models[0].RPM = 1200
+	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = 64, 4
+	res := s.run(t, "limits", spec)
+	if res.Summary.OK+res.Summary.Unparsed != 400 {
+		t.Fatalf("summary %+v", res.Summary)
+	}
+	if n := s.sim.Counters().RateLimited; n != 0 {
+		t.Errorf("the simulator refused %d calls: the shares exceed the model's RPM", n)
 	}
 }

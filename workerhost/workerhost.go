@@ -3,6 +3,7 @@
 package workerhost
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -69,6 +70,22 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		Models:     llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL),
 		Tokenizer:  tok,
 		OutputRoot: cfg.OutputRoot,
+		Shares:     shares{c},
 	})
 	return w, nil
+}
+
+// shares asks a run's workflow for a pass's current share with a query: reads only, nothing enters history.
+type shares struct{ c client.Client }
+
+func (s shares) Share(ctx context.Context, workflowID string, pass int) (activities.Share, error) {
+	v, err := s.c.QueryWorkflow(ctx, workflowID, "", activities.QueryShare, pass)
+	if err != nil {
+		return activities.Share{}, fmt.Errorf("query share of pass %d: %w", pass, err)
+	}
+	var sh activities.Share
+	if err := v.Get(&sh); err != nil {
+		return activities.Share{}, fmt.Errorf("decode share of pass %d: %w", pass, err)
+	}
+	return sh, nil
 }

@@ -63,8 +63,10 @@ type State struct {
 	Totals  Progress  `json:"totals"`
 	// DeadModels maps a model index to the terminal failure (Auth, QuotaExhausted) that ended it.
 	DeadModels map[int]string `json:"dead_models,omitempty"`
-	// Stopped is why the run stopped early (on_error=raise), "" otherwise.
-	Stopped string `json:"stopped,omitempty"`
+	// Stopped is why the run stopped early (on_error=raise, budget), "" otherwise; StopClass is the error class
+	// of the cells it leaves unrun.
+	Stopped   string `json:"stopped,omitempty"`
+	StopClass string `json:"stop_class,omitempty"`
 }
 
 // Progress is where a run stands, as far as the workflow knows: cells of finished passes only (running passes
@@ -141,6 +143,14 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) { return r.progress(), nil }); err != nil {
 		return Result{}, err
 	}
+	if err := workflow.SetQueryHandler(ctx, activities.QueryShare, func(pass int) (activities.Share, error) {
+		if pass < 0 || pass >= len(r.passes) {
+			return activities.Share{}, fmt.Errorf("no pass %d", pass)
+		}
+		return r.share(r.passes[pass].Model), nil
+	}); err != nil {
+		return Result{}, err
+	}
 	r.details(ctx)
 
 	maxPar := max(1, r.spec.Run.MaxParallelPasses)
@@ -162,22 +172,22 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 		r.state.Next++
 		launched++
 		if why, dead := r.state.DeadModels[p.Model]; dead {
-			n, err := r.failRange(ctx, p.Start, p.End, activities.ClassSkipped, "not run: "+why)
+			f, err := r.failRange(ctx, p.Start, p.End, activities.ClassSkipped, "not run: "+why)
 			if err != nil {
 				return Result{}, err
 			}
-			r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: n, Failed: n})
+			r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded, CostUSD: f.CostUSD})
 			continue
 		}
-		limits := r.share(p.Model)
 		r.running++
 		r.runningByModel[p.Model]++
+		sh := r.share(p.Model)
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer func() {
 				r.running--
 				r.runningByModel[p.Model]--
 			}()
-			r.runPass(gctx, p, limits)
+			r.runPass(gctx, p, sh)
 		})
 	}
 	if err := workflow.Await(ctx, func() bool { return r.running == 0 }); err != nil {
@@ -191,9 +201,9 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 		return Result{}, workflow.NewContinueAsNewError(ctx, ExperimentWorkflow, next)
 	}
 	if r.state.Stopped != "" {
-		// on_error=raise: passes not started are cancelled, and started passes stopped dispatching at their
-		// failure; every cell without a result is recorded as skipped so the output has every cell.
-		if _, err := r.failRange(ctx, 0, r.spec.NumCells(), activities.ClassSkipped, "not run: "+r.state.Stopped); err != nil {
+		// on_error=raise or the budget: passes not started are cancelled, and started passes stopped
+		// dispatching; every cell without a result is recorded so the output has every cell.
+		if _, err := r.failRange(ctx, 0, r.spec.NumCells(), r.state.StopClass, "not run: "+r.state.Stopped); err != nil {
 			return Result{}, err
 		}
 	}
@@ -212,28 +222,32 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 
 // runPass runs one pass to its end: success, or failure after Temporal's retries, in which case every unfinished
 // cell is recorded with the last reason.
-func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, limits ratelimit.Limits) {
+func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.Share) {
 	m := r.spec.Models[p.Model]
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: 24 * time.Hour,
-		HeartbeatTimeout:    10 * time.Second,
+		HeartbeatTimeout:    5 * time.Second,
 		Summary: fmt.Sprintf("pass %d: %s seed %d, cells %d-%d", p.Index, m.ID, r.spec.Seeds[p.Seed],
 			p.Start, p.End-1),
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
+			InitialInterval:        activities.InitialRetryInterval,
 			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
+			MaximumInterval:        activities.MaxRetryInterval,
 			MaximumAttempts:        int32(r.spec.Run.MaxAttempts),
 			NonRetryableErrorTypes: activities.NonRetryableTypes,
 		},
 	}
 	var res activities.PassResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.RunSeedPass,
-		activities.PassInput{RunID: r.runID, Pass: p, Limits: limits}).Get(ctx, &res)
+		activities.PassInput{RunID: r.runID, Pass: p, Limits: sh.Limits, Budgeted: sh.Budgeted, BudgetUSD: sh.BudgetUSD}).Get(ctx, &res)
 	if err == nil {
 		r.passDone(ctx, res)
-		if res.Failed > 0 && r.spec.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
-			r.state.Stopped = fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError)
+		switch {
+		case r.state.Stopped != "":
+		case res.BudgetExhausted:
+			r.stop(activities.ClassBudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.spec.BudgetUSD, r.state.Totals.CostUSD))
+		case res.Failed > 0 && r.spec.Run.OnError == experiment.OnErrorRaise:
+			r.stop(activities.ClassSkipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}
 		return
 	}
@@ -247,13 +261,21 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, limits ratelim
 	} else {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", r.spec.Run.MaxAttempts, msg)
 	}
-	n, ferr := r.failRange(ctx, p.Start, p.End, class, msg)
+	f, ferr := r.failRange(ctx, p.Start, p.End, class, msg)
 	if ferr != nil {
 		workflow.GetLogger(ctx).Error("recording unfinished cells failed", "pass", p.Index, "error", ferr)
 	}
-	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: n, Failed: n})
+	// The pass's finished cells are not in a PassResult: count them from the store, so budget shares stay honest.
+	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded, CostUSD: f.CostUSD})
 	if r.spec.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
-		r.state.Stopped = fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg)
+		r.stop(activities.ClassSkipped, fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg))
+	}
+}
+
+// stop ends the launching of passes; the cells left without a result are recorded with class.
+func (r *runner) stop(class, why string) {
+	if r.state.Stopped == "" {
+		r.state.Stopped, r.state.StopClass = why, class
 	}
 }
 
@@ -270,29 +292,34 @@ func classOf(err error) (class, msg string) {
 	return "Failed", err.Error()
 }
 
-// failRange records the cells of [start, end) that have no result as failed and returns how many it recorded.
-func (r *runner) failRange(ctx workflow.Context, start, end int, class, msg string) (int, error) {
-	var n int
+// failRange records the cells of [start, end) that have no result as failed.
+func (r *runner) failRange(ctx workflow.Context, start, end int, class, msg string) (activities.FailOutput, error) {
+	var out activities.FailOutput
 	err := workflow.ExecuteActivity(shortCtx(ctx), a.FailUnfinished, activities.FailInput{
 		RunID: r.runID, Start: start, End: end, Class: class, Message: msg,
-	}).Get(ctx, &n)
+	}).Get(ctx, &out)
 	if err != nil {
-		return 0, fmt.Errorf("record cells %d-%d as failed: %w", start, end-1, err)
+		return out, fmt.Errorf("record cells %d-%d as failed: %w", start, end-1, err)
 	}
-	return n, nil
+	return out, nil
 }
 
-// share is a pass's part of its model's limits: each limit divided by the passes of that model that may run at
-// once, so the limits hold for the whole run across every worker (DESIGN.md §3).
-func (r *runner) share(model int) ratelimit.Limits {
+// share is the part of its model's limits and of the run's budget that a running pass of the model may use
+// (DESIGN.md §3). Every limit is divided by n, the passes of the model that may run at once from now on:
+// min(max_parallel_passes, running + not yet started). n never grows during a run, so a share never shrinks
+// while its pass runs, and the shares of the passes running at once add up to at most the limit, whenever each
+// was computed. The budget is divided the same way among all passes, after what finished passes spent.
+func (r *runner) share(model int) activities.Share {
 	m := r.spec.Models[model]
-	remaining := 0
-	for _, p := range r.passes[r.state.Next-1:] {
+	maxPar := max(1, r.spec.Run.MaxParallelPasses)
+	remaining, remainingAll := 0, 0
+	for _, p := range r.passes[r.state.Next:] {
+		remainingAll++
 		if p.Model == model {
 			remaining++
 		}
 	}
-	n := max(1, min(max(1, r.spec.Run.MaxParallelPasses), r.runningByModel[model]+remaining))
+	n := max(1, min(maxPar, r.runningByModel[model]+remaining))
 	part := func(limit int) int {
 		if limit <= 0 {
 			return 0
@@ -303,7 +330,13 @@ func (r *runner) share(model int) ratelimit.Limits {
 	if m.MaxConcurrency > 0 {
 		conc = min(conc, part(m.MaxConcurrency))
 	}
-	return ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM)}
+	sh := activities.Share{Limits: ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM)}}
+	if r.spec.BudgetUSD > 0 {
+		nb := max(1, min(maxPar, r.running+remainingAll))
+		sh.Budgeted = true
+		sh.BudgetUSD = max(0, r.spec.BudgetUSD-r.state.Totals.CostUSD) / float64(nb)
+	}
+	return sh
 }
 
 func (r *runner) passDone(ctx workflow.Context, res activities.PassResult) {

@@ -52,6 +52,7 @@ type passMock struct {
 	// scheduled maps a pass to its activity id, which grows in the order the workflow scheduled them.
 	scheduled map[int]int
 	limits    map[int]ratelimit.Limits
+	budgets   map[int]float64
 	running   int
 	peak      int
 	// fail decides a pass's outcome: a result with failures, or an error.
@@ -72,6 +73,12 @@ func (m *passMock) run(ctx context.Context, in activities.PassInput) (activities
 		m.limits = make(map[int]ratelimit.Limits)
 	}
 	m.limits[in.Pass.Index] = in.Limits
+	if in.Budgeted {
+		if m.budgets == nil {
+			m.budgets = make(map[int]float64)
+		}
+		m.budgets[in.Pass.Index] = in.BudgetUSD
+	}
 	m.running++
 	m.peak = max(m.peak, m.running)
 	m.mu.Unlock()
@@ -99,11 +106,11 @@ func newEnv(t *testing.T, m *passMock) (*testsuite.TestWorkflowEnvironment, *[]f
 	env.RegisterActivity(a)
 	env.OnActivity(a.PrepareRun, mockAny, mockAny).Return(nil)
 	env.OnActivity(a.RunSeedPass, mockAny, mockAny).Return(m.run)
-	env.OnActivity(a.FailUnfinished, mockAny, mockAny).Return(func(_ context.Context, in activities.FailInput) (int, error) {
+	env.OnActivity(a.FailUnfinished, mockAny, mockAny).Return(func(_ context.Context, in activities.FailInput) (activities.FailOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		fails = append(fails, failCall{in})
-		return in.End - in.Start, nil
+		return activities.FailOutput{Recorded: in.End - in.Start}, nil
 	})
 	env.OnActivity(a.ExportResults, mockAny, mockAny).Return(func(_ context.Context, in activities.ExportInput) (activities.ExportOutput, error) {
 		return activities.ExportOutput{Dir: "out/" + in.RunID}, nil
@@ -301,5 +308,49 @@ func TestInvalidSpecFailsWithoutRetry(t *testing.T) {
 	var app *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != activities.ClassInvalidSpec || !app.NonRetryable() {
 		t.Fatalf("got %v, want a non-retryable InvalidSpec error", err)
+	}
+}
+
+func TestBudgetSharesAndStop(t *testing.T) {
+	// Each pass spends $3; the budget is $10 over 6 passes, 2 at a time.
+	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1, CostUSD: 3}, nil
+	}}
+	env, fails := newEnv(t, m)
+	spec := gridSpec(1, 6, 2, 2)
+	spec.BudgetUSD = 10
+	spec.Run.MaxParallelPasses = 2
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	// The first two passes share $10; later ones get half of what finished passes left.
+	if m.budgets[0] != 5 || m.budgets[1] != 5 {
+		t.Errorf("first budget shares %v, want $5 each", m.budgets)
+	}
+	for p, b := range m.budgets {
+		if b < 0 || b > 5 {
+			t.Errorf("pass %d got a budget share of $%v", p, b)
+		}
+	}
+	if len(*fails) != 0 {
+		t.Errorf("no pass reported the budget exhausted, yet cells were recorded: %+v", *fails)
+	}
+
+	// A pass that reports the budget exhausted stops the run; the cells not run are BudgetExhausted.
+	m = &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start,
+			BudgetExhausted: true, CostUSD: 5}, nil
+	}}
+	env, fails = newEnv(t, m)
+	spec.Run.MaxParallelPasses = 1
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	_ = env.GetWorkflowResult(&res)
+	if len(m.started) != 1 || res.Stopped == "" || len(*fails) != 1 || (*fails)[0].in.Class != activities.ClassBudgetExhausted {
+		t.Errorf("started %v, stopped %q, fail calls %+v; want one pass, then every cell left BudgetExhausted", m.started, res.Stopped, *fails)
 	}
 }
