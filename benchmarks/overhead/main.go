@@ -14,6 +14,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/workerhost"
+	"github.com/silicolab/silico/workflows"
 )
 
 func main() {
@@ -37,6 +39,7 @@ func main() {
 	items := flag.Int("items", 50, "items of the grid")
 	personas := flag.Int("personas", 40, "personas of the grid")
 	conc := flag.Int("concurrency", 16, "max_concurrency of the run and goroutines of the bare loop")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write CPU profiles of the first round to `prefix`.{bare,workflow,activity}.pprof")
 	flag.Parse()
 	if *quick {
 		*rounds = 1
@@ -44,6 +47,25 @@ func main() {
 	if err := run(*rounds, *items, *personas, *conc); err != nil {
 		log.Fatal(err)
 	}
+}
+
+var cpuProfile string
+
+// profile runs f under the CPU profiler when round is 0 and --cpuprofile is set.
+func profile(round int, name string, f func() error) error {
+	if cpuProfile == "" || round != 0 {
+		return f()
+	}
+	out, err := os.Create(cpuProfile + "." + name + ".pprof")
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return f()
 }
 
 type sample struct{ bare, workflow, pass, activity float64 } // calls/s
@@ -85,19 +107,25 @@ func run(rounds, items, personas, conc int) error {
 	var samples []sample
 	for r := range rounds {
 		var s sample
-		d, err := bare(ctx, oc, reqs, conc)
-		if err != nil {
+		var d time.Duration
+		if err := profile(r, "bare", func() (err error) {
+			d, err = bare(ctx, oc, reqs, conc)
+			return err
+		}); err != nil {
 			return err
 		}
 		s.bare = float64(n) / d.Seconds()
 
 		id := fmt.Sprintf("overhead-%d", r)
-		start := time.Now()
-		res, err := st.Run(ctx, id, spec)
-		if err != nil {
+		var res workflows.Result
+		if err := profile(r, "workflow", func() (err error) {
+			start := time.Now()
+			res, err = st.Run(ctx, id, spec)
+			s.workflow = float64(n) / time.Since(start).Seconds()
+			return err
+		}); err != nil {
 			return err
 		}
-		s.workflow = float64(n) / time.Since(start).Seconds()
 		if got := res.Summary.OK + res.Summary.Unparsed; got != n {
 			return fmt.Errorf("%s: %d of %d cells answered: %+v", id, got, n, res.Summary.Errors)
 		}
@@ -107,8 +135,10 @@ func run(rounds, items, personas, conc int) error {
 		}
 		s.pass = float64(n) / pt.Wall.Seconds()
 
-		d, err = passAlone(act, fmt.Sprintf("overhead-activity-%d", r), spec, conc)
-		if err != nil {
+		if err := profile(r, "activity", func() (err error) {
+			d, err = passAlone(act, fmt.Sprintf("overhead-activity-%d", r), spec, conc)
+			return err
+		}); err != nil {
 			return err
 		}
 		s.activity = float64(n) / d.Seconds()
