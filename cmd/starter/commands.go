@@ -66,7 +66,13 @@ func newStatusCmd() *cobra.Command {
 				return err
 			}
 			defer sess.Close()
-			s, err := readProgress(cmd.Context(), sess.client, args[0])
+			if conn.embedded() {
+				// The run's results are in the local store: count them directly.
+				if err := sess.openStore(cmd.Context()); err != nil {
+					return err
+				}
+			}
+			s, err := readProgress(cmd.Context(), sess.client, sess.store, args[0])
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -31,8 +32,10 @@ type snapshot struct {
 	costUSD          float64
 }
 
-// readProgress asks the workflow for its totals and adds the last heartbeat of every running pass.
-func readProgress(ctx context.Context, c client.Client, id string) (snapshot, error) {
+// readProgress asks the workflow for its totals and adds the last heartbeat of every running pass. Heartbeats
+// reach the server every few seconds; when the results store is at hand (embedded mode), its counts replace them,
+// exact to the last flushed batch.
+func readProgress(ctx context.Context, c client.Client, st *store.SQLite, id string) (snapshot, error) {
 	var s snapshot
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -66,6 +69,12 @@ func readProgress(ctx context.Context, c client.Client, id string) (snapshot, er
 		s.completionTokens += hb.CompletionTokens
 		s.costUSD += hb.CostUSD
 	}
+	if st != nil {
+		if n, err := st.Counts(ctx, id); err == nil && n.Records >= s.done {
+			s.done, s.failed, s.cached = n.Records, n.Failed, n.Cached
+			s.promptTokens, s.completionTokens, s.costUSD = n.PromptTokens, n.CompletionTokens, n.CostUSD
+		}
+	}
 	return s, nil
 }
 
@@ -82,7 +91,7 @@ func (s snapshot) line(rate float64) string {
 }
 
 // watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends.
-func watchProgress(ctx context.Context, c client.Client, id string, total int, every time.Duration, w io.Writer) {
+func watchProgress(ctx context.Context, c client.Client, st *store.SQLite, id string, total int, every time.Duration, w io.Writer) {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
@@ -105,7 +114,7 @@ func watchProgress(ctx context.Context, c client.Client, id string, total int, e
 			return
 		case <-tick.C:
 		}
-		s, err := readProgress(ctx, c, id)
+		s, err := readProgress(ctx, c, st, id)
 		if err != nil {
 			continue
 		}

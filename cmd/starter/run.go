@@ -144,7 +144,7 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 	progDone := make(chan struct{})
 	go func() {
 		defer close(progDone)
-		watchProgress(pctx, c, id, spec.NumCells(), every, stderr)
+		watchProgress(pctx, c, sess.store, id, spec.NumCells(), every, stderr)
 	}()
 	var res workflows.Result
 	err = run.Get(ctx, &res)
