@@ -87,8 +87,8 @@ func TestDevAcceptsRawClientRun(t *testing.T) {
 	}
 	// Outputs land in out/<workflow id>/ of dev's working directory.
 	wantDir := filepath.Join(dir, "out", id)
-	if got, _ := filepath.EvalSymlinks(res.OutputDir); got != mustEval(t, wantDir) && res.OutputDir != filepath.Join("out", id) {
-		t.Errorf("output dir %q, want %s", res.OutputDir, wantDir)
+	if res.OutputDir != filepath.Join("out", id) && res.OutputDir != wantDir {
+		t.Errorf("output dir %q, want out/%s of dev's working directory", res.OutputDir, id)
 	}
 	rows := cellColumns(t, wantDir)
 	if len(rows) != cells {
@@ -157,13 +157,4 @@ func TestDevAcceptsRawClientRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "temporal.db")); err != nil {
 		t.Errorf("state not kept: %v", err)
 	}
-}
-
-func mustEval(t *testing.T, p string) string {
-	t.Helper()
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
