@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -352,5 +354,56 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	_ = env.GetWorkflowResult(&res)
 	if len(m.started) != 1 || res.Stopped == "" || len(*fails) != 1 || (*fails)[0].in.Class != activities.ClassBudgetExhausted {
 		t.Errorf("started %v, stopped %q, fail calls %+v; want one pass, then every cell left BudgetExhausted", m.started, res.Stopped, *fails)
+	}
+}
+
+func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
+	// 2 models × 10 seeds × 100 items × 100 personas = 200,000 cells.
+	spec := gridSpec(2, 10, 100, 100)
+	b, err := json.Marshal(Input{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 512<<10 {
+		t.Errorf("the workflow input is %d bytes; Temporal warns above 512 KiB", len(b))
+	}
+	passes := spec.Passes()
+	cells := 0
+	for _, p := range passes {
+		if p.Len() > experiment.DefaultChunkSize {
+			t.Fatalf("pass %d has %d cells, more than the chunk size", p.Index, p.Len())
+		}
+		cells += p.Len()
+	}
+	if cells != 200000 || len(passes) != 40 {
+		t.Fatalf("%d passes over %d cells, want 40 over 200,000", len(passes), cells)
+	}
+
+	// A run with more passes than one workflow run launches continues as new, carrying where it stands.
+	m := &passMock{}
+	env, _ := newEnv(t, m)
+	many := gridSpec(1, passesPerRun+20, 1, 1)
+	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: many, RunID: "big"})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("got %v, want continue-as-new after %d passes", err, passesPerRun)
+	}
+	var next Input
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.State == nil || next.State.Next != passesPerRun || next.State.Totals.PassesDone != passesPerRun || next.RunID != "big" {
+		t.Fatalf("carried state %+v (run %q), want %d passes done and the same run id", next.State, next.RunID, passesPerRun)
+	}
+
+	// The continued run launches only the rest and finishes.
+	m2 := &passMock{}
+	env2, _ := newEnv(t, m2)
+	env2.ExecuteWorkflow(ExperimentWorkflow, next)
+	if err := env2.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(m2.started) != 20 {
+		t.Errorf("the continued run started %d passes, want the remaining 20", len(m2.started))
 	}
 }
