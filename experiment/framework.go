@@ -10,7 +10,7 @@ import (
 
 var (
 	frameworkKeys      = []string{"name", "description", "parameters", "models", "prompt_template", "demographic_profiles", "questionnaire", "metadata", "run", "budget_usd", "simulator"}
-	frameworkModelKeys = []string{"type", "name_or_path", "model", "base_url", "api_key", "api_key_env", "parameters", "max_concurrency", "rpm", "tpm", "price"}
+	frameworkModelKeys = []string{"type", "name_or_path", "model", "base_url", "api_key", "api_key_env", "parameters", "max_concurrency", "rpm", "tpm", "burst", "price"}
 	frameworkQKeys     = []string{"name", "general_instruction", "attributes", "default_answer_options", "instruction_items"}
 	frameworkItemKeys  = []string{"id", "question", "reversed", "answer_options", "attributes"}
 	frameworkDelimiter = ", "
@@ -118,6 +118,7 @@ func (d *decoder) frameworkModel(n *node, path, res, id string) Model {
 	m.MaxConcurrency = d.integer(f["max_concurrency"], child(path, "max_concurrency"))
 	m.RPM = d.integer(f["rpm"], child(path, "rpm"))
 	m.TPM = d.integer(f["tpm"], child(path, "tpm"))
+	m.Burst = d.number(f["burst"], child(path, "burst"))
 	if p := f["price"]; p != nil {
 		if pf := d.fields(p, child(path, "price"), "input_per_mtok", "output_per_mtok"); pf != nil {
 			m.Price = &Price{

@@ -121,7 +121,7 @@ func coveredBy(field string, errs Errors) bool {
 
 var (
 	specKeys          = []string{"name", "description", "seeds", "models", "prompt", "personas", "questionnaire", "run", "budget_usd", "simulator"}
-	modelKeys         = []string{"id", "name", "provider", "base_url", "api_key_env", "params", "max_concurrency", "rpm", "tpm", "price"}
+	modelKeys         = []string{"id", "name", "provider", "base_url", "api_key_env", "params", "max_concurrency", "rpm", "tpm", "burst", "price"}
 	paramKeys         = []string{"temperature", "top_p", "max_tokens", "stop"}
 	promptKeys        = []string{"type", "template", "messages"}
 	personaKeys       = []string{"id", "attributes", "template"}
@@ -205,6 +205,7 @@ func (d *decoder) model(n *node, path string) Model {
 	m.MaxConcurrency = d.integer(f["max_concurrency"], child(path, "max_concurrency"))
 	m.RPM = d.integer(f["rpm"], child(path, "rpm"))
 	m.TPM = d.integer(f["tpm"], child(path, "tpm"))
+	m.Burst = d.number(f["burst"], child(path, "burst"))
 	if p := f["price"]; p != nil {
 		pf := d.fields(p, child(path, "price"), "input_per_mtok", "output_per_mtok")
 		if pf != nil {

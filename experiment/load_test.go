@@ -108,6 +108,7 @@ func TestSpecMistakes(t *testing.T) {
 		{name: "unknown top-level key", old: "models:", new: "modles:", field: "modles", at: "modles:", msg: `did you mean "models"?`},
 		{name: "negative rpm", old: "rpm: 100", new: "rpm: -5", field: "models[1].rpm", at: "rpm:", msg: "negative"},
 		{name: "rpm of wrong type", old: "rpm: 100", new: "rpm: fast", field: "models[1].rpm", at: "rpm:", msg: "want a whole number"},
+		{name: "burst out of range", old: "rpm: 100", new: "rpm: 100\n    burst: -0.5", field: "models[1].burst", at: "burst:", msg: "out of range"},
 		{name: "literal api key", old: "api_key_env: OPENAI_API_KEY", new: "api_key: sk-abc123", field: "models[0].api_key", at: "api_key:", msg: "api_key_env"},
 		{name: "key in api_key_env", old: "api_key_env: OPENAI_API_KEY", new: "api_key_env: sk-abc-123", field: "models[0].api_key_env", at: "api_key_env:", msg: "never the key itself"},
 		{name: "duplicate model id", old: "id: m2", new: "id: m1", field: "models[1].id", at: "- id: m1\n    name: sim", msg: "duplicate model id"},

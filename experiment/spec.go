@@ -50,6 +50,9 @@ type Model struct {
 	// RPM and TPM are the account's requests and tokens per minute for this model (0: unlimited).
 	RPM int `json:"rpm,omitempty"`
 	TPM int `json:"tpm,omitempty"`
+	// Burst is how much of one minute's rpm/tpm silico's buckets may hold for a burst after an idle spell (0:
+	// 1.0, a minute's worth, as providers' buckets). Passes start with empty buckets either way (see ratelimit).
+	Burst float64 `json:"burst,omitempty"`
 	// Price overrides the built-in price table. Nil: the table's price, or unknown (cost 0).
 	Price *Price `json:"price,omitempty"`
 }

@@ -205,6 +205,9 @@ func (s *Spec) checkModels(errs *Errors) {
 		nonNegative(errs, p+".max_concurrency", m.MaxConcurrency, "a number of calls ≥ 0 (0: only run.max_concurrency)")
 		nonNegative(errs, p+".rpm", m.RPM, "requests per minute ≥ 0 (0: unlimited)")
 		nonNegative(errs, p+".tpm", m.TPM, "tokens per minute ≥ 0 (0: unlimited)")
+		if m.Burst < 0 || m.Burst > 10 || math.IsNaN(m.Burst) {
+			errs.add(p+".burst", "%v is out of range; want a fraction of one minute's limit in (0, 10] (0: 1.0)", m.Burst)
+		}
 		if pr := m.Price; pr != nil {
 			if pr.InputPerMTok < 0 || math.IsNaN(pr.InputPerMTok) {
 				errs.add(p+".price.input_per_mtok", "%v is negative; want US dollars per million input tokens ≥ 0", pr.InputPerMTok)

@@ -330,7 +330,7 @@ func (r *runner) share(model int) activities.Share {
 	if m.MaxConcurrency > 0 {
 		conc = min(conc, part(m.MaxConcurrency))
 	}
-	sh := activities.Share{Limits: ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM)}}
+	sh := activities.Share{Limits: ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM), Burst: m.Burst}}
 	if r.spec.BudgetUSD > 0 {
 		nb := max(1, min(maxPar, r.running+remainingAll))
 		sh.Budgeted = true
