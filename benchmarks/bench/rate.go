@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,14 +27,14 @@ func Admitted(reqs []sim.Request, cost func(sim.Request) float64) []Event {
 	return out
 }
 
-// Steady is a rate read over sliding windows after a token bucket's initial burst.
+// Steady is a rate read over sliding windows, after a token bucket's initial burst if there was one.
 type Steady struct {
-	// BurstEnd is when, counted from the first request, the cumulative cost first reached the bucket's capacity
-	// plus its refill since the first request (less one request's cost): from then on the bucket is empty and
-	// every request is paid by the refill. FirstMinute is set when that never happened and the first 60 s were
-	// skipped instead.
-	BurstEnd    time.Duration
-	FirstMinute bool
+	// BurstEnd is when, counted from the first request, the cumulative cost first reached a full bucket plus its
+	// refill since the first request (less one request's cost): from then on the bucket is empty and every
+	// request is paid by the refill, and the windows start there. NoBurst is set when that never happened (the
+	// client's bucket started empty, so there was no burst to drain): the windows then start at the first request.
+	BurstEnd time.Duration
+	NoBurst  bool
 	// Windows is the number of windows read; Median, Min and Max are the cost per window.
 	Windows          int
 	Median, Min, Max float64
@@ -65,20 +66,13 @@ func SteadyRate(ev []Event, capacity, perMinute float64, window, step time.Durat
 			start = i
 		}
 	}
-	var s time.Time
-	if start >= 0 {
-		s = ev[start].Time
-	} else {
-		s = t0.Add(time.Minute)
-		out.FirstMinute = true
-		start = len(ev)
-		for i, e := range ev {
-			if e.Time.After(s) {
-				start = i
-				break
-			}
-		}
+	// The window (s, s+window] leaves out the request at s itself: it drained the burst (or, without a burst,
+	// it is the first request, sent before the window's refill began).
+	if start < 0 {
+		out.NoBurst = true
+		start = 0
 	}
+	s := ev[start].Time
 	out.BurstEnd = s.Sub(t0)
 	for i := start + 1; i < len(ev); i++ {
 		out.MaxGap = max(out.MaxGap, ev[i].Time.Sub(ev[i-1].Time))
@@ -100,6 +94,14 @@ func SteadyRate(ev []Event, capacity, perMinute float64, window, step time.Durat
 		out.Min, out.Max = slices.Min(counts), slices.Max(counts)
 	}
 	return out
+}
+
+// BurstNote describes where the windows of s start, for a table cell.
+func (s Steady) BurstNote() string {
+	if s.NoBurst {
+		return "no burst: first request"
+	}
+	return fmt.Sprintf("%.1f s", s.BurstEnd.Seconds())
 }
 
 // Timeline sums the cost of events per bucket of width step, from the first event; for diagnosis.
