@@ -74,6 +74,20 @@ allow, with the limit that sets it. It calls no model and needs no server. --jso
 	return cmd
 }
 
+// printDryRun prints what a run of spec would do, without running it.
+func printDryRun(w io.Writer, spec *experiment.Spec) error {
+	tok, err := llm.NewTokenizer()
+	if err != nil {
+		return err
+	}
+	est, err := estimate.Compute(spec, tok)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "dry run: %s (run id %s)\n", spec.Summary(), workflowID(spec))
+	return printEstimate(w, est)
+}
+
 // printEstimate writes est as a table, a row per model and a total row, then its notes.
 func printEstimate(w io.Writer, est estimate.Estimate) error {
 	rows := [][]string{{"MODEL", "CALLS", "PROMPT TOKENS", "MAX COMPLETION", "COST", "MIN WALL", "BOUND BY"}}

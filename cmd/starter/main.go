@@ -95,7 +95,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newDevCmd(), newEstimateCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd())
 	return root
 }
 

@@ -25,7 +25,8 @@ func newRunCmd() *cobra.Command {
 	var (
 		conn     connFlags
 		output   string
-		maxConc  int
+		over     overrides
+		dryRun   bool
 		detach   bool
 		fresh    bool
 		interval time.Duration
@@ -42,8 +43,11 @@ system runs in this process; kill it at any moment and run the same command agai
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			if maxConc > 0 {
-				spec.Run.MaxConcurrency = maxConc
+			if err := over.apply(spec); err != nil {
+				return err
+			}
+			if dryRun {
+				return printDryRun(cmd.OutOrStdout(), spec)
 			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
@@ -71,7 +75,8 @@ system runs in this process; kill it at any moment and run the same command agai
 	}
 	conn.register(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: the worker's choice)")
-	cmd.Flags().IntVar(&maxConc, "max-concurrency", 0, "override run.max_concurrency of the spec")
+	over.register(cmd)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh run even when one of this spec exists")
 	cmd.Flags().DurationVar(&interval, "progress-every", 5*time.Second, "interval of plain progress lines when not on a terminal")

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/silicolab/silico/experiment"
+)
+
+// overrides are the run flags that change a spec before it runs, as the seed-000 framework's CLI offers them.
+// A changed spec is a different run (its id derives from the spec).
+type overrides struct {
+	models     []string
+	seeds      []int64
+	onError    string
+	cumulative bool
+	maxConc    int
+}
+
+func (o *overrides) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringSliceVar(&o.models, "model", nil, "run only these model ids (repeat or comma-separate)")
+	fl.Int64SliceVar(&o.seeds, "seeds", nil, "replace the spec's seeds (comma-separated)")
+	fl.StringVar(&o.onError, "on-error", "", "override run.on_error: warn, ignore or raise")
+	fl.BoolVar(&o.cumulative, "cumulative", false, "override run.cumulative: each persona remembers its earlier answers")
+	fl.IntVar(&o.maxConc, "max-concurrency", 0, "override run.max_concurrency of the spec")
+}
+
+// apply changes spec and validates the result; every mistake is a usage error.
+func (o *overrides) apply(spec *experiment.Spec) error {
+	if len(o.models) > 0 {
+		var kept []experiment.Model
+		for _, id := range o.models {
+			i := slices.IndexFunc(spec.Models, func(m experiment.Model) bool { return m.ID == id })
+			if i < 0 {
+				ids := make([]string, len(spec.Models))
+				for k, m := range spec.Models {
+					ids[k] = m.ID
+				}
+				return withCode(exitUsage, fmt.Errorf("--model %s: the spec has no such model; it has %s", id, strings.Join(ids, ", ")))
+			}
+			kept = append(kept, spec.Models[i])
+		}
+		spec.Models = kept
+	}
+	if len(o.seeds) > 0 {
+		spec.Seeds = o.seeds
+	}
+	if o.onError != "" {
+		spec.Run.OnError = o.onError
+	}
+	if o.cumulative {
+		spec.Run.Cumulative = true
+	}
+	if o.maxConc > 0 {
+		spec.Run.MaxConcurrency = o.maxConc
+	}
+	if err := spec.Validate(); err != nil {
+		return withCode(exitUsage, fmt.Errorf("the spec with these flags is invalid:\n%w", err))
+	}
+	return nil
+}
+
+func newPromptCmd() *cobra.Command {
+	var item, persona, model string
+	var seed int64
+	cmd := &cobra.Command{
+		Use:   "prompt SPEC --item ID --persona ID",
+		Short: "Print the messages one cell sends",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := experiment.Load(args[0])
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			c := experiment.Cell{}
+			if c.Item = slices.IndexFunc(spec.Questionnaire.Items, func(it experiment.Item) bool { return it.ID == item }); c.Item < 0 {
+				return withCode(exitUsage, fmt.Errorf("--item %q: no item with this id", item))
+			}
+			if c.Persona = slices.IndexFunc(spec.Personas, func(p experiment.Persona) bool { return p.ID == persona }); c.Persona < 0 {
+				return withCode(exitUsage, fmt.Errorf("--persona %q: no persona with this id", persona))
+			}
+			if model != "" {
+				if c.Model = slices.IndexFunc(spec.Models, func(m experiment.Model) bool { return m.ID == model }); c.Model < 0 {
+					return withCode(exitUsage, fmt.Errorf("--model %q: no model with this id", model))
+				}
+			}
+			if cmd.Flags().Changed("seed") {
+				if c.Seed = slices.Index(spec.Seeds, seed); c.Seed < 0 {
+					return withCode(exitUsage, fmt.Errorf("--seed %d: not among the spec's seeds", seed))
+				}
+			}
+			msgs, err := spec.Render(c, nil)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "# cell %s\n", spec.CellID(c))
+			for _, m := range msgs {
+				fmt.Fprintf(out, "\n[%s]\n%s\n", m.Role, m.Content)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&item, "item", "", "item id (required)")
+	cmd.Flags().StringVar(&persona, "persona", "", "persona id (required)")
+	cmd.Flags().StringVar(&model, "model", "", "model id (default: the first)")
+	cmd.Flags().Int64Var(&seed, "seed", 0, "seed (default: the first)")
+	_ = cmd.MarkFlagRequired("item")
+	_ = cmd.MarkFlagRequired("persona")
+	return cmd
+}

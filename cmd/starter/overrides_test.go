@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPromptPrintsTheCellsMessages(t *testing.T) {
+	code, out, errs := runCLI(t, "prompt", quickstart, "--item", "3", "--persona", "farmer", "--seed", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"# cell sim/2/3/farmer", "[system]", "Mr Dube is 56 years old", "[user]", `"Am always prepared."`, "5. Very Accurate"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := runCLI(t, "prompt", quickstart, "--item", "99", "--persona", "farmer"); code != exitUsage || !strings.Contains(errs, "--item") {
+		t.Errorf("unknown item: exit %d, %q; want 2 naming --item", code, errs)
+	}
+}
+
+func TestRunOverridesAndDryRun(t *testing.T) {
+	code, out, errs := runCLI(t, "run", quickstart, "--dry-run", "--seeds", "1,2,3", "--on-error", "raise")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "3 seeds × 50 items × 10 personas = 1,500 calls") || !strings.Contains(out, "194,160") {
+		t.Errorf("dry run output:\n%s", out)
+	}
+	code, _, errs = runCLI(t, "run", quickstart, "--dry-run", "--model", "gpt")
+	if code != exitUsage || !strings.Contains(errs, "--model gpt") || !strings.Contains(errs, "it has sim") {
+		t.Errorf("unknown model: exit %d, %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "run", quickstart, "--dry-run", "--on-error", "explode")
+	if code != exitUsage || !strings.Contains(errs, "run.on_error") {
+		t.Errorf("bad on_error: exit %d, %q", code, errs)
+	}
+}
