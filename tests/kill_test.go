@@ -40,10 +40,11 @@ func quickstartCopy(t *testing.T) string {
 
 var runLineRE = regexp.MustCompile(`(?m)^(Started|Attached to) run (\S+)$`)
 
-// runArgs is the command line of an embedded run of experiment.yaml on free ports.
+// runArgs is the command line of an embedded run of experiment.yaml on free ports. The UI gets a port picked
+// here rather than 0, which does not give it a free port (see TestDevPortZero).
 func runArgs(t *testing.T, reqLog string, extra ...string) []string {
 	return append([]string{"run", "experiment.yaml", "--sim-request-log", reqLog,
-		"--port", strconv.Itoa(freePort(t)), "--ui-port", strconv.Itoa(freePort(t)), "--progress-every", "1s"}, extra...)
+		"--port", "0", "--ui-port", strconv.Itoa(freePort(t)), "--progress-every", "1s"}, extra...)
 }
 
 // runOK runs the starter to completion in dir and returns the verb and run id it printed.
@@ -100,6 +101,9 @@ func TestKillMidRunResumes(t *testing.T) {
 		t.Fatalf("first run did not print \"Started run ID\":\n%s", p1.dump())
 	}
 	id := m[2]
+	if !strings.Contains(p1.stdout.String(), "/namespaces/default/workflows/"+id) {
+		t.Errorf("first run printed no UI link to the run:\n%s", p1.dump())
+	}
 
 	// 2. The cells the store holds are those finished before the kill.
 	ctx := withTimeout(t, 30*time.Second)
