@@ -112,20 +112,40 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	}()
 	hostPort := f.address
 	if f.embedded() {
-		uiPort := f.uiPort
-		if f.noUI {
-			uiPort = -1
+		// The server takes the longest to start; the simulator (its tokenizer) and the store get ready beside it.
+		type started struct {
+			srv *devserver.Server
+			err error
 		}
-		s.dev, err = devserver.Start(ctx, devserver.Options{
-			StateDir:         f.stateDir,
-			Port:             f.port,
-			UIPort:           uiPort,
-			Namespace:        f.namespace,
-			SearchAttributes: workflows.SearchAttributes(),
-			Logger:           zl,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("start embedded Temporal server: %w", err)
+		devDone := make(chan started, 1)
+		go func() {
+			uiPort := f.uiPort
+			if f.noUI {
+				uiPort = -1
+			}
+			srv, err := devserver.Start(ctx, devserver.Options{
+				StateDir:         f.stateDir,
+				Port:             f.port,
+				UIPort:           uiPort,
+				Namespace:        f.namespace,
+				SearchAttributes: workflows.SearchAttributes(),
+				Logger:           zl,
+			})
+			devDone <- started{srv, err}
+		}()
+		var prepErr error
+		if opts.worker {
+			if prepErr = s.startSim(opts.sim); prepErr == nil {
+				prepErr = s.openStore(ctx)
+			}
+		}
+		d := <-devDone
+		s.dev = d.srv
+		if d.err != nil {
+			return nil, fmt.Errorf("start embedded Temporal server: %w", d.err)
+		}
+		if prepErr != nil {
+			return nil, prepErr
 		}
 		hostPort = s.dev.FrontendHostPort()
 	}
@@ -139,12 +159,6 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	}
 	s.attrs = s.hasSearchAttributes(ctx)
 	if f.embedded() && opts.worker {
-		if err := s.startSim(opts.sim); err != nil {
-			return nil, err
-		}
-		if err := s.openStore(ctx); err != nil {
-			return nil, err
-		}
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Getenv: os.Getenv,
