@@ -195,7 +195,7 @@ func start(ctx context.Context, opts Options, sqlCfg *config.SQL, logger serverl
 	// The UI binds only when it starts, so its port stays reserved until then.
 	uiRes := &reservations{}
 	defer uiRes.closeAll()
-	if opts.UIPort > 0 {
+	if opts.UIPort >= 0 {
 		if p.ui, err = uiRes.reserve(opts.IP, opts.UIPort); err != nil {
 			return nil, fmt.Errorf("UI port: %w", err)
 		}

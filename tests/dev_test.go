@@ -184,8 +184,7 @@ func TestDevPortZero(t *testing.T) {
 		t.Fatalf("dev after SIGINT: exit %d\n%s", code, dev.dump())
 	}
 	if ui == nil {
-		t.Skipf("known bug: --ui-port 0 serves no Web UI (devserver.Start reserves the UI port only when UIPort > 0, "+
-			"though its doc says 0 picks a free port):\n%s", out)
+		t.Fatalf("--ui-port 0 served no Web UI:\n%s", out)
 	}
 	if ui[1] == "0" || ui[1] == "8233" {
 		t.Errorf("--ui-port 0: UI on port %s, want a free port", ui[1])

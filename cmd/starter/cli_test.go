@@ -129,7 +129,7 @@ func TestUnknownCommandIsUsage(t *testing.T) {
 		t.Errorf("stderr %q: want the unknown command named", errOut)
 	}
 	if code != exitUsage {
-		t.Skipf("known bug: an unknown command exits %d, not %d (cobra's error is not a usageError in run)", code, exitUsage)
+		t.Errorf("an unknown command exits %d, want %d", code, exitUsage)
 	}
 }
 
@@ -257,5 +257,16 @@ func TestExportRunInProgress(t *testing.T) {
 	}
 	if n != 1000 || notRun != 998 {
 		t.Errorf("%d rows, %d not run; want 1000 and 998", n, notRun)
+	}
+}
+
+func TestExportWithoutAStoreCreatesNone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nothing-here")
+	code, _, errOut := runCLI(t, "export", "some-run", "--state-dir", dir, "--output", filepath.Join(dir, "out"))
+	if code != exitError || !strings.Contains(errOut, "no results store") {
+		t.Errorf("exit %d, stderr %q; want 1 and \"no results store\"", code, errOut)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("export created %s (stat: %v)", dir, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -106,6 +107,9 @@ what has finished, the rest marked NotRun.`,
 				return withCode(exitUsage, errors.New("--output DIR is required"))
 			}
 			ctx := cmd.Context()
+			if _, err := os.Stat(conn.store()); err != nil {
+				return fmt.Errorf("no results store at %s (set --store or --state-dir): %w", conn.store(), err)
+			}
 			s := &session{flags: &conn}
 			if err := s.openStore(ctx); err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	fmt.Fprintln(stderr, "Error:", err)
-	if isUsage(err) {
+	if isUsage(err) || strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage
 	}
 	return exitError
