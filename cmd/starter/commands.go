@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -141,7 +142,10 @@ what has finished, the rest marked NotRun.`,
 }
 
 func newDevCmd() *cobra.Command {
-	var conn connFlags
+	var (
+		conn connFlags
+		simS experiment.SimulatorSettings
+	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Keep an embedded server, Web UI, worker and simulator up until Ctrl-C",
@@ -153,7 +157,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 				return withCode(exitUsage, errors.New("dev runs its own server: drop --address"))
 			}
 			ctx := cmd.Context()
-			sess, err := open(ctx, &conn, sessionOptions{worker: true}, cmd.ErrOrStderr())
+			sess, err := open(ctx, &conn, sessionOptions{worker: true, sim: &simS}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -176,7 +180,26 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 		},
 	}
 	conn.register(cmd)
+	// Runs started through dev share one simulator, so its settings are flags here, not a spec's simulator block.
+	cmd.Flags().Var((*durationFlag)(&simS.Latency), "sim-latency", "simulator: latency of every call (e.g. 300ms)")
+	cmd.Flags().Var((*durationFlag)(&simS.Jitter), "sim-jitter", "simulator: uniform jitter around the latency")
+	cmd.Flags().IntVar(&simS.RPM, "sim-rpm", 0, "simulator: requests per minute it enforces (0: unlimited)")
+	cmd.Flags().IntVar(&simS.TPM, "sim-tpm", 0, "simulator: tokens per minute it enforces (0: unlimited)")
 	cmd.Flags().Lookup("sim-addr").DefValue = "127.0.0.1:8088"
 	_ = cmd.Flags().Set("sim-addr", "127.0.0.1:8088")
 	return cmd
+}
+
+// durationFlag lets an experiment.Duration be a flag.
+type durationFlag experiment.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+func (d *durationFlag) Type() string   { return "duration" }
+func (d *durationFlag) Set(v string) error {
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	*d = durationFlag(x)
+	return nil
 }

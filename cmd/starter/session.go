@@ -28,18 +28,17 @@ import (
 
 // connFlags say where the Temporal server is, or where the embedded one keeps its state.
 type connFlags struct {
-	address    string
-	namespace  string
-	stateDir   string
-	port       int
-	uiPort     int
-	simAddr    string
-	simLog     string
-	storePath  string
-	logFormat  string
-	logLevel   string
-	noUI       bool
-	simLatency time.Duration
+	address   string
+	namespace string
+	stateDir  string
+	port      int
+	uiPort    int
+	simAddr   string
+	simLog    string
+	storePath string
+	logFormat string
+	logLevel  string
+	noUI      bool
 }
 
 func (f *connFlags) register(cmd *cobra.Command) {
