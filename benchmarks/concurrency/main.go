@@ -1,7 +1,7 @@
 // Command concurrency measures how a pass scales with max_concurrency when every model call waits (the simulator
 // answers after a fixed latency, 20 ms by default): the pass's wall time, the speed-up over max_concurrency 1, and
-// whether the cell columns of results.jsonl are identical to those of the max_concurrency 1 run. It prints a
-// markdown table.
+// whether the cell columns of results.jsonl are identical to those of the max_concurrency 1 run, beside a bare
+// go-openai loop with as many goroutines against the same simulator. It prints a markdown table.
 //
 //	go run ./benchmarks/concurrency            # 3 rounds per setting, median
 //	go run ./benchmarks/concurrency --quick    # 1 round
@@ -47,8 +47,8 @@ func main() {
 }
 
 type result struct {
-	pass, workflow time.Duration // medians
-	same           bool
+	pass, workflow, bare time.Duration // medians
+	same                 bool
 }
 
 func run(settings []int, rounds, items, personas int, latency time.Duration) error {
@@ -61,6 +61,14 @@ func run(settings []int, rounds, items, personas int, latency time.Duration) err
 	base := bench.GridSpec(1, 1, items, personas)
 	base.Run.MaxParallelPasses = 1
 	n := base.NumCells()
+	if err := base.Validate(); err != nil {
+		return err
+	}
+	reqs, err := bench.BareRequests(&base)
+	if err != nil {
+		return err
+	}
+	oc := bench.BareClient(st.SimURL)
 
 	warm := bench.GridSpec(1, 1, 2, 8)
 	warm.Run.MaxConcurrency = 16
@@ -72,7 +80,7 @@ func run(settings []int, rounds, items, personas int, latency time.Duration) err
 	out := map[int]result{}
 	loadStart := bench.Load()
 	for _, mc := range settings {
-		var passes, flows []float64
+		var passes, flows, bares []float64
 		same := true
 		for r := range rounds {
 			spec := base
@@ -97,14 +105,20 @@ func run(settings []int, rounds, items, personas int, latency time.Duration) err
 				want = rows
 			}
 			same = same && bench.SameRows(rows, want)
+			d, err := bench.Bare(ctx, oc, reqs, min(mc, n))
+			if err != nil {
+				return err
+			}
+			bares = append(bares, d.Seconds())
 			passes = append(passes, pt.Wall.Seconds())
 			flows = append(flows, res.Summary.ElapsedSeconds)
-			fmt.Fprintf(os.Stderr, "max_concurrency %d round %d: pass %.3fs, workflow %.3fs (load %s)\n",
-				mc, r+1, pt.Wall.Seconds(), res.Summary.ElapsedSeconds, bench.Load())
+			fmt.Fprintf(os.Stderr, "max_concurrency %d round %d: pass %.3fs, workflow %.3fs, bare loop %.3fs (load %s)\n",
+				mc, r+1, pt.Wall.Seconds(), res.Summary.ElapsedSeconds, d.Seconds(), bench.Load())
 		}
 		out[mc] = result{
 			pass:     time.Duration(bench.Median(passes) * float64(time.Second)),
 			workflow: time.Duration(bench.Median(flows) * float64(time.Second)),
+			bare:     time.Duration(bench.Median(bares) * float64(time.Second)),
 			same:     same,
 		}
 	}
@@ -113,9 +127,9 @@ func run(settings []int, rounds, items, personas int, latency time.Duration) err
 	fmt.Printf("### Concurrency: %d calls (1 model × 1 seed × %d items × %d personas), simulator latency %v\n\n",
 		n, items, personas, latency)
 	fmt.Printf("%s · load at start %s · rounds %d (median)\n\n", bench.Machine(), loadStart, rounds)
-	fmt.Printf("| max_concurrency | in flight (≤ cells) | pass (s) | ideal (s) | speed-up vs %d | speed-up / in flight | workflow elapsed (s) | same cell columns as %d |\n",
+	fmt.Printf("| max_concurrency | in flight (≤ cells) | pass (s) | ideal (s) | speed-up vs %d | speed-up / in flight | workflow elapsed (s) | bare go-openai loop (s) | bare speed-up | same cell columns as %d |\n",
 		settings[0], settings[0])
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, mc := range settings {
 		r := out[mc]
 		eff := min(mc, n)
@@ -125,8 +139,9 @@ func run(settings []int, rounds, items, personas int, latency time.Duration) err
 		if !r.same {
 			same = "**no**"
 		}
-		fmt.Printf("| %d | %d | %.3f | %.3f | %.2f× | %.2f | %.3f | %s |\n", mc, eff, r.pass.Seconds(), ideal.Seconds(),
-			speed, speed/float64(eff)*float64(min(settings[0], n)), r.workflow.Seconds(), same)
+		fmt.Printf("| %d | %d | %.3f | %.3f | %.2f× | %.2f | %.3f | %.3f | %.2f× | %s |\n", mc, eff, r.pass.Seconds(),
+			ideal.Seconds(), speed, speed/float64(eff)*float64(min(settings[0], n)), r.workflow.Seconds(),
+			r.bare.Seconds(), ref.bare.Seconds()/r.bare.Seconds(), same)
 	}
 	return nil
 }
