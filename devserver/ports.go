@@ -15,11 +15,12 @@ type reservations struct {
 // 0, and returns the port.
 func (r *reservations) reserve(ip string, want int) (int, error) {
 	var l net.Listener
-	var err error
 	if want > 0 {
-		l, err = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(want)))
+		// A taken port is no error: a free one is chosen below.
+		l, _ = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(want)))
 	}
 	if l == nil {
+		var err error
 		if l, err = net.Listen("tcp", net.JoinHostPort(ip, "0")); err != nil {
 			return 0, err
 		}

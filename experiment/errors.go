@@ -64,14 +64,6 @@ func (es *Errors) add(field, format string, args ...any) {
 	*es = append(*es, &Error{Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-// err returns es as an error, or nil when there is no mistake.
-func (es Errors) err() error {
-	if len(es) == 0 {
-		return nil
-	}
-	return es
-}
-
 // sortByPosition orders the errors by file, line, column; errors without a position keep their order at the end.
 func (es Errors) sortByPosition() {
 	sort.SliceStable(es, func(i, j int) bool {

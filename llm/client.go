@@ -169,6 +169,7 @@ func chatRequest(req Request) openai.ChatCompletionRequest {
 		if reasoning {
 			out.MaxCompletionTokens = n
 		} else {
+			//lint:ignore SA1019 OpenAI-compatible servers (Ollama, vLLM, llama.cpp) know only max_tokens.
 			out.MaxTokens = n
 		}
 	}

@@ -385,10 +385,8 @@ func TestFIFO(t *testing.T) {
 		held := mustAcquire(t, l, 0)
 		var order []int
 		var mu sync.Mutex
-		var waiters []*acquirer
 		for i := range 5 {
 			a := goAcquire(context.Background(), l, 0) // goAcquire waits until it is queued
-			waiters = append(waiters, a)
 			go func() {
 				<-a.done
 				mu.Lock()

@@ -17,6 +17,7 @@ func benchBodies(b *testing.B) [][]byte {
 	for seed := range 8 {
 		for item := range 16 {
 			req := newChatRequest("sim-chat", seed, "Item "+strconv.Itoa(item)+". "+ipipPrompt)
+			//lint:ignore SA1019 the simulator serves the max_tokens that OpenAI-compatible clients send.
 			req.MaxTokens = 16
 			body, err := json.Marshal(req)
 			if err != nil {

@@ -83,6 +83,7 @@ func TestTPMLimit(t *testing.T) {
 	clock := newFakeClock()
 	s, ts := newTestServer(t, Config{TPM: 1200, Burst: 0.5, Now: clock.Now}) // a bucket of 600 tokens, 20 per second
 	req := newChatRequest("sim-chat", 1, ipipPrompt)
+	//lint:ignore SA1019 the simulator serves the max_tokens that OpenAI-compatible clients send.
 	req.MaxTokens = 200
 	prompt, err := s.cl100k.chatPromptTokens([]chatMessage{
 		{Role: "system", Content: req.Messages[0].Content}, {Role: "user", Content: req.Messages[1].Content}})
@@ -122,6 +123,7 @@ func TestTPMLimit(t *testing.T) {
 		t.Errorf("after %v: status %d %s, want 200", wantWait, resp.StatusCode, b)
 	}
 
+	//lint:ignore SA1019 the simulator serves the max_tokens that OpenAI-compatible clients send.
 	// A call bigger than the bucket can never pass.
 	req.MaxTokens = 1000
 	resp, b = post(t, ts, "/v1/chat/completions", req, nil)

@@ -218,6 +218,7 @@ func TestMaxTokensTruncates(t *testing.T) {
 	_, ts := newTestServer(t, Config{})
 	client := newClient(ts)
 	req := newChatRequest("sim-chat", 0, "Pick:\n1. Neither Accurate Nor Inaccurate\n2. Neither Accurate Nor Inaccurate either")
+	//lint:ignore SA1019 the simulator serves the max_tokens that OpenAI-compatible clients send.
 	req.MaxTokens = 2
 	resp, err := client.CreateChatCompletion(t.Context(), req)
 	if err != nil {

@@ -32,8 +32,10 @@ func BareRequests(spec *experiment.Spec) ([]openai.ChatCompletionRequest, error)
 			om = append(om, openai.ChatCompletionMessage{Role: x.Role, Content: x.Content})
 		}
 		seed := int(spec.Seeds[c.Seed])
-		out = append(out, openai.ChatCompletionRequest{Model: m.Name, Messages: om, Seed: &seed,
-			MaxTokens: m.Params.MaxTokens})
+		req := openai.ChatCompletionRequest{Model: m.Name, Messages: om, Seed: &seed}
+		//lint:ignore SA1019 the same field llm sends to OpenAI-compatible servers.
+		req.MaxTokens = m.Params.MaxTokens
+		out = append(out, req)
 	}
 	return out, nil
 }
