@@ -101,7 +101,8 @@ func watchProgress(ctx context.Context, c client.Client, st *store.SQLite, id st
 		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionClearOnFinish())
-		defer func() { _ = bar.Exit() }()
+		// Clear the bar's line so that what is printed next starts on a clean line.
+		defer func() { _ = bar.Clear() }()
 	}
 	start := time.Now()
 	first := -1
@@ -127,7 +128,8 @@ func watchProgress(ctx context.Context, c client.Client, st *store.SQLite, id st
 			rate = float64(s.done-first) / el
 		}
 		if tty {
-			bar.Describe(fmt.Sprintf("%d failed · %d retried · %.1f/s · $%.4f", s.failed, s.retried, rate, s.costUSD))
+			bar.Describe(fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%.4f", s.failed, s.retried, rate,
+				s.promptTokens+s.completionTokens, s.costUSD))
 			_ = bar.Set(min(s.done, total))
 			continue
 		}
