@@ -127,6 +127,11 @@ func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, er
 	if err := json.Unmarshal(b, s); err != nil {
 		return nil, fmt.Errorf("decode spec of run %s: %w", run, err)
 	}
+	// Validate also compiles the templates once; without it every Render would parse them again.
+	s.ApplyDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("spec of run %s: %w", run, err)
+	}
 	a.mu.Lock()
 	if a.specs == nil {
 		a.specs = make(map[string]*experiment.Spec)

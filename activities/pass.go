@@ -127,7 +127,11 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	p.calls.Wait()
 	stopHB()
 	hbDone.Wait()
-	werr := p.writer.Close(ctx)
+	// The attempt's context may be cancelled (worker shutdown, workflow cancelled): the answers that already
+	// arrived are paid for and must still be written, so the writer gets a context of its own.
+	closeCtx, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	werr := p.writer.Close(closeCtx)
+	cancelClose()
 	activity.RecordHeartbeat(ctx, p.progress())
 
 	if p.budgetOut {
@@ -351,11 +355,15 @@ func (p *passRun) reserveTokens(msgs []experiment.Message) int {
 
 // worstTokens is a call's prompt tokens plus the most it may complete.
 func (p *passRun) worstTokens(msgs []experiment.Message) int {
-	maxTok := p.model.Params.MaxTokens
-	if maxTok <= 0 {
-		maxTok = experiment.DefaultMaxTokens
+	return p.a.Tokenizer.CountMessages(p.model.Name, msgs) + p.maxTokens()
+}
+
+// maxTokens is the completion a call may produce: the model's max_tokens, or the default assumed for it.
+func (p *passRun) maxTokens() int {
+	if n := p.model.Params.MaxTokens; n > 0 {
+		return n
 	}
-	return p.a.Tokenizer.CountMessages(p.model.Name, msgs) + maxTok
+	return experiment.DefaultMaxTokens
 }
 
 // reserveBudget reserves a call's worst-case cost against the pass's share of the budget. When it does not fit,
@@ -367,11 +375,7 @@ func (p *passRun) reserveBudget(ctx context.Context, msgs []experiment.Message) 
 	}
 	cost := 0.0
 	if p.priced && p.a.Tokenizer != nil {
-		maxTok := p.model.Params.MaxTokens
-		if maxTok <= 0 {
-			maxTok = experiment.DefaultMaxTokens
-		}
-		cost = llm.Cost(p.price, p.a.Tokenizer.CountMessages(p.model.Name, msgs), maxTok)
+		cost = llm.Cost(p.price, p.a.Tokenizer.CountMessages(p.model.Name, msgs), p.maxTokens())
 	}
 	for refreshed := false; ; refreshed = true {
 		p.mu.Lock()
@@ -457,15 +461,18 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 	})
 	cancel()
 	latency := p.clock.Now().Sub(start)
+	// The permit is held until the outcome is recorded: with on_error=raise, the dispatcher must see the stop
+	// before the freed slot lets it send the next cell.
+	var used int
+	defer func() { permit.Release(used) }()
 	if err != nil {
 		e := llm.Classify(err)
 		if e.Class == llm.ClassTransport {
 			// A call that timed out or lost its connection may still have been served and billed: keep its
 			// tokens and its cost counted.
-			permit.Release(-1)
+			used = -1
 			p.unreserve(reserved, reserved)
 		} else {
-			permit.Release(0)
 			p.unreserve(reserved, 0)
 		}
 		if ctx.Err() != nil {
@@ -474,7 +481,9 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 		p.failed(c, e, latency)
 		return
 	}
-	permit.Release(resp.PromptTokens + resp.CompletionTokens)
+	// Providers charge a request's max_tokens against TPM when it arrives and do not refund what the completion
+	// left unused, so only the prompt estimate is trued up.
+	used = resp.PromptTokens + p.maxTokens()
 	p.observe(resp.RateLimit)
 	m := experiment.Match(resp.Text, p.spec.OptionsFor(c.Item))
 	rec := store.Record{

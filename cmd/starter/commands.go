@@ -80,7 +80,12 @@ func newStatusCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s: %s\n", args[0], s.status)
-			fmt.Fprintf(out, "  passes %d/%d · %s\n", s.passesDone, s.passes, s.line(0))
+			var res workflows.Result
+			if s.status == "Completed" && sess.client.GetWorkflow(cmd.Context(), args[0], "").Get(cmd.Context(), &res) == nil {
+				printSummary(out, res)
+			} else {
+				fmt.Fprintf(out, "  passes %d/%d · %s\n", s.passesDone, s.passes, s.line(0))
+			}
 			if link := sess.uiLink(args[0]); link != "" {
 				fmt.Fprintf(out, "  Temporal UI: %s\n", link)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
@@ -70,6 +72,15 @@ func readProgress(ctx context.Context, c client.Client, st *store.SQLite, id str
 		s.costUSD += hb.CostUSD
 	}
 	if st != nil {
+		if s.total == 0 {
+			// The workflow did not answer (no worker is up): size the run from the spec it saved.
+			if b, err := st.LoadRun(ctx, id); err == nil {
+				var spec experiment.Spec
+				if json.Unmarshal(b, &spec) == nil {
+					s.total, s.passes = spec.NumCells(), len(spec.Passes())
+				}
+			}
+		}
 		if n, err := st.Counts(ctx, id); err == nil && n.Records >= s.done {
 			s.done, s.failed, s.cached = n.Records, n.Failed, n.Cached
 			s.promptTokens, s.completionTokens, s.costUSD = n.PromptTokens, n.CompletionTokens, n.CostUSD

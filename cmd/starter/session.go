@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,6 +85,8 @@ type session struct {
 	simLog io.Closer
 	store  *store.SQLite
 	worker worker.Worker
+	// shared is the server of another starter on the same state dir, when this session uses it.
+	shared *serverInfo
 	// attrs reports whether the server knows silico's search attributes.
 	attrs bool
 	done  chan error
@@ -111,6 +114,22 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	}()
 	hostPort := f.address
 	if f.embedded() {
+		if info, live := liveServer(ctx, f.stateDir); live {
+			// Another starter serves this state dir. Looking at runs through its server is fine; running one
+			// is not: that starter stops its server and worker when its own run ends.
+			if opts.worker {
+				return nil, fmt.Errorf("another starter (pid %d) is running on %s; wait for it, give this one its own "+
+					"--state-dir, or keep one server up with `starter dev` and use --address %s", info.PID, f.stateDir, info.HostPort)
+			}
+			s.shared = &info
+			hostPort = info.HostPort
+			fmt.Fprintf(stderr, "using the embedded server of the starter running on %s (pid %d)\n", f.stateDir, info.PID)
+			if err := s.openStore(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if f.embedded() && s.shared == nil {
 		// The server takes the longest to start; the simulator (its tokenizer) and the store get ready beside it.
 		type started struct {
 			srv *devserver.Server
@@ -147,6 +166,9 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			return nil, prepErr
 		}
 		hostPort = s.dev.FrontendHostPort()
+		if err := writeServerInfo(f.stateDir, serverInfo{HostPort: hostPort, UIURL: s.dev.UIURL(), PID: os.Getpid()}); err != nil {
+			return nil, err
+		}
 	}
 	s.client, err = client.DialContext(ctx, client.Options{
 		HostPort:  hostPort,
@@ -157,7 +179,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
 	}
 	s.attrs = s.hasSearchAttributes(ctx)
-	if f.embedded() && opts.worker {
+	if f.embedded() && opts.worker && s.shared == nil {
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Getenv: os.Getenv,
@@ -245,11 +267,70 @@ func (s *session) hasSearchAttributes(ctx context.Context) bool {
 
 // uiLink is the Web UI address of a workflow, or "" when there is no known UI.
 func (s *session) uiLink(id string) string {
-	if s.dev == nil || s.dev.UIURL() == "" {
+	ui := ""
+	switch {
+	case s.dev != nil:
+		ui = s.dev.UIURL()
+	case s.shared != nil:
+		ui = s.shared.UIURL
+	}
+	if ui == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", s.dev.UIURL(), s.flags.namespace, id)
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", ui, s.flags.namespace, id)
 }
+
+// serverFile, in the state dir, says where the embedded server of a running starter listens, so that other
+// starter commands on the same state dir (status, a second run) connect to it instead of starting a server of
+// their own, which the state dir's lock would refuse.
+const serverFile = "server.json"
+
+type serverInfo struct {
+	HostPort string `json:"host_port"`
+	UIURL    string `json:"ui_url,omitempty"`
+	PID      int    `json:"pid"`
+}
+
+func writeServerInfo(dir string, info serverInfo) error {
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, serverFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", serverFile, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, serverFile))
+}
+
+// liveServer reports the server another starter runs on dir, if one answers. A file left by a killed starter
+// points at nothing and is ignored.
+func liveServer(ctx context.Context, dir string) (serverInfo, bool) {
+	var info serverInfo
+	b, err := os.ReadFile(filepath.Join(dir, serverFile))
+	if err != nil || json.Unmarshal(b, &info) != nil || info.HostPort == "" || info.PID == os.Getpid() {
+		return info, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: info.HostPort, Logger: quietLogger{}})
+	if err != nil {
+		return info, false
+	}
+	defer c.Close()
+	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return info, false
+	}
+	return info, true
+}
+
+// quietLogger drops the SDK's logs of a probe dial.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
 
 // Close stops what the session started, worker first so no activity writes after the store closes.
 func (s *session) Close() {
@@ -274,6 +355,7 @@ func (s *session) Close() {
 		_ = s.store.Close()
 	}
 	if s.dev != nil {
+		_ = os.Remove(filepath.Join(s.flags.stateDir, serverFile))
 		if err := s.dev.Stop(); err != nil {
 			s.log.Warn("stop embedded server", zap.Error(err))
 		}
