@@ -33,6 +33,8 @@ const (
 	ClassInvalidSpec = "InvalidSpec"
 	// ClassInternal marks a failure of silico itself (store unavailable, spec missing).
 	ClassInternal = "Internal"
+	// ClassWorkerStopping ends an attempt whose worker is shutting down; the pass resumes elsewhere.
+	ClassWorkerStopping = "WorkerStopping"
 )
 
 // NonRetryableTypes are the ApplicationError types Temporal must never retry.

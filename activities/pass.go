@@ -118,6 +118,17 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	hbCtx, stopHB := context.WithCancel(ctx)
 	var hbDone sync.WaitGroup
 	hbDone.Go(func() { p.heartbeat(hbCtx) })
+	// A stopping worker (Ctrl-C, deploy) gives its activities WorkerStopTimeout before it cancels them: stop
+	// sending, and let the calls in flight land and be recorded, so that none of them is paid for twice.
+	hbDone.Go(func() {
+		select {
+		case <-activity.GetWorkerStopChannel(ctx):
+			p.mu.Lock()
+			p.stop, p.workerStopping = true, true
+			p.mu.Unlock()
+		case <-hbCtx.Done():
+		}
+	})
 
 	if spec.Run.Cumulative {
 		p.dispatchCumulative(ctx)
@@ -154,6 +165,8 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		return p.fail(ctx, string(p.fatal.Class), p.fatal.Error())
 	case ctx.Err() != nil:
 		return p.result(), ctx.Err()
+	case p.workerStopping && p.transient == nil && p.unfinished() > 0:
+		return p.result(), appError(ClassWorkerStopping, true, 0, errors.New("the worker is stopping; the pass resumes on the next attempt"))
 	case p.transient != nil:
 		return p.result(), appError(string(p.transient.Class), true, RetryDelay(p.attempt, p.retryAfter), p.transient)
 	}
@@ -195,6 +208,21 @@ type passRun struct {
 	spent     float64
 	reserved  float64
 	budgetOut bool
+	// workerStopping says the worker asked its activities to end.
+	workerStopping bool
+}
+
+// unfinished counts the cells of the pass without a result.
+func (p *passRun) unfinished() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, f := range p.finished {
+		if !f {
+			n++
+		}
+	}
+	return n
 }
 
 func (a *Activities) clock() ratelimit.Clock {

@@ -16,6 +16,7 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -34,7 +35,27 @@ type stack struct {
 	client client.Client
 	store  *store.SQLite
 	sim    *sim.Server
+	simURL string
 	out    string
+}
+
+// newWorker starts one more worker on the stack; t.Cleanup stops it (Stop is idempotent).
+func (s *stack) newWorker(t *testing.T) worker.Worker {
+	t.Helper()
+	w, err := workerhost.New(s.client, workerhost.Config{
+		Store:      s.store,
+		Getenv:     func(string) string { return "" },
+		SimURL:     s.simURL,
+		OutputRoot: s.out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
 }
 
 func newStack(t *testing.T, cfg sim.Config) *stack {
@@ -56,24 +77,12 @@ func newStackWorkers(t *testing.T, cfg sim.Config, workers int) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ts.GetDefaultClient()
 	t.Cleanup(func() { st.Close() })
+	s := &stack{client: ts.GetDefaultClient(), store: st, sim: simSrv, simURL: hs.URL + "/v1", out: filepath.Join(dir, "out")}
 	for range workers {
-		w, err := workerhost.New(c, workerhost.Config{
-			Store:      st,
-			Getenv:     func(string) string { return "" },
-			SimURL:     hs.URL + "/v1",
-			OutputRoot: filepath.Join(dir, "out"),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Stop)
+		s.newWorker(t)
 	}
-	return &stack{client: c, store: st, sim: simSrv, out: filepath.Join(dir, "out")}
+	return s
 }
 
 // gridSpec is models × seeds × items × personas on the simulator.
@@ -262,5 +271,42 @@ func TestLimitsHoldAcrossWorkers(t *testing.T) {
 	}
 	if n := s.sim.Counters().RateLimited; n != 0 {
 		t.Errorf("the simulator refused %d calls: the shares exceed the model's RPM", n)
+	}
+}
+
+// TestStoppingWorkerLetsCallsLand stops the only worker mid-run, as Ctrl-C or a deploy would, and starts another:
+// the calls in flight at the stop land and are recorded, so the run finishes without asking for any cell twice.
+func TestStoppingWorkerLetsCallsLand(t *testing.T) {
+	s := newStackWorkers(t, sim.Config{Latency: sim.Latency{Fixed: 150 * time.Millisecond, Jitter: 50 * time.Millisecond}}, 0)
+	first := s.newWorker(t)
+	spec := gridSpec(1, 2, 20, 10) // 400 cells in 2 passes
+	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = 16, 2
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stop", TaskQueue: workflows.TaskQueue},
+		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(s.sim.Requests()) < 100 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	first.Stop() // returns once the passes have let their calls land
+	if n := len(s.sim.Requests()); n >= 400 {
+		t.Fatalf("the run finished (%d requests) before the worker stopped; the test needs a stop mid-run", n)
+	}
+	s.newWorker(t)
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.OK+res.Summary.Unparsed != 400 {
+		t.Fatalf("summary %+v", res.Summary)
+	}
+	seen := map[string]int{}
+	for _, r := range s.sim.Requests() {
+		if seen[r.Cell]++; seen[r.Cell] > 1 {
+			t.Errorf("cell %s requested twice", r.Cell)
+		}
 	}
 }

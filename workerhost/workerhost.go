@@ -43,6 +43,9 @@ func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
+// stopGrace is how long a stopping worker lets calls in flight land before it cancels them.
+const stopGrace = 20 * time.Second
+
 // New returns a worker on workflows.TaskQueue with ExperimentWorkflow and the activities registered. The caller
 // starts and stops it (worker.Run or Start/Stop).
 func New(c client.Client, cfg Config) (worker.Worker, error) {
@@ -63,6 +66,9 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: passes,
+		// On Stop, passes stop sending and their calls in flight land and are recorded within this time
+		// (RunSeedPass watches the worker's stop channel); only then are they cancelled.
+		WorkerStopTimeout: stopGrace,
 	})
 	w.RegisterWorkflow(workflows.ExperimentWorkflow)
 	w.RegisterActivity(&activities.Activities{

@@ -47,6 +47,8 @@ func withCode(code int, err error) error { return &codeError{code: code, err: er
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first Ctrl-C the process stops gracefully (calls in flight land); a second one ends it at once.
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

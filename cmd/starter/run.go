@@ -157,7 +157,8 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 	<-progDone
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "\ninterrupted: the run is kept; run the same command again to resume it\n")
+			fmt.Fprintf(stderr, "\ninterrupted: letting the calls in flight land (Ctrl-C again to quit at once);"+
+				" run the same command again to resume\n")
 			return withCode(exitInterrupted, errors.New(""))
 		}
 		return fmt.Errorf("run %s failed: %w", id, err)
