@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -60,6 +61,15 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
+	// Results report where they were written; a path relative to this worker's directory would mean nothing to
+	// the starter that prints it.
+	root := cfg.OutputRoot
+	if root == "" {
+		root = "out"
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, fmt.Errorf("output root: %w", err)
+	}
 	passes := cfg.MaxConcurrentPasses
 	if passes <= 0 {
 		passes = 16
@@ -75,7 +85,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		Store:      cfg.Store,
 		Models:     llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL),
 		Tokenizer:  tok,
-		OutputRoot: cfg.OutputRoot,
+		OutputRoot: root,
 		Shares:     shares{c},
 	})
 	return w, nil

@@ -157,8 +157,13 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 	<-progDone
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "\ninterrupted: letting the calls in flight land (Ctrl-C again to quit at once);"+
-				" run the same command again to resume\n")
+			if sess.worker != nil {
+				fmt.Fprintf(stderr, "\ninterrupted: letting the calls in flight land (Ctrl-C again to quit at once);"+
+					" run the same command again to resume\n")
+			} else {
+				fmt.Fprintf(stderr, "\ninterrupted: the run goes on on the workers; follow it with `starter status %s`"+
+					" or attach again with the same command\n", id)
+			}
 			return withCode(exitInterrupted, errors.New(""))
 		}
 		return fmt.Errorf("run %s failed: %w", id, err)
