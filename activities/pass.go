@@ -98,7 +98,8 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	if activity.HasHeartbeatDetails(ctx) {
 		var prev Progress
 		if activity.GetHeartbeatDetails(ctx, &prev) == nil {
-			p.prog.Retried = prev.Retried
+			// Retries are facts of the earlier attempts that no record keeps: carry them on.
+			p.prog.Retried, p.res.Retried = prev.Retried, prev.Retried
 		}
 	}
 	client, err := a.Models.Client(p.model)

@@ -383,3 +383,49 @@ func TestRetryDelayHonoursRetryAfterAboveTheBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestProviderHeadersPauseThePass(t *testing.T) {
+	// The first answer says the request budget of the window is used up and resets in 300ms: the pass must send
+	// nothing more until then.
+	var mu sync.Mutex
+	var arrivals []time.Time
+	fm := &fakeModel{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		first := len(arrivals) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("x-ratelimit-remaining-requests", "0")
+			w.Header().Set("x-ratelimit-reset-requests", "300ms")
+		}
+		fm.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 1, 3))
+	if _, err := h.runPass(ratelimit.Limits{Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(arrivals) != 3 {
+		t.Fatalf("%d requests, want 3", len(arrivals))
+	}
+	if gap := arrivals[1].Sub(arrivals[0]); gap < 250*time.Millisecond {
+		t.Errorf("second request %v after the first; the provider asked for a 300ms pause", gap)
+	}
+}
+
+func TestRetriesCountAcrossAttempts(t *testing.T) {
+	fm := &fakeModel{}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 1, 2))
+	// The previous attempt's last heartbeat said three calls were retried.
+	h.env.SetHeartbeatDetails(Progress{Retried: 3})
+	res, err := h.runPass(ratelimit.Limits{Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Retried != 3 || res.Done != 2 {
+		t.Errorf("result %+v, want the 3 earlier retries carried and 2 cells done", res)
+	}
+}

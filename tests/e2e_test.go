@@ -16,10 +16,12 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
@@ -308,5 +310,45 @@ func TestStoppingWorkerLetsCallsLand(t *testing.T) {
 		if seen[r.Cell]++; seen[r.Cell] > 1 {
 			t.Errorf("cell %s requested twice", r.Cell)
 		}
+	}
+}
+
+// TestHeartbeatsCarryProgress reads a running pass's heartbeat details from the server, as `starter status` does
+// for remote runs.
+func TestHeartbeatsCarryProgress(t *testing.T) {
+	s := newStack(t, sim.Config{Latency: sim.Latency{Fixed: 100 * time.Millisecond}})
+	spec := gridSpec(1, 1, 40, 10) // 400 cells at 8 in flight: about 5 s
+	spec.Run.MaxConcurrency = 8
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "hb", TaskQueue: workflows.TaskQueue},
+		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got activities.Progress
+	for got.Done == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("no heartbeat with progress while the pass ran")
+		}
+		d, err := s.client.DescribeWorkflowExecution(ctx, "hb", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == "RunSeedPass" && pa.GetHeartbeatDetails() != nil {
+				if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &got); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got.Cells != 400 || got.Done > 400 || got.PromptTokens == 0 {
+		t.Errorf("heartbeat %+v: want the pass's 400 cells, some done, their tokens", got)
+	}
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
 	}
 }
