@@ -29,6 +29,7 @@ func newRunCmd() *cobra.Command {
 		dryRun   bool
 		detach   bool
 		fresh    bool
+		withRep  bool
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
@@ -70,7 +71,11 @@ system runs in this process; kill it at any moment and run the same command agai
 					return err
 				}
 			}
-			return runSpec(ctx, sess, spec, id, output, detach, interval, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if withRep && detach {
+				return withCode(exitUsage, errors.New("--report waits for the run: drop --detach, or run `starter report` when it is done"))
+			}
+			return runSpec(ctx, sess, spec, id, output, runOptions{detach: detach, report: withRep, every: interval},
+				cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	conn.register(cmd)
@@ -79,6 +84,7 @@ system runs in this process; kill it at any moment and run the same command agai
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh run even when one of this spec exists")
+	cmd.Flags().BoolVar(&withRep, "report", false, "also write report.html next to the outputs when the run is done")
 	cmd.Flags().DurationVar(&interval, "progress-every", 5*time.Second, "interval of plain progress lines when not on a terminal")
 	return cmd
 }
@@ -98,8 +104,16 @@ func workflowID(spec *experiment.Spec) string {
 	return "silico-" + slug + "-" + spec.Hash()
 }
 
-func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, output string, detach bool,
-	every time.Duration, stdout, stderr io.Writer) error {
+// runOptions are the flags of `starter run` that shape runSpec.
+type runOptions struct {
+	detach bool
+	report bool // write report.html next to the outputs when done
+	every  time.Duration
+}
+
+func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, output string, o runOptions,
+	stdout, stderr io.Writer) error {
+	detach, every := o.detach, o.every
 	c := sess.client
 	attached := false
 	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
@@ -177,6 +191,12 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 		res.Summary, res.OutputDir = sum, output
 	}
 	printSummary(stdout, res)
+	if o.report {
+		if err := reportAfterRun(ctx, sess, spec, res.RunID, res.OutputDir,
+			time.Duration(res.Summary.ElapsedSeconds*float64(time.Second)), stdout); err != nil {
+			return err
+		}
+	}
 	if res.Summary.Failed > 0 {
 		return withCode(exitCallsFailed, nil)
 	}
@@ -194,5 +214,5 @@ func printSummary(w io.Writer, res workflows.Result) {
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
-	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{results.jsonl,results.csv,summary.json}"))
+	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{results.jsonl,results.csv,scales.csv,reliability.csv,items.csv,agreement.csv,summary.json}"))
 }
