@@ -50,6 +50,9 @@ system runs in this process; kill it at any moment and run the same command agai
 			if dryRun {
 				return printDryRun(cmd.OutOrStdout(), spec)
 			}
+			if withRep && detach {
+				return withCode(exitUsage, errors.New("--report waits for the run: drop --detach, or run `starter report` when it is done"))
+			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
 			}
@@ -70,9 +73,6 @@ system runs in this process; kill it at any moment and run the same command agai
 				if output, err = filepath.Abs(output); err != nil {
 					return err
 				}
-			}
-			if withRep && detach {
-				return withCode(exitUsage, errors.New("--report waits for the run: drop --detach, or run `starter report` when it is done"))
 			}
 			return runSpec(ctx, sess, spec, id, output, runOptions{detach: detach, report: withRep, every: interval},
 				cmd.OutOrStdout(), cmd.ErrOrStderr())
