@@ -97,23 +97,9 @@ func alphaOf(c, r [][]float64) (raw, std, avr float64) {
 
 // columnVariance is the sample variance of column c over its present values (NaN with fewer than two).
 func columnVariance(x [][]float64, c int) float64 {
-	var s float64
-	n := 0
-	for _, row := range x {
-		if !IsMissing(row[c]) {
-			s += row[c]
-			n++
-		}
-	}
-	if n < 2 {
+	p := pairwise(x, c, c)
+	if p.n < 2 {
 		return math.NaN()
 	}
-	m := s / float64(n)
-	var ss float64
-	for _, row := range x {
-		if !IsMissing(row[c]) {
-			ss += (row[c] - m) * (row[c] - m)
-		}
-	}
-	return ss / float64(n-1)
+	return p.sxx / float64(p.n-1)
 }

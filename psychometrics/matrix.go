@@ -9,80 +9,83 @@ var Missing = math.NaN()
 // IsMissing reports whether v is Missing.
 func IsMissing(v float64) bool { return math.IsNaN(v) }
 
+// pairSums are the sums over the rows where columns i and j are both present: their count, and the cross
+// products of the deviations from the two columns' means over those rows.
+type pairSums struct {
+	n             int
+	sxy, sxx, syy float64
+}
+
+func pairwise(x [][]float64, i, j int) pairSums {
+	var si, sj float64
+	n := 0
+	for _, row := range x {
+		if IsMissing(row[i]) || IsMissing(row[j]) {
+			continue
+		}
+		si += row[i]
+		sj += row[j]
+		n++
+	}
+	p := pairSums{n: n}
+	if n == 0 {
+		return p
+	}
+	mi, mj := si/float64(n), sj/float64(n)
+	for _, row := range x {
+		if IsMissing(row[i]) || IsMissing(row[j]) {
+			continue
+		}
+		dx, dy := row[i]-mi, row[j]-mj
+		p.sxy += dx * dy
+		p.sxx += dx * dx
+		p.syy += dy * dy
+	}
+	return p
+}
+
 // pairwiseCov is R's cov(x, use = "pairwise"): entry (i, j) is the sample covariance (n - 1 denominator) of
 // columns i and j over the rows where both are present, each column centred on its mean over those rows.
 // Fewer than two such rows give NaN, as R gives NA.
 func pairwiseCov(x [][]float64, cols int) [][]float64 {
-	c := square(cols)
-	for i := range cols {
-		for j := i; j < cols; j++ {
-			var si, sj float64
-			n := 0
-			for _, row := range x {
-				if IsMissing(row[i]) || IsMissing(row[j]) {
-					continue
-				}
-				si += row[i]
-				sj += row[j]
-				n++
-			}
-			v := math.NaN()
-			if n >= 2 {
-				mi, mj := si/float64(n), sj/float64(n)
-				var s float64
-				for _, row := range x {
-					if IsMissing(row[i]) || IsMissing(row[j]) {
-						continue
-					}
-					s += (row[i] - mi) * (row[j] - mj)
-				}
-				v = s / float64(n-1)
-			}
-			c[i][j], c[j][i] = v, v
+	return symmetric(cols, func(i, j int) float64 {
+		p := pairwise(x, i, j)
+		if p.n < 2 {
+			return math.NaN()
 		}
-	}
-	return c
+		return p.sxy / float64(p.n-1)
+	})
 }
 
 // pairwiseCor is R's cor(x, use = "pairwise"): the correlation of columns i and j over the rows where both are
 // present, so each entry uses the standard deviations of those rows (unlike cov2cor of pairwiseCov, which
-// divides by each column's own standard deviation).
+// divides by each column's own standard deviation). The diagonal is exactly 1 where defined.
 func pairwiseCor(x [][]float64, cols int) [][]float64 {
-	r := square(cols)
-	for i := range cols {
-		for j := i; j < cols; j++ {
-			var si, sj float64
-			n := 0
-			for _, row := range x {
-				if IsMissing(row[i]) || IsMissing(row[j]) {
-					continue
-				}
-				si += row[i]
-				sj += row[j]
-				n++
+	return symmetric(cols, func(i, j int) float64 {
+		p := pairwise(x, i, j)
+		switch {
+		case p.n < 2:
+			return math.NaN()
+		case i == j:
+			if p.sxx == 0 {
+				return math.NaN()
 			}
-			v := math.NaN()
-			if n >= 2 {
-				mi, mj := si/float64(n), sj/float64(n)
-				var sxy, sxx, syy float64
-				for _, row := range x {
-					if IsMissing(row[i]) || IsMissing(row[j]) {
-						continue
-					}
-					dx, dy := row[i]-mi, row[j]-mj
-					sxy += dx * dy
-					sxx += dx * dx
-					syy += dy * dy
-				}
-				v = sxy / math.Sqrt(sxx*syy)
-			}
-			if i == j && !math.IsNaN(v) {
-				v = 1
-			}
-			r[i][j], r[j][i] = v, v
+			return 1
+		}
+		return p.sxy / math.Sqrt(p.sxx*p.syy)
+	})
+}
+
+// symmetric builds the n × n symmetric matrix whose entry (i, j), i <= j, is f(i, j).
+func symmetric(n int, f func(i, j int) float64) [][]float64 {
+	m := square(n)
+	for i := range n {
+		for j := i; j < n; j++ {
+			m[i][j] = f(i, j)
+			m[j][i] = m[i][j]
 		}
 	}
-	return r
+	return m
 }
 
 // cov2cor is R's cov2cor: c[i][j] / sqrt(c[i][i] * c[j][j]), with an exact 1 on the diagonal.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/silicolab/silico/results"
@@ -335,9 +336,9 @@ func histograms(a *results.Analysis) (latency, attempts histogram) {
 		latency.Empty, attempts.Empty = true, true
 		return latency, attempts
 	}
-	sorted := sortedCopy(lat)
-	width := niceStep(sorted[len(sorted)-1] / 20)
-	nb := int(sorted[len(sorted)-1]/width) + 1
+	top := slices.Max(lat)
+	width := niceStep(top / 20)
+	nb := int(top/width) + 1
 	counts := make([]int, nb)
 	for _, v := range lat {
 		counts[min(int(v/width), nb-1)]++

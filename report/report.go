@@ -15,7 +15,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -298,11 +297,4 @@ func thousands(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-// sortedCopy returns v sorted ascending.
-func sortedCopy(v []float64) []float64 {
-	out := slices.Clone(v)
-	slices.Sort(out)
-	return out
 }

@@ -21,27 +21,12 @@ func TestReportFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveRun(ctx, "run-1", b); err != nil {
-		t.Fatal(err)
-	}
 	var recs []store.Record
 	for i := range 100 {
 		recs = append(recs, store.Record{Index: i, Status: store.StatusOK, OptionID: string(rune('1' + i%5)),
 			PromptTokens: 100, CompletionTokens: 4, LatencyMS: 250, Attempts: 1})
 	}
-	if err := st.Put(ctx, "run-1", recs); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	storeRun(t, filepath.Join(dir, "results.db"), "run-1", spec, recs)
 	out := filepath.Join(dir, "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -68,6 +53,27 @@ func TestReportFromStore(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+// storeRun writes a run's spec and records into a results store file.
+func storeRun(t *testing.T, path, run string, spec *experiment.Spec, recs []store.Record) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveRun(ctx, run, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, run, recs); err != nil {
+		t.Fatal(err)
 	}
 }
 
