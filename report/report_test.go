@@ -336,3 +336,31 @@ func TestNiceStepAndRamp(t *testing.T) {
 		t.Errorf("ramp(NaN) = %s, want the low end", got)
 	}
 }
+
+// TestReportWithoutScales: a questionnaire without scales still gets a report, with answers and calls but no
+// scale statistics.
+func TestReportWithoutScales(t *testing.T) {
+	spec, src := fixedRun(t)
+	spec.Questionnaire.Scales = nil
+	for i := range spec.Questionnaire.Items {
+		spec.Questionnaire.Items[i].Scale = ""
+	}
+	a, err := results.Analyze(context.Background(), src, spec, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Reliability) != 0 || len(a.Agreement) != 0 {
+		t.Fatalf("%d reliability and %d agreement rows without scales", len(a.Reliability), len(a.Agreement))
+	}
+	var b bytes.Buffer
+	if err := Write(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, "The questionnaire has no scales.") || !strings.Contains(page, "(no scale)") {
+		t.Error("report without scales does not say so")
+	}
+	if n := strings.Count(page, `width="14" height="14"`); n != 2*50*10 {
+		t.Errorf("%d heatmap squares, want %d", n, 2*50*10)
+	}
+}
