@@ -138,7 +138,7 @@ func scaleCharts(a *results.Analysis) []scaleChart {
 				row := scaleRow{Y: scaleTop + float64(p)*scaleRowH + scaleRowH/2}
 				first := true
 				for sd := range s.Seeds {
-					sc := a.Scales[((m*len(s.Personas)+p)*len(s.Seeds)+sd)*nk+k]
+					sc := a.ScaleScore(m, p, sd, k)
 					if sc.Mean == nil {
 						continue
 					}
@@ -252,7 +252,7 @@ func heatmaps(a *results.Analysis) []heatmap {
 				var sum float64
 				n := 0
 				for sd := range s.Seeds {
-					c := a.Cells[((m*len(s.Seeds)+sd)*len(s.Questionnaire.Items)+it)*np+p]
+					c := a.Cells[a.Index(m, sd, it, p)]
 					if c.Scored {
 						sum += float64(c.Score)
 						n++

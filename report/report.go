@@ -223,7 +223,7 @@ func agreeTables(a *results.Analysis) []agreeTable {
 		for p := range s.Personas {
 			row := agreeRow{Persona: s.Personas[p].ID}
 			for k := range a.ScaleIDs {
-				ag := a.Agreement[(m*len(s.Personas)+p)*nk+k]
+				ag := a.AgreementOf(m, p, k)
 				fill := "#ffffff"
 				if r := ag.Range(); r != nil && hi > lo {
 					// White for no movement, deepening orange as the range nears half the scale.

@@ -192,10 +192,22 @@ func (an *analyzer) finish() *Analysis {
 	return a
 }
 
-// index is the cell index of (model, seed, item, persona), the inverse of experiment.Spec.Cell.
-func (a *Analysis) index(m, sd, it, p int) int {
+// Index is the cell index of (model, seed, item, persona), all indexes into the spec's slices: the inverse of
+// experiment.Spec.Cell.
+func (a *Analysis) Index(m, sd, it, p int) int {
 	s := a.Spec
 	return ((m*len(s.Seeds)+sd)*len(s.Questionnaire.Items)+it)*len(s.Personas) + p
+}
+
+// ScaleScore returns the score of scale k for (model m, persona p, seed sd): Scales is in that order.
+func (a *Analysis) ScaleScore(m, p, sd, k int) ScaleScore {
+	s := a.Spec
+	return a.Scales[((m*len(s.Personas)+p)*len(s.Seeds)+sd)*len(a.ScaleIDs)+k]
+}
+
+// AgreementOf returns the seed agreement of scale k for (model m, persona p): Agreement is in that order.
+func (a *Analysis) AgreementOf(m, p, k int) Agreement {
+	return a.Agreement[(m*len(a.Spec.Personas)+p)*len(a.ScaleIDs)+k]
 }
 
 // ScaleItems returns the indexes of the items of scale k, in questionnaire order.
@@ -223,7 +235,7 @@ func (a *Analysis) reliability() {
 				for p := range s.Personas {
 					x[p] = make([]float64, len(items))
 					for j, it := range items {
-						c := a.Cells[a.index(m, sd, it, p)]
+						c := a.Cells[a.Index(m, sd, it, p)]
 						if !c.Scored {
 							x[p][j] = psychometrics.Missing
 							missing++
@@ -266,7 +278,7 @@ func (a *Analysis) modalShare(m, it, p int) (share float64, ok bool) {
 	counts := map[int16]int{}
 	n, top := 0, 0
 	for sd := range a.Spec.Seeds {
-		c := a.Cells[a.index(m, sd, it, p)]
+		c := a.Cells[a.Index(m, sd, it, p)]
 		if c.Option < 0 {
 			continue
 		}
@@ -305,13 +317,12 @@ func (a *Analysis) itemModalShares() []*float64 {
 // agreement fills Agreement from the scale scores (model, persona, seed, scale order) and the answers.
 func (a *Analysis) agreement() {
 	s := a.Spec
-	nk := len(a.ScaleIDs)
 	for m := range s.Models {
 		for p := range s.Personas {
 			for k := range a.ScaleIDs {
 				var vals []float64
 				for sd := range s.Seeds {
-					if sc := a.Scales[((m*len(s.Personas)+p)*len(s.Seeds)+sd)*nk+k]; sc.Mean != nil {
+					if sc := a.ScaleScore(m, p, sd, k); sc.Mean != nil {
 						vals = append(vals, *sc.Mean)
 					}
 				}
