@@ -212,9 +212,10 @@ func TestReportNumbersMatchCSVs(t *testing.T) {
 	col, rows = readCSV(t, filepath.Join(dir, results.ItemsFile))
 	for _, r := range rows {
 		key := "item/" + r[col["model"]] + "/" + r[col["seed"]] + "/" + r[col["scale"]] + "/" + r[col["item_id"]]
-		for _, stat := range []string{"mean", "item_rest_r", "alpha_if_dropped", "modal_share"} {
+		for _, stat := range []string{"mean", "sd", "item_rest_r", "alpha_if_dropped", "modal_share"} {
 			expect(key+"/"+stat, r[col[stat]], sameStat)
 		}
+		expect(key+"/n", r[col["n"]], equal)
 	}
 	col, rows = readCSV(t, filepath.Join(dir, results.AgreementFile))
 	for _, r := range rows {
