@@ -30,9 +30,9 @@ const (
 //     is first oriented so its loadings sum to zero or more, as fa() does). On a scale whose items all load
 //     positively Vt = sum(R).
 //
-// psych's default, fm = "minres", fits the loadings with R's L-BFGS-B optimiser, whose stopping rule leaves
-// the result about 1e-5 from the optimum, so no other implementation can match it to 1e-9; principal axis is
-// a fixed sequence of eigen decompositions and matches exactly. With one factor omega hierarchical is not
+// psych's default, fm = "minres", fits the uniquenesses with R's L-BFGS-B optimiser: its result is where
+// that optimiser stops, which another implementation cannot reproduce to 1e-9 short of porting it step for
+// step. Principal axis is a fixed sequence of eigen decompositions and matches psych to about 1e-14. With one factor omega hierarchical is not
 // defined; psych says so too.
 //
 // cols lists the columns of x to use; ComputeAlpha's Alpha.Items are the usual choice (psych's omega cannot
