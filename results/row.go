@@ -1,4 +1,4 @@
-// Package results turns the records of a run into its outputs (DESIGN.md §8): results.jsonl and results.csv
+// Package results turns the records of a run into its outputs: results.jsonl and results.csv
 // with one row per cell in submission order, summary.json, scales.csv with the mean score of every scale, and
 // the psychometrics of Analysis: reliability.csv, items.csv and agreement.csv.
 //
