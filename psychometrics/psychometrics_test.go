@@ -141,7 +141,7 @@ func check(t *testing.T, ref *refCase, names []string, x [][]float64) {
 // TestBFI compares with psych on its bfi data: 2800 respondents with missing answers, reverse-keyed items.
 func TestBFI(t *testing.T) {
 	ref := readReference(t)
-	for _, name := range []string{"bfi_A", "bfi_C"} {
+	for _, name := range []string{"bfi_A", "bfi_C", "bfi_A_constant"} {
 		t.Run(name, func(t *testing.T) {
 			names, x := matrix(t, name+".csv")
 			missing := 0

@@ -7,12 +7,13 @@
 # Writes into psychometrics/testdata:
 #   bfi_A.csv, bfi_C.csv      psych's bfi Agreeableness and Conscientiousness items (2800 respondents), reverse-keyed
 #                             items scored min + max - x = 7 - x, NA kept as missing (empty in the CSV)
+#   bfi_A_constant.csv        bfi_A.csv with a sixth item K that everyone answered 3
 #   quickstart_cells.csv      the quickstart's cells: index, model, seed, scale, item_id, persona_id, status,
 #                             option_id, score (empty when missing), tokens, cost, latency and attempts; results.csv's
 #                             columns. The results and report tests replay it as a fixed run.
 #   reference.csv             case, stat, item, value: psych's numbers, 17 significant digits
 #
-# Cases: bfi_A, bfi_C; and for every model x seed x scale of the quickstart, "quickstart/<model>/<seed>/<scale>" on
+# Cases: bfi_A, bfi_C, bfi_A_constant; and for every model x seed x scale of the quickstart, "quickstart/<model>/<seed>/<scale>" on
 # the personas x items matrix of scores, and "quickstart-missing/..." on the same matrix with every cell whose
 # index is a multiple of 7 missing (as an unparsed or failed answer is).
 #
@@ -61,6 +62,11 @@ write.csv(bfiA, file.path(dir, "bfi_A.csv"), row.names = FALSE, na = "")
 write.csv(bfiC, file.path(dir, "bfi_C.csv"), row.names = FALSE, na = "")
 reference("bfi_A", bfiA)
 reference("bfi_C", bfiC)
+# An item everyone answered alike: psych's alpha() deletes it ("had no variance"), omega() is given the rest.
+bfiK <- bfiA
+bfiK$K <- 3
+write.csv(bfiK, file.path(dir, "bfi_A_constant.csv"), row.names = FALSE, na = "")
+reference("bfi_A_constant", bfiK)
 
 # The quickstart: results.csv's score column is already reverse-keyed (min + max - weight), empty when missing.
 res <- read.csv(args[1], colClasses = "character")
