@@ -331,7 +331,7 @@ func histograms(a *results.Analysis) (latency, attempts histogram) {
 		}
 	}
 	latency = histogram{Title: "Call latency", XLabel: "latency (ms)"}
-	attempts = histogram{Title: "Attempts per cell", XLabel: "attempts (1 = no retry)"}
+	attempts = histogram{Title: "Attempts per cell", XLabel: "attempt of the pass that recorded the cell (1 = no retry)"}
 	if len(lat) == 0 {
 		latency.Empty, attempts.Empty = true, true
 		return latency, attempts
