@@ -14,6 +14,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // Output file names, written into the export directory.
@@ -41,14 +42,12 @@ type Summary struct {
 	RunID string `json:"run_id"`
 	Name  string `json:"name"`
 	// Cells is the number of cells of the grid; OK + Unparsed + Failed == Cells (cells never run count as failed).
-	Cells            int     `json:"cells"`
-	OK               int     `json:"ok"`
-	Unparsed         int     `json:"unparsed"`
-	Failed           int     `json:"failed"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	ElapsedSeconds   float64 `json:"elapsed_seconds"`
+	Cells    int `json:"cells"`
+	OK       int `json:"ok"`
+	Unparsed int `json:"unparsed"`
+	Failed   int `json:"failed"`
+	usage.Usage
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
 	Errors []string `json:"errors"`
 	// Models has one entry per model of the spec, in spec order.
@@ -57,14 +56,12 @@ type Summary struct {
 
 // ModelSummary is the part of a Summary that concerns one model.
 type ModelSummary struct {
-	Model            string  `json:"model"`
-	Cells            int     `json:"cells"`
-	OK               int     `json:"ok"`
-	Unparsed         int     `json:"unparsed"`
-	Failed           int     `json:"failed"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
+	Model    string `json:"model"`
+	Cells    int    `json:"cells"`
+	OK       int    `json:"ok"`
+	Unparsed int    `json:"unparsed"`
+	Failed   int    `json:"failed"`
+	usage.Usage
 }
 
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
@@ -239,12 +236,13 @@ func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *
 
 func (z *summarizer) add(r *Row) {
 	m := &z.s.Models[z.models[r.Model]]
+	u := usage.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD}
 	for _, c := range []struct {
-		cells, ok, unparsed, failed, pt, ct *int
-		cost                                *float64
+		cells, ok, unparsed, failed *int
+		usage                       *usage.Usage
 	}{
-		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.PromptTokens, &z.s.CompletionTokens, &z.s.CostUSD},
-		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.PromptTokens, &m.CompletionTokens, &m.CostUSD},
+		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.Usage},
+		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.Usage},
 	} {
 		*c.cells++
 		switch r.Status {
@@ -255,9 +253,7 @@ func (z *summarizer) add(r *Row) {
 		default:
 			*c.failed++
 		}
-		*c.pt += r.PromptTokens
-		*c.ct += r.CompletionTokens
-		*c.cost += r.CostUSD
+		c.usage.Add(u)
 	}
 	if r.ErrorClass != "" && len(z.s.Errors) < maxErrors {
 		e := r.ErrorClass + ": " + r.ErrorMessage
