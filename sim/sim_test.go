@@ -466,6 +466,9 @@ func TestRequestLog(t *testing.T) {
 			t.Fatalf("status %d: %s", resp.StatusCode, b)
 		}
 	}
+	// An entry is complete (Done set, its line written) only after its response was flushed: the client may read
+	// the response first. Close waits for the handlers.
+	ts.Close()
 	log := s.Requests()
 	if len(log) != 2 {
 		t.Fatalf("log has %d entries, want 2: %+v", len(log), log)
@@ -486,7 +489,10 @@ func TestRequestLog(t *testing.T) {
 	if want := log[0]; err != nil || !first.Time.Equal(want.Time) {
 		t.Errorf("RequestLog line %s (err %v), want time %v", lines[0], err, want.Time)
 	}
-	first.Time = log[0].Time
+	if !first.Done.Equal(log[0].Done) || first.Done.Before(first.Time) {
+		t.Errorf("RequestLog line %s, want done %v, not before the arrival", lines[0], log[0].Done)
+	}
+	first.Time, first.Done = log[0].Time, log[0].Done
 	if first != log[0] {
 		t.Errorf("RequestLog line %s (err %v), want %+v", lines[0], err, log[0])
 	}
