@@ -417,3 +417,33 @@ func abort(w http.ResponseWriter) {
 	}
 	_ = conn.Close() // nothing is left to tell the client
 }
+
+// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body, from the chat
+// or embeddings endpoint.
+func (r Request) Answered() bool {
+	return r.Status == http.StatusOK && r.Fault != FaultMalformed &&
+		(r.Endpoint == "/v1/chat/completions" || r.Endpoint == "/v1/embeddings")
+}
+
+// RequestedAfterAnswer returns, for each cell requested again after (or while) one of its requests was being
+// answered (see Request.Answered), how many such requests there were: the calls a client paid for twice, unless
+// it lost the first answer. Requests are taken in order of arrival; those without a cell are ignored.
+func RequestedAfterAnswer(log []Request) map[string]int {
+	log = slices.Clone(log)
+	slices.SortStableFunc(log, func(a, b Request) int { return a.Time.Compare(b.Time) })
+	answered := map[string]time.Time{} // arrival of each cell's first answered request
+	again := map[string]int{}
+	for _, r := range log {
+		if r.Cell == "" {
+			continue
+		}
+		if at, ok := answered[r.Cell]; ok && !r.Time.Before(at) {
+			again[r.Cell]++
+			continue
+		}
+		if r.Answered() {
+			answered[r.Cell] = r.Time
+		}
+	}
+	return again
+}

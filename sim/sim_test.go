@@ -551,3 +551,31 @@ func TestContentPartsAndTokenInputs(t *testing.T) {
 			resp.StatusCode, len(e.Data), e.Usage, err)
 	}
 }
+
+func TestRequestedAfterAnswer(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	const chat = "/v1/chat/completions"
+	log := []Request{
+		// a: a 500, then answered: nothing asked twice.
+		{Time: at(0), Endpoint: chat, Cell: "a", Status: 500},
+		{Time: at(10), Endpoint: chat, Cell: "a", Status: 200},
+		// b: a malformed 200 is no answer; the second is; a third request after it is a repeat, and so is one
+		// listed earlier in the log but arriving later.
+		{Time: at(50), Endpoint: chat, Cell: "b", Status: 200},
+		{Time: at(0), Endpoint: chat, Cell: "b", Status: 200, Fault: FaultMalformed},
+		{Time: at(20), Endpoint: chat, Cell: "b", Status: 200},
+		{Time: at(30), Endpoint: chat, Cell: "b", Status: 499},
+		// c: answered once; no cell header is ignored.
+		{Time: at(5), Endpoint: chat, Cell: "c", Status: 200},
+		{Time: at(6), Endpoint: chat, Status: 200},
+		{Time: at(7), Endpoint: chat, Status: 200},
+	}
+	got := RequestedAfterAnswer(log)
+	if len(got) != 1 || got["b"] != 2 {
+		t.Errorf("RequestedAfterAnswer = %v, want b twice", got)
+	}
+	if log[2].Cell != "b" || !log[2].Time.Equal(at(50)) {
+		t.Error("RequestedAfterAnswer reordered its argument")
+	}
+}

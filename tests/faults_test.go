@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,33 +221,12 @@ func checkRecordedOnce(t *testing.T, s *stack, spec *experiment.Spec, res workfl
 	return rows
 }
 
-// answered reports whether a logged request got an answer the runner can use: HTTP 200 with a whole body.
-func answered(r sim.Request) bool {
-	return r.Endpoint == "/v1/chat/completions" && r.Status == http.StatusOK && r.Fault != sim.FaultMalformed
-}
-
 // checkNoAnsweredCallResent checks the simulator's request log: no cell was requested again after (or while) a
 // request of it was being answered with HTTP 200 and a usable body. With no process killed, no call is ever
 // in flight when its pass starts again, so none may be repeated.
 func checkNoAnsweredCallResent(t *testing.T, log []sim.Request) {
 	t.Helper()
-	log = slices.Clone(log)
-	slices.SortStableFunc(log, func(a, b sim.Request) int { return a.Time.Compare(b.Time) })
-	firstOK := map[string]time.Time{}
-	again := map[string]int{}
-	for _, r := range log {
-		if r.Cell == "" {
-			continue
-		}
-		if at, ok := firstOK[r.Cell]; ok && !r.Time.Before(at) {
-			again[r.Cell]++
-			continue
-		}
-		if answered(r) {
-			firstOK[r.Cell] = r.Time
-		}
-	}
-	if len(again) > 0 {
+	if again := sim.RequestedAfterAnswer(log); len(again) > 0 {
 		t.Errorf("%d cells were requested again after an answered request, e.g. %v", len(again), firstKeys(again, 5))
 	}
 }

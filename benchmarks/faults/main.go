@@ -180,7 +180,7 @@ func runCase(st *bench.Stack, c faultCase, lat sim.Latency, seed int64, timeout 
 	if err != nil && o.err == nil {
 		o.err = err
 	}
-	o.resent = resentAfterOK(s.Requests())
+	o.resent = len(sim.RequestedAfterAnswer(s.Requests()))
 	if runErr == nil {
 		if err := countRows(filepath.Join(res.OutputDir, results.JSONLFile), &o); err != nil && o.err == nil {
 			o.err = err
@@ -231,26 +231,6 @@ func passAttempts(ctx context.Context, st *bench.Stack, id string) ([]int, error
 		return nil, errors.New("no RunSeedPass activity in the history")
 	}
 	return out, nil
-}
-
-// resentAfterOK counts the cells requested again after a request of theirs was answered with a usable 200.
-func resentAfterOK(log []sim.Request) int {
-	slices.SortStableFunc(log, func(a, b sim.Request) int { return a.Time.Compare(b.Time) })
-	firstOK := map[string]time.Time{}
-	again := map[string]bool{}
-	for _, r := range log {
-		if r.Cell == "" {
-			continue
-		}
-		if at, ok := firstOK[r.Cell]; ok && !r.Time.Before(at) {
-			again[r.Cell] = true
-			continue
-		}
-		if r.Status == http.StatusOK && r.Fault != sim.FaultMalformed {
-			firstOK[r.Cell] = r.Time
-		}
-	}
-	return len(again)
 }
 
 // countRows reads results.jsonl into o's counts.
