@@ -2,19 +2,17 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 )
 
 func openTemp(t testing.TB) *SQLite {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "sub", "results.db"))
+	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "sub", "results.db"))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -29,185 +27,15 @@ func rec(i int) Record {
 	}
 }
 
-func TestRunRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	if _, err := s.LoadRun(ctx, "r1"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("LoadRun of a missing run: got %v, want ErrNotFound", err)
-	}
-	spec := []byte(`{"name":"x"}`)
-	if err := s.SaveRun(ctx, "r1", spec); err != nil {
-		t.Fatalf("SaveRun: %v", err)
-	}
-	if err := s.SaveRun(ctx, "r1", spec); err != nil {
-		t.Fatalf("SaveRun again with the same bytes: %v", err)
-	}
-	if err := s.SaveRun(ctx, "r1", []byte(`{"name":"y"}`)); err == nil {
-		t.Fatal("SaveRun with different bytes: got nil error")
-	}
-	got, err := s.LoadRun(ctx, "r1")
-	if err != nil || string(got) != string(spec) {
-		t.Fatalf("LoadRun = %q, %v; want %q", got, err, spec)
-	}
-
-	// Records may land before the spec is saved; the spec is still accepted afterwards.
-	if err := s.Put(ctx, "r2", []Record{rec(0)}); err != nil {
-		t.Fatalf("Put before SaveRun: %v", err)
-	}
-	if _, err := s.LoadRun(ctx, "r2"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("LoadRun of a run with records but no spec: got %v, want ErrNotFound", err)
-	}
-	if err := s.SaveRun(ctx, "r2", spec); err != nil {
-		t.Fatalf("SaveRun after Put: %v", err)
-	}
-
-	if err := s.DeleteRun(ctx, "r2"); err != nil {
-		t.Fatalf("DeleteRun: %v", err)
-	}
-	if _, err := s.LoadRun(ctx, "r2"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("LoadRun after DeleteRun: got %v, want ErrNotFound", err)
-	}
-	if c, err := s.Counts(ctx, "r2"); err != nil || c != (Counts{}) {
-		t.Fatalf("Counts after DeleteRun = %+v, %v; want zero", c, err)
-	}
-	if err := s.DeleteRun(ctx, "nope"); err != nil {
-		t.Fatalf("DeleteRun of a missing run: %v", err)
-	}
-}
-
-func TestPutRecordsRoundTripAndUpsert(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	var in []Record
-	for i := range 10 {
-		in = append(in, rec(i))
-	}
-	in[3] = Record{Index: 3, Status: StatusFailed, ErrorClass: "InvalidRequest", ErrorMessage: "context too long", Attempts: 1}
-	in[4] = Record{Index: 4, Status: StatusUnparsed, Raw: "maybe 2 or 3", Candidates: "2,3", Attempts: 2}
-	if err := s.Put(ctx, "run", in); err != nil {
-		t.Fatalf("Put: %v", err)
-	}
-	got, err := s.Records(ctx, "run", 0, 100)
-	if err != nil {
-		t.Fatalf("Records: %v", err)
-	}
-	if !reflect.DeepEqual(got, in) {
-		t.Fatalf("Records round trip:\n got %+v\nwant %+v", got, in)
-	}
-
-	// Upsert: index 5 replaced, index 20 added, within one batch the last record of an index wins.
-	up := []Record{{Index: 5, Status: StatusFailed, ErrorClass: "x"}, {Index: 20, Status: StatusOK}, {Index: 5, Status: StatusUnparsed, Raw: "last"}}
-	if err := s.Put(ctx, "run", up); err != nil {
-		t.Fatalf("Put upsert: %v", err)
-	}
-	got, err = s.Records(ctx, "run", 5, 6)
-	if err != nil || len(got) != 1 || got[0] != up[2] {
-		t.Fatalf("Records after upsert = %+v, %v; want [%+v]", got, err, up[2])
-	}
-	c, err := s.Counts(ctx, "run")
-	if err != nil {
-		t.Fatalf("Counts: %v", err)
-	}
-	if c.Records != 11 || c.OK != 8 || c.Unparsed != 2 || c.Failed != 1 {
-		t.Fatalf("Counts = %+v; want 11 records: 8 ok, 2 unparsed, 1 failed", c)
-	}
-	if want := 7 * 2; c.CompletionTokens != want {
-		t.Fatalf("Counts.CompletionTokens = %d, want %d", c.CompletionTokens, want)
-	}
-}
-
-func TestRecordsRange(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	var in []Record
-	for _, i := range []int{0, 1, 2, 5, 7, 8, 9} {
-		in = append(in, rec(i))
-	}
-	if err := s.Put(ctx, "run", in); err != nil {
-		t.Fatalf("Put: %v", err)
-	}
-	if err := s.Put(ctx, "other", []Record{rec(3), rec(4)}); err != nil {
-		t.Fatalf("Put other run: %v", err)
-	}
-	for _, tc := range []struct {
-		start, end int
-		want       []int
-	}{
-		{0, 10, []int{0, 1, 2, 5, 7, 8, 9}},
-		{2, 8, []int{2, 5, 7}},
-		{3, 5, nil},
-		{9, 9, nil},
-		{100, 200, nil},
-	} {
-		got, err := s.Records(ctx, "run", tc.start, tc.end)
-		if err != nil {
-			t.Fatalf("Records(%d, %d): %v", tc.start, tc.end, err)
-		}
-		var idx []int
-		for _, r := range got {
-			idx = append(idx, r.Index)
-		}
-		if !reflect.DeepEqual(idx, tc.want) {
-			t.Errorf("Records(%d, %d) indexes = %v, want %v", tc.start, tc.end, idx, tc.want)
-		}
-	}
-}
-
-func TestScanStreamsAllPagesInOrder(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	n := 2*scanPage + 17
-	var in []Record
-	for i := n - 1; i >= 0; i-- { // written out of order
-		if i%7 != 3 {
-			in = append(in, rec(i))
-		}
-	}
-	if err := s.Put(ctx, "run", in); err != nil {
-		t.Fatalf("Put: %v", err)
-	}
-	prev, count := -1, 0
-	err := s.Scan(ctx, "run", func(r Record) error {
-		if r.Index <= prev || r.Index%7 == 3 {
-			return fmt.Errorf("index %d after %d", r.Index, prev)
-		}
-		prev = r.Index
-		count++
-		return nil
-	})
-	if err != nil || count != len(in) {
-		t.Fatalf("Scan: %d records, %v; want %d, nil", count, err, len(in))
-	}
-	stop := errors.New("stop")
-	if err := s.Scan(ctx, "run", func(Record) error { return stop }); !errors.Is(err, stop) {
-		t.Fatalf("Scan with a failing callback: got %v, want %v", err, stop)
-	}
-}
-
-func TestPutRejectsBadRecordsAtomically(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	bad := []Record{rec(0), {Index: 1, Status: "done"}}
-	if err := s.Put(ctx, "run", bad); err == nil {
-		t.Fatal("Put with an unknown status: got nil error")
-	}
-	if err := s.Put(ctx, "run", []Record{{Index: -1, Status: StatusOK}}); err == nil {
-		t.Fatal("Put with a negative index: got nil error")
-	}
-	if c, _ := s.Counts(ctx, "run"); c.Records != 0 {
-		t.Fatalf("after rejected Puts, %d records stored; want 0", c.Records)
-	}
-}
-
 func TestTwoHandlesOnOneFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")
-	a, err := Open(ctx, path)
+	a, err := OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatalf("Open a: %v", err)
 	}
 	defer func() { _ = a.Close() }()
-	b, err := Open(ctx, path)
+	b, err := OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatalf("Open b: %v", err)
 	}
@@ -249,7 +77,7 @@ func TestHelperProcessWriter(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, path)
+	s, err := OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatalf("helper Open: %v", err)
 	}
@@ -271,7 +99,7 @@ func TestTwoProcessesOnOneFile(t *testing.T) {
 	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")
-	s, err := Open(ctx, path)
+	s, err := OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -75,7 +75,7 @@ func newStackWorkers(t *testing.T, cfg sim.Config, workers int) *stack {
 	hs := httptest.NewServer(simSrv)
 	t.Cleanup(hs.Close)
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "results.db"))
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,7 @@ func TestValidateJSONRoundTrip(t *testing.T) {
 
 func TestExportUnknownRun(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "results.db"))
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestExportRunInProgress(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "results.db"))
+	st, err := store.OpenSQLite(ctx, filepath.Join(dir, "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func (s *session) openStore(ctx context.Context) error {
 	if s.store != nil {
 		return nil
 	}
-	st, err := store.Open(ctx, s.flags.store())
+	st, err := store.OpenSQLite(ctx, s.flags.store())
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}

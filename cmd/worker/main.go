@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer func() { _ = zl.Sync() }()
 
-	st, err := store.Open(ctx, *storePath)
+	st, err := store.OpenSQLite(ctx, *storePath)
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}
