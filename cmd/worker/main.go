@@ -11,15 +11,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/logging"
+	"github.com/silicolab/silico/metrics"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -61,7 +65,11 @@ type options struct {
 	passes             int
 	logFormat          string
 	logLevel           string
+	metricsAddr        string
 }
+
+// defaultMetricsAddr is where the worker serves Prometheus metrics unless --metrics-addr says otherwise.
+const defaultMetricsAddr = "127.0.0.1:9464"
 
 // newFlagSet returns the worker's flag set and the options it fills. getenv supplies the defaults that come from
 // the environment. Secrets (the store's DSN may hold a password, TEMPORAL_API_KEY is one) are not made flag
@@ -80,6 +88,8 @@ func newFlagSet(stderr io.Writer, getenv func(string) string) (*flag.FlagSet, *o
 	fs.IntVar(&o.passes, "max-passes", 16, "seed passes this worker runs at once")
 	fs.StringVar(&o.logFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "serve Prometheus metrics (the Temporal SDK's) at http://<addr>/metrics; "+
+		"0.0.0.0:9464 to let a scraper on another host in, empty for none")
 	return fs, o
 }
 
@@ -116,6 +126,23 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return usageError{err}
 	}
 
+	if o.metricsAddr != "" {
+		m := metrics.NewPrometheus(func(err error) { zl.Warn("metric not served", zap.Error(err)) })
+		defer m.Close()
+		stop, err := serveMetrics(o.metricsAddr, m.HTTP)
+		switch {
+		case err == nil:
+			defer stop()
+			copts.MetricsHandler = m.Handler
+			zl.Info("serving metrics", zap.String("url", "http://"+o.metricsAddr+"/metrics"))
+		case flagSet(fs, "metrics-addr"):
+			return fmt.Errorf("serve metrics: %w", err)
+		default:
+			// Several workers on one machine: the first has the default port, the others run without.
+			zl.Warn("not serving metrics: the default address is taken; give --metrics-addr", zap.Error(err))
+		}
+	}
+
 	st, err := store.OpenSQLite(ctx, storeDSN)
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
@@ -143,6 +170,35 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return fmt.Errorf("worker: %w", err)
 	}
 	return nil
+}
+
+// serveMetrics serves h at http://addr/metrics until stop, which waits for the server to end.
+func serveMetrics(addr string, h http.Handler) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // ErrServerClosed after Shutdown
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // ctxInterrupt turns a context's end into the worker's interrupt channel.

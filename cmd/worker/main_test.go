@@ -99,3 +99,16 @@ func TestBadTLSSettingsAreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestExplicitMetricsAddressMustBeFree(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // the address stays taken
+	var stderr bytes.Buffer
+	err = run(context.Background(), []string{"--metrics-addr", ln.Addr().String(), "--store", filepath.Join(t.TempDir(), "r.db")}, &stderr, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "serve metrics") {
+		t.Fatalf("got %v, want a metrics error", err)
+	}
+}
