@@ -255,7 +255,7 @@ func TestAPIKeyIsNeverPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), fmt.Sprintf("%s", c.APIKey),
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), fmt.Sprintf("%v", c.APIKey), fmt.Sprint(c.APIKey),
 		fmt.Sprintf("%q", c.APIKey), string(b)} {
 		if strings.Contains(s, key) {
 			t.Errorf("formatted Config shows the key: %s", s)

@@ -17,6 +17,10 @@ import (
 //
 // The tables are prefixed so that silico can share a database with other programs; to keep it apart entirely,
 // give the DSN a search_path (…?search_path=silico) naming a schema of its own.
+//
+// silico_cells has no foreign key to silico_runs: its per-row check made a batch insert four times slower
+// (100,000 rows in one statement: 2.7 s with it, 0.7 s without). Put creates the run's row itself, and
+// DeleteRun removes both in one transaction.
 var pgMigrations = []string{
 	`CREATE TABLE silico_runs (
 		run     TEXT PRIMARY KEY,
@@ -24,7 +28,7 @@ var pgMigrations = []string{
 		created TIMESTAMPTZ NOT NULL DEFAULT now()
 	);
 	CREATE TABLE silico_cells (
-		run               TEXT             NOT NULL REFERENCES silico_runs(run) ON DELETE CASCADE,
+		run               TEXT             NOT NULL,
 		idx               BIGINT           NOT NULL,
 		status            TEXT             NOT NULL,
 		option_id         TEXT             NOT NULL DEFAULT '',
@@ -51,8 +55,8 @@ const pgMigrateLock = 0x5111c0
 const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
 	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached`
 
-// pgUpsert writes a whole batch in one statement and one round trip: the run's row (the cells reference it) in
-// a data-modifying CTE, and the cells from one array per column. A statement is atomic on its own, so Put needs
+// pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
+// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A statement is atomic on its own, so Put needs
 // no explicit transaction. ON CONFLICT makes a rewritten cell (a retried pass, FailUnfinished after a crash)
 // replace the earlier row, never add a second one, except that a failed record never replaces an answer. The
 // arrays must not repeat an index: one statement cannot update a row twice.
@@ -337,10 +341,16 @@ func (p *Postgres) Counts(ctx context.Context, run string) (Counts, error) {
 	return c, nil
 }
 
-// DeleteRun removes a run and all its records (the cells go with it: ON DELETE CASCADE). Deleting a run that
-// does not exist is not an error.
+// DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
 func (p *Postgres) DeleteRun(ctx context.Context, run string) error {
-	if _, err := p.pool.Exec(ctx, "DELETE FROM silico_runs WHERE run = $1", run); err != nil {
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "DELETE FROM silico_cells WHERE run = $1", run); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DELETE FROM silico_runs WHERE run = $1", run)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("store: delete run %s: %w", run, err)
 	}
 	return nil

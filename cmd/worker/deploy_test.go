@@ -96,8 +96,7 @@ var pinnedRef = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0
 // checkPinned fails unless ref names a tag other than latest, or a digest.
 func checkPinned(t *testing.T, where, ref string) {
 	t.Helper()
-	name, tag, hasTag := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
-	_ = name
+	_, tag, hasTag := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
 	digest := strings.Contains(ref, "@sha256:")
 	switch {
 	case !pinnedRef.MatchString(ref):
