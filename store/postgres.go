@@ -169,7 +169,7 @@ func (p *Postgres) SaveRun(ctx context.Context, run string, spec []byte) error {
 		case bytes.Equal(old, spec):
 			return nil
 		default:
-			return errors.New("a different spec is already saved under this run id")
+			return ErrSpecConflict
 		}
 	})
 	if err != nil {

@@ -3,6 +3,8 @@
 // WAL), the default, and PostgreSQL (pgx), which workers on several machines share. Open picks one by its DSN.
 package store
 
+import "github.com/silicolab/silico/usage"
+
 // Cell statuses.
 const (
 	StatusOK       = "ok"
@@ -28,4 +30,9 @@ type Record struct {
 	LatencyMS        float64 `json:"latency_ms"`
 	Attempts         int     `json:"attempts"`
 	Cached           bool    `json:"cached,omitempty"`
+}
+
+// Usage is what the record's call consumed.
+func (r Record) Usage() usage.Usage {
+	return usage.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD}
 }

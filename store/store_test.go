@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -227,6 +228,40 @@ func TestPutRecordsRoundTripAndUpsert(t *testing.T) {
 		}
 		if want := 7 * 2; c.CompletionTokens != want {
 			t.Fatalf("Counts.CompletionTokens = %d, want %d", c.CompletionTokens, want)
+		}
+	})
+}
+
+func TestFailedRecordNeverReplacesAnAnswer(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := openStore(t, b.dsn(t))
+		failed := func(i int, msg string) Record {
+			return Record{Index: i, Status: StatusFailed, ErrorClass: "ServerError", ErrorMessage: msg, Attempts: 3}
+		}
+		// Cell 0 is answered, then a late give-up arrives; cell 1 fails twice; cell 2 fails, then is answered.
+		// Within one batch the same rule holds: cell 3's answer survives the failure after it, cell 4's second
+		// failure replaces its first.
+		for _, batch := range [][]Record{
+			{rec(0), failed(1, "first"), failed(2, "first"), rec(3), failed(3, "same batch"), failed(4, "a"), failed(4, "b")},
+			{failed(0, "late give-up"), failed(1, "second"), rec(2)},
+		} {
+			if err := s.Put(ctx, "run", batch); err != nil {
+				t.Fatalf("Put: %v", err)
+			}
+		}
+		got, err := s.Records(ctx, "run", 0, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Record{rec(0), failed(1, "second"), rec(2), rec(3), failed(4, "b")}
+		if len(got) != len(want) {
+			t.Fatalf("%d records, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("cell %d = %+v, want %+v", i, got[i], want[i])
+			}
 		}
 	})
 }
@@ -458,4 +493,96 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "store: %s is not set: the PostgreSQL back end is not tested\n", postgresEnv)
 	}
 	os.Exit(m.Run())
+}
+
+// TestWritersOnTwoHandles has two handles on one store (two processes' worth of connections) write through a
+// Writer each, interleaved cells of one run.
+func TestWritersOnTwoHandles(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		dsn := b.dsn(t)
+		handles := []Store{openStore(t, dsn), openStore(t, dsn)}
+		const perHandle = 2000
+		errc := make(chan error, 2)
+		for h, s := range handles {
+			go func() {
+				w := NewWriter(s, "run", WriterOptions{})
+				for i := range perHandle {
+					if err := w.Add(ctx, rec(2*i+h)); err != nil {
+						_ = w.Close(ctx)
+						errc <- err
+						return
+					}
+				}
+				errc <- w.Close(ctx)
+			}()
+		}
+		for range 2 {
+			if err := <-errc; err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+		}
+		for h, s := range handles {
+			if n := count(t, s, "run"); n != 2*perHandle {
+				t.Fatalf("Counts via handle %d = %d records, want %d", h, n, 2*perHandle)
+			}
+		}
+	})
+}
+
+// helperDSN names the store TestHelperProcessWriter writes to.
+const helperDSN = "SILICO_STORE_HELPER_DSN"
+
+// TestHelperProcessWriter is not a test: TestTwoProcessesOnOneStore runs the test binary again with this test
+// selected, as a second process writing to the same store.
+func TestHelperProcessWriter(t *testing.T) {
+	dsn := os.Getenv(helperDSN)
+	if dsn == "" {
+		t.Skip("helper process only")
+	}
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	w := NewWriter(s, "run", WriterOptions{})
+	for i := range 1000 {
+		if err := w.Add(ctx, rec(2*i+1)); err != nil {
+			t.Fatalf("helper Add: %v", err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("helper Close: %v", err)
+	}
+}
+
+func TestTwoProcessesOnOneStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		dsn := b.dsn(t)
+		s := openStore(t, dsn)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessWriter$", "-test.count=1")
+		cmd.Env = append(os.Environ(), helperDSN+"="+dsn)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start helper: %v", err)
+		}
+		w := NewWriter(s, "run", WriterOptions{})
+		for i := range 1000 {
+			if err := w.Add(ctx, rec(2*i)); err != nil {
+				t.Fatalf("Add: %v", err)
+			}
+		}
+		werr := w.Close(ctx)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("helper process: %v\n%s", err, out.String())
+		}
+		if werr != nil {
+			t.Fatalf("Close: %v", werr)
+		}
+		if n := count(t, s, "run"); n != 2000 {
+			t.Fatalf("%d records stored by two processes, want 2000", n)
+		}
+	})
 }

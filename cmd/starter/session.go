@@ -89,7 +89,7 @@ type session struct {
 	sim    *http.Server
 	simURL string
 	simLog io.Closer
-	store  *store.SQLite
+	store  store.Store
 	worker worker.Worker
 	// shared is the server of another starter on the same state dir, when this session uses it.
 	shared *serverInfo
@@ -212,7 +212,7 @@ func (s *session) openStore(ctx context.Context) error {
 	if s.store != nil {
 		return nil
 	}
-	st, err := store.OpenSQLite(ctx, s.flags.store())
+	st, err := store.Open(ctx, s.flags.store())
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}

@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		}
 	}
 
-	st, err := store.OpenSQLite(ctx, storeDSN)
+	st, err := store.Open(ctx, storeDSN)
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}
