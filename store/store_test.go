@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,11 +14,13 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/silicolab/silico/store/storetest"
 )
 
 // postgresEnv names the variable holding the DSN of a PostgreSQL database for the tests (CI sets it). Without
 // it the PostgreSQL half of the suite skips.
-const postgresEnv = "SILICO_TEST_POSTGRES"
+const postgresEnv = storetest.EnvPostgres
 
 // backend makes fresh stores of one kind for the suite.
 type backend struct {
@@ -53,42 +53,11 @@ func openStore(t testing.TB, dsn string) Store {
 	return s
 }
 
-// pgTestDSN makes a PostgreSQL schema of its own for the test (tests of parallel packages and runs share the
-// database) and returns the DSN that uses it. The schema is dropped when the test ends.
-func pgTestDSN(t testing.TB) string {
-	t.Helper()
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skipf("%s is not set: PostgreSQL store tests skipped", postgresEnv)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "silico_test_" + hex.EncodeToString(b)
-	pgExec(t, base, "CREATE SCHEMA "+schema)
-	t.Cleanup(func() { pgExec(t, base, "DROP SCHEMA "+schema+" CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("%s: %v", postgresEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// pgTestDSN is the DSN of a fresh PostgreSQL schema for the test.
+func pgTestDSN(t testing.TB) string { return storetest.PostgresDSN(t) }
 
 // pgExec runs one statement on its own connection.
-func pgExec(t testing.TB, dsn, sql string) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to PostgreSQL: %v", err)
-	}
-	defer func() { _ = c.Close(ctx) }()
-	if _, err := c.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
+func pgExec(t testing.TB, dsn, sql string) { storetest.Exec(t, dsn, sql) }
 
 func count(t testing.TB, s Store, run string) int {
 	t.Helper()
