@@ -150,12 +150,9 @@ type FlagSet interface {
 // Flags are the TLS and API key flags. Their defaults are empty, so that --help shows no value taken from the
 // environment (the API key above all); Config reads the environment for what the command line leaves unset.
 type Flags struct {
-	tls                                     bool
-	tlsCert, tlsKey, tlsCA, tlsServer, apiK string
+	tls                                       bool
+	tlsCert, tlsKey, tlsCA, tlsServer, apiKey string
 }
-
-// FlagNames lists the flags Register adds.
-var FlagNames = []string{"tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name", "api-key"}
 
 // Register adds the flags to fs.
 func (f *Flags) Register(fs FlagSet) {
@@ -164,7 +161,7 @@ func (f *Flags) Register(fs FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key-path", "", "private key of the client certificate, PEM (env "+EnvTLSKey+")")
 	fs.StringVar(&f.tlsCA, "tls-ca-path", "", "CA certificate that verifies the server, PEM; default: the system's roots (env "+EnvTLSCA+")")
 	fs.StringVar(&f.tlsServer, "tls-server-name", "", "server name to verify, when not the address's host (env "+EnvTLSServerName+")")
-	fs.StringVar(&f.apiK, "api-key", "", "Temporal Cloud API key; prefer the environment, which no process listing shows (env "+EnvAPIKey+")")
+	fs.StringVar(&f.apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment, which no process listing shows (env "+EnvAPIKey+")")
 }
 
 // Config combines the flags with the environment (getenv: os.Getenv in production) into a Config for address
@@ -178,7 +175,7 @@ func (f *Flags) Config(address, namespace string, getenv func(string) string) (C
 		TLSKey:        first(f.tlsKey, getenv(EnvTLSKey), getenv(EnvTLSKeyLegacy)),
 		TLSCA:         first(f.tlsCA, getenv(EnvTLSCA), getenv(EnvTLSCALegacy)),
 		TLSServerName: first(f.tlsServer, getenv(EnvTLSServerName)),
-		APIKey:        Secret(first(f.apiK, getenv(EnvAPIKey))),
+		APIKey:        Secret(first(f.apiKey, getenv(EnvAPIKey))),
 	}
 	if v := getenv(EnvTLS); v != "" && !f.tls {
 		on, err := strconv.ParseBool(v)
