@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	"go.temporal.io/sdk/client"
@@ -185,6 +186,19 @@ func (f *Flags) Config(address, namespace string, getenv func(string) string) (C
 		c.TLS = on
 	}
 	return c, nil
+}
+
+// WithoutOwnVariables returns getenv blind to the variables this package reads and to extra (the results
+// store's DSN, say). A spec names the variable its model's API key is read from (api_key_env), and whoever starts
+// a workflow writes the spec: the lookup that serves specs must never hand out TEMPORAL_API_KEY, which would then
+// be sent to the spec's endpoint.
+func WithoutOwnVariables(getenv func(string) string, extra ...string) func(string) string {
+	return func(name string) string {
+		if slices.Contains(EnvVars, name) || slices.Contains(extra, name) {
+			return ""
+		}
+		return getenv(name)
+	}
 }
 
 func first(vals ...string) string {

@@ -277,3 +277,13 @@ func TestAPIKeyIsNeverPrinted(t *testing.T) {
 		t.Errorf("error: %v", err)
 	}
 }
+
+func TestWithoutOwnVariables(t *testing.T) {
+	e := env{EnvAPIKey: "cloud-key", "SILICO_STORE": "postgres://u:pw@h/db", "OPENAI_API_KEY": "sk-model", EnvTLSKey: "k.pem"}
+	get := WithoutOwnVariables(e.get, "SILICO_STORE")
+	for name, want := range map[string]string{EnvAPIKey: "", "SILICO_STORE": "", EnvTLSKey: "", "OPENAI_API_KEY": "sk-model"} {
+		if got := get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}

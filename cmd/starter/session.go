@@ -194,7 +194,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	if f.embedded() && opts.worker && s.shared == nil {
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
-			Getenv: os.Getenv,
+			Getenv: cluster.WithoutOwnVariables(os.Getenv, envStore),
 			SimURL: s.simURL,
 		})
 		if err != nil {

@@ -154,8 +154,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	}
 	defer c.Close()
 	w, err := workerhost.New(c, workerhost.Config{
-		Store:               st,
-		Getenv:              getenv,
+		Store: st,
+		// Specs name the variables their models' keys are read from; never this worker's own credentials.
+		Getenv:              cluster.WithoutOwnVariables(getenv, envStore),
 		SimURL:              o.simURL,
 		OutputRoot:          o.output,
 		MaxConcurrentPasses: o.passes,
