@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,9 +24,11 @@ import (
 // DeleteRun removes both in one transaction.
 var pgMigrations = []string{
 	`CREATE TABLE silico_runs (
-		run     TEXT PRIMARY KEY,
-		spec    BYTEA,
-		created TIMESTAMPTZ NOT NULL DEFAULT now()
+		run        TEXT PRIMARY KEY,
+		spec       BYTEA,
+		created    TIMESTAMPTZ NOT NULL DEFAULT now(),
+		-- the run's wall time as its workflow measured it when it exported; NULL before that
+		elapsed_ms BIGINT
 	);
 	CREATE TABLE silico_cells (
 		run               TEXT             NOT NULL,
@@ -189,6 +192,34 @@ func (p *Postgres) LoadRun(ctx context.Context, run string) ([]byte, error) {
 		return nil, fmt.Errorf("store: load run %s: %w", run, err)
 	}
 	return spec, nil
+}
+
+// SetElapsed records the wall time of a run (from its start to its export), for exports made later from the
+// store alone. The run need not exist yet.
+func (p *Postgres) SetElapsed(ctx context.Context, run string, d time.Duration) error {
+	if _, err := p.pool.Exec(ctx, `INSERT INTO silico_runs (run, elapsed_ms) VALUES ($1, $2)
+		ON CONFLICT (run) DO UPDATE SET elapsed_ms = excluded.elapsed_ms`, run, d.Milliseconds()); err != nil {
+		return fmt.Errorf("store: set elapsed %s: %w", run, err)
+	}
+	return nil
+}
+
+// Elapsed returns the wall time of a run: what SetElapsed recorded, else (a run still going, or one that never
+// exported) the time since the run was created in the store. ErrNotFound when the run does not exist.
+func (p *Postgres) Elapsed(ctx context.Context, run string, now time.Time) (time.Duration, error) {
+	var ms *int64
+	var created time.Time
+	err := p.pool.QueryRow(ctx, "SELECT elapsed_ms, created FROM silico_runs WHERE run = $1", run).Scan(&ms, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("store: elapsed of %s: %w", run, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: elapsed of %s: %w", run, err)
+	}
+	if ms != nil {
+		return time.Duration(*ms) * time.Millisecond, nil
+	}
+	return max(0, now.Sub(created)), nil
 }
 
 // Put writes the records of a run in one statement (one round trip): all of them are durable when it returns

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -591,4 +592,36 @@ func TestEveryRecordFieldRoundTrips(t *testing.T) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got[0], in)
 		}
 	})
+}
+
+func TestPostgresElapsed(t *testing.T) {
+	ctx := context.Background()
+	p, err := OpenPostgres(ctx, pgTestDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Elapsed(ctx, "nope", time.Now()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Elapsed of a missing run: %v, want ErrNotFound", err)
+	}
+	if err := p.SaveRun(ctx, "r", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	// Not exported yet: the time since the run was created.
+	if d, err := p.Elapsed(ctx, "r", time.Now().Add(time.Hour)); err != nil || d < 59*time.Minute || d > 61*time.Minute {
+		t.Fatalf("Elapsed an hour after creation = %v, %v", d, err)
+	}
+	if err := p.SetElapsed(ctx, "r", 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := p.Elapsed(ctx, "r", time.Now()); err != nil || d != 1500*time.Millisecond {
+		t.Fatalf("Elapsed after SetElapsed = %v, %v; want 1.5s", d, err)
+	}
+	// A run that only ever had its time set exists, with no spec.
+	if err := p.SetElapsed(ctx, "other", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.LoadRun(ctx, "other"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LoadRun of a run without a spec: %v", err)
+	}
 }
