@@ -7,6 +7,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,28 +109,93 @@ type Activities struct {
 	specs map[string]*experiment.Spec
 }
 
-// RunInput names a run and carries its resolved spec.
-type RunInput struct {
+// PrepareInput names a run and carries the spec as the workflow received it: a JSON object, perhaps with the
+// workflow's control keys. An empty Spec means the run's spec is already in the store (continue-as-new).
+type PrepareInput struct {
 	RunID string
-	Spec  experiment.Spec
+	Spec  json.RawMessage `json:",omitempty"`
 }
 
-// PrepareRun saves the resolved spec under the run id, so that passes load it from the store instead of carrying
-// it through history once per pass. Saving the same spec again is a no-op (a resumed or continued run).
-func (a *Activities) PrepareRun(ctx context.Context, in RunInput) error {
-	b, err := json.Marshal(in.Spec)
+// Plan is what ExperimentWorkflow needs to know of a run's spec. PrepareRun decides it once and Temporal records
+// it in the workflow's history, so replaying a workflow never runs validation, defaults or planning again: a
+// release that changes them cannot break a run in flight.
+type Plan struct {
+	Name   string
+	Cells  int
+	Passes []experiment.Pass
+	Models []PlanModel
+	Seeds  []int64
+	// Run holds the run settings with their defaults filled in.
+	Run       experiment.RunSettings
+	BudgetUSD float64
+}
+
+// PlanModel is what the workflow needs of a model: its id and its limits, which it shares among passes.
+type PlanModel struct {
+	ID             string
+	MaxConcurrency int
+	RPM, TPM       int
+	Burst          float64
+}
+
+// inputName names a workflow input in spec errors.
+const inputName = "workflow input"
+
+// controlKeys are the workflow input's top-level keys that are not the spec's.
+var controlKeys = []string{"run_id", "output", "state"}
+
+// PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
+// value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
+// so that passes load it from the store instead of carrying it through history, and returns the run's Plan.
+// Saving the same spec again is a no-op (a resumed run); a different spec under the same id is refused.
+func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, error) {
+	if !hasSpec(in.Spec) {
+		s, err := a.spec(ctx, in.RunID)
+		if err != nil {
+			return Plan{}, err
+		}
+		return planOf(s), nil
+	}
+	s, err := experiment.ParseInput(in.Spec, inputName, controlKeys...)
 	if err != nil {
-		return fmt.Errorf("encode spec: %w", err)
+		return Plan{}, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return Plan{}, fmt.Errorf("encode spec: %w", err)
 	}
 	if err := a.Store.SaveRun(ctx, in.RunID, b); err != nil {
 		if errors.Is(err, store.ErrSpecConflict) {
 			// Retrying cannot help: the store holds another spec's results under this id.
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
+			return Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
 				in.RunID, err), ClassInvalidSpec, err)
 		}
-		return fmt.Errorf("save run %s: %w", in.RunID, err)
+		return Plan{}, fmt.Errorf("save run %s: %w", in.RunID, err)
 	}
-	return nil
+	return planOf(s), nil
+}
+
+// hasSpec reports whether a workflow input holds spec keys, not only control keys.
+func hasSpec(raw json.RawMessage) bool {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return true // not an object: ParseInput says what is wrong with it
+	}
+	for _, k := range controlKeys {
+		delete(obj, k)
+	}
+	return len(obj) > 0
+}
+
+func planOf(s *experiment.Spec) Plan {
+	p := Plan{Name: s.Name, Cells: s.NumCells(), Passes: s.Passes(), Seeds: s.Seeds, Run: s.Run, BudgetUSD: s.BudgetUSD}
+	for _, m := range s.Models {
+		p.Models = append(p.Models, PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst})
+	}
+	return p
 }
 
 // spec returns the run's spec, loaded once per process.

@@ -27,7 +27,6 @@ func (t *tally) init(p experiment.Pass) {
 	t.prog = Progress{Pass: p.Index, Cells: p.Len()}
 }
 
-
 // count adds a finished record. A cell is counted once, whatever records it gets.
 func (t *tally) count(r store.Record) {
 	t.mu.Lock()

@@ -120,7 +120,7 @@ func (s *stack) run(t *testing.T, id string, spec experiment.Spec) workflows.Res
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,13 @@ func TestSameResultsForEveryConcurrency(t *testing.T) {
 
 func writeHistory(t *testing.T, c client.Client, id, path string) {
 	t.Helper()
-	iter := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	writeHistoryRun(t, c, id, "", path)
+}
+
+// writeHistoryRun writes the history of one run of workflow id ("": the latest) as JSON for the replayer.
+func writeHistoryRun(t *testing.T, c client.Client, id, runID, path string) {
+	t.Helper()
+	iter := c.GetWorkflowHistory(context.Background(), id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var events []json.RawMessage
 	for iter.HasNext() {
 		ev, err := iter.Next()
@@ -286,7 +292,7 @@ func TestStoppingWorkerLetsCallsLand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stop", TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +328,7 @@ func TestHeartbeatsCarryProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "hb", TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}

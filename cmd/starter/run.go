@@ -122,7 +122,10 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 			temporal.NewSearchAttributeKeyKeyword(workflows.AttrSpecHash).ValueSet(spec.Hash()),
 		)
 	}
-	in := workflows.Input{Spec: *spec, Output: output}
+	in, err := workflows.NewInput(spec, "", output)
+	if err != nil {
+		return err
+	}
 	run, err := c.ExecuteWorkflow(ctx, opts, workflows.ExperimentWorkflow, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
