@@ -3,7 +3,7 @@
 // same flags and read the same environment variables as the temporal CLI:
 //
 //	flag                  environment                                      meaning
-//	--tls                 TEMPORAL_TLS                                     TLS with the system's roots
+//	--tls                 TEMPORAL_TLS                                     TLS with the system's roots (false: off)
 //	--tls-cert-path       TEMPORAL_TLS_CLIENT_CERT_PATH (TEMPORAL_TLS_CERT) client certificate (mTLS), PEM
 //	--tls-key-path        TEMPORAL_TLS_CLIENT_KEY_PATH (TEMPORAL_TLS_KEY)   its private key, PEM
 //	--tls-ca-path         TEMPORAL_TLS_SERVER_CA_CERT_PATH (TEMPORAL_TLS_CA) CA that signed the server's certificate
@@ -11,7 +11,7 @@
 //	--api-key             TEMPORAL_API_KEY                                 API key (Temporal Cloud); turns TLS on
 //
 // The names in parentheses are the ones older temporal CLI releases read; they are accepted too. A flag wins over
-// the environment. Any of the settings turns TLS on. The API key is never printed: not in --help, not in a
+// the environment. Any of the settings turns TLS on, unless TEMPORAL_TLS=false (a plaintext proxy). The API key is never printed: not in --help, not in a
 // formatted Config, not in an error.
 package cluster
 
@@ -66,6 +66,9 @@ type Config struct {
 	Namespace string
 	// TLS asks for TLS even when nothing below is set (the system's root CAs verify the server).
 	TLS bool
+	// TLSDisabled turns TLS off even with an API key (TEMPORAL_TLS=false, as the temporal CLI reads it): for a
+	// plaintext proxy in front of the cluster. It cannot be combined with TLS settings.
+	TLSDisabled bool
 	// TLSCert and TLSKey are the files of a client certificate and its key, for mutual TLS.
 	TLSCert, TLSKey string
 	// TLSCA is a PEM file of the CA(s) that verify the server, instead of the system's roots.
@@ -78,6 +81,9 @@ type Config struct {
 
 // UsesTLS reports whether connections use TLS: when asked to, or when any TLS setting or an API key is given.
 func (c Config) UsesTLS() bool {
+	if c.TLSDisabled {
+		return false
+	}
 	return c.TLS || c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != "" || c.TLSServerName != "" || c.APIKey != ""
 }
 
@@ -96,6 +102,12 @@ func (c Config) Auth() string {
 
 // TLSConfig loads the files the Config names. It returns nil when the connection is plain.
 func (c Config) TLSConfig() (*tls.Config, error) {
+	if c.TLSDisabled {
+		if c.TLS || c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != "" || c.TLSServerName != "" {
+			return nil, fmt.Errorf("TLS: %s=false, but TLS settings are given", EnvTLS)
+		}
+		return nil, nil
+	}
 	if !c.UsesTLS() {
 		return nil, nil
 	}
@@ -138,6 +150,8 @@ func (c Config) ClientOptions(logger log.Logger) (client.Options, error) {
 	}
 	if c.APIKey != "" {
 		o.Credentials = client.NewAPIKeyStaticCredentials(string(c.APIKey))
+		// The SDK turns TLS on for an API key unless told not to.
+		o.ConnectionOptions.TLSDisabled = c.TLSDisabled
 	}
 	return o, nil
 }
@@ -183,7 +197,7 @@ func (f *Flags) Config(address, namespace string, getenv func(string) string) (C
 		if err != nil {
 			return Config{}, fmt.Errorf("%s=%q: want true or false", EnvTLS, v)
 		}
-		c.TLS = on
+		c.TLS, c.TLSDisabled = on, !on
 	}
 	return c, nil
 }

@@ -50,9 +50,11 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		{"older names", nil, env{EnvTLSCertLegacy: "c.pem", EnvTLSKeyLegacy: "k.pem", EnvTLSCALegacy: "ca.pem"},
 			Config{TLSCert: "c.pem", TLSKey: "k.pem", TLSCA: "ca.pem"}},
 		{"current names win over older", nil, env{EnvTLSCert: "new.pem", EnvTLSCertLegacy: "old.pem"}, Config{TLSCert: "new.pem"}},
+		{"TLS off in the environment", nil, env{EnvTLS: "false", EnvAPIKey: "key"}, Config{TLSDisabled: true, APIKey: "key"}},
 		{"flags win over environment",
 			[]string{"--tls", "--tls-cert-path", "fc", "--tls-key-path", "fk", "--tls-ca-path", "fca", "--tls-server-name", "fs", "--api-key", "fkey"},
 			env{EnvTLSCert: "c", EnvTLSKey: "k", EnvTLSCA: "ca", EnvTLSServerName: "s", EnvAPIKey: "key", EnvTLS: "false"},
+			// --tls wins over TEMPORAL_TLS=false
 			Config{TLS: true, TLSCert: "fc", TLSKey: "fk", TLSCA: "fca", TLSServerName: "fs", APIKey: "fkey"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +89,14 @@ func TestClientOptions(t *testing.T) {
 	}
 	if cloud.Auth() != "api key" {
 		t.Fatalf("API key Auth() = %q", cloud.Auth())
+	}
+	proxy := Config{Address: "proxy:7233", APIKey: "k", TLSDisabled: true}
+	o, err = proxy.ClientOptions(nil)
+	if err != nil || o.ConnectionOptions.TLS != nil || !o.ConnectionOptions.TLSDisabled || o.Credentials == nil || proxy.UsesTLS() {
+		t.Fatalf("API key with TLS off: %+v, %v; want credentials and TLS disabled", o.ConnectionOptions, err)
+	}
+	if _, err := (Config{TLSDisabled: true, TLSCA: "ca.pem"}).ClientOptions(nil); err == nil {
+		t.Fatal("TLS off with a CA given: got nil error")
 	}
 	if o, err := (Config{TLS: true, TLSServerName: "srv"}).ClientOptions(nil); err != nil || o.ConnectionOptions.TLS.ServerName != "srv" {
 		t.Fatalf("--tls --tls-server-name: %+v, %v", o.ConnectionOptions.TLS, err)
