@@ -59,10 +59,11 @@ const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, err
 	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached`
 
 // pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
-// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A statement is atomic on its own, so Put needs
-// no explicit transaction. ON CONFLICT makes a rewritten cell (a retried pass, FailUnfinished after a crash)
-// replace the earlier row, never add a second one, except that a failed record never replaces an answer. The
-// arrays must not repeat an index: one statement cannot update a row twice.
+// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A
+// statement is atomic on its own, so Put needs no explicit transaction. ON CONFLICT makes a rewritten cell (a
+// retried pass, FailUnfinished after a crash) replace the earlier row, never add a second one, except that a
+// failed record never replaces an answer. The arrays must not repeat an index: one statement cannot update a row
+// twice.
 const pgUpsert = `WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)
 INSERT INTO silico_cells (run, ` + pgCellColumns + `)
 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
@@ -100,11 +101,16 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	return p, nil
 }
 
-// redactDSN drops the password of a URL, and anything it cannot parse.
+// redactDSN hides the password of a URL, given as user:password@ or as a password= parameter, and all of a URL
+// it cannot parse.
 func redactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres://(unparsable)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

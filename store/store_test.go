@@ -96,6 +96,22 @@ func TestOpenPicksTheBackEndByDSN(t *testing.T) {
 	})
 }
 
+func TestRedactDSN(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://silico:s3cr3t@db.internal:5432/silico?sslmode=require",
+		"postgres://silico@db.internal/silico?password=s3cr3t&sslmode=require",
+		"postgres://silico:s3cr3t@db.internal:bad-port/x",
+		"postgres://silico:%zz-s3cr3t@db.internal/silico",
+	} {
+		if got := redactDSN(dsn); strings.Contains(got, "s3cr3t") {
+			t.Errorf("redactDSN(%q) = %q shows the password", dsn, got)
+		}
+	}
+	if got := redactDSN("postgres://silico:s3cr3t@db.internal:5432/silico"); !strings.Contains(got, "db.internal:5432/silico") {
+		t.Errorf("redactDSN dropped where the store is: %q", got)
+	}
+}
+
 func TestPostgresErrorsNeverShowThePassword(t *testing.T) {
 	// Nothing listens on port 1, so the connection fails without a server.
 	_, err := Open(context.Background(), "postgres://silico:s3cr3t-pw@127.0.0.1:1/db?sslmode=disable&connect_timeout=5")
