@@ -123,6 +123,37 @@ func BenchmarkPostgresPut100k(b *testing.B) {
 	}
 }
 
+// BenchmarkPostgresWriter100k adds 100,000 records one by one to a Writer over PostgreSQL, as a pass does: the
+// writer commits whatever arrived during the previous commit. Compare BenchmarkInsert100k/writer (SQLite).
+func BenchmarkPostgresWriter100k(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		p, err := OpenPostgres(ctx, pgTestDSN(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		w := NewWriter(p, "run", WriterOptions{})
+		for i := range n {
+			if err := w.Add(ctx, rec(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if c, err := p.Counts(ctx, "run"); err != nil || c.Records != n {
+			b.Fatalf("%d records, %v; want %d", c.Records, err, n)
+		}
+		_ = p.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
 // putBatch is Put as a pgx.Batch: the run's row and one upsert per record, sent at once and run in one
 // implicit transaction.
 func putBatch(p *Postgres, ctx context.Context, run string, recs []Record) error {
