@@ -83,6 +83,7 @@ type Store interface {
 	Put(ctx context.Context, run string, recs []store.Record) error
 	Records(ctx context.Context, run string, start, end int) ([]store.Record, error)
 	Scan(ctx context.Context, run string, fn func(store.Record) error) error
+	DeleteFailed(ctx context.Context, run string) (int, error)
 }
 
 // Models hands out the client of a model's endpoint. Clients are shared and reused.
@@ -114,6 +115,8 @@ type Activities struct {
 type PrepareInput struct {
 	RunID string
 	Spec  json.RawMessage `json:",omitempty"`
+	// RetryFailed removes the run's failed records first, so that its passes call those cells again.
+	RetryFailed bool `json:",omitempty"`
 }
 
 // Plan is what ExperimentWorkflow needs to know of a run's spec. PrepareRun decides it once and Temporal records
@@ -128,6 +131,8 @@ type Plan struct {
 	// Run holds the run settings with their defaults filled in.
 	Run       experiment.RunSettings
 	BudgetUSD float64
+	// Retrying is the number of failed cells PrepareRun cleared to be called again (RetryFailed).
+	Retrying int `json:",omitempty"`
 }
 
 // PlanModel is what the workflow needs of a model: its id and its limits, which it shares among passes.
@@ -142,37 +147,55 @@ type PlanModel struct {
 const inputName = "workflow input"
 
 // controlKeys are the workflow input's top-level keys that are not the spec's.
-var controlKeys = []string{"run_id", "output", "state"}
+var controlKeys = []string{"run_id", "output", "state", "retry_failed"}
 
 // PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
 // value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
 // so that passes load it from the store instead of carrying it through history, and returns the run's Plan.
 // Saving the same spec again is a no-op (a resumed run); a different spec under the same id is refused.
 func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, error) {
+	s, err := a.prepareSpec(ctx, in)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan := planOf(s)
+	if in.RetryFailed {
+		n, err := a.Store.DeleteFailed(ctx, in.RunID)
+		if err != nil {
+			return Plan{}, fmt.Errorf("clear failed cells of run %s: %w", in.RunID, err)
+		}
+		plan.Retrying = n
+	}
+	return plan, nil
+}
+
+// prepareSpec decodes, validates and saves the input's spec, or loads the saved one when the input has none.
+func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experiment.Spec, error) {
 	if !hasSpec(in.Spec) {
 		s, err := a.spec(ctx, in.RunID)
-		if err != nil {
-			return Plan{}, err
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the input holds no spec and the results store has none saved under this id", in.RunID),
+				ClassInvalidSpec, err)
 		}
-		return planOf(s), nil
+		return s, err
 	}
 	s, err := experiment.ParseInput(in.Spec, inputName, controlKeys...)
 	if err != nil {
-		return Plan{}, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
+		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return Plan{}, fmt.Errorf("encode spec: %w", err)
+		return nil, fmt.Errorf("encode spec: %w", err)
 	}
 	if err := a.Store.SaveRun(ctx, in.RunID, b); err != nil {
 		if errors.Is(err, store.ErrSpecConflict) {
 			// Retrying cannot help: the store holds another spec's results under this id.
-			return Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
 				in.RunID, err), ClassInvalidSpec, err)
 		}
-		return Plan{}, fmt.Errorf("save run %s: %w", in.RunID, err)
+		return nil, fmt.Errorf("save run %s: %w", in.RunID, err)
 	}
-	return planOf(s), nil
+	return s, nil
 }
 
 // hasSpec reports whether a workflow input holds spec keys, not only control keys.

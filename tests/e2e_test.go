@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -66,13 +67,22 @@ func newStack(t *testing.T, cfg sim.Config) *stack {
 
 // newStackWorkers is newStack with several workers on the one server, as several machines would run them.
 func newStackWorkers(t *testing.T, cfg sim.Config, workers int) *stack {
+	return newStackWrapped(t, cfg, workers, nil)
+}
+
+// newStackWrapped is newStackWorkers with the simulator behind wrap (nil: none), to change what it answers.
+func newStackWrapped(t *testing.T, cfg sim.Config, workers int, wrap func(http.Handler) http.Handler) *stack {
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	simSrv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(simSrv)
+	var h http.Handler = simSrv
+	if wrap != nil {
+		h = wrap(simSrv)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	dir := t.TempDir()
 	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "results.db"))

@@ -63,16 +63,20 @@ type Input struct {
 	Output string `json:"output,omitempty"`
 	// State carries progress across continue-as-new; nil on a fresh start.
 	State *State `json:"state,omitempty"`
+	// RetryFailed makes a new execution of a finished run: its failed cells are cleared and called again, and
+	// the outputs rewritten. Input{RunID: id, RetryFailed: true} with no spec retries run id from the store.
+	RetryFailed bool `json:"retry_failed,omitempty"`
 }
 
 // ControlKeys are the top-level keys of an Input that are not the spec's.
-var ControlKeys = []string{"run_id", "output", "state"}
+var ControlKeys = []string{"run_id", "output", "state", "retry_failed"}
 
 // inputControl is the control part of an Input's JSON.
 type inputControl struct {
-	RunID  string `json:"run_id,omitempty"`
-	Output string `json:"output,omitempty"`
-	State  *State `json:"state,omitempty"`
+	RunID       string `json:"run_id,omitempty"`
+	Output      string `json:"output,omitempty"`
+	State       *State `json:"state,omitempty"`
+	RetryFailed bool   `json:"retry_failed,omitempty"`
 }
 
 // UnmarshalJSON keeps the input as it is and reads its control keys. It never fails: an input that is not a
@@ -80,7 +84,7 @@ type inputControl struct {
 func (in *Input) UnmarshalJSON(b []byte) error {
 	var c inputControl
 	_ = json.Unmarshal(b, &c)
-	*in = Input{Spec: bytes.Clone(b), RunID: c.RunID, Output: c.Output, State: c.State}
+	*in = Input{Spec: bytes.Clone(b), RunID: c.RunID, Output: c.Output, State: c.State, RetryFailed: c.RetryFailed}
 	return nil
 }
 
@@ -95,7 +99,7 @@ func (in Input) MarshalJSON() ([]byte, error) {
 	for _, k := range ControlKeys {
 		delete(obj, k)
 	}
-	ctl, err := json.Marshal(inputControl{RunID: in.RunID, Output: in.Output, State: in.State})
+	ctl, err := json.Marshal(inputControl{RunID: in.RunID, Output: in.Output, State: in.State, RetryFailed: in.RetryFailed})
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +200,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	prep := activities.PrepareInput{RunID: r.runID}
 	if r.in.State == nil {
 		prep.Spec = r.in.Spec
+		prep.RetryFailed = r.in.RetryFailed
 	}
 	if err := workflow.ExecuteActivity(prepareCtx(ctx), a.PrepareRun, prep).Get(ctx, &r.plan); err != nil {
 		var app *temporal.ApplicationError
