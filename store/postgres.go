@@ -378,6 +378,16 @@ func (p *Postgres) Counts(ctx context.Context, run string) (Counts, error) {
 	return c, nil
 }
 
+// DeleteFailed removes the failed records of a run, so that its cells are called again, and returns how many
+// there were.
+func (p *Postgres) DeleteFailed(ctx context.Context, run string) (int, error) {
+	tag, err := p.pool.Exec(ctx, "DELETE FROM silico_cells WHERE run = $1 AND status = $2", run, StatusFailed)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
 func (p *Postgres) DeleteRun(ctx context.Context, run string) error {
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {

@@ -22,6 +22,8 @@ type Store interface {
 	Scan(ctx context.Context, run string, fn func(Record) error) error
 	// Counts sums up the records of a run.
 	Counts(ctx context.Context, run string) (Counts, error)
+	// DeleteFailed removes a run's failed records, so that their cells are called again, and counts them.
+	DeleteFailed(ctx context.Context, run string) (int, error)
 	// DeleteRun removes a run and its records.
 	DeleteRun(ctx context.Context, run string) error
 	// Location says where the store is, for messages: a file path, or a URL without its password.

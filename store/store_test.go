@@ -252,6 +252,31 @@ func TestFailedRecordNeverReplacesAnAnswer(t *testing.T) {
 	})
 }
 
+func TestDeleteFailed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := openStore(t, b.dsn(t))
+		failed := Record{Index: 1, Status: StatusFailed, ErrorClass: "ServerError", Attempts: 3}
+		unparsed := Record{Index: 2, Status: StatusUnparsed, Raw: "?", Attempts: 1}
+		if err := s.Put(ctx, "run", []Record{rec(0), failed, unparsed, {Index: 3, Status: StatusFailed}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, "other", []Record{{Index: 1, Status: StatusFailed}}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.DeleteFailed(ctx, "run"); err != nil || n != 2 {
+			t.Fatalf("DeleteFailed = %d, %v; want 2", n, err)
+		}
+		got, err := s.Records(ctx, "run", 0, 10)
+		if err != nil || !reflect.DeepEqual(got, []Record{rec(0), unparsed}) {
+			t.Fatalf("Records after DeleteFailed = %+v, %v; want the answers only", got, err)
+		}
+		if n := count(t, s, "other"); n != 1 {
+			t.Fatalf("DeleteFailed touched another run: %d records left, want 1", n)
+		}
+	})
+}
+
 func TestRecordsRange(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
