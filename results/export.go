@@ -22,6 +22,10 @@ const (
 	CSVFile     = "results.csv"
 	SummaryFile = "summary.json"
 	ScalesFile  = "scales.csv"
+	// ReliabilityFile, ItemsFile and AgreementFile hold the psychometrics of Analysis.
+	ReliabilityFile = "reliability.csv"
+	ItemsFile       = "items.csv"
+	AgreementFile   = "agreement.csv"
 )
 
 // maxErrors is how many distinct errors a Summary lists.
@@ -64,8 +68,9 @@ type ModelSummary struct {
 }
 
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
-// per cell of spec in submission order, scales.csv (see ScaleScores) and summary.json. A cell with no record
-// is written as failed with error class NotRun. Records are streamed from src, never all held in memory.
+// per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv and
+// agreement.csv (see Analysis), and summary.json. A cell with no record is written as failed with error class
+// NotRun. Records are streamed from src, never all held in memory; the analysis keeps a CellResult per cell.
 //
 // Each file is written to a temporary file in dir and renamed into place only when all of them are complete,
 // summary.json last: on error no partial output is left and earlier outputs in dir are untouched.
@@ -101,6 +106,12 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if err != nil {
 		return Summary{}, fmt.Errorf("results: export: %w", err)
 	}
+	side := map[string]*atomicFile{}
+	for _, name := range []string{ReliabilityFile, ItemsFile, AgreementFile} {
+		if side[name], err = create(name); err != nil {
+			return Summary{}, fmt.Errorf("results: export: %w", err)
+		}
+	}
 	mf, err := create(SummaryFile)
 	if err != nil {
 		return Summary{}, fmt.Errorf("results: export: %w", err)
@@ -112,8 +123,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if err := cw.Write(Header()); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
 	}
-	sum := newSummarizer(spec, runID, elapsed)
-	scales := newScaleAccumulator(spec)
+	an := newAnalyzer(spec, runID, elapsed)
 	emit := func(r store.Record) error {
 		row := BuildRow(spec, runID, r)
 		if err := jenc.Encode(row.jsonForm()); err != nil {
@@ -122,8 +132,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		if err := cw.Write(row.Values()); err != nil {
 			return fmt.Errorf("%s: %w", CSVFile, err)
 		}
-		sum.add(&row)
-		scales.add(&row)
+		an.add(&row)
 		return nil
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {
@@ -132,10 +141,20 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if cw.Flush(); cw.Error() != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, cw.Error())
 	}
-	if err := writeScales(sf.w, runID, scales.scores(spec)); err != nil {
+	a := an.finish()
+	if err := writeScales(sf.w, runID, a.Scales); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
 	}
-	s := sum.summary()
+	for name, write := range map[string]func() error{
+		ReliabilityFile: func() error { return writeReliability(side[ReliabilityFile].w, runID, a.Reliability) },
+		ItemsFile:       func() error { return writeItems(side[ItemsFile].w, runID, a.Items) },
+		AgreementFile:   func() error { return writeAgreement(side[AgreementFile].w, runID, a.Agreement) },
+	} {
+		if err := write(); err != nil {
+			return Summary{}, fmt.Errorf("results: export: %s: %w", name, err)
+		}
+	}
+	s := a.Summary
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)

@@ -211,26 +211,10 @@ func testExportRunInProgress(t *testing.T, dsn string, storeArgs ...string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveRun(ctx, "run-1", b); err != nil {
-		t.Fatal(err)
-	}
-	recs := []store.Record{
+	storeRun(t, dsn, "run-1", spec, []store.Record{
 		{Index: 0, Status: store.StatusOK, OptionID: "3", Raw: "3. Neither Accurate Nor Inaccurate", PromptTokens: 100, CompletionTokens: 8, Attempts: 1},
 		{Index: 7, Status: store.StatusFailed, ErrorClass: "InvalidRequest", ErrorMessage: "context too long", Attempts: 1},
-	}
-	if err := st.Put(ctx, "run-1", recs); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	})
 
 	out := filepath.Join(dir, "export")
 	code, stdout, errOut := runCLI(t, append([]string{"export", "run-1", "-o", out}, storeArgs...)...)

@@ -106,8 +106,8 @@ func newExportCmd() *cobra.Command {
 		Use:   "export ID --output DIR",
 		Short: "Write a run's outputs from the results store",
 		Long: `Export reads the run's results from the results store (--store or SILICO_STORE: a SQLite file, default
-.silico/results.db, or a postgres:// URL) and writes
-results.jsonl, results.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
+.silico/results.db, or a postgres:// URL) and writes results.jsonl, results.csv, scales.csv, reliability.csv,
+items.csv, agreement.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
 what has finished, the rest marked NotRun.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -126,19 +126,11 @@ what has finished, the rest marked NotRun.`,
 				return err
 			}
 			defer s.store.Close()
-			b, err := s.store.LoadRun(ctx, args[0])
+			spec, err := loadRunSpec(ctx, s.store, args[0])
 			if err != nil {
-				return fmt.Errorf("run %s in %s: %w", args[0], s.store.Location(), err)
+				return err
 			}
-			var spec experiment.Spec
-			if err := json.Unmarshal(b, &spec); err != nil {
-				return fmt.Errorf("decode spec of run %s: %w", args[0], err)
-			}
-			spec.ApplyDefaults()
-			if err := spec.Validate(); err != nil {
-				return fmt.Errorf("spec of run %s: %w", args[0], err)
-			}
-			sum, err := results.Export(ctx, s.store, &spec, args[0], output, 0)
+			sum, err := results.Export(ctx, s.store, spec, args[0], output, 0)
 			if err != nil {
 				return err
 			}
