@@ -128,7 +128,7 @@ func newHarness(t *testing.T, spec experiment.Spec) *harness {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ const (
 // maxErrors is how many distinct errors a Summary lists.
 const maxErrors = 5
 
-// Source reads the records of a run in index order; *store.SQLite is one.
+// Source reads the records of a run in index order; every store.Store (SQLite or PostgreSQL) is one.
 type Source interface {
 	Scan(ctx context.Context, run string, fn func(store.Record) error) error
 }

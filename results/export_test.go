@@ -437,7 +437,7 @@ func fmtScore(s ScaleScore) string {
 
 func TestExportFromSQLiteStore(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
+	db, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package store is the results store: one row per cell keyed by (run, cell index), written in batched
-// transactions as results land, read back in submission order. SQLite (modernc.org/sqlite, WAL) by default.
+// transactions as results land, read back in submission order. Two back ends: a SQLite file (modernc.org/sqlite,
+// WAL), the default, and PostgreSQL (pgx), which workers on several machines share. Open picks one by its DSN.
 package store
 
 import "github.com/silicolab/silico/usage"

@@ -22,7 +22,7 @@ var ErrNotFound = errors.New("store: not found")
 // ErrSpecConflict is returned by SaveRun when a different spec is already saved under the run id.
 var ErrSpecConflict = errors.New("a different spec is already saved under this run id")
 
-// schemaVersion is stored in PRAGMA user_version. Open refuses a file written by a newer schema.
+// schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema.
 const schemaVersion = 1
 
 // busyTimeout is how long a statement waits for another connection or process holding the write lock.
@@ -82,8 +82,8 @@ type SQLite struct {
 	writeSem chan struct{}
 }
 
-// Open opens the store at path, creating its directory, the file and the schema when they do not exist.
-func Open(ctx context.Context, path string) (*SQLite, error) {
+// OpenSQLite opens the store at path, creating its directory, the file and the schema when they do not exist.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if path == "" {
 		return nil, errors.New("store: open: empty path")
 	}
@@ -157,6 +157,9 @@ func (s *SQLite) migrate(ctx context.Context) error {
 
 // Path is the file the store was opened on.
 func (s *SQLite) Path() string { return s.path }
+
+// Location is the file the store was opened on.
+func (s *SQLite) Location() string { return s.path }
 
 // Close closes the store. Writers of the store must be closed first.
 func (s *SQLite) Close() error {

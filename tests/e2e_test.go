@@ -85,7 +85,7 @@ func newStackWrapped(t *testing.T, cfg sim.Config, workers int, wrap func(http.H
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "results.db"))
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestKillMidRunResumes(t *testing.T) {
 
 	// 2. The cells the store holds are those finished before the kill.
 	ctx := withTimeout(t, 30*time.Second)
-	st, err := store.Open(ctx, filepath.Join(dir, ".silico", "results.db"))
+	st, err := store.OpenSQLite(ctx, filepath.Join(dir, ".silico", "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	dir := t.TempDir()
 	storePath := filepath.Join(dir, "results.db")
-	st, err := store.Open(context.Background(), storePath)
+	st, err := store.OpenSQLite(context.Background(), storePath)
 	if err != nil {
 		t.Fatal(err)
 	}

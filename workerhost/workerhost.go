@@ -14,14 +14,13 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/llm"
-	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
 
 // Config holds a worker's dependencies and settings.
 type Config struct {
-	// Store is the results store. Required.
-	Store *store.SQLite
+	// Store is the results store (a *store.SQLite or *store.Postgres; store.Open picks one). Required.
+	Store activities.Store
 	// Getenv reads the API keys named by specs. Required (os.Getenv in production).
 	Getenv func(string) string
 	// HTTPClient is shared by every model endpoint. Optional: defaults to a client tuned for many concurrent calls.

@@ -130,7 +130,7 @@ func input(t *testing.T, spec experiment.Spec, runID string) Input {
 // tempStore is a results store for the real PrepareRun of a test.
 func tempStore(t *testing.T) *store.SQLite {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "results.db"))
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

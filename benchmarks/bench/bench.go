@@ -73,7 +73,7 @@ func Start(cfg sim.Config) (*Stack, error) {
 
 	s.ts = temporaltest.NewServer()
 	s.Client = s.ts.GetDefaultClient()
-	s.Store, err = store.Open(context.Background(), filepath.Join(dir, "results.db"))
+	s.Store, err = store.OpenSQLite(context.Background(), filepath.Join(dir, "results.db"))
 	if err != nil {
 		return nil, err
 	}

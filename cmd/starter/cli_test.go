@@ -14,6 +14,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/store/storetest"
 )
 
 const cliQuickstart = "../../examples/quickstart/experiment.yaml"
@@ -172,7 +173,7 @@ func TestValidateJSONRoundTrip(t *testing.T) {
 
 func TestExportUnknownRun(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "results.db"))
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,20 +191,33 @@ func TestExportUnknownRun(t *testing.T) {
 	}
 }
 
-// TestExportRunInProgress exports a run from a store alone: finished cells as recorded, the rest NotRun.
+// TestExportRunInProgress exports a run from a store alone: finished cells as recorded, the rest NotRun. The
+// store is a SQLite file, or a PostgreSQL database given as a postgres:// DSN (--store, or SILICO_STORE).
 func TestExportRunInProgress(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		dsn := filepath.Join(t.TempDir(), "results.db")
+		testExportRunInProgress(t, dsn, "--store", dsn)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := storetest.PostgresDSN(t)
+		t.Setenv("SILICO_STORE", dsn)
+		testExportRunInProgress(t, dsn)
+	})
+}
+
+func testExportRunInProgress(t *testing.T, dsn string, storeArgs ...string) {
 	spec, err := experiment.Load(cliQuickstart)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	storeRun(t, filepath.Join(dir, "results.db"), "run-1", spec, []store.Record{
+	storeRun(t, dsn, "run-1", spec, []store.Record{
 		{Index: 0, Status: store.StatusOK, OptionID: "3", Raw: "3. Neither Accurate Nor Inaccurate", PromptTokens: 100, CompletionTokens: 8, Attempts: 1},
 		{Index: 7, Status: store.StatusFailed, ErrorClass: "InvalidRequest", ErrorMessage: "context too long", Attempts: 1},
 	})
 
 	out := filepath.Join(dir, "export")
-	code, stdout, errOut := runCLI(t, "export", "run-1", "--store", filepath.Join(dir, "results.db"), "-o", out)
+	code, stdout, errOut := runCLI(t, append([]string{"export", "run-1", "-o", out}, storeArgs...)...)
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
 	}
@@ -252,5 +266,27 @@ func TestExportWithoutAStoreCreatesNone(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("export created %s (stat: %v)", dir, err)
+	}
+}
+
+// TestClusterFlags: the TLS and API key flags reach the connection; a half-given certificate is a usage error,
+// and a key never shows in what the starter prints.
+func TestClusterFlags(t *testing.T) {
+	code, _, errOut := runCLI(t, "status", "some-run", "--address", "127.0.0.1:1", "--tls-cert-path", "client.pem")
+	if code != exitUsage || !strings.Contains(errOut, "--tls-key-path") {
+		t.Errorf("certificate without key: exit %d, stderr %q; want %d naming --tls-key-path", code, errOut, exitUsage)
+	}
+	const key = "tmprl-key-never-printed"
+	t.Setenv("TEMPORAL_API_KEY", key)
+	code, out, errOut := runCLI(t, "status", "some-run", "--address", "127.0.0.1:1")
+	if code == exitOK || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("unreachable server: exit %d, stderr %q; want an error naming the address", code, errOut)
+	}
+	if strings.Contains(out+errOut, key) {
+		t.Errorf("the API key was printed:\n%s%s", out, errOut)
+	}
+	_, out, errOut = runCLI(t, "status", "--help")
+	if !strings.Contains(out, "--api-key") || strings.Contains(out+errOut, key) {
+		t.Errorf("status --help: want --api-key listed and no key:\n%s", out)
 	}
 }

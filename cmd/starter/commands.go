@@ -12,6 +12,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -104,8 +105,9 @@ func newExportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export ID --output DIR",
 		Short: "Write a run's outputs from the results store",
-		Long: `Export reads the run's results from the results store (--store, default .silico/results.db) and writes
-results.jsonl, results.csv, scales.csv, reliability.csv, items.csv, agreement.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
+		Long: `Export reads the run's results from the results store (--store or SILICO_STORE: a SQLite file, default
+.silico/results.db, or a postgres:// URL) and writes results.jsonl, results.csv, scales.csv, reliability.csv,
+items.csv, agreement.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
 what has finished, the rest marked NotRun.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,8 +115,11 @@ what has finished, the rest marked NotRun.`,
 				return withCode(exitUsage, errors.New("--output DIR is required"))
 			}
 			ctx := cmd.Context()
-			if _, err := os.Stat(conn.store()); err != nil {
-				return fmt.Errorf("no results store at %s (set --store or --state-dir): %w", conn.store(), err)
+			if dsn := conn.store(); !store.IsPostgres(dsn) {
+				// Opening a SQLite path that does not exist would create an empty store.
+				if _, err := os.Stat(dsn); err != nil {
+					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
+				}
 			}
 			s := &session{flags: &conn}
 			if err := s.openStore(ctx); err != nil {

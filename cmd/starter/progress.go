@@ -33,10 +33,16 @@ type snapshot struct {
 	usage      usage.Usage
 }
 
+// progressStore is what progress reads of the results store.
+type progressStore interface {
+	LoadRun(ctx context.Context, run string) ([]byte, error)
+	Counts(ctx context.Context, run string) (store.Counts, error)
+}
+
 // readProgress asks the workflow for its totals and adds the last heartbeat of every running pass. Heartbeats
 // reach the server every few seconds; when the results store is at hand (embedded mode), its counts replace them,
 // exact to the last flushed batch.
-func readProgress(ctx context.Context, c client.Client, st *store.SQLite, id string) (snapshot, error) {
+func readProgress(ctx context.Context, c client.Client, st progressStore, id string) (snapshot, error) {
 	var s snapshot
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -99,7 +105,7 @@ func (s snapshot) line(rate float64) string {
 }
 
 // watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends.
-func watchProgress(ctx context.Context, c client.Client, st *store.SQLite, id string, total int, every time.Duration, w io.Writer) {
+func watchProgress(ctx context.Context, c client.Client, st progressStore, id string, total int, every time.Duration, w io.Writer) {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))

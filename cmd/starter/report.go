@@ -26,7 +26,8 @@ func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report ID [--output DIR]",
 		Short: "Write a run's report.html from the results store",
-		Long: `Report reads the run's spec and results from the results store (--store, default .silico/results.db),
+		Long: `Report reads the run's spec and results from the results store (--store or SILICO_STORE, default
+.silico/results.db),
 computes reliability, item statistics and seed agreement as the export does, and writes one self-contained
 report.html to DIR (default out/<ID>, where starter run writes). It needs no Temporal server and no network; the
 page loads nothing and runs no scripts. The run's wall time is taken from DIR/summary.json when an export left
@@ -38,8 +39,11 @@ one there. A run still in progress reports what has finished.`,
 			if output == "" {
 				output = filepath.Join("out", id)
 			}
-			if _, err := os.Stat(conn.store()); err != nil {
-				return fmt.Errorf("no results store at %s (set --store or --state-dir): %w", conn.store(), err)
+			if dsn := conn.store(); !store.IsPostgres(dsn) {
+				// Opening a SQLite path that does not exist would create an empty store.
+				if _, err := os.Stat(dsn); err != nil {
+					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
+				}
 			}
 			st, err := store.Open(ctx, conn.store())
 			if err != nil {
@@ -63,11 +67,17 @@ one there. A run still in progress reports what has finished.`,
 	return cmd
 }
 
+// specStore is what loadRunSpec reads of the results store.
+type specStore interface {
+	LoadRun(ctx context.Context, run string) ([]byte, error)
+	Location() string
+}
+
 // loadRunSpec reads the spec a run was started with from the results store, with defaults applied.
-func loadRunSpec(ctx context.Context, st *store.SQLite, id string) (*experiment.Spec, error) {
+func loadRunSpec(ctx context.Context, st specStore, id string) (*experiment.Spec, error) {
 	b, err := st.LoadRun(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("run %s in %s: %w", id, st.Path(), err)
+		return nil, fmt.Errorf("run %s in %s: %w", id, st.Location(), err)
 	}
 	var spec experiment.Spec
 	if err := json.Unmarshal(b, &spec); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
+	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/devserver"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/logging"
@@ -40,6 +42,7 @@ type connFlags struct {
 	logFormat string
 	logLevel  string
 	noUI      bool
+	cluster   cluster.Flags
 }
 
 func (f *connFlags) register(cmd *cobra.Command) {
@@ -53,7 +56,9 @@ func (f *connFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.noUI, "no-ui", false, "embedded mode: do not serve the Web UI")
 	fl.StringVar(&f.simAddr, "sim-addr", "127.0.0.1:0", "embedded mode: listen address of the model simulator")
 	fl.StringVar(&f.simLog, "sim-request-log", "", "embedded mode: append the simulator's request log (JSON lines) to this file")
-	fl.StringVar(&f.storePath, "store", "", "results store file (default: <state-dir>/results.db)")
+	f.cluster.Register(fl)
+	fl.StringVar(&f.storePath, "store", "", "results store: a SQLite file, or a postgres:// URL the workers share "+
+		"(env "+envStore+"; default: <state-dir>/results.db)")
 	fl.StringVar(&f.logFormat, "log-format", "console", "log format: console or json")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 }
@@ -67,11 +72,12 @@ func envOr(name, def string) string {
 
 func (f *connFlags) embedded() bool { return f.address == "" }
 
+// envStore names the results store when --store is not given.
+const envStore = "SILICO_STORE"
+
+// store is the results store's DSN: --store, else SILICO_STORE, else the SQLite file in the state dir.
 func (f *connFlags) store() string {
-	if f.storePath != "" {
-		return f.storePath
-	}
-	return filepath.Join(f.stateDir, "results.db")
+	return cmp.Or(f.storePath, os.Getenv(envStore), filepath.Join(f.stateDir, "results.db"))
 }
 
 // session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
@@ -83,7 +89,7 @@ type session struct {
 	sim    *http.Server
 	simURL string
 	simLog io.Closer
-	store  *store.SQLite
+	store  store.Store
 	worker worker.Worker
 	// shared is the server of another starter on the same state dir, when this session uses it.
 	shared *serverInfo
@@ -170,11 +176,17 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			return nil, err
 		}
 	}
-	s.client, err = client.DialContext(ctx, client.Options{
-		HostPort:  hostPort,
-		Namespace: f.namespace,
-		Logger:    logging.Temporal(zl),
-	})
+	conn := cluster.Config{Address: hostPort, Namespace: f.namespace}
+	if !f.embedded() { // the embedded server is plain, on loopback
+		if conn, err = f.cluster.Config(hostPort, f.namespace, os.Getenv); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	copts, err := conn.ClientOptions(logging.Temporal(zl))
+	if err != nil {
+		return nil, usageError{err}
+	}
+	s.client, err = client.DialContext(ctx, copts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
 	}
@@ -182,7 +194,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	if f.embedded() && opts.worker && s.shared == nil {
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
-			Getenv: os.Getenv,
+			Getenv: cluster.WithoutOwnVariables(os.Getenv, envStore),
 			SimURL: s.simURL,
 		})
 		if err != nil {

@@ -5,19 +5,25 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/logging"
+	"github.com/silicolab/silico/metrics"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -25,7 +31,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
 	stop()
 	switch {
 	case err == nil:
@@ -43,17 +49,59 @@ func main() {
 
 type usageError struct{ error }
 
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// envStore names the results store when --store is not given.
+const envStore = "SILICO_STORE"
+
+// defaultStore is the results store when neither --store nor SILICO_STORE names one.
+const defaultStore = ".silico/results.db"
+
+// options are the worker's settings, from its flags and environment.
+type options struct {
+	address, namespace string
+	cluster            cluster.Flags
+	store              string
+	output             string
+	simURL             string
+	passes             int
+	logFormat          string
+	logLevel           string
+	metricsAddr        string
+}
+
+// defaultMetricsAddr is where the worker serves Prometheus metrics unless --metrics-addr says otherwise.
+const defaultMetricsAddr = "127.0.0.1:9464"
+
+// newFlagSet returns the worker's flag set and the options it fills. getenv supplies the defaults that come from
+// the environment. Secrets (the store's DSN may hold a password, TEMPORAL_API_KEY is one) are not made flag
+// defaults, so that --help never prints them; resolve reads them after parsing.
+func newFlagSet(stderr io.Writer, getenv func(string) string) (*flag.FlagSet, *options) {
+	o := new(options)
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	address := fs.String("address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	namespace := fs.String("namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	storePath := fs.String("store", ".silico/results.db", "results store (SQLite file)")
-	output := fs.String("output-root", "out", "where runs without an output directory are exported: <output-root>/<run id>")
-	simURL := fs.String("sim-url", os.Getenv("SILICO_SIM_URL"), "base URL of the simulator for models with provider sim (env SILICO_SIM_URL)")
-	passes := fs.Int("max-passes", 16, "seed passes this worker runs at once")
-	logFormat := fs.String("log-format", "console", "log format: json or console")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.address, "address", envOr(getenv, cluster.EnvAddress, "127.0.0.1:7233"), "Temporal frontend host:port (env "+cluster.EnvAddress+")")
+	fs.StringVar(&o.namespace, "namespace", envOr(getenv, cluster.EnvNamespace, "default"), "Temporal namespace (env "+cluster.EnvNamespace+")")
+	o.cluster.Register(fs)
+	fs.StringVar(&o.store, "store", "", "results store: a SQLite file, or a postgres:// URL that workers on several machines share "+
+		"(env "+envStore+"; default "+defaultStore+")")
+	fs.StringVar(&o.output, "output-root", "out", "where runs without an output directory are exported: <output-root>/<run id>")
+	fs.StringVar(&o.simURL, "sim-url", getenv(envSimURL), "base URL of the simulator for models with provider sim (env "+envSimURL+")")
+	fs.IntVar(&o.passes, "max-passes", 16, "seed passes this worker runs at once")
+	fs.StringVar(&o.logFormat, "log-format", "console", "log format: json or console")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "serve Prometheus metrics (the Temporal SDK's) at http://<addr>/metrics; "+
+		"0.0.0.0:9464 to let a scraper on another host in, empty for none")
+	return fs, o
+}
+
+// envSimURL is the simulator's URL when --sim-url is not given.
+const envSimURL = "SILICO_SIM_URL"
+
+// envVars lists the environment variables the worker itself reads. It also reads the variables the specs name
+// for API keys (api_key_env), whatever they are called.
+var envVars = append([]string{envStore, envSimURL}, cluster.EnvVars...)
+
+func run(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
+	fs, o := newFlagSet(stderr, getenv)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -63,39 +111,95 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
-	zl, err := logging.New(*logFormat, *logLevel, stderr)
+	conn, err := o.cluster.Config(o.address, o.namespace, getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	storeDSN := cmp.Or(o.store, getenv(envStore), defaultStore)
+	zl, err := logging.New(o.logFormat, o.logLevel, stderr)
 	if err != nil {
 		return usageError{err}
 	}
 	defer func() { _ = zl.Sync() }()
+	copts, err := conn.ClientOptions(logging.Temporal(zl))
+	if err != nil {
+		return usageError{err}
+	}
 
-	st, err := store.Open(ctx, *storePath)
+	if o.metricsAddr != "" {
+		m := metrics.NewPrometheus(func(err error) { zl.Warn("metric not served", zap.Error(err)) })
+		defer m.Close()
+		stop, err := serveMetrics(o.metricsAddr, m.HTTP)
+		switch {
+		case err == nil:
+			defer stop()
+			copts.MetricsHandler = m.Handler
+			zl.Info("serving metrics", zap.String("url", "http://"+o.metricsAddr+"/metrics"))
+		case flagSet(fs, "metrics-addr"):
+			return fmt.Errorf("serve metrics: %w", err)
+		default:
+			// Several workers on one machine: the first has the default port, the others run without.
+			zl.Warn("not serving metrics: the default address is taken; give --metrics-addr", zap.Error(err))
+		}
+	}
+
+	st, err := store.Open(ctx, storeDSN)
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}
 	defer st.Close()
-	c, err := client.DialContext(ctx, client.Options{HostPort: *address, Namespace: *namespace, Logger: logging.Temporal(zl)})
+	c, err := client.DialContext(ctx, copts)
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", *address, err)
+		return fmt.Errorf("connect to Temporal at %s: %w", conn.Address, err)
 	}
 	defer c.Close()
 	w, err := workerhost.New(c, workerhost.Config{
-		Store:               st,
-		Getenv:              os.Getenv,
-		SimURL:              *simURL,
-		OutputRoot:          *output,
-		MaxConcurrentPasses: *passes,
+		Store: st,
+		// Specs name the variables their models' keys are read from; never this worker's own credentials.
+		Getenv:              cluster.WithoutOwnVariables(getenv, envStore),
+		SimURL:              o.simURL,
+		OutputRoot:          o.output,
+		MaxConcurrentPasses: o.passes,
 	})
 	if err != nil {
 		return err
 	}
-	zl.Info("worker started", zap.String("address", *address), zap.String("namespace", *namespace),
-		zap.String("task_queue", workflows.TaskQueue), zap.String("store", *storePath))
+	zl.Info("worker started", zap.String("address", conn.Address), zap.String("namespace", conn.Namespace),
+		zap.String("auth", conn.Auth()), zap.String("task_queue", workflows.TaskQueue), zap.String("store", st.Location()))
 	// worker.Run stops on the channel closing; the context's end is that signal.
 	if err := w.Run(ctxInterrupt(ctx)); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	return nil
+}
+
+// serveMetrics serves h at http://addr/metrics until stop, which waits for the server to end.
+func serveMetrics(addr string, h http.Handler) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // ErrServerClosed after Shutdown
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // ctxInterrupt turns a context's end into the worker's interrupt channel.
@@ -105,8 +209,8 @@ func ctxInterrupt(ctx context.Context) <-chan any {
 	return ch
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
+func envOr(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
 		return v
 	}
 	return def

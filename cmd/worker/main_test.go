@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,14 +16,14 @@ import (
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"--bogus"}, {"extra-arg"}, {"--log-format", "xml"}} {
 		var stderr bytes.Buffer
-		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), &stderr)
+		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), &stderr, noEnv)
 		var u usageError
 		if !errors.As(err, &u) {
 			t.Errorf("%v: got %v, want a usage error (exit 2)", args, err)
 		}
 	}
 	var stderr bytes.Buffer
-	if err := run(context.Background(), []string{"--help"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-address") {
+	if err := run(context.Background(), []string{"--help"}, &stderr, noEnv); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-address") {
 		t.Errorf("--help: %v, %q", err, stderr.String())
 	}
 }
@@ -37,9 +38,77 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
-	err = run(ctx, []string{"--address", addr, "--store", filepath.Join(t.TempDir(), "r.db")}, &stderr)
+	err = run(ctx, []string{"--address", addr, "--store", filepath.Join(t.TempDir(), "r.db")}, &stderr, noEnv)
 	var u usageError
 	if err == nil || errors.As(err, &u) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("got %v, want an error naming %s", err, addr)
+	}
+}
+
+func noEnv(string) string { return "" }
+
+func TestStoreFromTheEnvironment(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "from-env.db")
+	env := map[string]string{envStore: db, "TEMPORAL_ADDRESS": addr}
+	var stderr bytes.Buffer
+	if err := run(ctx, nil, &stderr, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("got %v, want an error naming %s (from TEMPORAL_ADDRESS)", err, addr)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("the store %s=%s was not opened: %v", envStore, db, err)
+	}
+}
+
+func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
+	env := map[string]string{
+		envStore:           "postgres://silico:db-s3cret@db.internal/silico",
+		"TEMPORAL_API_KEY": "api-s3cret",
+	}
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &stderr, func(k string) string { return env[k] }); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, flagName := range []string{"-store", "-api-key", "-tls-cert-path"} {
+		if !strings.Contains(stderr.String(), flagName) {
+			t.Errorf("--help does not list %s", flagName)
+		}
+	}
+	if strings.Contains(stderr.String(), "s3cret") {
+		t.Errorf("--help shows a secret from the environment:\n%s", stderr.String())
+	}
+}
+
+func TestBadTLSSettingsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--tls-cert-path", "c.pem"}, // no key
+		{"--tls-ca-path", filepath.Join(t.TempDir(), "missing.pem")},
+	} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), &stderr, noEnv)
+		var u usageError
+		if !errors.As(err, &u) {
+			t.Errorf("%v: got %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestExplicitMetricsAddressMustBeFree(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // the address stays taken
+	var stderr bytes.Buffer
+	err = run(context.Background(), []string{"--metrics-addr", ln.Addr().String(), "--store", filepath.Join(t.TempDir(), "r.db")}, &stderr, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "serve metrics") {
+		t.Fatalf("got %v, want a metrics error", err)
 	}
 }

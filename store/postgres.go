@@ -1,0 +1,404 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgMigrations are the PostgreSQL schema's steps; migration i+1 takes the schema from version i to i+1. The
+// version reached is recorded in silico_schema_version. Append only: a released step is never edited.
+//
+// The tables are prefixed so that silico can share a database with other programs; to keep it apart entirely,
+// give the DSN a search_path (…?search_path=silico) naming a schema of its own.
+//
+// silico_cells has no foreign key to silico_runs: its per-row check made a batch insert four times slower
+// (100,000 rows in one statement: 2.7 s with it, 0.7 s without). Put creates the run's row itself, and
+// DeleteRun removes both in one transaction.
+var pgMigrations = []string{
+	`CREATE TABLE silico_runs (
+		run        TEXT PRIMARY KEY,
+		spec       BYTEA,
+		created    TIMESTAMPTZ NOT NULL DEFAULT now(),
+		-- the run's wall time as its workflow measured it when it exported; NULL before that
+		elapsed_ms BIGINT
+	);
+	CREATE TABLE silico_cells (
+		run               TEXT             NOT NULL,
+		idx               BIGINT           NOT NULL,
+		status            TEXT             NOT NULL,
+		option_id         TEXT             NOT NULL DEFAULT '',
+		raw               TEXT             NOT NULL DEFAULT '',
+		candidates        TEXT             NOT NULL DEFAULT '',
+		error_class       TEXT             NOT NULL DEFAULT '',
+		error_message     TEXT             NOT NULL DEFAULT '',
+		error_code        TEXT             NOT NULL DEFAULT '',
+		prompt_tokens     BIGINT           NOT NULL DEFAULT 0,
+		completion_tokens BIGINT           NOT NULL DEFAULT 0,
+		cost_usd          DOUBLE PRECISION NOT NULL DEFAULT 0,
+		latency_ms        DOUBLE PRECISION NOT NULL DEFAULT 0,
+		attempts          BIGINT           NOT NULL DEFAULT 0,
+		cached            BOOLEAN          NOT NULL DEFAULT false,
+		PRIMARY KEY (run, idx)
+	);`,
+}
+
+// pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all
+// open the store, and only one of them may create the tables.
+const pgMigrateLock = 0x5111c0
+
+// pgCellColumns are the columns Records and Scan read, in the order scanPGRecord takes them.
+const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
+	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached`
+
+// pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
+// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A
+// statement is atomic on its own, so Put needs no explicit transaction. ON CONFLICT makes a rewritten cell (a
+// retried pass, FailUnfinished after a crash) replace the earlier row, never add a second one, except that a
+// failed record never replaces an answer. The arrays must not repeat an index: one statement cannot update a row
+// twice.
+const pgUpsert = `WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)
+INSERT INTO silico_cells (run, ` + pgCellColumns + `)
+SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[])
+ON CONFLICT (run, idx) DO UPDATE SET
+	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
+	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
+	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
+	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
+	cached = excluded.cached
+WHERE excluded.status <> 'failed' OR silico_cells.status = 'failed'`
+
+// Postgres is the results store in a PostgreSQL database, shared by any number of worker processes on any
+// number of machines. It is safe for use by several goroutines.
+type Postgres struct {
+	pool *pgxpool.Pool
+	// where is the DSN without its password, for messages.
+	where string
+}
+
+// OpenPostgres connects to the database a postgres:// URL names (pgx's connection string: sslmode,
+// search_path, pool_max_conns … as query parameters) and creates or migrates silico's tables.
+func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	where := redactDSN(dsn)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		// pgx's parse errors quote the connection string; say only where.
+		return nil, fmt.Errorf("store: open %s: invalid PostgreSQL connection string", where)
+	}
+	p := &Postgres{pool: pool, where: where}
+	if err := p.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: open %s: %w", where, err)
+	}
+	return p, nil
+}
+
+// redactDSN hides the password of a URL, given as user:password@ or as a password= parameter, and all of a URL
+// it cannot parse.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres://(unparsable)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+func (p *Postgres) migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgMigrateLock); err != nil {
+			return fmt.Errorf("lock schema: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS silico_schema_version (
+			version INTEGER PRIMARY KEY,
+			applied TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("create version table: %w", err)
+		}
+		var v int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM silico_schema_version").Scan(&v); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if v > len(pgMigrations) {
+			return fmt.Errorf("schema version %d is newer than this program's %d: upgrade silico", v, len(pgMigrations))
+		}
+		for ; v < len(pgMigrations); v++ {
+			if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {
+				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO silico_schema_version (version) VALUES ($1)", v+1); err != nil {
+				return fmt.Errorf("record schema version %d: %w", v+1, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Location is the DSN without its password.
+func (p *Postgres) Location() string { return p.where }
+
+// Close closes the connection pool, waiting for connections in use to be returned.
+func (p *Postgres) Close() error {
+	p.pool.Close()
+	return nil
+}
+
+// SaveRun records the spec of a run (its canonical bytes). Saving the same bytes again is a no-op; saving
+// different bytes under an existing run is an error, since the run's records would no longer match its spec.
+func (p *Postgres) SaveRun(ctx context.Context, run string, spec []byte) error {
+	if run == "" {
+		return errors.New("store: save run: empty run id")
+	}
+	if spec == nil {
+		spec = []byte{}
+	}
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		// The row lock makes concurrent SaveRuns of one run (two starters) compare against each other's bytes.
+		if _, err := tx.Exec(ctx, "INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING", run); err != nil {
+			return err
+		}
+		var old []byte
+		if err := tx.QueryRow(ctx, "SELECT spec FROM silico_runs WHERE run = $1 FOR UPDATE", run).Scan(&old); err != nil {
+			return err
+		}
+		switch {
+		case old == nil: // a new run, or one created by Put before the spec was saved
+			_, err := tx.Exec(ctx, "UPDATE silico_runs SET spec = $1 WHERE run = $2", spec, run)
+			return err
+		case bytes.Equal(old, spec):
+			return nil
+		default:
+			return ErrSpecConflict
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("store: save run %s: %w", run, err)
+	}
+	return nil
+}
+
+// LoadRun returns the spec bytes saved by SaveRun, or ErrNotFound.
+func (p *Postgres) LoadRun(ctx context.Context, run string) ([]byte, error) {
+	var spec []byte
+	err := p.pool.QueryRow(ctx, "SELECT spec FROM silico_runs WHERE run = $1", run).Scan(&spec)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && spec == nil) {
+		return nil, fmt.Errorf("store: load run %s: %w", run, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: load run %s: %w", run, err)
+	}
+	return spec, nil
+}
+
+// SetElapsed records the wall time of a run (from its start to its export), for exports made later from the
+// store alone. The run need not exist yet.
+func (p *Postgres) SetElapsed(ctx context.Context, run string, d time.Duration) error {
+	if _, err := p.pool.Exec(ctx, `INSERT INTO silico_runs (run, elapsed_ms) VALUES ($1, $2)
+		ON CONFLICT (run) DO UPDATE SET elapsed_ms = excluded.elapsed_ms`, run, d.Milliseconds()); err != nil {
+		return fmt.Errorf("store: set elapsed %s: %w", run, err)
+	}
+	return nil
+}
+
+// Elapsed returns the wall time of a run: what SetElapsed recorded, else (a run still going, or one that never
+// exported) the time since the run was created in the store. ErrNotFound when the run does not exist.
+func (p *Postgres) Elapsed(ctx context.Context, run string, now time.Time) (time.Duration, error) {
+	var ms *int64
+	var created time.Time
+	err := p.pool.QueryRow(ctx, "SELECT elapsed_ms, created FROM silico_runs WHERE run = $1", run).Scan(&ms, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("store: elapsed of %s: %w", run, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: elapsed of %s: %w", run, err)
+	}
+	if ms != nil {
+		return time.Duration(*ms) * time.Millisecond, nil
+	}
+	return max(0, now.Sub(created)), nil
+}
+
+// Put writes the records of a run in one statement (one round trip): all of them are durable when it returns
+// nil, none when it returns an error. A record replaces an earlier one with the same index, except that a failed
+// record never replaces an answer (ok or unparsed): an answer was paid for, and a give-up written late by a stale
+// attempt or by the workflow must not erase it. Within recs, the last one wins by the same rule. The run need
+// not have been saved first.
+//
+// Workers writing the same cells at once never lose or duplicate a row: each cell is one row under the
+// (run, idx) key, and a batch locks its rows in index order, so two overlapping batches cannot deadlock.
+func (p *Postgres) Put(ctx context.Context, run string, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if run == "" {
+		return errors.New("store: put: empty run id")
+	}
+	for i := range recs {
+		if err := recs[i].validate(); err != nil {
+			return fmt.Errorf("store: put %s: %w", run, err)
+		}
+	}
+	c := newPGColumns(mergeByIndex(recs))
+	if _, err := p.pool.Exec(ctx, pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
+		c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached); err != nil {
+		return fmt.Errorf("store: put %s: %d records: %w", run, len(recs), err)
+	}
+	return nil
+}
+
+// mergeByIndex returns recs sorted by index with one record per index: of several, the last, unless it is a
+// failure and an earlier one is an answer (the rule of the upsert, applied within the batch). recs is not
+// modified.
+func mergeByIndex(recs []Record) []Record {
+	out := slices.Clone(recs)
+	// A stable sort keeps the records of one index in the order given.
+	slices.SortStableFunc(out, func(a, b Record) int { return a.Index - b.Index })
+	w := -1
+	for _, r := range out {
+		switch {
+		case w < 0 || out[w].Index != r.Index:
+			w++
+			out[w] = r
+		case r.Status != StatusFailed || out[w].Status == StatusFailed:
+			out[w] = r
+		}
+	}
+	return out[:w+1]
+}
+
+// pgColumns are a batch of records as one array per column, the parameters of pgUpsert.
+type pgColumns struct {
+	idx, promptTokens, completionTokens, attempts               []int64
+	status, optionID, raw, candidates, errorClass, errorMessage []string
+	costUSD, latencyMS                                          []float64
+	cached                                                      []bool
+}
+
+func newPGColumns(recs []Record) pgColumns {
+	n := len(recs)
+	c := pgColumns{
+		idx: make([]int64, n), promptTokens: make([]int64, n), completionTokens: make([]int64, n), attempts: make([]int64, n),
+		status: make([]string, n), optionID: make([]string, n), raw: make([]string, n), candidates: make([]string, n),
+		errorClass: make([]string, n), errorMessage: make([]string, n),
+		costUSD: make([]float64, n), latencyMS: make([]float64, n), cached: make([]bool, n),
+	}
+	for i, r := range recs {
+		c.idx[i], c.promptTokens[i], c.completionTokens[i], c.attempts[i] =
+			int64(r.Index), int64(r.PromptTokens), int64(r.CompletionTokens), int64(r.Attempts)
+		c.status[i], c.optionID[i], c.raw[i], c.candidates[i] = r.Status, r.OptionID, r.Raw, r.Candidates
+		c.errorClass[i], c.errorMessage[i] = r.ErrorClass, r.ErrorMessage
+		c.costUSD[i], c.latencyMS[i], c.cached[i] = r.CostUSD, r.LatencyMS, r.Cached
+	}
+	return c
+}
+
+// Records returns the recorded cells of a run with start <= index < end, by index. Every record is a finished
+// cell: a cell whose call failed transiently is left unrecorded, to be run again.
+func (p *Postgres) Records(ctx context.Context, run string, start, end int) ([]Record, error) {
+	rows, err := p.pool.Query(ctx, "SELECT "+pgCellColumns+" FROM silico_cells WHERE run = $1 AND idx >= $2 AND idx < $3 ORDER BY idx",
+		run, start, end)
+	if err != nil {
+		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
+	}
+	out, err := scanPGRecords(rows, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
+	}
+	return out, nil
+}
+
+// Scan calls fn with every record of a run, by index, reading a page at a time so that a run of any size
+// streams and no connection is held while fn runs. It stops at, and returns, fn's first error. Scan is not a
+// snapshot: records written while it runs at indexes it has not reached yet are seen.
+func (p *Postgres) Scan(ctx context.Context, run string, fn func(Record) error) error {
+	next := -1
+	var page []Record
+	for {
+		rows, err := p.pool.Query(ctx, "SELECT "+pgCellColumns+" FROM silico_cells WHERE run = $1 AND idx > $2 ORDER BY idx LIMIT $3",
+			run, next, scanPage)
+		if err != nil {
+			return fmt.Errorf("store: scan %s: %w", run, err)
+		}
+		page, err = scanPGRecords(rows, page[:0])
+		if err != nil {
+			return fmt.Errorf("store: scan %s: %w", run, err)
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < scanPage {
+			return nil
+		}
+		next = page[len(page)-1].Index
+	}
+}
+
+// scanPGRecords reads all rows into out and closes rows.
+func scanPGRecords(rows pgx.Rows, out []Record) ([]Record, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var r Record
+		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
+			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Counts returns the per-status counts and the token and cost sums of a run's records. A run without records
+// has zero counts.
+func (p *Postgres) Counts(ctx context.Context, run string) (Counts, error) {
+	var c Counts
+	err := p.pool.QueryRow(ctx, `SELECT count(*),
+		count(*) FILTER (WHERE status = $2), count(*) FILTER (WHERE status = $3), count(*) FILTER (WHERE status = $4),
+		count(*) FILTER (WHERE cached),
+		coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(completion_tokens), 0)::bigint, coalesce(sum(cost_usd), 0)
+		FROM silico_cells WHERE run = $1`, run, StatusOK, StatusUnparsed, StatusFailed).
+		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD)
+	if err != nil {
+		return Counts{}, fmt.Errorf("store: counts %s: %w", run, err)
+	}
+	return c, nil
+}
+
+// DeleteFailed removes the failed records of a run, so that its cells are called again, and returns how many
+// there were.
+func (p *Postgres) DeleteFailed(ctx context.Context, run string) (int, error) {
+	tag, err := p.pool.Exec(ctx, "DELETE FROM silico_cells WHERE run = $1 AND status = $2", run, StatusFailed)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
+func (p *Postgres) DeleteRun(ctx context.Context, run string) error {
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "DELETE FROM silico_cells WHERE run = $1", run); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DELETE FROM silico_runs WHERE run = $1", run)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete run %s: %w", run, err)
+	}
+	return nil
+}
