@@ -575,7 +575,7 @@ func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration)
 		p.mu.Unlock()
 	default:
 		p.logFailure(c, e)
-		p.record(store.Record{Index: c.Index, Status: store.StatusFailed, ErrorClass: string(e.Class),
+		p.record(store.Record{Index: c.Index, Status: store.StatusFailed, ErrorClass: string(e.Class), ErrorCode: e.Code,
 			ErrorMessage: e.Message, LatencyMS: float64(latency.Microseconds()) / 1000, Attempts: p.attempt})
 	}
 }

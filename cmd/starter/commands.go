@@ -133,7 +133,11 @@ what has finished, the rest marked NotRun.`,
 			if err := spec.Validate(); err != nil {
 				return fmt.Errorf("spec of run %s: %w", args[0], err)
 			}
-			sum, err := results.Export(ctx, s.store, &spec, args[0], output, 0)
+			elapsed, err := s.store.Elapsed(ctx, args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			sum, err := results.Export(ctx, s.store, &spec, args[0], output, elapsed)
 			if err != nil {
 				return err
 			}

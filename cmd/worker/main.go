@@ -1,7 +1,11 @@
 // Command worker hosts silico's ExperimentWorkflow and its activities on a Temporal cluster. Run as many as you
 // like: passes spread over them, and the workflow shares each model's limits among the passes running at once.
 //
-// API keys are read from this process's environment, under the variable names the specs give (api_key_env).
+// API keys are read from this process's environment, under the variable names the specs give (api_key_env), and
+// only from variables the allow-list admits (--api-key-env-allow, default names ending in _API_KEY): anyone who
+// can start a workflow names the variable and the server it goes to. Outputs stay under --output-root unless
+// --output-anywhere is given. Models with provider sim need a simulator: --sim runs one in this process,
+// --sim-url names one elsewhere.
 package main
 
 import (
@@ -10,14 +14,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
+	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -51,6 +61,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	storePath := fs.String("store", ".silico/results.db", "results store (SQLite file)")
 	output := fs.String("output-root", "out", "where runs without an output directory are exported: <output-root>/<run id>")
 	simURL := fs.String("sim-url", os.Getenv("SILICO_SIM_URL"), "base URL of the simulator for models with provider sim (env SILICO_SIM_URL)")
+	simOn := fs.Bool("sim", false, "run the model simulator in this process for models with provider sim (instead of --sim-url)")
+	simLatency := fs.Duration("sim-latency", 0, "with --sim: latency of every simulated call")
+	simJitter := fs.Duration("sim-jitter", 0, "with --sim: uniform ± jitter around --sim-latency")
+	keyAllow := fs.String("api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", strings.Join(llm.DefaultKeyEnvAllow, ",")),
+		"comma-separated glob patterns of the environment variables a spec's api_key_env may name; \"\" allows none (env SILICO_API_KEY_ENV_ALLOW)")
+	outputAnywhere := fs.Bool("output-anywhere", false, "let a run's output directory lie outside --output-root")
 	passes := fs.Int("max-passes", 16, "seed passes this worker runs at once")
 	logFormat := fs.String("log-format", "console", "log format: json or console")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -63,11 +79,30 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
+	if *simOn && *simURL != "" {
+		return usageError{errors.New("give --sim or --sim-url, not both")}
+	}
+	allow := splitList(*keyAllow)
+	if err := llm.CheckKeyEnvAllow(allow); err != nil {
+		return usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
+	}
 	zl, err := logging.New(*logFormat, *logLevel, stderr)
 	if err != nil {
 		return usageError{err}
 	}
 	defer func() { _ = zl.Sync() }()
+
+	if *simOn {
+		url, stopSim, err := startSim(sim.Config{Latency: sim.Latency{Fixed: *simLatency, Jitter: *simJitter}})
+		if err != nil {
+			return err
+		}
+		defer stopSim()
+		*simURL = url
+		zl.Info("simulator started", zap.String("url", url))
+	} else if *simURL == "" {
+		zl.Warn("no simulator: runs whose models use provider sim will fail (no_simulator); start the worker with --sim or --sim-url")
+	}
 
 	st, err := store.Open(ctx, *storePath)
 	if err != nil {
@@ -83,14 +118,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Store:               st,
 		Getenv:              os.Getenv,
 		SimURL:              *simURL,
+		SimSettingsFixed:    true,
 		OutputRoot:          *output,
+		OutputAnywhere:      *outputAnywhere,
+		KeyEnvAllow:         allow,
 		MaxConcurrentPasses: *passes,
 	})
 	if err != nil {
 		return err
 	}
 	zl.Info("worker started", zap.String("address", *address), zap.String("namespace", *namespace),
-		zap.String("task_queue", workflows.TaskQueue), zap.String("store", *storePath))
+		zap.String("task_queue", workflows.TaskQueue), zap.String("store", *storePath),
+		zap.Strings("api_key_env_allow", allow), zap.String("output_root", *output), zap.Bool("output_anywhere", *outputAnywhere))
 	// worker.Run stops on the channel closing; the context's end is that signal.
 	if err := w.Run(ctxInterrupt(ctx)); err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -103,6 +142,42 @@ func ctxInterrupt(ctx context.Context) <-chan any {
 	ch := make(chan any)
 	context.AfterFunc(ctx, func() { close(ch) })
 	return ch
+}
+
+// startSim serves the model simulator on a free loopback port and returns its base URL and its stop function.
+func startSim(cfg sim.Config) (string, func(), error) {
+	h, err := sim.New(cfg)
+	if err != nil {
+		return "", nil, fmt.Errorf("start simulator: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("simulator: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // ends with http.ErrServerClosed on Shutdown
+	}()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}
+	return "http://" + ln.Addr().String() + "/v1", stop, nil
+}
+
+// splitList splits a comma-separated list, dropping blanks; "" is an empty (non-nil) list.
+func splitList(s string) []string {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func envOr(name, def string) string {

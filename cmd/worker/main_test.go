@@ -13,7 +13,8 @@ import (
 )
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"--bogus"}, {"extra-arg"}, {"--log-format", "xml"}} {
+	for _, args := range [][]string{{"--bogus"}, {"extra-arg"}, {"--log-format", "xml"}, {"--api-key-env-allow", "[A-"},
+		{"--sim", "--sim-url", "http://127.0.0.1:1/v1"}} {
 		var stderr bytes.Buffer
 		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), &stderr)
 		var u usageError
@@ -41,5 +42,14 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 	var u usageError
 	if err == nil || errors.As(err, &u) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("got %v, want an error naming %s", err, addr)
+	}
+}
+
+func TestSplitList(t *testing.T) {
+	if got := splitList(" *_API_KEY, HF_TOKEN ,,"); len(got) != 2 || got[0] != "*_API_KEY" || got[1] != "HF_TOKEN" {
+		t.Errorf("splitList = %q", got)
+	}
+	if got := splitList(""); got == nil || len(got) != 0 {
+		t.Errorf("splitList(\"\") = %#v, want an empty non-nil list (allows none)", got)
 	}
 }

@@ -1,0 +1,73 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+func TestOutputDirStaysUnderRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "out")
+	outside := filepath.Join(base, "elsewhere")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dir, want string // want "" means refused
+	}{
+		{"", filepath.Join(root, "run1")},
+		{filepath.Join(root, "mine"), filepath.Join(root, "mine")},
+		{"mine/sub", filepath.Join(root, "mine", "sub")},
+		{root, root},
+		{outside, ""},
+		{"/etc", ""},
+		{"../elsewhere", ""},
+		{filepath.Join(root, "..", "out2"), ""},
+		{filepath.Join(root, "link", "x"), ""},
+	}
+	a := &Activities{OutputRoot: root}
+	for _, tt := range tests {
+		got, err := a.outputDir(ExportInput{RunID: "run1", Dir: tt.dir})
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("outputDir(%q) = %q, want refused", tt.dir, got)
+			} else if !strings.Contains(err.Error(), "--output-anywhere") {
+				t.Errorf("outputDir(%q): %v, want the way out named", tt.dir, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("outputDir(%q) = %q, %v; want %q", tt.dir, got, err, tt.want)
+		}
+	}
+	anywhere := &Activities{OutputRoot: root, OutputAnywhere: true}
+	if got, err := anywhere.outputDir(ExportInput{RunID: "r", Dir: outside}); err != nil || got != outside {
+		t.Errorf("OutputAnywhere: outputDir = %q, %v; want %q", got, err, outside)
+	}
+
+	// ExportResults and CheckOutput refuse for good: no retry can change the directory.
+	for name, err := range map[string]error{
+		"ExportResults": func() error {
+			_, err := a.ExportResults(context.Background(), ExportInput{RunID: "r", Dir: outside})
+			return err
+		}(),
+		"CheckOutput": a.CheckOutput(context.Background(), ExportInput{RunID: "r", Dir: outside}),
+	} {
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != ClassOutputRefused {
+			t.Errorf("%s = %v, want a non-retryable %s error", name, err, ClassOutputRefused)
+		}
+	}
+}
