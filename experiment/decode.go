@@ -16,6 +16,8 @@ type decoder struct {
 	file    string
 	baseDir string
 	errs    Errors
+	// notes are remarks that are not errors: keys accepted but without effect in silico.
+	notes []string
 	locs    map[string]loc
 }
 
@@ -48,6 +50,13 @@ func (d *decoder) errAt(n *node, path, format string, args ...any) {
 		e.Line, e.Column = n.where()
 	}
 	d.errs = append(d.errs, e)
+}
+
+// noteAt records a remark about the value n at path, as "file:line:col: path: msg".
+func (d *decoder) noteAt(n *node, path, msg string) {
+	e := Error{File: d.file, Field: path, Msg: msg}
+	e.Line, e.Column = n.where()
+	d.notes = append(d.notes, e.Error())
 }
 
 func (d *decoder) mark(resolved, src string, n *node) {

@@ -71,6 +71,7 @@ func Parse(data []byte, filename, baseDir string) (*Spec, error) {
 		errs.sortByPosition()
 		return nil, errs
 	}
+	s.Notes = d.notes
 	return s, nil
 }
 

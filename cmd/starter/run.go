@@ -39,7 +39,7 @@ it waits for it; completed: it exports its results again). --new starts a fresh 
 system runs in this process; kill it at any moment and run the same command again to finish the run.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := experiment.Load(args[0])
+			spec, err := loadSpec(cmd.ErrOrStderr(), args[0])
 			if err != nil {
 				return withCode(exitUsage, err)
 			}

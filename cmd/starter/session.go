@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/silicolab/silico/devserver"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -39,6 +41,7 @@ type connFlags struct {
 	storePath string
 	logFormat string
 	logLevel  string
+	keyAllow  string
 	noUI      bool
 }
 
@@ -56,6 +59,19 @@ func (f *connFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.storePath, "store", "", "results store file (default: <state-dir>/results.db)")
 	fl.StringVar(&f.logFormat, "log-format", "console", "log format: console or json")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	fl.StringVar(&f.keyAllow, "api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", strings.Join(llm.DefaultKeyEnvAllow, ",")),
+		"embedded mode: comma-separated glob patterns of the environment variables a spec's api_key_env may name (env SILICO_API_KEY_ENV_ALLOW)")
+}
+
+// keyEnvAllow is the allow-list of --api-key-env-allow; "" allows none.
+func (f *connFlags) keyEnvAllow() []string {
+	out := []string{}
+	for _, p := range strings.Split(f.keyAllow, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func envOr(name, def string) string {
@@ -96,6 +112,8 @@ type session struct {
 type sessionOptions struct {
 	worker bool
 	sim    *experiment.SimulatorSettings
+	// sharedSim: the simulator serves runs whose specs this session does not know (starter dev).
+	sharedSim bool
 }
 
 // open connects to Temporal. In embedded mode it starts the server (and UI), and optionally the simulator and a
@@ -179,11 +197,24 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
 	}
 	s.attrs = s.hasSearchAttributes(ctx)
+	if !s.attrs && !f.embedded() {
+		// A plain cluster: create them when this client may, else say how.
+		if err := workerhost.EnsureSearchAttributes(ctx, s.client, f.namespace); err != nil {
+			fmt.Fprintf(stderr, "note: runs are started without silico's search attributes (%v)\n", err)
+		} else {
+			s.attrs = true
+		}
+	}
 	if f.embedded() && opts.worker && s.shared == nil {
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Getenv: os.Getenv,
 			SimURL: s.simURL,
+			// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
+			SimSettingsFixed: opts.sharedSim,
+			// This worker serves its own user; the output directory is theirs to choose.
+			OutputAnywhere: true,
+			KeyEnvAllow:    f.keyEnvAllow(),
 		})
 		if err != nil {
 			return nil, err

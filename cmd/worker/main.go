@@ -114,6 +114,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("connect to Temporal at %s: %w", *address, err)
 	}
 	defer c.Close()
+	if err := workerhost.EnsureSearchAttributes(ctx, c, *namespace); err != nil {
+		// Runs work without them; starters then do not set them.
+		zl.Warn("silico's search attributes are missing (runs work, but cannot be searched by experiment): " + err.Error())
+	}
 	w, err := workerhost.New(c, workerhost.Config{
 		Store:               st,
 		Getenv:              os.Getenv,
