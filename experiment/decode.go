@@ -18,7 +18,7 @@ type decoder struct {
 	errs    Errors
 	// notes are remarks that are not errors: keys accepted but without effect in silico.
 	notes []string
-	locs    map[string]loc
+	locs  map[string]loc
 }
 
 // loc is where a resolved field came from: its path in the source and its position.
