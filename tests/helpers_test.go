@@ -39,24 +39,38 @@ func TestMain(m *testing.M) {
 var (
 	buildOnce sync.Once
 	buildErr  error
+
+	workerOnce     sync.Once
+	workerBuildErr error
 )
 
 // starterBin builds cmd/starter once per test binary (only when a test needs it) and returns its path.
 func starterBin(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(binDir, "starter")
-	buildOnce.Do(func() {
+	return buildBin(t, &buildOnce, &buildErr, "starter")
+}
+
+// workerBin builds cmd/worker once per test binary and returns its path.
+func workerBin(t *testing.T) string {
+	t.Helper()
+	return buildBin(t, &workerOnce, &workerBuildErr, "worker")
+}
+
+func buildBin(t *testing.T, once *sync.Once, errp *error, name string) string {
+	t.Helper()
+	path := filepath.Join(binDir, name)
+	once.Do(func() {
 		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", path, "github.com/silicolab/silico/cmd/starter")
+		cmd := exec.Command("go", "build", "-o", path, "github.com/silicolab/silico/cmd/"+name)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build cmd/starter: %v\n%s", err, out)
+			*errp = fmt.Errorf("go build cmd/%s: %v\n%s", name, err, out)
 			return
 		}
-		t.Logf("built cmd/starter in %s", time.Since(start).Round(time.Millisecond))
+		t.Logf("built cmd/%s in %s", name, time.Since(start).Round(time.Millisecond))
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if *errp != nil {
+		t.Fatal(*errp)
 	}
 	return path
 }
