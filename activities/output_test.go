@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 func TestOutputDirStaysUnderRoot(t *testing.T) {
@@ -68,6 +71,41 @@ func TestOutputDirStaysUnderRoot(t *testing.T) {
 		var ae *temporal.ApplicationError
 		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != ClassOutputRefused {
 			t.Errorf("%s = %v, want a non-retryable %s error", name, err, ClassOutputRefused)
+		}
+	}
+}
+
+func TestSimulatorWarnings(t *testing.T) {
+	spec := func(withBlock bool, models ...experiment.Model) *experiment.Spec {
+		s := &experiment.Spec{Models: models}
+		if withBlock {
+			s.Simulator = &experiment.SimulatorSettings{Latency: experiment.Duration(300 * time.Millisecond)}
+		}
+		return s
+	}
+	simModel := experiment.Model{ID: "s", Provider: experiment.ProviderSim}
+	remote := experiment.Model{ID: "r", Provider: experiment.ProviderSim, BaseURL: "http://127.0.0.1:1/v1"}
+	openai := experiment.Model{ID: "o", Provider: experiment.ProviderOpenAI}
+	tests := []struct {
+		name string
+		a    Activities
+		s    *experiment.Spec
+		want string // "" means no warning
+	}{
+		{"no simulator, sim model", Activities{}, spec(false, simModel, openai), "NO SIMULATOR"},
+		{"no simulator, sim model with its own base_url", Activities{}, spec(false, remote), ""},
+		{"no simulator, no sim model", Activities{}, spec(true, openai), ""},
+		{"own simulator, spec settings", Activities{HasSimulator: true}, spec(true, simModel), ""},
+		{"shared simulator, spec settings", Activities{HasSimulator: true, SimSettingsFixed: true}, spec(true, simModel), "do not apply"},
+		{"shared simulator, no settings", Activities{HasSimulator: true, SimSettingsFixed: true}, spec(false, simModel), ""},
+	}
+	for _, tt := range tests {
+		got := tt.a.simulatorWarnings(tt.s)
+		switch {
+		case tt.want == "" && len(got) != 0:
+			t.Errorf("%s: warnings %q, want none", tt.name, got)
+		case tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)):
+			t.Errorf("%s: warnings %q, want one with %q", tt.name, got, tt.want)
 		}
 	}
 }
