@@ -74,7 +74,7 @@ system runs in this process; kill it at any moment and run the same command agai
 		},
 	}
 	conn.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: the worker's choice)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: a directory of the worker, under its --output-root and relative to it, default <output-root>/<run id>)")
 	over.register(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
