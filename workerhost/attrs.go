@@ -36,6 +36,10 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace: namespace, SearchAttributes: add,
 	}); err != nil {
+		// Another worker starting at the same moment may have created them.
+		if again, lerr := missingAttrs(ctx, c, namespace, want); lerr == nil && len(again) == 0 {
+			return nil
+		}
 		return fmt.Errorf("create search attributes %s: %w; %s", strings.Join(missing, ", "), err, createHint(namespace, want, missing))
 	}
 	// Some visibility stores register them asynchronously.
