@@ -166,8 +166,14 @@ func TestRegistryKeyEnvAllowList(t *testing.T) {
 			}
 		})
 	}
-	if err := CheckKeyEnvAllow([]string{"[", "*_API_KEY"}); err == nil {
-		t.Error("CheckKeyEnvAllow accepted a malformed pattern")
+	if _, err := ParseKeyEnvAllow("[, *_API_KEY"); err == nil {
+		t.Error("ParseKeyEnvAllow accepted a malformed pattern")
+	}
+	if got, err := ParseKeyEnvAllow(" *_API_KEY, HF_TOKEN ,,"); err != nil || len(got) != 2 || got[0] != "*_API_KEY" || got[1] != "HF_TOKEN" {
+		t.Errorf("ParseKeyEnvAllow = %q, %v", got, err)
+	}
+	if got, err := ParseKeyEnvAllow(""); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("ParseKeyEnvAllow(\"\") = %#v, %v; want an empty list (allows none)", got, err)
 	}
 }
 

@@ -50,6 +50,18 @@ func WithKeyEnvAllow(patterns []string) Option {
 	return func(r *Registry) { r.keyAllow = slices.Clone(patterns) }
 }
 
+// ParseKeyEnvAllow reads an allow-list written as comma-separated patterns ("*_API_KEY,HF_TOKEN"); blanks are
+// dropped, and "" is the empty list, which allows no variable.
+func ParseKeyEnvAllow(s string) ([]string, error) {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out, CheckKeyEnvAllow(out)
+}
+
 // CheckKeyEnvAllow reports a malformed pattern of an allow-list.
 func CheckKeyEnvAllow(patterns []string) error {
 	for _, p := range patterns {

@@ -63,17 +63,6 @@ func (f *connFlags) register(cmd *cobra.Command) {
 		"embedded mode: comma-separated glob patterns of the environment variables a spec's api_key_env may name (env SILICO_API_KEY_ENV_ALLOW)")
 }
 
-// keyEnvAllow is the allow-list of --api-key-env-allow; "" allows none.
-func (f *connFlags) keyEnvAllow() []string {
-	out := []string{}
-	for _, p := range strings.Split(f.keyAllow, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -206,6 +195,10 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		}
 	}
 	if f.embedded() && opts.worker && s.shared == nil {
+		allow, err := llm.ParseKeyEnvAllow(f.keyAllow)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
+		}
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Getenv: os.Getenv,
@@ -214,7 +207,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			SimSettingsFixed: opts.sharedSim,
 			// This worker serves its own user; the output directory is theirs to choose.
 			OutputAnywhere: true,
-			KeyEnvAllow:    f.keyEnvAllow(),
+			KeyEnvAllow:    allow,
 		})
 		if err != nil {
 			return nil, err

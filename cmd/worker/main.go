@@ -82,8 +82,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *simOn && *simURL != "" {
 		return usageError{errors.New("give --sim or --sim-url, not both")}
 	}
-	allow := splitList(*keyAllow)
-	if err := llm.CheckKeyEnvAllow(allow); err != nil {
+	allow, err := llm.ParseKeyEnvAllow(*keyAllow)
+	if err != nil {
 		return usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
 	}
 	zl, err := logging.New(*logFormat, *logLevel, stderr)
@@ -171,17 +171,6 @@ func startSim(cfg sim.Config) (string, func(), error) {
 		<-done
 	}
 	return "http://" + ln.Addr().String() + "/v1", stop, nil
-}
-
-// splitList splits a comma-separated list, dropping blanks; "" is an empty (non-nil) list.
-func splitList(s string) []string {
-	out := []string{}
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func envOr(name, def string) string {

@@ -44,12 +44,3 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 		t.Errorf("got %v, want an error naming %s", err, addr)
 	}
 }
-
-func TestSplitList(t *testing.T) {
-	if got := splitList(" *_API_KEY, HF_TOKEN ,,"); len(got) != 2 || got[0] != "*_API_KEY" || got[1] != "HF_TOKEN" {
-		t.Errorf("splitList = %q", got)
-	}
-	if got := splitList(""); got == nil || len(got) != 0 {
-		t.Errorf("splitList(\"\") = %#v, want an empty non-nil list (allows none)", got)
-	}
-}
