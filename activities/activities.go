@@ -9,6 +9,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -39,12 +40,25 @@ const (
 	ClassWorkerStopping = "WorkerStopping"
 	// ClassOutputRefused ends an export whose output directory lies outside the worker's output root.
 	ClassOutputRefused = "OutputRefused"
+	// ClassUnreachable marks the cells of a model whose endpoint never answered (connection refused, DNS or TLS
+	// failure from the first calls on): a wrong base_url or a server that is not up.
+	ClassUnreachable = "Unreachable"
+	// ClassStalled ends a pass in which no cell finished for run.stall_timeout.
+	ClassStalled = "Stalled"
+	// ClassClientSetup marks a model whose client could not be made (a failure of the worker's configuration).
+	ClassClientSetup = "ClientSetup"
 )
+
+// DeadModelTypes are the ApplicationError types of a pass that end its model for the rest of the run: every
+// later pass of the model would fail the same way.
+var DeadModelTypes = []string{
+	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), ClassUnreachable, ClassStalled, ClassClientSetup,
+}
 
 // NonRetryableTypes are the ApplicationError types Temporal must never retry.
 var NonRetryableTypes = []string{
 	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), string(llm.ClassInvalidRequest),
-	ClassInvalidSpec, ClassBudgetExhausted, ClassOutputRefused,
+	ClassInvalidSpec, ClassBudgetExhausted, ClassUnreachable, ClassStalled, ClassClientSetup, ClassOutputRefused,
 }
 
 // Retry backoff of a pass: InitialRetryInterval doubled per attempt, at most MaxRetryInterval. The workflow's
@@ -71,7 +85,6 @@ type Store interface {
 	Put(ctx context.Context, run string, recs []store.Record) error
 	Records(ctx context.Context, run string, start, end int) ([]store.Record, error)
 	Scan(ctx context.Context, run string, fn func(store.Record) error) error
-	NewWriter(run string, opts store.WriterOptions) *store.Writer
 	// SetElapsed records the run's wall time, so that exports made later from the store report it.
 	SetElapsed(ctx context.Context, run string, d time.Duration) error
 }
@@ -133,6 +146,11 @@ func (a *Activities) PrepareRun(ctx context.Context, in RunInput) error {
 		return fmt.Errorf("encode spec: %w", err)
 	}
 	if err := a.Store.SaveRun(ctx, in.RunID, b); err != nil {
+		if errors.Is(err, store.ErrSpecConflict) {
+			// Retrying cannot help: the store holds another spec's results under this id.
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
+				in.RunID, err), ClassInvalidSpec, err)
+		}
 		return fmt.Errorf("save run %s: %w", in.RunID, err)
 	}
 	return nil
@@ -255,6 +273,12 @@ type ExportOutput struct {
 	Summary results.Summary
 }
 
+// exportHeartbeatEvery is how often ExportResults heartbeats; ExportHeartbeatTimeout must be a few times it.
+const exportHeartbeatEvery = 2 * time.Second
+
+// ExportHeartbeatTimeout is the heartbeat timeout the workflow gives ExportResults.
+const ExportHeartbeatTimeout = 10 * time.Second
+
 // ExportResults writes results.jsonl, results.csv and summary.json of the run in submission order.
 func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportOutput, error) {
 	dir, err := a.outputDir(in)
@@ -268,7 +292,25 @@ func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportO
 	if err := a.Store.SetElapsed(ctx, in.RunID, in.Elapsed); err != nil {
 		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
 	}
+	// Heartbeats let a rerun after a dead worker start a new export within seconds (the heartbeat timeout),
+	// not after the whole start-to-close timeout.
+	hbCtx, stopHB := context.WithCancel(ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() {
+		t := time.NewTicker(exportHeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	})
 	sum, err := results.Export(ctx, a.Store, s, in.RunID, dir, in.Elapsed)
+	stopHB()
+	hb.Wait()
 	if err != nil {
 		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
 	}

@@ -88,16 +88,16 @@ func TestSimulatorWarnings(t *testing.T) {
 	openai := experiment.Model{ID: "o", Provider: experiment.ProviderOpenAI}
 	tests := []struct {
 		name string
-		a    Activities
+		a    *Activities
 		s    *experiment.Spec
 		want string // "" means no warning
 	}{
-		{"no simulator, sim model", Activities{}, spec(false, simModel, openai), "NO SIMULATOR"},
-		{"no simulator, sim model with its own base_url", Activities{}, spec(false, remote), ""},
-		{"no simulator, no sim model", Activities{}, spec(true, openai), ""},
-		{"own simulator, spec settings", Activities{HasSimulator: true}, spec(true, simModel), ""},
-		{"shared simulator, spec settings", Activities{HasSimulator: true, SimSettingsFixed: true}, spec(true, simModel), "do not apply"},
-		{"shared simulator, no settings", Activities{HasSimulator: true, SimSettingsFixed: true}, spec(false, simModel), ""},
+		{"no simulator, sim model", &Activities{}, spec(false, simModel, openai), "NO SIMULATOR"},
+		{"no simulator, sim model with its own base_url", &Activities{}, spec(false, remote), ""},
+		{"no simulator, no sim model", &Activities{}, spec(true, openai), ""},
+		{"own simulator, spec settings", &Activities{HasSimulator: true}, spec(true, simModel), ""},
+		{"shared simulator, spec settings", &Activities{HasSimulator: true, SimSettingsFixed: true}, spec(true, simModel), "do not apply"},
+		{"shared simulator, no settings", &Activities{HasSimulator: true, SimSettingsFixed: true}, spec(false, simModel), ""},
 	}
 	for _, tt := range tests {
 		got := tt.a.simulatorWarnings(tt.s)

@@ -15,6 +15,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // PassInput is one RunSeedPass: a range of cells of one (model, seed) and this pass's share of the model's limits
@@ -27,6 +28,9 @@ type PassInput struct {
 	// Budgeted says the run has a budget; BudgetUSD is then this pass's share of it.
 	Budgeted  bool
 	BudgetUSD float64
+	// ModelAnswered says an earlier pass of the model got answers: its endpoint is known to exist, so a refused
+	// connection is an outage to wait out, not a wrong base_url to fail fast on.
+	ModelAnswered bool `json:",omitempty"`
 }
 
 // PassResult counts what a pass did. Cells already finished by an earlier attempt count as Done too.
@@ -37,7 +41,8 @@ type PassResult struct {
 	OK       int
 	Unparsed int
 	Failed   int
-	// Called is the number of calls this attempt sent; Retried the transient failures seen over all attempts.
+	// Called is the number of requests this attempt sent; Retried the failed requests (rate limits included)
+	// that were tried again, over all attempts.
 	Called  int
 	Retried int
 	// BudgetExhausted says the pass stopped because its next call could have exceeded its share of the budget;
@@ -46,30 +51,47 @@ type PassResult struct {
 	// FirstFailure is the lowest index of a failed cell of the pass, -1 when none failed.
 	FirstFailure int
 	FirstError   string
-	PromptTokens int
-	// CompletionTokens and CostUSD add up the cells finished in this pass over all attempts.
-	CompletionTokens int
-	CostUSD          float64
+	// Usage adds up the cells finished in this pass over all attempts.
+	usage.Usage
 }
 
 // Progress is the heartbeat detail of RunSeedPass; a retried attempt starts from the last one recorded.
 type Progress struct {
-	Pass             int
-	Cells            int
-	Done             int
-	Failed           int
-	Retried          int
-	Cached           int
-	PromptTokens     int
-	CompletionTokens int
-	CostUSD          float64
+	Pass    int
+	Cells   int
+	Done    int
+	Failed  int
+	Retried int
+	Cached  int
+	usage.Usage
+	// Tries are the tries used so far by the unfinished cells that failed.
+	Tries map[int]Tries `json:",omitempty"`
+	// Answered says the model's endpoint answered at least once in this pass.
+	Answered bool `json:",omitempty"`
+	// LastFinished is when a cell last finished, or the pass first started: the stall timeout counts from it.
+	LastFinished time.Time
+	// Storms counts the attempts in a row that ended in a storm of failures without finishing a cell.
+	Storms int `json:",omitempty"`
+	// LastClass and LastMessage are the last failure seen, the reason recorded when the pass gives up.
+	LastClass   string `json:",omitempty"`
+	LastMessage string `json:",omitempty"`
 }
 
 // RunSeedPass calls every unfinished cell of the pass, concurrently within the pass's limits, and writes each
-// result to the store as it lands. It never retries a call itself (DESIGN.md §2): a transient failure stops the
-// dispatch of new calls, lets the calls in flight land, and fails the attempt with a retryable error whose next
-// delay is the provider's Retry-After; the next attempt skips every finished cell. Permanent failures are recorded
-// on their cell; Auth and QuotaExhausted fail the pass for good after recording every unfinished cell.
+// result to the store as it lands. The next attempt of a pass skips every finished cell.
+//
+// Failures are handled by what they mean (see health): a transient failure of one cell (server error, transport
+// error, timeout, malformed body) is tried again inside the attempt after a short delay, until the cell has used
+// run.max_attempts tries and is recorded failed with its last class and message. A rate limit pauses the pass
+// for Retry-After and lowers its concurrency; it never uses up a cell's tries. When many cells fail one after the
+// other (a storm) the attempt ends with a retryable error of the failure's class, and Temporal's retry policy
+// backs the pass off. An endpoint that never answered is given up after a few seconds (Unreachable), a pass in
+// which nothing finished for run.stall_timeout is given up (Stalled), and Auth and QuotaExhausted end the model
+// at once; in those cases every unfinished cell is recorded with the reason.
+//
+// Calls in flight are never cancelled by the attempt's context: a heartbeat that fails while the Temporal server
+// restarts, or a cancelled workflow, stops the dispatch of new calls, and the calls already sent land and are
+// recorded, since the results store does not need the server. Each call is bounded by run.call_timeout.
 func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult, error) {
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
@@ -80,150 +102,165 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 			fmt.Errorf("pass %d: cells [%d,%d) outside the grid of %d", in.Pass.Index, in.Pass.Start, in.Pass.End, spec.NumCells()))
 	}
 	info := activity.GetInfo(ctx)
-	p := &passRun{
-		a:       a,
-		spec:    spec,
-		in:      in,
-		model:   spec.Models[in.Pass.Model],
-		attempt: int(info.Attempt),
-		log:     activity.GetLogger(ctx),
-		clock:   a.clock(),
+	clk := a.clock()
+	var prev Progress
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &prev)
 	}
-	p.price, p.priced = llm.PriceFor(p.model)
-	p.budgeted, p.budget = in.Budgeted, in.BudgetUSD
-	p.workflowID = info.WorkflowExecution.ID
+	model := spec.Models[in.Pass.Model]
+	p := &passRun{
+		a:          a,
+		spec:       spec,
+		in:         in,
+		model:      model,
+		log:        activity.GetLogger(ctx),
+		clock:      clk,
+		workflowID: info.WorkflowExecution.ID,
+		health:     newHealth(spec.Run.MaxAttempts, time.Duration(spec.Run.StallTimeout), prev, in.ModelAnswered, clk.Now()),
+		memory:     newMemory(spec.Run.Cumulative, len(spec.Personas)),
+	}
+	p.price, p.priced = llm.PriceFor(model)
+	if in.Budgeted {
+		p.budget = &budget{limit: in.BudgetUSD}
+	}
 	if err := p.loadFinished(ctx); err != nil {
 		return PassResult{}, appError(ClassInternal, true, 0, err)
 	}
-	if activity.HasHeartbeatDetails(ctx) {
-		var prev Progress
-		if activity.GetHeartbeatDetails(ctx, &prev) == nil {
-			// Retries are facts of the earlier attempts that no record keeps: carry them on.
-			p.prog.Retried, p.res.Retried = prev.Retried, prev.Retried
-		}
+	// Retries are facts of the earlier attempts that no record keeps: carry them on.
+	p.tally.retried(prev.Retried)
+	// Record at once, so that even an attempt that fails before its first tick leaves the stall clock behind.
+	activity.RecordHeartbeat(ctx, p.progress())
+	if p.health.stalled(clk.Now()) {
+		return p.giveUpStalled(ctx)
 	}
-	client, err := a.Models.Client(p.model)
+
+	client, err := a.Models.Client(model)
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
-			return p.fail(ctx, string(le.Class), le.Error())
+			return p.giveUp(ctx, string(le.Class), le.Error())
 		}
-		return p.fail(ctx, string(llm.ClassAuth), err.Error())
+		return p.giveUp(ctx, ClassClientSetup, err.Error())
 	}
 	p.client = client
 	lim := in.Limits
 	lim.StartEmpty = true // see ratelimit's package doc: passes never assume the provider's bucket is full
-	p.limiter = ratelimit.New(lim, p.clock)
-	p.writer = a.Store.NewWriter(in.RunID, store.WriterOptions{})
+	p.limiter = ratelimit.New(lim, clk)
+	p.writer = store.NewWriter(a.Store, in.RunID, store.WriterOptions{})
 
-	hbCtx, stopHB := context.WithCancel(ctx)
-	var hbDone sync.WaitGroup
-	hbDone.Go(func() { p.heartbeat(hbCtx) })
-	// A stopping worker (Ctrl-C, deploy) gives its activities WorkerStopTimeout before it cancels them: stop
-	// sending, and let the calls in flight land and be recorded, so that none of them is paid for twice.
-	hbDone.Go(func() {
+	// Calls and writes use a context that the attempt's cancellation does not reach (see the doc above);
+	// dispatch stops when halt is called.
+	runCtx := context.WithoutCancel(ctx)
+	dctx, halt := context.WithCancel(runCtx)
+	p.halt = halt
+	var bg sync.WaitGroup
+	bgCtx, stopBG := context.WithCancel(runCtx)
+	bg.Go(func() { p.heartbeat(ctx, bgCtx) })
+	bg.Go(func() { p.refreshShares(bgCtx) })
+	bg.Go(func() {
 		select {
 		case <-activity.GetWorkerStopChannel(ctx):
-			p.mu.Lock()
-			p.stop, p.workerStopping = true, true
-			p.mu.Unlock()
-		case <-hbCtx.Done():
+			// A stopping worker (Ctrl-C, deploy) gives its activities WorkerStopTimeout before it cancels them:
+			// stop sending, and let the calls in flight land and be recorded.
+			p.stop(stopWorker)
+		case <-ctx.Done():
+			p.stop(stopCancelled)
+		case <-bgCtx.Done():
 		}
 	})
 
 	if spec.Run.Cumulative {
-		p.dispatchCumulative(ctx)
+		perItem := len(spec.Personas)
+		for start := in.Pass.Start; start < in.Pass.End && dctx.Err() == nil; start += perItem {
+			// The next item needs this item's answers: each item's personas run side by side, items in order.
+			p.dispatch(dctx, runCtx, p.pending(start, start+perItem))
+		}
 	} else {
-		p.dispatch(ctx, p.pending())
+		p.dispatch(dctx, runCtx, p.pending(in.Pass.Start, in.Pass.End))
 	}
 	p.calls.Wait()
-	stopHB()
-	hbDone.Wait()
-	// The attempt's context may be cancelled (worker shutdown, workflow cancelled): the answers that already
-	// arrived are paid for and must still be written, so the writer gets a context of its own.
-	closeCtx, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	halt()
+	stopBG()
+	bg.Wait()
+	// The answers that arrived are paid for and must be written even when the attempt was cancelled.
+	closeCtx, cancelClose := context.WithTimeout(runCtx, 30*time.Second)
 	werr := p.writer.Close(closeCtx)
 	cancelClose()
-	activity.RecordHeartbeat(ctx, p.progress())
+	defer activity.RecordHeartbeat(ctx, p.progress()) // after the give-ups below are counted
 
-	if p.budgetOut {
-		var cost float64
-		n, err := a.failUnfinished(ctx, FailInput{RunID: in.RunID, Start: in.Pass.Start, End: in.Pass.End,
-			Class: ClassBudgetExhausted, Message: p.budgetMessage(), Attempts: p.attempt}, &cost)
-		if err != nil {
-			return p.result(), appError(ClassInternal, true, 0, err)
-		}
-		p.mu.Lock()
-		p.res.Done += n
-		p.res.Failed += n
-		p.res.BudgetExhausted = true
-		p.mu.Unlock()
-	}
+	reason := p.stopReason()
 	switch {
 	case werr != nil:
-		return p.result(), appError(ClassInternal, true, 0, fmt.Errorf("write results: %w", werr))
-	case p.fatal != nil:
-		return p.fail(ctx, string(p.fatal.Class), p.fatal.Error())
-	case ctx.Err() != nil:
-		return p.result(), ctx.Err()
-	case p.workerStopping && p.transient == nil && p.unfinished() > 0:
-		return p.result(), appError(ClassWorkerStopping, true, 0, errors.New("the worker is stopping; the pass resumes on the next attempt"))
-	case p.transient != nil:
-		return p.result(), appError(string(p.transient.Class), true, RetryDelay(p.attempt, p.retryAfter), p.transient)
-	}
-	return p.result(), nil
-}
-
-// passRun is the state of one attempt of a pass.
-type passRun struct {
-	a       *Activities
-	spec    *experiment.Spec
-	in      PassInput
-	model   experiment.Model
-	price   experiment.Price
-	priced  bool
-	attempt int
-	log     log.Logger
-	clock   ratelimit.Clock
-	client  *llm.Client
-	limiter *ratelimit.Limiter
-	writer  *store.Writer
-	calls   sync.WaitGroup
-
-	mu         sync.Mutex
-	finished   []bool // by cell index - Start
-	prog       Progress
-	res        PassResult
-	stop       bool
-	transient  *llm.Error
-	fatal      *llm.Error
-	retryAfter time.Duration
-	// history holds each persona's earlier turns in cumulative mode.
-	history [][]experiment.Turn
-
-	workflowID string
-	// budget is this pass's share of the run's budget: spent (cells finished, over all attempts) plus reserved
-	// (worst case of the calls in flight) never exceeds it.
-	budgeted  bool
-	budget    float64
-	spent     float64
-	reserved  float64
-	budgetOut bool
-	// workerStopping says the worker asked its activities to end.
-	workerStopping bool
-}
-
-// unfinished counts the cells of the pass without a result.
-func (p *passRun) unfinished() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, f := range p.finished {
-		if !f {
-			n++
+		return p.tally.result(), appError(ClassInternal, true, 0, fmt.Errorf("write results: %w", werr))
+	case reason == stopFatal:
+		e := p.fatalError()
+		return p.giveUp(ctx, string(e.Class), e.Error())
+	case reason == stopUnreachable:
+		return p.giveUp(ctx, ClassUnreachable, p.unreachableMessage())
+	case reason == stopStalled:
+		return p.giveUpStalled(ctx)
+	case reason == stopBudget:
+		if _, err := p.recordUnfinished(ctx, ClassBudgetExhausted, p.budget.message()); err != nil {
+			return p.tally.result(), appError(ClassInternal, true, 0, err)
 		}
+		res := p.tally.result()
+		res.BudgetExhausted = true
+		return res, nil
+	case reason == stopCancelled:
+		return p.tally.result(), ctx.Err()
+	case reason == stopWorker && p.tally.unfinished() > 0:
+		return p.tally.result(), appError(ClassWorkerStopping, true, 0, errors.New("the worker is stopping; the pass resumes on the next attempt"))
+	case reason == stopStorm:
+		e := p.health.lastError()
+		n := p.health.endAttempt()
+		return p.tally.result(), appError(string(e.Class), true, RetryDelay(n, p.retryAfter()),
+			fmt.Errorf("%d cells failed in a row, the attempt ends and the pass is retried: %w", stormCells, e))
 	}
-	return n
+	return p.tally.result(), nil
+}
+
+// stopReason says why a pass stopped dispatching before its cells ran out. The first reason wins.
+type stopReason int
+
+const (
+	running         stopReason = iota
+	stopFatal                  // Auth or QuotaExhausted: no call of the model can succeed
+	stopUnreachable            // the endpoint never answered
+	stopStalled                // nothing finished for run.stall_timeout
+	stopStorm                  // many cells failed one after the other: Temporal backs the pass off
+	stopBudget                 // the next call could exceed the pass's share of the budget
+	stopRaise                  // on_error=raise and a cell failed
+	stopCancelled              // the attempt's context ended (workflow cancelled, heartbeat lost, timed out)
+	stopWorker                 // the worker is stopping
+)
+
+// passRun is the state of one attempt of a pass. Its parts each do one job: queue (which cells to call next),
+// health (what failures mean), budget, memory (cumulative mode), tally (the counts), limiter (the gates).
+type passRun struct {
+	a          *Activities
+	spec       *experiment.Spec
+	in         PassInput
+	model      experiment.Model
+	price      experiment.Price
+	priced     bool
+	log        log.Logger
+	clock      ratelimit.Clock
+	workflowID string
+	client     *llm.Client
+	limiter    *ratelimit.Limiter
+	writer     *store.Writer
+	health     *health
+	memory     *memory
+	budget     *budget
+	tally      tally
+	calls      sync.WaitGroup
+	halt       context.CancelFunc
+
+	mu     sync.Mutex
+	reason stopReason
+	fatal  *llm.Error
+	// pausedUntil is the latest Retry-After end: the floor of the next attempt's delay after a storm.
+	pausedUntil time.Time
 }
 
 func (a *Activities) clock() ratelimit.Clock {
@@ -233,25 +270,50 @@ func (a *Activities) clock() ratelimit.Clock {
 	return ratelimit.SystemClock()
 }
 
+// stop ends the dispatch for reason, unless an earlier reason already did.
+func (p *passRun) stop(reason stopReason) {
+	p.mu.Lock()
+	if p.reason == running {
+		p.reason = reason
+	}
+	p.mu.Unlock()
+	if p.halt != nil {
+		p.halt()
+	}
+}
+
+func (p *passRun) stopReason() stopReason {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reason
+}
+
+func (p *passRun) fatalError() *llm.Error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fatal
+}
+
+func (p *passRun) retryAfter() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(0, p.pausedUntil.Sub(p.clock.Now()))
+}
+
 // loadFinished marks the cells an earlier attempt finished and counts them, so the pass resumes where it was.
 func (p *passRun) loadFinished(ctx context.Context) error {
 	done, err := p.a.Store.Records(ctx, p.in.RunID, p.in.Pass.Start, p.in.Pass.End)
 	if err != nil {
 		return fmt.Errorf("read finished cells: %w", err)
 	}
-	p.finished = make([]bool, p.in.Pass.Len())
-	p.res = PassResult{Pass: p.in.Pass.Index, Cells: p.in.Pass.Len(), FirstFailure: -1}
-	p.prog = Progress{Pass: p.in.Pass.Index, Cells: p.in.Pass.Len()}
-	if p.spec.Run.Cumulative {
-		p.history = make([][]experiment.Turn, len(p.spec.Personas))
-	}
+	p.tally.init(p.in.Pass)
 	for _, r := range done {
-		p.finished[r.Index-p.in.Pass.Start] = true
-		p.count(r)
-		if p.history != nil && r.Status != store.StatusFailed {
+		p.tally.count(r)
+		p.budget.settle(0, r.CostUSD)
+		if r.Status != store.StatusFailed {
 			c := p.spec.Cell(r.Index)
 			// done is in index order, so each persona's turns come back in item order.
-			p.history[c.Persona] = append(p.history[c.Persona], experiment.Turn{User: p.userMessage(c), Assistant: r.Raw})
+			p.memory.add(c.Persona, experiment.Turn{User: p.userMessage(c), Assistant: r.Raw})
 		}
 	}
 	return nil
@@ -266,111 +328,64 @@ func (p *passRun) userMessage(c experiment.Cell) string {
 	return msgs[len(msgs)-1].Content
 }
 
-// count adds a finished record to the pass's totals. Callers hold p.mu or own p exclusively.
-func (p *passRun) count(r store.Record) {
-	p.res.Done++
-	p.prog.Done++
-	switch r.Status {
-	case store.StatusOK:
-		p.res.OK++
-	case store.StatusUnparsed:
-		p.res.Unparsed++
-	default:
-		p.res.Failed++
-		p.prog.Failed++
-		if p.res.FirstFailure < 0 || r.Index < p.res.FirstFailure {
-			p.res.FirstFailure = r.Index
-			p.res.FirstError = r.ErrorClass + ": " + r.ErrorMessage
-		}
-	}
-	if r.Cached {
-		p.prog.Cached++
-	}
-	p.res.PromptTokens += r.PromptTokens
-	p.res.CompletionTokens += r.CompletionTokens
-	p.res.CostUSD += r.CostUSD
-	p.spent += r.CostUSD
-	p.prog.PromptTokens += r.PromptTokens
-	p.prog.CompletionTokens += r.CompletionTokens
-	p.prog.CostUSD += r.CostUSD
-}
-
-// pending lists the unfinished cells of the pass in submission order.
-func (p *passRun) pending() []int {
+// pending lists the unfinished cells of [start, end) in submission order.
+func (p *passRun) pending(start, end int) []int {
 	var out []int
-	for i, f := range p.finished {
-		if !f {
-			out = append(out, p.in.Pass.Start+i)
+	for i := start; i < end; i++ {
+		if !p.tally.isFinished(i) {
+			out = append(out, i)
 		}
 	}
 	return out
 }
 
-func (p *passRun) stopped() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stop
-}
-
-// dispatch sends the given cells in order, each once a gate of the limiter lets it through. It returns when every
-// cell was sent or the dispatch stopped; calls in flight are owned by p.calls.
-func (p *passRun) dispatch(ctx context.Context, cells []int) {
-	for _, idx := range cells {
-		if ctx.Err() != nil || p.stopped() {
-			return
-		}
-		c := p.spec.Cell(idx)
-		var hist []experiment.Turn
-		if p.history != nil {
-			p.mu.Lock()
-			hist = p.history[c.Persona]
-			p.mu.Unlock()
-		}
-		msgs, err := p.spec.Render(c, hist)
-		if err != nil {
-			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
-				ErrorMessage: "render prompt: " + err.Error(), Attempts: p.attempt})
-			continue
-		}
-		reserve := p.reserveTokens(msgs)
-		cost, ok := p.reserveBudget(ctx, msgs)
+// dispatch calls the given cells, each once a gate of the limiter lets it through, and tries failed ones again
+// as health decides. It returns when every cell finished or dctx ended (p.stop); calls in flight are owned by
+// p.calls and use runCtx.
+func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
+	q := newCellQueue(p.clock, cells)
+	for {
+		idx, ok := q.next(dctx)
 		if !ok {
 			return
 		}
-		permit, err := p.limiter.Acquire(ctx, reserve)
+		c := p.spec.Cell(idx)
+		msgs, err := p.spec.Render(c, p.memory.of(c.Persona))
 		if err != nil {
-			p.unreserve(cost, 0)
-			return // ctx is done: the cells stay unfinished for the next attempt
+			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
+				ErrorMessage: "render prompt: " + err.Error(), Attempts: 0})
+			q.done()
+			continue
 		}
-		if p.stopped() {
-			permit.Release(0)
-			p.unreserve(cost, 0)
+		cost := p.worstCost(msgs)
+		if !p.reserveBudget(dctx, cost) {
+			q.done()
 			return
 		}
-		p.mu.Lock()
-		p.res.Called++
-		p.mu.Unlock()
-		p.calls.Go(func() { p.call(ctx, c, msgs, permit, cost) })
+		permit, err := p.limiter.Acquire(dctx, p.reserveTokens(msgs))
+		if err != nil {
+			p.budget.settle(cost, 0)
+			q.done()
+			return // stopping: the cell stays unfinished for the next attempt
+		}
+		p.tally.called()
+		p.calls.Go(func() {
+			if p.call(runCtx, c, msgs, permit, cost) {
+				q.retry(idx, p.retryAt(idx))
+			} else {
+				q.done()
+			}
+		})
 	}
 }
 
-// dispatchCumulative runs the items in order and the personas of one item side by side; each persona's prompt
-// carries its own earlier questions and answers.
-func (p *passRun) dispatchCumulative(ctx context.Context) {
-	perItem := len(p.spec.Personas)
-	for start := p.in.Pass.Start; start < p.in.Pass.End; start += perItem {
-		var cells []int
-		for i := start; i < start+perItem; i++ {
-			if !p.finished[i-p.in.Pass.Start] {
-				cells = append(cells, i)
-			}
-		}
-		p.dispatch(ctx, cells)
-		p.calls.Wait() // the next item needs this item's answers
-		if ctx.Err() != nil || p.stopped() {
-			return
-		}
+// retryAt is when a cell that failed transiently may be tried again.
+func (p *passRun) retryAt(idx int) time.Time {
+	t := p.health.triesOf(idx)
+	if t.Transient == 0 {
+		return p.clock.Now() // rate-limited or refused: the limiter's pause or the connection decides
 	}
+	return p.clock.Now().Add(cellRetryDelay(t.Transient))
 }
 
 // reserveTokens is the TPM reservation of a call: its prompt's tokens plus the completion it may produce. Counting
@@ -379,11 +394,6 @@ func (p *passRun) reserveTokens(msgs []experiment.Message) int {
 	if p.in.Limits.TPM <= 0 || p.a.Tokenizer == nil {
 		return 0
 	}
-	return p.worstTokens(msgs)
-}
-
-// worstTokens is a call's prompt tokens plus the most it may complete.
-func (p *passRun) worstTokens(msgs []experiment.Message) int {
 	return p.a.Tokenizer.CountMessages(p.model.Name, msgs) + p.maxTokens()
 }
 
@@ -395,51 +405,236 @@ func (p *passRun) maxTokens() int {
 	return experiment.DefaultMaxTokens
 }
 
+// worstCost is the most a call can cost: its prompt and the longest completion. Zero without a budget.
+func (p *passRun) worstCost(msgs []experiment.Message) float64 {
+	if p.budget == nil || !p.priced || p.a.Tokenizer == nil {
+		return 0
+	}
+	return llm.Cost(p.price, p.a.Tokenizer.CountMessages(p.model.Name, msgs), p.maxTokens())
+}
+
 // reserveBudget reserves a call's worst-case cost against the pass's share of the budget. When it does not fit,
 // the pass asks the workflow for its current share once (finished passes may have left budget behind); when it
-// still does not fit, the pass stops sending calls and reports the budget exhausted.
-func (p *passRun) reserveBudget(ctx context.Context, msgs []experiment.Message) (float64, bool) {
-	if !p.budgeted {
-		return 0, true
+// still does not fit, the pass stops with the budget exhausted.
+func (p *passRun) reserveBudget(ctx context.Context, cost float64) bool {
+	if p.budget.reserve(cost) {
+		return true
 	}
-	cost := 0.0
-	if p.priced && p.a.Tokenizer != nil {
-		cost = llm.Cost(p.price, p.a.Tokenizer.CountMessages(p.model.Name, msgs), p.maxTokens())
+	if p.refreshShare(ctx) && p.budget.reserve(cost) {
+		return true
 	}
-	for refreshed := false; ; refreshed = true {
-		p.mu.Lock()
-		if p.spent+p.reserved+cost <= p.budget {
-			p.reserved += cost
+	p.stop(stopBudget)
+	return false
+}
+
+// call makes one request for cell c and records its outcome. It reports whether the cell must be tried again.
+func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, permit *ratelimit.Permit, reserved float64) (again bool) {
+	timeout := time.Duration(p.spec.Run.CallTimeout)
+	if timeout <= 0 {
+		timeout = experiment.DefaultCallTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	start := p.clock.Now()
+	resp, err := p.client.Chat(cctx, llm.Request{
+		Model:    p.model.Name,
+		Messages: msgs,
+		Seed:     p.spec.Seeds[c.Seed],
+		Params:   p.model.Params,
+		CellID:   p.spec.CellID(c),
+	})
+	cancel()
+	now := p.clock.Now()
+	latency := now.Sub(start)
+	// The permit is held until the outcome is recorded: with on_error=raise, the dispatcher must see the stop
+	// before the freed slot lets it send the next cell.
+	var used int
+	defer func() { permit.Release(used) }()
+	if err != nil {
+		e := llm.Classify(err)
+		if e.Class == llm.ClassTransport {
+			// A call that timed out or lost its connection may still have been served and billed: keep its
+			// tokens and its cost counted.
+			used = -1
+			p.budget.settle(reserved, reserved)
+		} else {
+			p.budget.settle(reserved, 0)
+		}
+		return p.failed(c, e, latency, now)
+	}
+	// Providers charge a request's max_tokens against TPM when it arrives and do not refund what the completion
+	// left unused, so only the prompt estimate is trued up.
+	used = resp.PromptTokens + p.maxTokens()
+	p.observe(resp.RateLimit)
+	p.limiter.Succeeded()
+	m := experiment.Match(resp.Text, p.spec.OptionsFor(c.Item))
+	rec := store.Record{
+		Index:            c.Index,
+		Status:           m.Status,
+		OptionID:         m.OptionID,
+		Raw:              resp.Text,
+		Candidates:       strings.Join(m.Candidates, ","),
+		PromptTokens:     resp.PromptTokens,
+		CompletionTokens: resp.CompletionTokens,
+		LatencyMS:        float64(latency.Microseconds()) / 1000,
+		Attempts:         p.health.answer(c.Index, now),
+	}
+	if p.priced {
+		rec.CostUSD = llm.Cost(p.price, resp.PromptTokens, resp.CompletionTokens)
+	}
+	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
+	// The record's cost is added to spent when it is counted; here only the reservation ends.
+	p.budget.settle(reserved, 0)
+	p.record(rec)
+	return false
+}
+
+// observe pauses the model's gates when the provider says a budget of its window is used up.
+func (p *passRun) observe(rl llm.RateLimitInfo) {
+	now := p.clock.Now()
+	if rl.RemainingRequests == 0 && rl.ResetRequests > 0 {
+		p.limiter.PauseUntil(now.Add(rl.ResetRequests))
+	}
+	if rl.RemainingTokens == 0 && rl.ResetTokens > 0 {
+		p.limiter.PauseUntil(now.Add(rl.ResetTokens))
+	}
+}
+
+// failed handles a failed request by its class. It reports whether the cell must be tried again.
+func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration, now time.Time) (again bool) {
+	switch {
+	case e.Class.Retryable():
+		if e.Class == llm.ClassRateLimited {
+			// The account's state, not the cell's: wait as the provider asks, and send less at once.
+			pause := e.RetryAfter
+			if pause <= 0 {
+				pause = defaultRateLimitPause
+			}
+			p.limiter.PauseUntil(now.Add(pause))
+			p.limiter.Backoff()
+			p.mu.Lock()
+			if now.Add(pause).After(p.pausedUntil) {
+				p.pausedUntil = now.Add(pause)
+			}
 			p.mu.Unlock()
-			return cost, true
+		}
+		v, tries := p.health.failure(c.Index, e, latency, now)
+		switch v {
+		case cellFailed:
+			p.logFailure(c, e)
+			p.record(failedRecord(c.Index, e, tries))
+			return false
+		case storm:
+			p.stop(stopStorm)
+		case unreachable:
+			p.stop(stopUnreachable)
+		}
+		p.tally.retried(1)
+		return true
+	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
+		p.mu.Lock()
+		if p.fatal == nil {
+			p.fatal = e
 		}
 		p.mu.Unlock()
-		if refreshed || !p.refreshShare(ctx) {
-			break
-		}
+		p.stop(stopFatal)
+		return false
+	default:
+		tries := p.health.finished(c.Index, now)
+		tries.LatencyMS = float64(latency.Microseconds()) / 1000
+		p.logFailure(c, e)
+		p.record(failedRecord(c.Index, e, tries))
+		return false
 	}
-	p.mu.Lock()
-	p.budgetOut = true
-	p.stop = true
-	p.mu.Unlock()
-	return 0, false
 }
 
-// unreserve ends a call's reservation; spent is what the call turned out to cost.
-func (p *passRun) unreserve(reserved, spent float64) {
-	if !p.budgeted {
+// failedRecord is the record of a cell whose last try failed with e.
+func failedRecord(idx int, e *llm.Error, t Tries) store.Record {
+	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(e.Class), ErrorCode: e.Code, ErrorMessage: describe(e),
+		LatencyMS: t.LatencyMS, Attempts: t.Sent}
+}
+
+// describe is what a failed cell says about its provider's answer: the status and code, then the message.
+func describe(e *llm.Error) string {
+	msg := strings.TrimPrefix(e.Error(), "llm: "+string(e.Class))
+	return strings.TrimSpace(strings.TrimPrefix(msg, ":"))
+}
+
+func (p *passRun) logFailure(c experiment.Cell, e *llm.Error) {
+	if p.spec.Run.OnError == experiment.OnErrorIgnore {
 		return
 	}
-	p.mu.Lock()
-	p.reserved -= reserved
-	p.spent += spent
-	p.mu.Unlock()
+	p.log.Warn("model call failed", "model", p.model.ID, "seed", p.spec.Seeds[c.Seed],
+		"item", p.spec.Questionnaire.Items[c.Item].ID, "persona", p.spec.Personas[c.Persona].ID,
+		"class", string(e.Class), "error", e.Message)
 }
 
-func (p *passRun) budgetMessage() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return fmt.Sprintf("not run: the next call could exceed this pass's share of budget_usd ($%.4f of $%.4f spent)", p.spent, p.budget)
+// record writes a finished cell and counts it. Under on_error=raise a failure stops the dispatch.
+func (p *passRun) record(r store.Record) {
+	if err := p.writer.Add(context.Background(), r); err != nil {
+		// The writer keeps the error and Close returns it; the attempt fails and is retried.
+		p.stop(stopCancelled)
+		return
+	}
+	p.tally.count(r)
+	p.budget.settle(0, r.CostUSD)
+	if r.Status == store.StatusFailed && p.spec.Run.OnError == experiment.OnErrorRaise {
+		p.stop(stopRaise)
+	}
+}
+
+func (p *passRun) progress() Progress {
+	pr := p.tally.progress()
+	p.health.save(&pr)
+	return pr
+}
+
+func (p *passRun) unreachableMessage() string {
+	base := p.client.BaseURL()
+	msg := fmt.Sprintf("model %s: base_url %s never answered", p.model.ID, base)
+	if e := p.health.lastError(); e != nil {
+		msg += ": " + e.Message
+	}
+	return msg + "; check base_url and that the server is up"
+}
+
+// shareEvery is how often a running pass asks the workflow for its current share.
+const shareEvery = 2 * time.Second
+
+// heartbeat reports progress, and gives the pass up when it stalled, until bg ends. Heartbeats are also how a
+// cancellation reaches the activity (through ctx).
+func (p *passRun) heartbeat(ctx, bg context.Context) {
+	every := p.a.HeartbeatEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-bg.Done():
+			return
+		case <-t.C:
+			activity.RecordHeartbeat(ctx, p.progress())
+			if p.health.stalled(p.clock.Now()) {
+				p.stop(stopStalled)
+			}
+		}
+	}
+}
+
+// refreshShares picks up a grown share every shareEvery until ctx ends. It runs apart from the heartbeat, so a
+// slow query can never delay a heartbeat past its timeout.
+func (p *passRun) refreshShares(ctx context.Context) {
+	t := time.NewTicker(shareEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.refreshShare(ctx)
+		}
+	}
 }
 
 // refreshShare asks the workflow for the pass's current share and applies it; shares never shrink. It reports
@@ -464,199 +659,52 @@ func (p *passRun) refreshShare(ctx context.Context) bool {
 		p.limiter.SetLimits(nl)
 		grew = true
 	}
-	p.mu.Lock()
-	if sh.Budgeted && sh.BudgetUSD > p.budget {
-		p.budget = sh.BudgetUSD
+	if sh.Budgeted && p.budget.grow(sh.BudgetUSD) {
 		grew = true
 	}
-	p.mu.Unlock()
 	return grew
 }
 
-// call makes one model call and records its outcome.
-func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, permit *ratelimit.Permit, reserved float64) {
-	timeout := time.Duration(p.spec.Run.CallTimeout)
-	if timeout <= 0 {
-		timeout = experiment.DefaultCallTimeout
+// recordUnfinished records every unfinished cell of the pass as failed with class and msg (each with the tries
+// it used), where no record exists yet, and counts them.
+func (p *passRun) recordUnfinished(ctx context.Context, class, msg string) (int, error) {
+	var recs []store.Record
+	for _, idx := range p.pending(p.in.Pass.Start, p.in.Pass.End) {
+		t := p.health.triesOf(idx)
+		recs = append(recs, store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: class, ErrorMessage: msg,
+			Attempts: t.Sent, LatencyMS: t.LatencyMS})
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	start := p.clock.Now()
-	resp, err := p.client.Chat(cctx, llm.Request{
-		Model:    p.model.Name,
-		Messages: msgs,
-		Seed:     p.spec.Seeds[c.Seed],
-		Params:   p.model.Params,
-		CellID:   p.spec.CellID(c),
-	})
-	cancel()
-	latency := p.clock.Now().Sub(start)
-	// The permit is held until the outcome is recorded: with on_error=raise, the dispatcher must see the stop
-	// before the freed slot lets it send the next cell.
-	var used int
-	defer func() { permit.Release(used) }()
-	if err != nil {
-		e := llm.Classify(err)
-		if e.Class == llm.ClassTransport {
-			// A call that timed out or lost its connection may still have been served and billed: keep its
-			// tokens and its cost counted.
-			used = -1
-			p.unreserve(reserved, reserved)
-		} else {
-			p.unreserve(reserved, 0)
-		}
-		if ctx.Err() != nil {
-			return // the attempt is cancelled: the cell stays unfinished
-		}
-		p.failed(c, e, latency)
-		return
+	if len(recs) == 0 {
+		return 0, nil
 	}
-	// Providers charge a request's max_tokens against TPM when it arrives and do not refund what the completion
-	// left unused, so only the prompt estimate is trued up.
-	used = resp.PromptTokens + p.maxTokens()
-	p.observe(resp.RateLimit)
-	m := experiment.Match(resp.Text, p.spec.OptionsFor(c.Item))
-	rec := store.Record{
-		Index:            c.Index,
-		Status:           m.Status,
-		OptionID:         m.OptionID,
-		Raw:              resp.Text,
-		Candidates:       strings.Join(m.Candidates, ","),
-		PromptTokens:     resp.PromptTokens,
-		CompletionTokens: resp.CompletionTokens,
-		LatencyMS:        float64(latency.Microseconds()) / 1000,
-		Attempts:         p.attempt,
+	// A give-up never replaces an answer (the store's rule), so a stale attempt's late answer survives it.
+	if err := p.a.Store.Put(context.WithoutCancel(ctx), p.in.RunID, recs); err != nil {
+		return 0, fmt.Errorf("record unfinished cells: %w", err)
 	}
-	if p.priced {
-		rec.CostUSD = llm.Cost(p.price, resp.PromptTokens, resp.CompletionTokens)
+	for _, r := range recs {
+		p.tally.count(r)
 	}
-	if p.history != nil {
-		p.mu.Lock()
-		p.history[c.Persona] = append(p.history[c.Persona], experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
-		p.mu.Unlock()
-	}
-	// The record's cost is added to spent when it is counted; here only the reservation ends.
-	p.unreserve(reserved, 0)
-	p.record(rec)
+	return len(recs), nil
 }
 
-// observe pauses the model's gates when the provider says a budget of its window is used up.
-func (p *passRun) observe(rl llm.RateLimitInfo) {
-	now := p.clock.Now()
-	if rl.RemainingRequests == 0 && rl.ResetRequests > 0 {
-		p.limiter.PauseUntil(now.Add(rl.ResetRequests))
-	}
-	if rl.RemainingTokens == 0 && rl.ResetTokens > 0 {
-		p.limiter.PauseUntil(now.Add(rl.ResetTokens))
-	}
+// giveUp records every unfinished cell with class and msg and ends the pass for good.
+func (p *passRun) giveUp(ctx context.Context, class, msg string) (PassResult, error) {
+	return p.giveUpAs(ctx, class, class, msg)
 }
 
-// failed handles a failed call by its class (DESIGN.md §2).
-func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration) {
-	switch {
-	case e.Class.Retryable():
-		if e.RetryAfter > 0 {
-			p.limiter.PauseUntil(p.clock.Now().Add(e.RetryAfter))
-		}
-		p.mu.Lock()
-		p.prog.Retried++
-		p.res.Retried = p.prog.Retried
-		p.stop = true
-		if p.transient == nil || e.RetryAfter > p.retryAfter {
-			p.transient = e
-			p.retryAfter = max(p.retryAfter, e.RetryAfter)
-		}
-		p.mu.Unlock()
-	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
-		p.mu.Lock()
-		p.stop = true
-		if p.fatal == nil {
-			p.fatal = e
-		}
-		p.mu.Unlock()
-	default:
-		p.logFailure(c, e)
-		p.record(store.Record{Index: c.Index, Status: store.StatusFailed, ErrorClass: string(e.Class), ErrorCode: e.Code,
-			ErrorMessage: e.Message, LatencyMS: float64(latency.Microseconds()) / 1000, Attempts: p.attempt})
+// giveUpStalled ends a pass in which nothing finished for the stall timeout. Its cells say what the provider
+// last did (their class is the last failure's); the pass's error is Stalled.
+func (p *passRun) giveUpStalled(ctx context.Context) (PassResult, error) {
+	cellClass := ClassStalled
+	if e := p.health.lastError(); e != nil {
+		cellClass = string(e.Class)
 	}
+	return p.giveUpAs(ctx, ClassStalled, cellClass, p.health.stallMessage(p.model.ID))
 }
 
-func (p *passRun) logFailure(c experiment.Cell, e *llm.Error) {
-	if p.spec.Run.OnError == experiment.OnErrorIgnore {
-		return
+func (p *passRun) giveUpAs(ctx context.Context, passClass, cellClass, msg string) (PassResult, error) {
+	if _, err := p.recordUnfinished(ctx, cellClass, msg); err != nil {
+		return p.tally.result(), appError(ClassInternal, true, 0, err)
 	}
-	p.log.Warn("model call failed", "model", p.model.ID, "seed", p.spec.Seeds[c.Seed],
-		"item", p.spec.Questionnaire.Items[c.Item].ID, "persona", p.spec.Personas[c.Persona].ID,
-		"class", string(e.Class), "error", e.Message)
-}
-
-// record writes a finished cell and counts it. Under on_error=raise a failure stops the dispatch.
-func (p *passRun) record(r store.Record) {
-	err := p.writer.Add(context.Background(), r)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err != nil {
-		// The writer keeps the error and Close returns it; the attempt fails and is retried.
-		p.stop = true
-		return
-	}
-	p.finished[r.Index-p.in.Pass.Start] = true
-	p.count(r)
-	if r.Status == store.StatusFailed && p.spec.Run.OnError == experiment.OnErrorRaise {
-		p.stop = true
-	}
-}
-
-func (p *passRun) progress() Progress {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.prog
-}
-
-func (p *passRun) result() PassResult {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.res
-}
-
-// shareEvery is how often a running pass asks the workflow for its current share.
-const shareEvery = 2 * time.Second
-
-// heartbeat reports progress, and picks up a grown share, until ctx ends. Heartbeats are also how a cancellation reaches the activity.
-func (p *passRun) heartbeat(ctx context.Context) {
-	every := p.a.HeartbeatEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	lastShare := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			activity.RecordHeartbeat(ctx, p.progress())
-			if time.Since(lastShare) >= shareEvery {
-				lastShare = time.Now()
-				p.refreshShare(ctx)
-			}
-		}
-	}
-}
-
-// fail records every unfinished cell of the pass with the class and ends the pass for good.
-func (p *passRun) fail(ctx context.Context, class, msg string) (PassResult, error) {
-	var cost float64
-	n, err := p.a.failUnfinished(ctx, FailInput{RunID: p.in.RunID, Start: p.in.Pass.Start, End: p.in.Pass.End,
-		Class: class, Message: msg, Attempts: p.attempt}, &cost)
-	if err != nil {
-		return p.result(), appError(ClassInternal, true, 0, err)
-	}
-	res := p.result()
-	res.Failed += n
-	res.Done += n
-	if res.FirstFailure < 0 && n > 0 {
-		res.FirstError = class + ": " + msg
-	}
-	return res, appError(class, false, 0, errors.New(msg))
+	return p.tally.result(), appError(passClass, false, 0, errors.New(msg))
 }

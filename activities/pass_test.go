@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -191,55 +192,198 @@ func TestPassCallsRunConcurrently(t *testing.T) {
 	}
 }
 
-func TestRateLimitIsRetryableWithTheProvidersDelay(t *testing.T) {
+// cellIndex is the index of the cell whose id is id.
+func (h *harness) cellIndex(id string) int {
+	for i := range h.spec.NumCells() {
+		if h.spec.CellID(h.spec.Cell(i)) == id {
+			return i
+		}
+	}
+	h.t.Fatalf("no cell %s", id)
+	return -1
+}
+
+func TestRateLimitWaitsRetryAfterWithoutUsingTries(t *testing.T) {
+	var mu sync.Mutex
+	var arrivals []time.Time
 	fm := &fakeModel{}
 	fm.rule = func(cell string, n int) (int, string, map[string]string, string) {
-		if strings.HasSuffix(cell, "/2/p1") && n == 1 {
-			return 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`,
-				map[string]string{"Retry-After": "2"}, ""
+		if strings.HasSuffix(cell, "/2/p1") {
+			mu.Lock()
+			arrivals = append(arrivals, time.Now())
+			mu.Unlock()
+			if n <= 2 {
+				return 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`,
+					map[string]string{"Retry-After": "1"}, ""
+			}
 		}
 		return 0, "", nil, ""
 	}
 	srv := httptest.NewServer(fm)
 	defer srv.Close()
-	h := newHarness(t, testSpec(srv.URL, 4, 4))
-	_, err := h.runPass(ratelimit.Limits{Concurrency: 1})
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) {
-		t.Fatalf("got %v, want an ApplicationError", err)
+	spec := testSpec(srv.URL, 4, 4)
+	spec.Run.MaxAttempts = 1 // a rate limit must not use a try: one try is enough
+	h := newHarness(t, spec)
+	res, err := h.runPass(ratelimit.Limits{Concurrency: 2})
+	if err != nil {
+		t.Fatalf("a pass with two 429s must finish in its attempt: %v", err)
 	}
-	if app.Type() != "RateLimited" || app.NonRetryable() || app.NextRetryDelay() != 2*time.Second {
-		t.Fatalf("got type %s nonRetryable %v delay %v; want RateLimited, retryable, 2s", app.Type(), app.NonRetryable(), app.NextRetryDelay())
+	if res.OK != 16 || res.Retried != 2 {
+		t.Errorf("result %+v, want 16 ok and 2 retried", res)
 	}
-	first := h.records()
-	if _, ok := first[5]; ok {
-		t.Fatal("the rate-limited cell was recorded as finished")
+	r := h.records()[h.cellIndex("m/7/2/p1")]
+	if r.Status != store.StatusOK || r.Attempts != 3 {
+		t.Errorf("rate-limited cell = %+v, want ok after 3 requests", r)
 	}
-	if len(first) != 5 {
-		t.Fatalf("%d cells finished before the 429, want 5 (sequential dispatch stops at the 429)", len(first))
+	if len(arrivals) != 3 {
+		t.Fatalf("rate-limited cell requested %d times, want 3", len(arrivals))
 	}
+	for i := 1; i < 3; i++ {
+		if gap := arrivals[i].Sub(arrivals[i-1]); gap < time.Second {
+			t.Errorf("request %d of the cell came %v after a 429 with Retry-After: 1", i+1, gap)
+		}
+	}
+	// Every other cell was asked once.
+	seen := map[string]int{}
+	for _, c := range fm.requested() {
+		seen[c]++
+	}
+	for c, n := range seen {
+		if n != 1 && c != "m/7/2/p1" {
+			t.Errorf("cell %s requested %d times", c, n)
+		}
+	}
+}
 
-	// The next attempt asks only for the cells that have no result.
-	before := len(fm.requested())
-	h.reset()
+func TestACellThatAlwaysFailsUsesItsTriesAndTheOthersFinish(t *testing.T) {
+	fm := &fakeModel{delay: 5 * time.Millisecond}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		if cell == "m/7/3/p2" {
+			return 500, `{"error":{"message":"failed to decode the output","type":"server_error"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	spec := testSpec(srv.URL, 5, 4)
+	spec.Run.MaxAttempts = 3
+	h := newHarness(t, spec)
 	res, err := h.runPass(ratelimit.Limits{Concurrency: 4})
+	if err != nil {
+		t.Fatalf("one failing cell must not fail the attempt: %v", err)
+	}
+	if res.OK != 19 || res.Failed != 1 || res.Done != 20 {
+		t.Errorf("result %+v, want 19 ok and 1 failed", res)
+	}
+	r := h.records()[h.cellIndex("m/7/3/p2")]
+	if r.Status != store.StatusFailed || r.ErrorClass != "ServerError" || r.Attempts != 3 || r.LatencyMS <= 0 ||
+		!strings.Contains(r.ErrorMessage, "500") || !strings.Contains(r.ErrorMessage, "failed to decode the output") {
+		t.Errorf("failing cell = %+v; want ServerError after 3 tries, with its latency, the status and the message", r)
+	}
+	if n := fm.seen["m/7/3/p2"]; n != 3 {
+		t.Errorf("failing cell requested %d times, want 3", n)
+	}
+}
+
+func TestAStormEndsTheAttemptAndGivesTriesBack(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(string, int) (int, string, map[string]string, string) {
+		return 503, `{"error":{"message":"overloaded"}}`, nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	spec := testSpec(srv.URL, 4, 4)
+	spec.Run.MaxAttempts = 2
+	h := newHarness(t, spec)
+	_, err := h.runPass(ratelimit.Limits{Concurrency: 8})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != "ServerError" || app.NonRetryable() || app.NextRetryDelay() < time.Second {
+		t.Fatalf("got %v, want a retryable ServerError with a delay of at least 1s", err)
+	}
+	if got := h.records(); len(got) != 0 {
+		t.Fatalf("%d cells recorded in a storm, want none (the provider failed, not the cells)", len(got))
+	}
+	// The next attempt, with the provider healthy again, finishes every cell: no try was used up by the storm.
+	fm.rule = nil
+	h.reset()
+	res, err := h.runPass(ratelimit.Limits{Concurrency: 8})
+	if err != nil || res.OK != 16 {
+		t.Fatalf("after the storm: %+v, %v; want 16 ok", res, err)
+	}
+}
+
+func TestTriesCarryAcrossAttempts(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		if cell == "m/7/1/p0" {
+			return 502, `{"error":{"message":"bad gateway"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	spec := testSpec(srv.URL, 1, 2)
+	spec.Run.MaxAttempts = 3
+	h := newHarness(t, spec)
+	// The previous attempt's last heartbeat: cell 0 already failed twice.
+	h.env.SetHeartbeatDetails(Progress{Tries: map[int]Tries{0: {Transient: 2, Sent: 2}}, LastFinished: time.Now()})
+	if _, err := h.runPass(ratelimit.Limits{Concurrency: 2}); err != nil {
+		t.Fatal(err)
+	}
+	r := h.records()[0]
+	if r.Status != store.StatusFailed || r.Attempts != 3 || fm.seen["m/7/1/p0"] != 1 {
+		t.Errorf("cell 0 = %+v after %d requests in this attempt; want failed after its third try (one request here)", r, fm.seen["m/7/1/p0"])
+	}
+}
+
+func TestAnEndpointThatNeverAnswersFailsFastNamingBaseURL(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again := fm.requested()[before:]
-	for _, c := range again {
-		var idx int
-		for i := range h.spec.NumCells() {
-			if h.spec.CellID(h.spec.Cell(i)) == c {
-				idx = i
-			}
-		}
-		if _, done := first[idx]; done {
-			t.Errorf("finished cell %s requested again", c)
+	url := "http://" + l.Addr().String()
+	l.Close() // nothing listens there any more: every connection is refused
+	h := newHarness(t, testSpec(url, 3, 2))
+	start := time.Now()
+	_, err = h.runPass(ratelimit.Limits{Concurrency: 4})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ClassUnreachable || !app.NonRetryable() {
+		t.Fatalf("got %v, want non-retryable Unreachable", err)
+	}
+	t.Logf("gave up after %s", time.Since(start).Round(time.Millisecond))
+	recs := h.records()
+	if len(recs) != 6 {
+		t.Fatalf("%d cells recorded, want all 6", len(recs))
+	}
+	for _, r := range recs {
+		if r.ErrorClass != ClassUnreachable || !strings.Contains(r.ErrorMessage, url+"/v1") {
+			t.Errorf("cell %d = %+v; want Unreachable naming %s/v1", r.Index, r, url)
 		}
 	}
-	if len(again) != 16-5 || res.Done != 16 {
-		t.Errorf("second attempt sent %d calls and finished %d cells; want 11 and 16", len(again), res.Done)
+}
+
+func TestAStalledPassGivesUpWithTheLastCause(t *testing.T) {
+	fm := &fakeModel{}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	spec := testSpec(srv.URL, 1, 2)
+	spec.Run.StallTimeout = experiment.Duration(time.Minute)
+	h := newHarness(t, spec)
+	h.env.SetHeartbeatDetails(Progress{LastFinished: time.Now().Add(-2 * time.Minute), LastClass: "RateLimited",
+		LastMessage: "Rate limit reached for requests"})
+	_, err := h.runPass(ratelimit.Limits{Concurrency: 2})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ClassStalled || !app.NonRetryable() {
+		t.Fatalf("got %v, want non-retryable Stalled", err)
+	}
+	for _, r := range h.records() {
+		if r.ErrorClass != "RateLimited" || !strings.Contains(r.ErrorMessage, "Rate limit reached for requests") ||
+			!strings.Contains(r.ErrorMessage, "1m0s") {
+			t.Errorf("cell %d = %+v; want the last cause and the stall timeout", r.Index, r)
+		}
+	}
+	if len(fm.requested()) != 0 {
+		t.Errorf("a stalled pass sent %d requests", len(fm.requested()))
 	}
 }
 
@@ -313,10 +457,10 @@ func TestRaiseStopsDispatchingAtTheFirstFailure(t *testing.T) {
 
 func TestCumulativeMemoryPerPersona(t *testing.T) {
 	fm := &fakeModel{}
-	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+	fm.rule = func(cell string, n int) (int, string, map[string]string, string) {
 		switch {
-		case strings.HasSuffix(cell, "/1/p1"):
-			return 500, `{"error":{"message":"boom"}}`, nil, "" // transient: not remembered, retried by the next attempt
+		case strings.HasSuffix(cell, "/1/p1") && n == 1:
+			return 500, `{"error":{"message":"boom"}}`, nil, "" // transient: tried again before item 2 starts
 		case strings.HasSuffix(cell, "/1/p0"):
 			return 0, "", nil, "2. Yes {persona_description} }{"
 		case strings.HasSuffix(cell, "/2/p0"):
@@ -329,21 +473,6 @@ func TestCumulativeMemoryPerPersona(t *testing.T) {
 	spec := testSpec(srv.URL, 3, 2)
 	spec.Run.Cumulative = true
 	h := newHarness(t, spec)
-	_, err := h.runPass(ratelimit.Limits{Concurrency: 4})
-	if err == nil {
-		t.Fatal("a 500 must fail the attempt")
-	}
-	// Item 1 of p1 failed transiently: the attempt stopped before item 2.
-	if got := h.records(); len(got) != 1 {
-		t.Fatalf("after the first attempt %d cells finished, want 1 (p0 of item 1)", len(got))
-	}
-	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
-		if strings.HasSuffix(cell, "/2/p0") {
-			return 400, `{"error":{"message":"filtered"}}`, nil, ""
-		}
-		return 0, "", nil, ""
-	}
-	h.reset()
 	if _, err := h.runPass(ratelimit.Limits{Concurrency: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -355,12 +484,17 @@ func TestCumulativeMemoryPerPersona(t *testing.T) {
 	if !strings.Contains(msgs[1].Content, "Question 1?") || !strings.Contains(msgs[3].Content, "Question 3?") {
 		t.Errorf("history out of order: %+v", msgs)
 	}
-	first := fm.messages["m/7/1/p0"]
-	if len(first) != 2 {
+	if first := fm.messages["m/7/1/p0"]; len(first) != 2 {
 		t.Errorf("the first prompt must be the plain prompt, got %d messages", len(first))
 	}
-	if p1 := fm.messages["m/7/3/p1"]; len(p1) != 6 || !strings.Contains(p1[4].Content, "") || p1[2].Content != "1. No" {
+	// p1's item 1 failed once and was answered on its second try: its answer is in p1's memory.
+	p1 := fm.messages["m/7/3/p1"]
+	if len(p1) != 6 || !strings.Contains(p1[1].Content, "Question 1?") || p1[2].Content != "1. No" ||
+		!strings.Contains(p1[3].Content, "Question 2?") || p1[4].Content != "1. No" {
 		t.Errorf("p1's third prompt = %+v; want its own two answers", p1)
+	}
+	if fm.seen["m/7/1/p1"] != 2 {
+		t.Errorf("p1's first item requested %d times, want 2", fm.seen["m/7/1/p1"])
 	}
 }
 

@@ -128,7 +128,7 @@ var (
 	personaKeys       = []string{"id", "attributes", "template"}
 	questionnaireKeys = []string{"name", "instruction", "options", "scales", "items"}
 	itemKeys          = []string{"id", "text", "scale", "reversed", "options"}
-	runKeys           = []string{"max_concurrency", "max_parallel_passes", "on_error", "cumulative", "call_timeout", "max_attempts", "chunk_size"}
+	runKeys           = []string{"max_concurrency", "max_parallel_passes", "on_error", "cumulative", "call_timeout", "max_attempts", "stall_timeout", "chunk_size"}
 )
 
 // spec decodes this project's format.
@@ -561,6 +561,7 @@ func (d *decoder) run(n *node, path string) RunSettings {
 	r.Cumulative = d.boolean(f["cumulative"], path+".cumulative")
 	r.CallTimeout = d.duration(f["call_timeout"], path+".call_timeout")
 	r.MaxAttempts = d.integer(f["max_attempts"], path+".max_attempts")
+	r.StallTimeout = d.duration(f["stall_timeout"], path+".stall_timeout")
 	r.ChunkSize = d.integer(f["chunk_size"], path+".chunk_size")
 	return r
 }

@@ -164,8 +164,11 @@ type RunSettings struct {
 	Cumulative bool `json:"cumulative,omitempty"`
 	// CallTimeout bounds one model call (default 60s).
 	CallTimeout Duration `json:"call_timeout,omitempty"`
-	// MaxAttempts of a pass under transient errors, Temporal's retry policy (default 10).
+	// MaxAttempts is how often one cell is tried against transient failures (server errors, transport errors,
+	// timeouts, malformed bodies) before it is recorded failed (default 10). Rate limits never use up tries.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// StallTimeout gives a model up when none of its cells finished for this long (default 15m).
+	StallTimeout Duration `json:"stall_timeout,omitempty"`
 	// ChunkSize splits a pass with more cells into several activities (default 5000; not in cumulative mode).
 	ChunkSize int `json:"chunk_size,omitempty"`
 }
@@ -176,6 +179,7 @@ const (
 	DefaultMaxParallelPasses = 2
 	DefaultCallTimeout       = 60 * time.Second
 	DefaultMaxAttempts       = 10
+	DefaultStallTimeout      = 15 * time.Minute
 	DefaultChunkSize         = 5000
 )
 

@@ -77,6 +77,9 @@ func (s *Spec) ApplyDefaults() {
 	if r.ChunkSize == 0 {
 		r.ChunkSize = DefaultChunkSize
 	}
+	if r.StallTimeout == 0 {
+		r.StallTimeout = Duration(DefaultStallTimeout)
+	}
 }
 
 // Validate checks a resolved spec: every part of the grid present, ids unique, references resolved, numbers in
@@ -341,10 +344,13 @@ func (s *Spec) checkRun(errs *Errors) {
 	r := s.Run
 	nonNegative(errs, "run.max_concurrency", r.MaxConcurrency, fmt.Sprintf("a number of calls ≥ 1 (0: default %d)", DefaultMaxConcurrency))
 	nonNegative(errs, "run.max_parallel_passes", r.MaxParallelPasses, fmt.Sprintf("a number of passes ≥ 1 (0: default %d)", DefaultMaxParallelPasses))
-	nonNegative(errs, "run.max_attempts", r.MaxAttempts, fmt.Sprintf("a number of attempts ≥ 1 (0: default %d)", DefaultMaxAttempts))
+	nonNegative(errs, "run.max_attempts", r.MaxAttempts, fmt.Sprintf("a number of tries of one cell ≥ 1 (0: default %d)", DefaultMaxAttempts))
 	nonNegative(errs, "run.chunk_size", r.ChunkSize, fmt.Sprintf("a number of cells ≥ 1 (0: default %d)", DefaultChunkSize))
 	if r.CallTimeout < 0 {
 		errs.add("run.call_timeout", "%v is negative; want a duration such as \"30s\" (0: default %v)", time.Duration(r.CallTimeout), DefaultCallTimeout)
+	}
+	if r.StallTimeout < 0 {
+		errs.add("run.stall_timeout", "%v is negative; want a duration such as \"15m\" (0: default %v)", time.Duration(r.StallTimeout), DefaultStallTimeout)
 	}
 	if r.OnError != "" && !contains(onErrors, r.OnError) {
 		errs.add("run.on_error", "unknown policy %q%s; want %s", r.OnError, didYouMean(r.OnError, onErrors), oneOf(onErrors))

@@ -90,6 +90,9 @@ func (c *Client) String() string {
 	return fmt.Sprintf("llm.Client{base_url: %s, api_key: %s}", c.baseURL, key)
 }
 
+// BaseURL is the endpoint the client calls.
+func (c *Client) BaseURL() string { return c.baseURL }
+
 // GoString is String, so %#v cannot print the key either.
 func (c *Client) GoString() string { return c.String() }
 

@@ -2,6 +2,8 @@ package llm
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,12 +217,30 @@ func isLocalRefusal(err error) bool {
 	return errors.As(err, &me) || errors.As(err, &ue) || errors.As(err, &ut)
 }
 
+// Codes of transport failures that mean no connection to the endpoint could be made at all (Error.Code with
+// Status 0).
+const (
+	CodeConnectionRefused = "connection_refused"
+	CodeDNS               = "dns_error"
+	CodeTLS               = "tls_error"
+)
+
 // transportDetail names the kind of a transport failure for Error.Code ("timeout", "connection_refused", ...).
 func transportDetail(err error) string {
 	var ne net.Error
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	var dns *net.DNSError
+	var rh tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
 	switch {
+	case errors.As(err, &dns):
+		return CodeDNS
+	case errors.As(err, &rh), errors.As(err, &cv), errors.As(err, &ua), errors.As(err, &hn), errors.As(err, &ci):
+		return CodeTLS
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):
@@ -228,7 +248,7 @@ func transportDetail(err error) string {
 	case errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection_refused"
+		return CodeConnectionRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return "connection_reset"
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

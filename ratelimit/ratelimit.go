@@ -60,6 +60,8 @@ type Stats struct {
 	PausedTime time.Duration
 	// InFlight is the number of permits currently held.
 	InFlight int
+	// Backoffs counts the times Backoff lowered the concurrency.
+	Backoffs int64
 }
 
 // Limiter enforces Limits on the calls of one pass. Acquire waits until every gate admits a call; waiters are
@@ -75,6 +77,11 @@ type Limiter struct {
 	pausedUntil time.Time
 	queue       []*waiter
 	stats       Stats
+	// lowered is the concurrency Backoff set below the limit, 0 when none; successes counts the calls that
+	// succeeded since it last changed, and lastBackoff is when Backoff last lowered it.
+	lowered     int
+	successes   int
+	lastBackoff time.Time
 }
 
 // waiter is one blocked Acquire. wake (capacity 1) is signalled when the waiter may have become able to
@@ -248,8 +255,62 @@ func (l *Limiter) admissible(now time.Time, tokens int) (bool, time.Duration) {
 		delay = l.pausedUntil.Sub(now)
 	}
 	delay = max(delay, l.rpm.wait(1), l.tpm.wait(float64(tokens)))
-	slot := l.limits.Concurrency == 0 || l.inFlight < l.limits.Concurrency
+	conc := l.concurrency()
+	slot := conc == 0 || l.inFlight < conc
 	return slot && delay == 0, delay
+}
+
+// concurrency is the cap in force: the limit, or lower after Backoff. 0 means unlimited. Call with l.mu held.
+func (l *Limiter) concurrency() int {
+	if l.lowered > 0 && (l.limits.Concurrency == 0 || l.lowered < l.limits.Concurrency) {
+		return l.lowered
+	}
+	return l.limits.Concurrency
+}
+
+// backoffEpisode is how close together rate-limit answers count as one: the calls in flight when the first came
+// were sent at the old rate and answer within about a latency, so lowering again for each of them would
+// collapse the concurrency for one burst.
+const backoffEpisode = time.Second
+
+// Backoff lowers the concurrency after the provider answered with a rate limit: to half the calls in flight, at
+// least one (multiplicative decrease). Succeeded raises it back. Rate limits within backoffEpisode of the last
+// lowering count as one.
+func (l *Limiter) Backoff() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clk.Now()
+	if !l.lastBackoff.IsZero() && now.Sub(l.lastBackoff) < backoffEpisode {
+		return
+	}
+	l.lastBackoff = now
+	cur := l.inFlight
+	if c := l.concurrency(); c > 0 {
+		cur = min(cur, c)
+	}
+	l.lowered = max(1, cur/2)
+	l.successes = 0
+	l.stats.Backoffs++
+}
+
+// Succeeded notes a call that was not rate limited. After as many of them as the lowered concurrency, the
+// concurrency grows by one (additive increase), until it is back at the limit.
+func (l *Limiter) Succeeded() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lowered == 0 {
+		return
+	}
+	l.successes++
+	if l.successes < l.lowered {
+		return
+	}
+	l.successes = 0
+	l.lowered++
+	if l.limits.Concurrency > 0 && l.lowered >= l.limits.Concurrency {
+		l.lowered = 0
+	}
+	l.wakeHead()
 }
 
 // grant takes a slot and the tokens. Call with l.mu held, after admissible said yes.

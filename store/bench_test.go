@@ -21,7 +21,7 @@ func BenchmarkInsert100k(b *testing.B) {
 		batch int
 	}{
 		{"one-tx-per-record", 1},
-		{"batch-256", DefaultBatchSize},
+		{"batch-256", 256},
 		{"batch-4096", 4096},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

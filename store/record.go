@@ -2,6 +2,8 @@
 // transactions as results land, read back in submission order. SQLite (modernc.org/sqlite, WAL) by default.
 package store
 
+import "github.com/silicolab/silico/usage"
+
 // Cell statuses.
 const (
 	StatusOK       = "ok"
@@ -30,4 +32,9 @@ type Record struct {
 	LatencyMS        float64 `json:"latency_ms"`
 	Attempts         int     `json:"attempts"`
 	Cached           bool    `json:"cached,omitempty"`
+}
+
+// Usage is what the record's call consumed.
+func (r Record) Usage() usage.Usage {
+	return usage.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD}
 }

@@ -12,10 +12,15 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/silicolab/silico/usage"
 )
 
 // ErrNotFound is returned when a run or a record does not exist.
 var ErrNotFound = errors.New("store: not found")
+
+// ErrSpecConflict is returned by SaveRun when a different spec is already saved under the run id.
+var ErrSpecConflict = errors.New("a different spec is already saved under this run id")
 
 // schemaVersion is stored in PRAGMA user_version. Open refuses a file written by a newer schema and migrates an
 // older one (see migrations).
@@ -73,7 +78,8 @@ ON CONFLICT (run, idx) DO UPDATE SET
 	error_message = excluded.error_message,
 	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached`
+	cached = excluded.cached
+WHERE excluded.status <> 'failed' OR cells.status = 'failed'`
 
 // scanPage is how many records Scan reads per query. Between pages no connection or read transaction is
 // held, so the callback may be slow or use the store itself, and WAL checkpoints are never starved.
@@ -213,7 +219,7 @@ func (s *SQLite) SaveRun(ctx context.Context, run string, spec []byte) error {
 	case bytes.Equal(old, spec):
 		return nil
 	default:
-		return fmt.Errorf("store: save run %s: a different spec is already saved under this run id", run)
+		return fmt.Errorf("store: save run %s: %w", run, ErrSpecConflict)
 	}
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", run, err)
@@ -278,8 +284,10 @@ func (s *SQLite) Elapsed(ctx context.Context, run string, now time.Time) (time.D
 }
 
 // Put writes the records of a run in one transaction: all of them are durable when it returns nil, none when
-// it returns an error. A record replaces an earlier one with the same index; within recs, the last one wins.
-// The run need not have been saved first.
+// it returns an error. A record replaces an earlier one with the same index, except that a failed record never
+// replaces an answer (ok or unparsed): an answer was paid for, and a give-up written late by a stale attempt or
+// by the workflow must not erase it. Within recs, the last one wins by the same rule. The run need not have been
+// saved first.
 func (s *SQLite) Put(ctx context.Context, run string, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -397,10 +405,8 @@ type Counts struct {
 	Unparsed int `json:"unparsed"`
 	Failed   int `json:"failed"`
 	// Cached counts records answered from the response cache.
-	Cached           int     `json:"cached"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
+	Cached int `json:"cached"`
+	usage.Usage
 }
 
 // Counts returns the per-status counts and the token and cost sums of a run's records. A run without records

@@ -217,7 +217,7 @@ func TestTwoHandlesOnOneFile(t *testing.T) {
 	errc := make(chan error, 2)
 	for h, s := range []*SQLite{a, b} {
 		go func() {
-			w := s.NewWriter("run", WriterOptions{BatchSize: 50})
+			w := s.NewWriter("run", WriterOptions{})
 			for i := range perHandle {
 				if err := w.Add(ctx, rec(2*i+h)); err != nil {
 					_ = w.Close(ctx)
@@ -254,7 +254,7 @@ func TestHelperProcessWriter(t *testing.T) {
 		t.Fatalf("helper Open: %v", err)
 	}
 	defer func() { _ = s.Close() }()
-	w := s.NewWriter("run", WriterOptions{BatchSize: 25})
+	w := s.NewWriter("run", WriterOptions{})
 	for i := range 1000 {
 		if err := w.Add(ctx, rec(2*i+1)); err != nil {
 			t.Fatalf("helper Add: %v", err)
@@ -284,7 +284,7 @@ func TestTwoProcessesOnOneFile(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start helper: %v", err)
 	}
-	w := s.NewWriter("run", WriterOptions{BatchSize: 25})
+	w := s.NewWriter("run", WriterOptions{})
 	for i := range 1000 {
 		if err := w.Add(ctx, rec(2*i)); err != nil {
 			t.Fatalf("Add: %v", err)
@@ -299,5 +299,32 @@ func TestTwoProcessesOnOneFile(t *testing.T) {
 	}
 	if n := stored(t, s, "run"); n != 2000 {
 		t.Fatalf("%d records stored by two processes, want 2000", n)
+	}
+}
+
+func TestFailedRecordNeverReplacesAnAnswer(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	failed := func(i int, msg string) Record {
+		return Record{Index: i, Status: StatusFailed, ErrorClass: "ServerError", ErrorMessage: msg, Attempts: 3}
+	}
+	// Cell 0 is answered, then a late give-up arrives; cell 1 fails twice; cell 2 fails, then is answered.
+	for _, batch := range [][]Record{
+		{rec(0), failed(1, "first"), failed(2, "first")},
+		{failed(0, "late give-up"), failed(1, "second"), rec(2)},
+	} {
+		if err := s.Put(ctx, "run", batch); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+	}
+	got, err := s.Records(ctx, "run", 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{rec(0), failed(1, "second"), rec(2)}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("cell %d = %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }

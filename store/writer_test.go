@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,42 +30,134 @@ func stored(t *testing.T, s *SQLite, run string) int {
 	return c.Records
 }
 
-func TestWriterFlushesFullBatches(t *testing.T) {
+func TestWriterCommitsWithoutFlush(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{BatchSize: 10, Interval: time.Hour})
-	defer func() { _ = w.Close(ctx) }()
-	for i := range 9 {
-		if err := w.Add(ctx, rec(i)); err != nil {
-			t.Fatalf("Add: %v", err)
-		}
-	}
-	if n := stored(t, s, "run"); n != 0 {
-		t.Fatalf("%d records stored before the batch was full; want 0", n)
-	}
-	if err := w.Add(ctx, rec(9)); err != nil {
-		t.Fatalf("Add: %v", err)
-	}
-	waitFor(t, "the full batch to be written", func() bool { return stored(t, s, "run") == 10 })
-}
-
-func TestWriterFlushesOnInterval(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{BatchSize: 1000, Interval: 5 * time.Millisecond})
+	w := s.NewWriter("run", WriterOptions{})
 	defer func() { _ = w.Close(ctx) }()
 	for i := range 3 {
 		if err := w.Add(ctx, rec(i)); err != nil {
 			t.Fatalf("Add: %v", err)
 		}
 	}
-	waitFor(t, "the interval flush", func() bool { return stored(t, s, "run") == 3 })
+	// No timer and no batch size: the records are committed as soon as the writer gets to them.
+	waitFor(t, "the records to be committed", func() bool { return stored(t, s, "run") == 3 })
+}
+
+// gatedPutter records the batches it is given; each Put waits for a value on release first.
+type gatedPutter struct {
+	release chan struct{}
+	entered chan int
+	mu      sync.Mutex
+	batches [][]Record
+}
+
+func (g *gatedPutter) Put(ctx context.Context, _ string, recs []Record) error {
+	g.entered <- len(recs)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	g.mu.Lock()
+	g.batches = append(g.batches, append([]Record(nil), recs...))
+	g.mu.Unlock()
+	return nil
+}
+
+func TestWriterGroupsWhatArrivesDuringACommit(t *testing.T) {
+	ctx := context.Background()
+	g := &gatedPutter{release: make(chan struct{}), entered: make(chan int, 10)}
+	w := NewWriter(g, "run", WriterOptions{})
+	if err := w.Add(ctx, rec(0)); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-g.entered; n != 1 {
+		t.Fatalf("first commit has %d records, want 1", n)
+	}
+	// While the first commit runs, five more arrive: they must all go into the next commit, together.
+	for i := 1; i <= 5; i++ {
+		if err := w.Add(ctx, rec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.release <- struct{}{}
+	if n := <-g.entered; n != 5 {
+		t.Fatalf("second commit has %d records, want the 5 that arrived during the first", n)
+	}
+	g.release <- struct{}{}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if len(g.batches) != 2 {
+		t.Fatalf("%d commits, want 2", len(g.batches))
+	}
+}
+
+func TestWriterAddBlocksAtMaxPending(t *testing.T) {
+	ctx := context.Background()
+	g := &gatedPutter{release: make(chan struct{}), entered: make(chan int, 10)}
+	w := NewWriter(g, "run", WriterOptions{MaxPending: 2})
+	if err := w.Add(ctx, rec(0)); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // the first commit holds record 0
+	for i := 1; i <= 2; i++ {
+		if err := w.Add(ctx, rec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := w.Add(short, rec(3)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Add beyond MaxPending: got %v, want it to block until its context ends", err)
+	}
+	added := make(chan error, 1)
+	go func() { added <- w.Add(ctx, rec(3)) }()
+	g.release <- struct{}{} // the first commit ends and takes records 1 and 2: room again
+	if err := <-added; err != nil {
+		t.Fatalf("Add after a commit made room: %v", err)
+	}
+	go func() {
+		for range g.entered {
+			g.release <- struct{}{}
+		}
+	}()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	close(g.entered)
+	total := 0
+	for _, b := range g.batches {
+		total += len(b)
+	}
+	if total != 4 {
+		t.Fatalf("%d records committed, want 4", total)
+	}
+}
+
+func TestWriterCloseReportsRecordsItCouldNotWrite(t *testing.T) {
+	g := &gatedPutter{release: make(chan struct{}), entered: make(chan int, 10)}
+	w := NewWriter(g, "run", WriterOptions{})
+	if err := w.Add(context.Background(), rec(0)); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // the commit never ends by itself
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err := w.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "1 records unwritten") {
+		t.Fatalf("Close whose context ended during a commit: got %v, want 1 record reported unwritten", err)
+	}
 }
 
 func TestWriterFlushAndCloseMakeDurable(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{BatchSize: 1000, Interval: time.Hour})
+	w := s.NewWriter("run", WriterOptions{})
 	for i := range 5 {
 		if err := w.Add(ctx, rec(i)); err != nil {
 			t.Fatalf("Add: %v", err)
@@ -96,8 +189,7 @@ func TestWriterFlushAndCloseMakeDurable(t *testing.T) {
 func TestWriterSurfacesBackgroundFlushError(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	// Only the interval flush can write: the batch is never full, so Add never writes by itself.
-	w := s.NewWriter("run", WriterOptions{BatchSize: 1 << 30, Interval: 5 * time.Millisecond})
+	w := s.NewWriter("run", WriterOptions{})
 	if err := s.Close(); err != nil { // the database goes away under the writer
 		t.Fatalf("Close store: %v", err)
 	}
@@ -105,7 +197,7 @@ func TestWriterSurfacesBackgroundFlushError(t *testing.T) {
 		t.Fatalf("Add: %v", err)
 	}
 	var addErr error
-	waitFor(t, "Add to report the background flush error", func() bool {
+	waitFor(t, "Add to report the background commit error", func() bool {
 		addErr = w.Add(ctx, rec(2))
 		return addErr != nil
 	})
@@ -120,11 +212,11 @@ func TestWriterSurfacesBackgroundFlushError(t *testing.T) {
 func TestWriterFlushReportsErrorOfClosedStore(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{BatchSize: 100, Interval: time.Hour})
+	w := s.NewWriter("run", WriterOptions{})
+	_ = s.Close()
 	if err := w.Add(ctx, rec(0)); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
-	_ = s.Close()
 	if err := w.Flush(ctx); err == nil {
 		t.Fatal("Flush to a closed store: got nil error")
 	}
@@ -133,17 +225,15 @@ func TestWriterFlushReportsErrorOfClosedStore(t *testing.T) {
 	}
 }
 
-func TestWriterKeepsBatchWhenFlushContextEnds(t *testing.T) {
+func TestWriterKeepsRecordsWhenFlushContextEnds(t *testing.T) {
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{BatchSize: 100, Interval: time.Hour})
+	w := s.NewWriter("run", WriterOptions{})
 	if err := w.Add(context.Background(), rec(0)); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := w.Flush(ctx); err == nil {
-		t.Fatal("Flush with a cancelled context: got nil error")
-	}
+	_ = w.Flush(ctx) // nil when the commit was already done, the context's error otherwise: either way nothing is lost
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatalf("Close after a cancelled Flush: %v", err)
 	}
@@ -155,7 +245,7 @@ func TestWriterKeepsBatchWhenFlushContextEnds(t *testing.T) {
 func TestWriterConcurrentAdds(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{BatchSize: 16, Interval: time.Millisecond})
+	w := s.NewWriter("run", WriterOptions{})
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)

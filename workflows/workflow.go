@@ -8,6 +8,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/usage"
 )
 
 // TaskQueue is the task queue of silico's workflows and activities.
@@ -61,8 +63,10 @@ type State struct {
 	Started time.Time `json:"started"`
 	Next    int       `json:"next"`
 	Totals  Progress  `json:"totals"`
-	// DeadModels maps a model index to the terminal failure (Auth, QuotaExhausted) that ended it.
+	// DeadModels maps a model index to the terminal failure (activities.DeadModelTypes) that ended it.
 	DeadModels map[int]string `json:"dead_models,omitempty"`
+	// Answered holds the models that answered in a finished pass: a refused connection to them is an outage.
+	Answered map[int]bool `json:"answered,omitempty"`
 	// Stopped is why the run stopped early (on_error=raise, budget), "" otherwise; StopClass is the error class
 	// of the cells it leaves unrun.
 	Stopped   string `json:"stopped,omitempty"`
@@ -72,18 +76,16 @@ type State struct {
 // Progress is where a run stands, as far as the workflow knows: cells of finished passes only (running passes
 // report theirs in their heartbeats).
 type Progress struct {
-	RunID            string  `json:"run_id"`
-	Cells            int     `json:"cells"`
-	Passes           int     `json:"passes"`
-	PassesDone       int     `json:"passes_done"`
-	PassesRunning    int     `json:"passes_running"`
-	CellsDone        int     `json:"cells_done"`
-	Failed           int     `json:"failed"`
-	Retried          int     `json:"retried"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	Stopped          string  `json:"stopped,omitempty"`
+	RunID         string `json:"run_id"`
+	Cells         int    `json:"cells"`
+	Passes        int    `json:"passes"`
+	PassesDone    int    `json:"passes_done"`
+	PassesRunning int    `json:"passes_running"`
+	CellsDone     int    `json:"cells_done"`
+	Failed        int    `json:"failed"`
+	Retried       int    `json:"retried"`
+	usage.Usage
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Result is what a finished run returns.
@@ -140,6 +142,9 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	if r.state.DeadModels == nil {
 		r.state.DeadModels = make(map[int]string)
 	}
+	if r.state.Answered == nil {
+		r.state.Answered = make(map[int]bool)
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) { return r.progress(), nil }); err != nil {
 		return Result{}, err
 	}
@@ -176,7 +181,8 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 			if err != nil {
 				return Result{}, err
 			}
-			r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded, CostUSD: f.CostUSD})
+			r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded,
+				Usage: usage.Usage{CostUSD: f.CostUSD}})
 			continue
 		}
 		r.running++
@@ -230,17 +236,24 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 		Summary: fmt.Sprintf("pass %d: %s seed %d, cells %d-%d", p.Index, m.ID, r.spec.Seeds[p.Seed],
 			p.Start, p.End-1),
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        activities.InitialRetryInterval,
-			BackoffCoefficient:     2,
-			MaximumInterval:        activities.MaxRetryInterval,
-			MaximumAttempts:        int32(r.spec.Run.MaxAttempts),
+			InitialInterval:    activities.InitialRetryInterval,
+			BackoffCoefficient: 2,
+			MaximumInterval:    activities.MaxRetryInterval,
+			// Unlimited: run.max_attempts bounds the tries of each cell inside the pass, and a pass that stops
+			// making progress gives itself up after run.stall_timeout (see activities.RunSeedPass). An attempt
+			// ends early only in a storm of failures, which this policy backs off.
+			MaximumAttempts:        0,
 			NonRetryableErrorTypes: activities.NonRetryableTypes,
 		},
 	}
 	var res activities.PassResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.RunSeedPass,
-		activities.PassInput{RunID: r.runID, Pass: p, Limits: sh.Limits, Budgeted: sh.Budgeted, BudgetUSD: sh.BudgetUSD}).Get(ctx, &res)
+		activities.PassInput{RunID: r.runID, Pass: p, Limits: sh.Limits, Budgeted: sh.Budgeted, BudgetUSD: sh.BudgetUSD,
+			ModelAnswered: r.state.Answered[p.Model]}).Get(ctx, &res)
 	if err == nil {
+		if res.OK+res.Unparsed > 0 {
+			r.state.Answered[p.Model] = true
+		}
 		r.passDone(ctx, res)
 		switch {
 		case r.state.Stopped != "":
@@ -255,18 +268,17 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 		return // the workflow is being cancelled
 	}
 	class, msg := classOf(err)
-	if class == "QuotaExhausted" || class == "Auth" {
+	if slices.Contains(activities.DeadModelTypes, class) {
 		// The activity recorded the pass's cells; every later pass of this model would fail the same way.
 		r.state.DeadModels[p.Model] = fmt.Sprintf("model %s: %s: %s", m.ID, class, msg)
-	} else {
-		msg = fmt.Sprintf("gave up after %d attempts: %s", r.spec.Run.MaxAttempts, msg)
 	}
 	f, ferr := r.failRange(ctx, p.Start, p.End, class, msg)
 	if ferr != nil {
 		workflow.GetLogger(ctx).Error("recording unfinished cells failed", "pass", p.Index, "error", ferr)
 	}
 	// The pass's finished cells are not in a PassResult: count them from the store, so budget shares stay honest.
-	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded, CostUSD: f.CostUSD})
+	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded,
+		Usage: usage.Usage{CostUSD: f.CostUSD}})
 	if r.spec.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
 		r.stop(activities.ClassSkipped, fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg))
 	}
@@ -345,9 +357,7 @@ func (r *runner) passDone(ctx workflow.Context, res activities.PassResult) {
 	t.CellsDone += res.Done
 	t.Failed += res.Failed
 	t.Retried += res.Retried
-	t.PromptTokens += res.PromptTokens
-	t.CompletionTokens += res.CompletionTokens
-	t.CostUSD += res.CostUSD
+	t.Add(res.Usage)
 	r.details(ctx)
 }
 
@@ -376,7 +386,7 @@ func shortCtx(ctx workflow.Context) workflow.Context {
 func exportCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    activities.ExportHeartbeatTimeout,
 		Summary:             "export results",
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
 	})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/usage"
 )
 
 // gridSpec is a valid spec of models × seeds × items × personas.
@@ -228,33 +230,41 @@ func TestWarnAndIgnoreRunEveryPass(t *testing.T) {
 	}
 }
 
-func TestRetryExhaustionRecordsEveryUnfinishedCell(t *testing.T) {
+func TestRetriesUntilThePassGivesItselfUp(t *testing.T) {
 	attempts := 0
 	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
 		if p.Index != 1 {
 			return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}, nil
 		}
 		attempts++
-		return activities.PassResult{}, temporal.NewApplicationErrorWithOptions("429 slow down", "RateLimited",
-			temporal.ApplicationErrorOptions{NextRetryDelay: 2 * time.Second})
+		if attempts < 8 { // the test environment stops unlimited retries at 10
+			// More attempts than run.max_attempts: attempts are not what gives a pass up.
+			return activities.PassResult{}, temporal.NewApplicationErrorWithOptions("429 slow down", "RateLimited",
+				temporal.ApplicationErrorOptions{NextRetryDelay: 2 * time.Second})
+		}
+		return activities.PassResult{}, temporal.NewNonRetryableApplicationError("no cell finished for 15m0s", activities.ClassStalled, nil)
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(1, 3, 2, 2)
 	spec.Run.MaxAttempts = 3
+	spec.Run.MaxParallelPasses = 1
 	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if attempts != 3 {
-		t.Errorf("pass 1 ran %d attempts, want max_attempts 3", attempts)
+	if attempts != 8 {
+		t.Errorf("pass 1 ran %d attempts, want 8 (retried until it gave itself up)", attempts)
 	}
-	p := spec.Passes()[1]
-	if len(*fails) != 1 {
-		t.Fatalf("FailUnfinished calls %+v, want one for pass 1", *fails)
+	passes := spec.Passes()
+	if len(*fails) != 2 {
+		t.Fatalf("FailUnfinished calls %+v, want pass 1 (Stalled) and pass 2 (skipped: its model is given up)", *fails)
 	}
-	got := (*fails)[0].in
-	if got.Start != p.Start || got.End != p.End || got.Class != "RateLimited" {
-		t.Errorf("recorded %+v, want cells [%d,%d) as RateLimited", got, p.Start, p.End)
+	if got := (*fails)[0].in; got.Start != passes[1].Start || got.End != passes[1].End || got.Class != activities.ClassStalled {
+		t.Errorf("recorded %+v, want cells [%d,%d) as Stalled", got, passes[1].Start, passes[1].End)
+	}
+	if got := (*fails)[1].in; got.Start != passes[2].Start || got.Class != activities.ClassSkipped ||
+		!strings.Contains(got.Message, "Stalled") {
+		t.Errorf("recorded %+v, want pass 2 skipped because its model stalled", got)
 	}
 }
 
@@ -316,7 +326,7 @@ func TestInvalidSpecFailsWithoutRetry(t *testing.T) {
 func TestBudgetSharesAndStop(t *testing.T) {
 	// Each pass spends $3; the budget is $10 over 6 passes, 2 at a time.
 	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
-		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1, CostUSD: 3}, nil
+		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1, Usage: usage.Usage{CostUSD: 3}}, nil
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(1, 6, 2, 2)
@@ -342,7 +352,7 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	// A pass that reports the budget exhausted stops the run; the cells not run are BudgetExhausted.
 	m = &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
 		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start,
-			BudgetExhausted: true, CostUSD: 5}, nil
+			BudgetExhausted: true, Usage: usage.Usage{CostUSD: 5}}, nil
 	}}
 	env, fails = newEnv(t, m)
 	spec.Run.MaxParallelPasses = 1
