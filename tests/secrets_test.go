@@ -45,14 +45,18 @@ var secretMarkers = []string{"SECRET-123", "SECRET-456", "SECRET-789"}
 
 // keyEcho wraps the simulator as a provider that checks keys: it records every Authorization header and echoes
 // the key wherever a provider could: a 401 message under /auth/; for persona p1 a 400 whose error code, type,
-// param and message all carry it; for persona p2 an HTML error page (item 2) and an answer text (item 3). So the
-// key reaches every field silico records unless silico removes it. Requests under /refused/ must never come.
+// param and message all carry it; for persona p2 an HTML error page (item 2) and an answer text (item 3); for
+// persona p0 and item 4 a first 503 with the key in every field (retried). So the key reaches every field silico
+// records or logs unless silico removes it. Requests under /refused/ must never come.
 type keyEcho struct {
 	next http.Handler
 	mu   sync.Mutex
 	auth map[string]int
 	// refused counts requests to /refused/, the endpoint of the model whose key variable is not allowed.
 	refused int
+	// unavailable holds the cells already answered 503 once (with the key in every field): transient
+	// failures that are retried, and logged on the way.
+	unavailable map[string]bool
 }
 
 func (k *keyEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +76,15 @@ func (k *keyEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"message": fmt.Sprintf("Incorrect API key provided: %s. Header was %q.", key, h),
 			"type":    typ, "code": code, "param": param}})
 	}
+	k.mu.Lock()
+	first503 := strings.HasSuffix(cell, "/4/p0") && !k.unavailable[cell]
+	if first503 {
+		k.unavailable[cell] = true
+	}
+	k.mu.Unlock()
 	switch {
+	case first503:
+		echo(http.StatusServiceUnavailable, "overloaded_"+key, "server_error "+h, h)
 	case strings.HasPrefix(r.URL.Path, "/auth/"), strings.HasPrefix(r.URL.Path, "/refused/"):
 		echo(http.StatusUnauthorized, "invalid_api_key", "invalid_request_error", "")
 	case strings.HasSuffix(cell, "/p1"):
@@ -116,7 +128,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	echo := &keyEcho{next: simSrv, auth: map[string]int{}}
+	echo := &keyEcho{next: simSrv, auth: map[string]int{}, unavailable: map[string]bool{}}
 	hs := httptest.NewServer(echo)
 	t.Cleanup(hs.Close)
 
@@ -203,9 +215,15 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Errorf("no injected server error: raise the fault rate")
 	}
 
+	echo.mu.Lock()
+	unavailable, refusedCalls := len(echo.unavailable), echo.refused
+	echo.mu.Unlock()
+	if unavailable == 0 {
+		t.Errorf("no cell met the key-echoing 503")
+	}
 	// The worker refused the variable outside its allow-list: no request, every cell of m3 failed saying why.
-	if echo.refused != 0 || echo.count("Bearer "+refused) != 0 {
-		t.Errorf("%d requests reached the endpoint of the model with a refused key variable", echo.refused)
+	if refusedCalls != 0 || echo.count("Bearer "+refused) != 0 {
+		t.Errorf("%d requests reached the endpoint of the model with a refused key variable", refusedCalls)
 	}
 	var prog workflows.Progress
 	if v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress); err != nil || v.Get(&prog) != nil {
@@ -281,6 +299,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			return r.ErrorClass == "InvalidRequest" && strings.Contains(r.ErrorMessage, "<html>") && strings.Contains(r.ErrorMessage, "[REDACTED]")
 		},
 		"m1/100/3/p2": func(r results.Row) bool { return r.Status == "ok" && r.Raw == "3. You sent Bearer [REDACTED]" },
+		"m0/100/4/p0": func(r results.Row) bool { return r.Status != "failed" }, // answered after its 503
 		"m3/100/1/p0": func(r results.Row) bool {
 			return r.Status == "failed" && r.ErrorClass == "Auth" && strings.Contains(r.ErrorMessage, refusedEnv) &&
 				strings.Contains(r.ErrorMessage, "allow")
