@@ -34,11 +34,11 @@ type Registry struct {
 
 type endpoint struct{ provider, baseURL, keyEnv string }
 
-// DefaultKeyEnvAllow is the allow-list of a registry given none: only variables whose names end in _API_KEY
-// may be used as keys. Names ending in _TOKEN are left out on purpose, because cloud and CI credentials
-// (AWS_SESSION_TOKEN, VAULT_TOKEN, GITHUB_TOKEN) are named that way; a worker that needs such a variable
-// (HF_TOKEN) names it in its allow-list.
-var DefaultKeyEnvAllow = []string{"*_API_KEY"}
+// DefaultKeyEnvAllow is the allow-list of a registry given none, as ParseKeyEnvAllow reads it: only variables
+// whose names end in _API_KEY may be used as keys. Names ending in _TOKEN are left out on purpose, because cloud
+// and CI credentials (AWS_SESSION_TOKEN, VAULT_TOKEN, GITHUB_TOKEN) are named that way; a worker that needs such
+// a variable (HF_TOKEN) names it in its allow-list.
+const DefaultKeyEnvAllow = "*_API_KEY"
 
 // Option configures a Registry.
 type Option func(*Registry)
@@ -76,7 +76,7 @@ func CheckKeyEnvAllow(patterns []string) error {
 // in tests); simBaseURL is the simulator's base URL ("http://127.0.0.1:8089/v1"), empty when no simulator runs.
 // Without WithKeyEnvAllow, DefaultKeyEnvAllow applies.
 func NewRegistry(hc *http.Client, getenv func(string) string, simBaseURL string, opts ...Option) *Registry {
-	r := &Registry{hc: hc, getenv: getenv, simBase: simBaseURL, keyAllow: DefaultKeyEnvAllow,
+	r := &Registry{hc: hc, getenv: getenv, simBase: simBaseURL, keyAllow: []string{DefaultKeyEnvAllow},
 		clients: make(map[endpoint]*Client)}
 	for _, o := range opts {
 		o(r)

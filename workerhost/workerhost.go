@@ -66,7 +66,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	}
 	allow := cfg.KeyEnvAllow
 	if allow == nil {
-		allow = llm.DefaultKeyEnvAllow
+		allow = []string{llm.DefaultKeyEnvAllow}
 	}
 	if err := llm.CheckKeyEnvAllow(allow); err != nil {
 		return nil, fmt.Errorf("workerhost: %w", err)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,7 +58,7 @@ func (f *connFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.storePath, "store", "", "results store file (default: <state-dir>/results.db)")
 	fl.StringVar(&f.logFormat, "log-format", "console", "log format: console or json")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
-	fl.StringVar(&f.keyAllow, "api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", strings.Join(llm.DefaultKeyEnvAllow, ",")),
+	fl.StringVar(&f.keyAllow, "api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", llm.DefaultKeyEnvAllow),
 		"embedded mode: comma-separated glob patterns of the environment variables a spec's api_key_env may name (env SILICO_API_KEY_ENV_ALLOW)")
 }
 

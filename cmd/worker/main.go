@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -64,7 +63,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	simOn := fs.Bool("sim", false, "run the model simulator in this process for models with provider sim (instead of --sim-url)")
 	simLatency := fs.Duration("sim-latency", 0, "with --sim: latency of every simulated call")
 	simJitter := fs.Duration("sim-jitter", 0, "with --sim: uniform ± jitter around --sim-latency")
-	keyAllow := fs.String("api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", strings.Join(llm.DefaultKeyEnvAllow, ",")),
+	keyAllow := fs.String("api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", llm.DefaultKeyEnvAllow),
 		"comma-separated glob patterns of the environment variables a spec's api_key_env may name; \"\" allows none (env SILICO_API_KEY_ENV_ALLOW)")
 	outputAnywhere := fs.Bool("output-anywhere", false, "let a run's output directory lie outside --output-root")
 	passes := fs.Int("max-passes", 16, "seed passes this worker runs at once")
