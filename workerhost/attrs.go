@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/silicolab/silico/workflows"
@@ -19,7 +20,8 @@ import (
 // they all exist afterwards. When they cannot be created (no permission, a server that refuses), the error
 // carries the temporal CLI commands that create them; runs work without them, only unsearchable by experiment.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	// The frontend's namespace cache refreshes every 10 seconds by default; a new attribute is usable after it.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	want := workflows.SearchAttributes()
 	missing, err := missingAttrs(ctx, c, namespace, want)
@@ -27,7 +29,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 		return fmt.Errorf("list search attributes: %w; %s", err, createHint(namespace, want, sortedKeys(want)))
 	}
 	if len(missing) == 0 {
-		return nil
+		return usable(ctx, c, namespace, want)
 	}
 	add := make(map[string]enums.IndexedValueType, len(missing))
 	for _, n := range missing {
@@ -46,12 +48,36 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	for {
 		missing, err = missingAttrs(ctx, c, namespace, want)
 		if err == nil && len(missing) == 0 {
-			return nil
+			return usable(ctx, c, namespace, want)
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("search attributes %s not registered in time; %s", strings.Join(missing, ", "), createHint(namespace, want, missing))
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// usable waits until the frontend accepts the attributes in a visibility query. A new attribute is listed at
+// once, but the frontend's namespace cache maps it only after its next refresh (seconds): until then a workflow
+// start that sets it fails with "no mapping defined for search attribute".
+func usable(ctx context.Context, c client.Client, namespace string, want map[string]enums.IndexedValueType) error {
+	var parts []string
+	for _, n := range sortedKeys(want) {
+		parts = append(parts, n+" = 'probe'")
+	}
+	query := strings.Join(parts, " AND ")
+	for {
+		_, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: query})
+		if err == nil || !namesAny(err.Error(), want) {
+			// Usable, or a server that cannot answer such a query (a visibility store without custom
+			// queries, no permission to count): the probe cannot tell, and the attributes are listed.
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("search attributes registered but not usable yet (%v); start runs again in a minute", err)
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
@@ -88,4 +114,14 @@ func sortedKeys(m map[string]enums.IndexedValueType) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// namesAny reports whether text names one of the attributes: an error about them, not about the query itself.
+func namesAny(text string, want map[string]enums.IndexedValueType) bool {
+	for n := range want {
+		if strings.Contains(text, n) {
+			return true
+		}
+	}
+	return false
 }

@@ -184,14 +184,13 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
 	}
-	s.attrs = s.hasSearchAttributes(ctx)
-	if !s.attrs && !f.embedded() {
-		// A plain cluster: create them when this client may, else say how.
-		if err := workerhost.EnsureSearchAttributes(ctx, s.client, f.namespace); err != nil {
-			fmt.Fprintf(stderr, "note: runs are started without silico's search attributes (%v)\n", err)
-		} else {
-			s.attrs = true
-		}
+	if f.embedded() {
+		s.attrs = s.hasSearchAttributes(ctx)
+	} else if err := workerhost.EnsureSearchAttributes(ctx, s.client, f.namespace); err != nil {
+		// A plain cluster where this client may not create them: say how.
+		fmt.Fprintf(stderr, "note: runs are started without silico's search attributes (%v)\n", err)
+	} else {
+		s.attrs = true
 	}
 	if f.embedded() && opts.worker && s.shared == nil {
 		allow, err := llm.ParseKeyEnvAllow(f.keyAllow)
