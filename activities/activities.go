@@ -7,6 +7,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,7 @@ type Store interface {
 	Put(ctx context.Context, run string, recs []store.Record) error
 	Records(ctx context.Context, run string, start, end int) ([]store.Record, error)
 	Scan(ctx context.Context, run string, fn func(store.Record) error) error
+	DeleteFailed(ctx context.Context, run string) (int, error)
 	// SetElapsed records the run's wall time, so that exports made later from the store report it.
 	SetElapsed(ctx context.Context, run string, d time.Duration) error
 }
@@ -120,40 +122,135 @@ type Activities struct {
 	specs map[string]*experiment.Spec
 }
 
-// RunInput names a run and carries its resolved spec.
-type RunInput struct {
+// PrepareInput names a run and carries the spec as the workflow received it: a JSON object, perhaps with the
+// workflow's control keys. An empty Spec means the run's spec is already in the store (continue-as-new).
+type PrepareInput struct {
 	RunID string
-	Spec  experiment.Spec
-	// Output is the run's output directory (workflows.Input.Output), checked here as ExportResults will, so
-	// that a directory this worker refuses fails the run before any call is paid for. Optional.
-	Output string `json:",omitempty"`
+	Spec  json.RawMessage `json:",omitempty"`
+	// RetryFailed removes the run's failed records first, so that its passes call those cells again.
+	RetryFailed bool `json:",omitempty"`
 }
 
-// PrepareRun saves the resolved spec under the run id, so that passes load it from the store instead of carrying
-// it through history once per pass. Saving the same spec again is a no-op (a resumed or continued run). It
+// Plan is what ExperimentWorkflow needs to know of a run's spec. PrepareRun decides it once and Temporal records
+// it in the workflow's history, so replaying a workflow never runs validation, defaults or planning again: a
+// release that changes them cannot break a run in flight.
+type Plan struct {
+	Name   string
+	Cells  int
+	Passes []experiment.Pass
+	Models []PlanModel
+	Seeds  []int64
+	// Run holds the run settings with their defaults filled in.
+	Run       experiment.RunSettings
+	BudgetUSD float64
+	// Retrying is the number of failed cells PrepareRun cleared to be called again (RetryFailed).
+	Retrying int `json:",omitempty"`
+}
+
+// PlanModel is what the workflow needs of a model: its id and its limits, which it shares among passes.
+type PlanModel struct {
+	ID             string
+	MaxConcurrency int
+	RPM, TPM       int
+	Burst          float64
+}
+
+// inputName names a workflow input in spec errors.
+const inputName = "workflow input"
+
+// controlKeys are the workflow input's top-level keys that are not the spec's.
+var controlKeys = []string{"run_id", "output", "state", "retry_failed"}
+
+// PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
+// value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
+// so that passes load it from the store instead of carrying it through history, and returns the run's Plan.
+// Saving the same spec again is a no-op (a resumed run); a different spec under the same id is refused. It
 // refuses an output directory outside the worker's output root (see ExportResults), and warns in the worker's
 // log when the run's models need a simulator this worker lacks, or when the spec's simulator settings do not
 // apply to this worker's simulator.
-func (a *Activities) PrepareRun(ctx context.Context, in RunInput) error {
-	if _, err := a.outputDir(ExportInput{RunID: in.RunID, Dir: in.Output}); err != nil {
-		return appError(ClassOutputRefused, false, 0, err)
-	}
-	for _, w := range a.simulatorWarnings(&in.Spec) {
-		activity.GetLogger(ctx).Warn(w, "run", in.RunID)
-	}
-	b, err := json.Marshal(in.Spec)
+func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, error) {
+	s, err := a.prepareSpec(ctx, in)
 	if err != nil {
-		return fmt.Errorf("encode spec: %w", err)
+		return Plan{}, err
+	}
+	if hasSpec(in.Spec) { // a fresh start, not a continuation: check and warn once per run
+		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails
+		// the run before any call is paid for.
+		var ctl struct {
+			Output string `json:"output"`
+		}
+		if json.Unmarshal(in.Spec, &ctl) == nil {
+			if _, err := a.outputDir(ExportInput{RunID: in.RunID, Dir: ctl.Output}); err != nil {
+				return Plan{}, appError(ClassOutputRefused, false, 0, err)
+			}
+		}
+		for _, w := range a.simulatorWarnings(s) {
+			if activity.IsActivity(ctx) { // tests call PrepareRun directly
+				activity.GetLogger(ctx).Warn(w, "run", in.RunID)
+			}
+		}
+	}
+	plan := planOf(s)
+	if in.RetryFailed {
+		n, err := a.Store.DeleteFailed(ctx, in.RunID)
+		if err != nil {
+			return Plan{}, fmt.Errorf("clear failed cells of run %s: %w", in.RunID, err)
+		}
+		plan.Retrying = n
+	}
+	return plan, nil
+}
+
+// prepareSpec decodes, validates and saves the input's spec, or loads the saved one when the input has none.
+func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experiment.Spec, error) {
+	if !hasSpec(in.Spec) {
+		s, err := a.spec(ctx, in.RunID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the input holds no spec and the results store has none saved under this id", in.RunID),
+				ClassInvalidSpec, err)
+		}
+		return s, err
+	}
+	s, err := experiment.ParseInput(in.Spec, inputName, controlKeys...)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode spec: %w", err)
 	}
 	if err := a.Store.SaveRun(ctx, in.RunID, b); err != nil {
 		if errors.Is(err, store.ErrSpecConflict) {
 			// Retrying cannot help: the store holds another spec's results under this id.
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
 				in.RunID, err), ClassInvalidSpec, err)
 		}
-		return fmt.Errorf("save run %s: %w", in.RunID, err)
+		return nil, fmt.Errorf("save run %s: %w", in.RunID, err)
 	}
-	return nil
+	return s, nil
+}
+
+// hasSpec reports whether a workflow input holds spec keys, not only control keys.
+func hasSpec(raw json.RawMessage) bool {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return true // not an object: ParseInput says what is wrong with it
+	}
+	for _, k := range controlKeys {
+		delete(obj, k)
+	}
+	return len(obj) > 0
+}
+
+func planOf(s *experiment.Spec) Plan {
+	p := Plan{Name: s.Name, Cells: s.NumCells(), Passes: s.Passes(), Seeds: s.Seeds, Run: s.Run, BudgetUSD: s.BudgetUSD}
+	for _, m := range s.Models {
+		p.Models = append(p.Models, PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst})
+	}
+	return p
 }
 
 // spec returns the run's spec, loaded once per process.

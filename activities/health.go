@@ -30,7 +30,8 @@ const (
 	// stormCells is how many distinct cells must fail one after the other, with no answer in between, before
 	// the failures are taken for the provider's state rather than the cells': the attempt then ends, their
 	// tries are given back, and Temporal's retry policy backs the whole pass off (visible in the UI as attempts
-	// and their last failure). One cell failing again and again never makes a storm.
+	// and their last failure). One cell failing again and again never makes a storm, except by rate limits:
+	// that many 429s in a row with no answer make one too.
 	stormCells = 8
 	// unreachableFor is how long an endpoint that never answered (connection refused, DNS or TLS failure) is
 	// tried before its model is given up. Long enough to ride out a server that is starting.
@@ -55,8 +56,11 @@ type health struct {
 
 	mu    sync.Mutex
 	tries map[int]Tries // unfinished cells that failed
-	// streak holds the cells that failed since the last answer, with the tries each was charged meanwhile.
-	streak map[int]int
+	// streak holds the cells that failed since the last answer, with the tries each was charged meanwhile;
+	// limited counts the rate-limited requests since the last answer (a pass at concurrency 1 retries one cell
+	// again and again under a 429 storm, so distinct cells alone would never show it).
+	streak  map[int]int
+	limited int
 	// answered says the endpoint sent an HTTP response at least once in this pass (any status), or the
 	// workflow says the model answered in an earlier pass.
 	answered bool
@@ -110,6 +114,7 @@ func (h *health) answer(cell int, now time.Time) int {
 	h.progress = true
 	h.storms = 0
 	clear(h.streak)
+	h.limited = 0
 	t := h.tries[cell]
 	delete(h.tries, cell)
 	return t.Sent + 1
@@ -161,7 +166,10 @@ func (h *health) failure(cell int, e *llm.Error, latency time.Duration, now time
 		return cellFailed, t
 	}
 	h.streak[cell] += charged
-	if len(h.streak) >= stormCells {
+	if e.Class == llm.ClassRateLimited {
+		h.limited++
+	}
+	if len(h.streak) >= stormCells || h.limited >= stormCells {
 		// The provider is failing, not these cells: give their tries back.
 		for c, n := range h.streak {
 			tc := h.tries[c]
@@ -169,6 +177,7 @@ func (h *health) failure(cell int, e *llm.Error, latency time.Duration, now time
 			h.tries[c] = tc
 		}
 		clear(h.streak)
+		h.limited = 0
 		return storm, t
 	}
 	return retryCell, t

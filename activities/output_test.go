@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/store"
 )
 
 func TestOutputDirStaysUnderRoot(t *testing.T) {
@@ -106,6 +108,35 @@ func TestSimulatorWarnings(t *testing.T) {
 			t.Errorf("%s: warnings %q, want none", tt.name, got)
 		case tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)):
 			t.Errorf("%s: warnings %q, want one with %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPrepareRunRefusesOutputOutsideRoot: the run fails before any call when its output directory would be
+// refused at export.
+func TestPrepareRunRefusesOutputOutsideRoot(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	root := t.TempDir()
+	a := &Activities{Store: st, OutputRoot: root}
+	spec := `{"name":"x","models":[{"id":"m","name":"sim-model","provider":"sim"}],
+"personas":[{"id":"p","attributes":{"name":"A"}}],
+"questionnaire":{"options":[{"id":"1","text":"1. No","weight":1}],"items":[{"id":"1","text":"Q?"}]},`
+	for _, tc := range []struct {
+		output string
+		ok     bool
+	}{{`"/etc"`, false}, {`"../up"`, false}, {`"mine"`, true}, {`""`, true}} {
+		_, err := a.PrepareRun(ctx, PrepareInput{RunID: "r-" + tc.output, Spec: json.RawMessage(spec + `"output":` + tc.output + `}`)})
+		var ae *temporal.ApplicationError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("output %s: %v, want accepted", tc.output, err)
+		case !tc.ok && (!errors.As(err, &ae) || ae.Type() != ClassOutputRefused || !ae.NonRetryable()):
+			t.Errorf("output %s: %v, want a non-retryable %s error", tc.output, err, ClassOutputRefused)
 		}
 	}
 }

@@ -134,7 +134,11 @@ func newHarness(t *testing.T, spec experiment.Spec) *harness {
 	t.Cleanup(func() { st.Close() })
 	acts := &Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		HeartbeatEvery: 10 * time.Millisecond}
-	if err := acts.PrepareRun(ctx, RunInput{RunID: "run", Spec: spec}); err != nil {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acts.PrepareRun(ctx, PrepareInput{RunID: "run", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, acts: acts, store: st, spec: spec}

@@ -15,6 +15,8 @@ import (
 type decoder struct {
 	file    string
 	baseDir string
+	// noFiles refuses the keys that name files (workflow inputs).
+	noFiles bool
 	errs    Errors
 	// notes are remarks that are not errors: keys accepted but without effect in silico.
 	notes []string

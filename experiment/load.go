@@ -36,16 +36,29 @@ func unwrapPathError(err error) string {
 // and seeds) and the seed-000 framework's JSON (detected by prompt_template, demographic_profiles or parameters).
 // The result is resolved, defaulted and validated: parse → resolve → ApplyDefaults → Validate.
 func Parse(data []byte, filename, baseDir string) (*Spec, error) {
+	return parse(data, &decoder{file: filename, baseDir: baseDir, locs: map[string]loc{}}, nil)
+}
+
+// ParseInput reads a spec that arrived as a workflow input: exactly as Parse reads a file (the same keys, the
+// same errors, the same defaults), except that the top-level keys in control are not the spec's and are
+// skipped, and no file is read (a worker must not read files named by whoever started a run: inline them with
+// `starter validate --json`).
+func ParseInput(data []byte, name string, control ...string) (*Spec, error) {
+	return parse(data, &decoder{file: name, noFiles: true, locs: map[string]loc{}}, control)
+}
+
+func parse(data []byte, d *decoder, control []string) (*Spec, error) {
+	filename := d.file
 	root, perr := parseNodes(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), filename)
 	if perr != nil {
 		return nil, Errors{perr}
 	}
-	d := &decoder{file: filename, baseDir: baseDir, locs: map[string]loc{}}
 	s := &Spec{}
 	if root.kind != kindMap {
 		d.errAt(root, "", "want a mapping with name, models, personas, questionnaire, ..., got %s", root.describe())
 		return nil, d.errs
 	}
+	root.drop(control)
 	if isFramework(root) {
 		d.framework(root, s)
 	} else {
@@ -321,6 +334,10 @@ func (d *decoder) readCSV(n *node, path string) (name string, header []string, r
 	rel := d.str(n, path)
 	if rel == "" {
 		d.errAt(n, path, "want the path of a CSV file, relative to the spec")
+		return "", nil, nil, nil, false
+	}
+	if d.noFiles {
+		d.errAt(n, path, "files are not read from a workflow input; inline them with `starter validate --json`")
 		return "", nil, nil, nil, false
 	}
 	name = rel

@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -79,6 +80,18 @@ func (n *node) describe() string {
 }
 
 // get returns the value of key k of a mapping, or nil.
+// drop removes the keys in ks from a mapping.
+func (n *node) drop(ks []string) {
+	for i := 0; i < len(n.keys); {
+		if slices.Contains(ks, n.keys[i].str) {
+			n.keys = slices.Delete(n.keys, i, i+1)
+			n.vals = slices.Delete(n.vals, i, i+1)
+			continue
+		}
+		i++
+	}
+}
+
 func (n *node) get(k string) *node {
 	if n == nil || n.kind != kindMap {
 		return nil

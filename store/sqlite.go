@@ -424,6 +424,28 @@ func (s *SQLite) Counts(ctx context.Context, run string) (Counts, error) {
 	return c, nil
 }
 
+// DeleteFailed removes the failed records of a run, so that its cells are called again, and returns how many
+// there were.
+func (s *SQLite) DeleteFailed(ctx context.Context, run string) (int, error) {
+	tx, end, err := s.beginWrite(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
+	}
+	defer end()
+	res, err := tx.ExecContext(ctx, "DELETE FROM cells WHERE run = ? AND status = ?", run, StatusFailed)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: delete failed %s: commit: %w", run, err)
+	}
+	return int(n), nil
+}
+
 // DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
 func (s *SQLite) DeleteRun(ctx context.Context, run string) error {
 	tx, end, err := s.beginWrite(ctx)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -66,13 +67,22 @@ func newStack(t *testing.T, cfg sim.Config) *stack {
 
 // newStackWorkers is newStack with several workers on the one server, as several machines would run them.
 func newStackWorkers(t *testing.T, cfg sim.Config, workers int) *stack {
+	return newStackWrapped(t, cfg, workers, nil)
+}
+
+// newStackWrapped is newStackWorkers with the simulator behind wrap (nil: none), to change what it answers.
+func newStackWrapped(t *testing.T, cfg sim.Config, workers int, wrap func(http.Handler) http.Handler) *stack {
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	simSrv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(simSrv)
+	var h http.Handler = simSrv
+	if wrap != nil {
+		h = wrap(simSrv)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "results.db"))
@@ -120,7 +130,7 @@ func (s *stack) run(t *testing.T, id string, spec experiment.Spec) workflows.Res
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +205,13 @@ func TestSameResultsForEveryConcurrency(t *testing.T) {
 
 func writeHistory(t *testing.T, c client.Client, id, path string) {
 	t.Helper()
-	iter := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	writeHistoryRun(t, c, id, "", path)
+}
+
+// writeHistoryRun writes the history of one run of workflow id ("": the latest) as JSON for the replayer.
+func writeHistoryRun(t *testing.T, c client.Client, id, runID, path string) {
+	t.Helper()
+	iter := c.GetWorkflowHistory(context.Background(), id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var events []json.RawMessage
 	for iter.HasNext() {
 		ev, err := iter.Next()
@@ -286,7 +302,7 @@ func TestStoppingWorkerLetsCallsLand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stop", TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +338,7 @@ func TestHeartbeatsCarryProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "hb", TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/workflows"
 )
 
 // binDir holds binaries built once for the whole package (see starterBin).
@@ -291,4 +294,14 @@ func withTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// specInput is the workflow input that starts a run of spec.
+func specInput(t *testing.T, spec experiment.Spec) workflows.Input {
+	t.Helper()
+	in, err := workflows.NewInput(&spec, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }

@@ -181,7 +181,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,18 +1,36 @@
 package workflows
 
 import (
+	"path/filepath"
 	"testing"
 
 	"go.temporal.io/sdk/worker"
 )
 
-// TestReplayRecordedHistory replays the history of a real run (recorded by the e2e test with
-// `go test ./tests -run TestSameResults -record-history=$PWD/workflows/testdata/history.json`): a change that makes
-// ExperimentWorkflow non-deterministic for runs already in flight fails here.
-func TestReplayRecordedHistory(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflow(ExperimentWorkflow)
-	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/history.json"); err != nil {
+// TestReplayRecordedHistories replays the histories of real runs, so a change that makes ExperimentWorkflow
+// non-deterministic for runs already in flight fails here. They were recorded on the embedded test server:
+//
+//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory' \
+//	    -record-history=$PWD/workflows/testdata/history.json -record-histories=$PWD/workflows/testdata
+//
+// history.json is a plain run; rate-limited.json has passes retried by Temporal after storms of 429s;
+// raise.json stops at a failed cell under on_error=raise; budget.json stops at budget_usd; quota.json gives a
+// model up after insufficient_quota; continued.json is the first run of a grid that continued as new.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(files) < 6 {
+		t.Fatalf("%d recorded histories in testdata, want the 6 listed in this test's doc", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflow(ExperimentWorkflow)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -6,8 +6,11 @@
 package workflows
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -46,16 +49,83 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 // below Temporal's limits even when the server does not suggest it first.
 const passesPerRun = 500
 
-// Input is the workflow's input. It embeds the spec, so a plain spec JSON (e.g. `temporal workflow start
-// --input-file spec.json`) is a valid Input.
+// Input is the workflow's input: a spec's JSON object (exactly what `starter validate --json` prints, so
+// `temporal workflow start --input-file spec.json` works) with optional control keys beside the spec's own:
+// run_id, output and state. The workflow never decodes the spec itself: PrepareRun does, with the same strict
+// decoder as spec files, and the workflow uses the Plan it records in history.
 type Input struct {
-	experiment.Spec
+	// Spec is the input's JSON as it arrived, control keys included; empty after continue-as-new, when the run's
+	// spec is read from the results store.
+	Spec json.RawMessage `json:"-"`
 	// RunID keys the run's results in the store; default: the workflow id.
 	RunID string `json:"run_id,omitempty"`
 	// Output is the directory, on the worker's machine, that ExportResults writes; default: <output root>/<run id>.
 	Output string `json:"output,omitempty"`
 	// State carries progress across continue-as-new; nil on a fresh start.
 	State *State `json:"state,omitempty"`
+	// RetryFailed makes a new execution of a finished run: its failed cells are cleared and called again, and
+	// the outputs rewritten. Input{RunID: id, RetryFailed: true} with no spec retries run id from the store.
+	RetryFailed bool `json:"retry_failed,omitempty"`
+}
+
+// ControlKeys are the top-level keys of an Input that are not the spec's.
+var ControlKeys = []string{"run_id", "output", "state", "retry_failed"}
+
+// inputControl is the control part of an Input's JSON.
+type inputControl struct {
+	RunID       string `json:"run_id,omitempty"`
+	Output      string `json:"output,omitempty"`
+	State       *State `json:"state,omitempty"`
+	RetryFailed bool   `json:"retry_failed,omitempty"`
+}
+
+// UnmarshalJSON keeps the input as it is and reads its control keys. It never fails: an input that is not a
+// JSON object is reported by PrepareRun as an invalid spec, once, instead of failing every workflow task.
+func (in *Input) UnmarshalJSON(b []byte) error {
+	var c inputControl
+	_ = json.Unmarshal(b, &c)
+	*in = Input{Spec: bytes.Clone(b), RunID: c.RunID, Output: c.Output, State: c.State, RetryFailed: c.RetryFailed}
+	return nil
+}
+
+// MarshalJSON writes the spec object with the control keys set.
+func (in Input) MarshalJSON() ([]byte, error) {
+	obj := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(in.Spec)) > 0 {
+		if err := json.Unmarshal(in.Spec, &obj); err != nil {
+			return nil, fmt.Errorf("workflow input: the spec is not a JSON object: %w", err)
+		}
+	}
+	for _, k := range ControlKeys {
+		delete(obj, k)
+	}
+	ctl, err := json.Marshal(inputControl{RunID: in.RunID, Output: in.Output, State: in.State, RetryFailed: in.RetryFailed})
+	if err != nil {
+		return nil, err
+	}
+	var c map[string]json.RawMessage
+	if err := json.Unmarshal(ctl, &c); err != nil {
+		return nil, err
+	}
+	maps.Copy(obj, c)
+	return json.Marshal(obj) // map keys are sorted: the same input always has the same bytes
+}
+
+// NewInput is the input that starts a run of spec, with its defaults filled in (spec itself is not changed).
+func NewInput(spec *experiment.Spec, runID, output string) (Input, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return Input{}, fmt.Errorf("encode spec: %w", err)
+	}
+	var c experiment.Spec
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Input{}, fmt.Errorf("encode spec: %w", err)
+	}
+	c.ApplyDefaults()
+	if b, err = json.Marshal(&c); err != nil {
+		return Input{}, fmt.Errorf("encode spec: %w", err)
+	}
+	return Input{Spec: b, RunID: runID, Output: output}, nil
 }
 
 // State is what a run carries across continue-as-new. All passes before Next have finished.
@@ -98,13 +168,7 @@ type Result struct {
 
 // ExperimentWorkflow runs an experiment grid. See the package doc.
 func ExperimentWorkflow(ctx workflow.Context, in Input) (Result, error) {
-	spec := in.Spec
-	spec.ApplyDefaults()
-	if err := spec.Validate(); err != nil {
-		return Result{}, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), activities.ClassInvalidSpec, err)
-	}
-	r := &runner{spec: &spec, in: in, passes: spec.Passes()}
-	r.runID = in.RunID
+	r := &runner{in: in, runID: in.RunID}
 	if r.runID == "" {
 		r.runID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	}
@@ -112,9 +176,10 @@ func ExperimentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 }
 
 type runner struct {
-	spec    *experiment.Spec
-	in      Input
-	runID   string
+	in    Input
+	runID string
+	// plan is what PrepareRun decided about the spec, read back from history on replay.
+	plan    activities.Plan
 	passes  []experiment.Pass
 	state   State
 	running int
@@ -129,15 +194,28 @@ var a *activities.Activities
 func (r *runner) run(ctx workflow.Context) (Result, error) {
 	log := workflow.GetLogger(ctx)
 	r.runningByModel = make(map[int]int)
+	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
+	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
+	// After continue-as-new the input holds no spec and PrepareRun reads the saved one.
+	prep := activities.PrepareInput{RunID: r.runID}
+	if r.in.State == nil {
+		prep.Spec = r.in.Spec
+		prep.RetryFailed = r.in.RetryFailed
+	}
+	if err := workflow.ExecuteActivity(prepareCtx(ctx), a.PrepareRun, prep).Get(ctx, &r.plan); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == activities.ClassInvalidSpec {
+			// The run's own failure says what is wrong with the spec, as `starter validate` would.
+			return Result{}, temporal.NewNonRetryableApplicationError(app.Message(), activities.ClassInvalidSpec, nil)
+		}
+		return Result{}, fmt.Errorf("prepare run: %w", err)
+	}
+	r.passes = r.plan.Passes
 	if r.in.State != nil {
 		r.state = *r.in.State
 	} else {
 		r.state = State{Started: workflow.Now(ctx)}
-		r.state.Totals = Progress{RunID: r.runID, Cells: r.spec.NumCells(), Passes: len(r.passes)}
-		if err := workflow.ExecuteActivity(shortCtx(ctx), a.PrepareRun,
-			activities.RunInput{RunID: r.runID, Spec: *r.spec}).Get(ctx, nil); err != nil {
-			return Result{}, fmt.Errorf("prepare run: %w", err)
-		}
+		r.state.Totals = Progress{RunID: r.runID, Cells: r.plan.Cells, Passes: len(r.passes)}
 	}
 	if r.state.DeadModels == nil {
 		r.state.DeadModels = make(map[int]string)
@@ -158,7 +236,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	}
 	r.details(ctx)
 
-	maxPar := max(1, r.spec.Run.MaxParallelPasses)
+	maxPar := max(1, r.plan.Run.MaxParallelPasses)
 	launched := 0
 	continueAsNew := false
 	for r.state.Next < len(r.passes) && r.state.Stopped == "" {
@@ -200,16 +278,14 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 		return Result{}, err
 	}
 	if continueAsNew && r.state.Stopped == "" {
-		next := r.in
 		st := r.state
-		next.State = &st
-		next.RunID = r.runID
+		next := Input{RunID: r.runID, Output: r.in.Output, State: &st}
 		return Result{}, workflow.NewContinueAsNewError(ctx, ExperimentWorkflow, next)
 	}
 	if r.state.Stopped != "" {
 		// on_error=raise or the budget: passes not started are cancelled, and started passes stopped
 		// dispatching; every cell without a result is recorded so the output has every cell.
-		if _, err := r.failRange(ctx, 0, r.spec.NumCells(), r.state.StopClass, "not run: "+r.state.Stopped); err != nil {
+		if _, err := r.failRange(ctx, 0, r.plan.Cells, r.state.StopClass, "not run: "+r.state.Stopped); err != nil {
 			return Result{}, err
 		}
 	}
@@ -220,7 +296,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("export results: %w", err)
 	}
-	if n := out.Summary.Failed; n > 0 && r.spec.Run.OnError != experiment.OnErrorIgnore {
+	if n := out.Summary.Failed; n > 0 && r.plan.Run.OnError != experiment.OnErrorIgnore {
 		log.Warn(fmt.Sprintf("%d of %d model calls failed", n, out.Summary.Cells), "errors", out.Summary.Errors)
 	}
 	return Result{RunID: r.runID, OutputDir: out.Dir, Summary: out.Summary, Stopped: r.state.Stopped}, nil
@@ -229,11 +305,11 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 // runPass runs one pass to its end: success, or failure after Temporal's retries, in which case every unfinished
 // cell is recorded with the last reason.
 func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.Share) {
-	m := r.spec.Models[p.Model]
+	m := r.plan.Models[p.Model]
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: 24 * time.Hour,
 		HeartbeatTimeout:    5 * time.Second,
-		Summary: fmt.Sprintf("pass %d: %s seed %d, cells %d-%d", p.Index, m.ID, r.spec.Seeds[p.Seed],
+		Summary: fmt.Sprintf("pass %d: %s seed %d, cells %d-%d", p.Index, m.ID, r.plan.Seeds[p.Seed],
 			p.Start, p.End-1),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    activities.InitialRetryInterval,
@@ -258,8 +334,8 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 		switch {
 		case r.state.Stopped != "":
 		case res.BudgetExhausted:
-			r.stop(activities.ClassBudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.spec.BudgetUSD, r.state.Totals.CostUSD))
-		case res.Failed > 0 && r.spec.Run.OnError == experiment.OnErrorRaise:
+			r.stop(activities.ClassBudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD))
+		case res.Failed > 0 && r.plan.Run.OnError == experiment.OnErrorRaise:
 			r.stop(activities.ClassSkipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}
 		return
@@ -279,7 +355,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 	// The pass's finished cells are not in a PassResult: count them from the store, so budget shares stay honest.
 	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded,
 		Usage: usage.Usage{CostUSD: f.CostUSD}})
-	if r.spec.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
+	if r.plan.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
 		r.stop(activities.ClassSkipped, fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg))
 	}
 }
@@ -322,8 +398,8 @@ func (r *runner) failRange(ctx workflow.Context, start, end int, class, msg stri
 // while its pass runs, and the shares of the passes running at once add up to at most the limit, whenever each
 // was computed. The budget is divided the same way among all passes, after what finished passes spent.
 func (r *runner) share(model int) activities.Share {
-	m := r.spec.Models[model]
-	maxPar := max(1, r.spec.Run.MaxParallelPasses)
+	m := r.plan.Models[model]
+	maxPar := max(1, r.plan.Run.MaxParallelPasses)
 	remaining, remainingAll := 0, 0
 	for _, p := range r.passes[r.state.Next:] {
 		remainingAll++
@@ -338,15 +414,15 @@ func (r *runner) share(model int) activities.Share {
 		}
 		return max(1, limit/n)
 	}
-	conc := max(1, r.spec.Run.MaxConcurrency)
+	conc := max(1, r.plan.Run.MaxConcurrency)
 	if m.MaxConcurrency > 0 {
 		conc = min(conc, part(m.MaxConcurrency))
 	}
 	sh := activities.Share{Limits: ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM), Burst: m.Burst}}
-	if r.spec.BudgetUSD > 0 {
+	if r.plan.BudgetUSD > 0 {
 		nb := max(1, min(maxPar, r.running+remainingAll))
 		sh.Budgeted = true
-		sh.BudgetUSD = max(0, r.spec.BudgetUSD-r.state.Totals.CostUSD) / float64(nb)
+		sh.BudgetUSD = max(0, r.plan.BudgetUSD-r.state.Totals.CostUSD) / float64(nb)
 	}
 	return sh
 }
@@ -374,6 +450,16 @@ func (r *runner) details(ctx workflow.Context) {
 	t := r.state.Totals
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
 		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried))
+}
+
+// prepareCtx runs PrepareRun: an invalid spec fails at once (non-retryable), a store that is down is retried.
+func prepareCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		Summary:             "decode, validate and plan the spec",
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{activities.ClassInvalidSpec}},
+	})
 }
 
 func shortCtx(ctx workflow.Context) workflow.Context {

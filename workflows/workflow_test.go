@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
 
@@ -100,7 +102,34 @@ type failCall struct {
 	in activities.FailInput
 }
 
+// input is the workflow input that starts a run of spec.
+func input(t *testing.T, spec experiment.Spec, runID string) Input {
+	t.Helper()
+	in, err := NewInput(&spec, runID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// tempStore is a results store for the real PrepareRun of a test.
+func tempStore(t *testing.T) *store.SQLite {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 func newEnv(t *testing.T, m *passMock) (*testsuite.TestWorkflowEnvironment, *[]failCall) {
+	t.Helper()
+	return newEnvStore(t, m, tempStore(t))
+}
+
+// newEnvStore is newEnv whose PrepareRun (the real one) saves specs in st, so that a continued run finds them.
+func newEnvStore(t *testing.T, m *passMock, st *store.SQLite) (*testsuite.TestWorkflowEnvironment, *[]failCall) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -108,7 +137,7 @@ func newEnv(t *testing.T, m *passMock) (*testsuite.TestWorkflowEnvironment, *[]f
 	var fails []failCall
 	var mu sync.Mutex
 	env.RegisterActivity(a)
-	env.OnActivity(a.PrepareRun, mockAny, mockAny).Return(nil)
+	env.OnActivity(a.PrepareRun, mockAny, mockAny).Return((&activities.Activities{Store: st}).PrepareRun)
 	env.OnActivity(a.RunSeedPass, mockAny, mockAny).Return(m.run)
 	env.OnActivity(a.FailUnfinished, mockAny, mockAny).Return(func(_ context.Context, in activities.FailInput) (activities.FailOutput, error) {
 		mu.Lock()
@@ -131,7 +160,7 @@ func TestPassesInSubmissionOrderWithinTheBound(t *testing.T) {
 			env, _ := newEnv(t, m)
 			spec := gridSpec(3, 2, 4, 3)
 			spec.Run.MaxParallelPasses = par
-			env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec, RunID: "r1"})
+			env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, "r1"))
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +189,7 @@ func TestLimitSharesNeverExceedTheModel(t *testing.T) {
 	spec := gridSpec(1, 4, 2, 2) // one model, four passes
 	spec.Run.MaxParallelPasses = 4
 	spec.Run.MaxConcurrency = 16
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +222,7 @@ func TestRaiseStopsAtTheFirstFailedPass(t *testing.T) {
 	spec := gridSpec(2, 3, 2, 2)
 	spec.Run.OnError = experiment.OnErrorRaise
 	spec.Run.MaxParallelPasses = 1
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +248,7 @@ func TestWarnAndIgnoreRunEveryPass(t *testing.T) {
 			env, fails := newEnv(t, m)
 			spec := gridSpec(2, 2, 2, 2)
 			spec.Run.OnError = mode
-			env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+			env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +277,7 @@ func TestRetriesUntilThePassGivesItselfUp(t *testing.T) {
 	spec := gridSpec(1, 3, 2, 2)
 	spec.Run.MaxAttempts = 3
 	spec.Run.MaxParallelPasses = 1
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +307,7 @@ func TestQuotaEndsTheModelNotTheRun(t *testing.T) {
 	env, fails := newEnv(t, m)
 	spec := gridSpec(2, 3, 2, 2)
 	spec.Run.MaxParallelPasses = 1
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +332,7 @@ func TestContinueAsNewWhenSuggested(t *testing.T) {
 	env, _ := newEnv(t, m)
 	env.SetContinueAsNewSuggested(true)
 	spec := gridSpec(1, 3, 2, 2)
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec, RunID: "r"})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, "r"))
 	err := env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {
@@ -311,15 +340,43 @@ func TestContinueAsNewWhenSuggested(t *testing.T) {
 	}
 }
 
-func TestInvalidSpecFailsWithoutRetry(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	spec := gridSpec(1, 1, 1, 1)
-	spec.Run.OnError = "explode"
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+func TestInvalidSpecFailsAtOnceWithTheFileDecodersError(t *testing.T) {
+	good := input(t, gridSpec(1, 1, 1, 1), "").Spec
+	// A misspelt run key, beside the workflow's own control keys and numeric-string seeds.
+	bad := strings.Replace(string(good), `"run":{`, `"run":{"max_concurency":4,`, 1)
+	bad = strings.Replace(bad, `"seeds":[1]`, `"seeds":["1","2"]`, 1)
+	bad = strings.Replace(bad, `{`, `{"run_id":"r1","output":"/tmp/x",`, 1)
+	if bad == string(good) || !strings.Contains(bad, "max_concurency") || !strings.Contains(bad, `"2"]`) {
+		t.Fatalf("the test's edits did not apply: %s", bad)
+	}
+	_, fileErr := experiment.Parse([]byte(strings.Replace(bad, `"run_id":"r1","output":"/tmp/x",`, "", 1)), "workflow input", "")
+	if fileErr == nil || !strings.Contains(fileErr.Error(), `run.max_concurency: unknown key "max_concurency" (did you mean "max_concurrency"?)`) {
+		t.Fatalf("the file decoder says %v; want the unknown key reported", fileErr)
+	}
+
+	m := &passMock{}
+	env, _ := newEnv(t, m)
+	prepared := 0
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "PrepareRun" {
+			prepared++
+		}
+	})
+	var in Input
+	if err := json.Unmarshal([]byte(bad), &in); err != nil {
+		t.Fatal(err)
+	}
+	env.ExecuteWorkflow(ExperimentWorkflow, in)
 	var app *temporal.ApplicationError
-	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != activities.ClassInvalidSpec || !app.NonRetryable() {
+	err := env.GetWorkflowError()
+	if !errors.As(err, &app) || app.Type() != activities.ClassInvalidSpec || !app.NonRetryable() {
 		t.Fatalf("got %v, want a non-retryable InvalidSpec error", err)
+	}
+	if !strings.Contains(app.Message(), fileErr.Error()) {
+		t.Errorf("workflow input error %q\ndoes not say what the file decoder says: %q", app.Message(), fileErr.Error())
+	}
+	if prepared != 1 || len(m.started) != 0 {
+		t.Errorf("PrepareRun ran %d times and %d passes started; want 1 and none", prepared, len(m.started))
 	}
 }
 
@@ -332,7 +389,7 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	spec := gridSpec(1, 6, 2, 2)
 	spec.BudgetUSD = 10
 	spec.Run.MaxParallelPasses = 2
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +413,7 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	}}
 	env, fails = newEnv(t, m)
 	spec.Run.MaxParallelPasses = 1
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: spec})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +427,7 @@ func TestBudgetSharesAndStop(t *testing.T) {
 func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
 	// 2 models × 10 seeds × 100 items × 100 personas = 200,000 cells.
 	spec := gridSpec(2, 10, 100, 100)
-	b, err := json.Marshal(Input{Spec: spec})
+	b, err := json.Marshal(input(t, spec, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,9 +448,10 @@ func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
 
 	// A run with more passes than one workflow run launches continues as new, carrying where it stands.
 	m := &passMock{}
-	env, _ := newEnv(t, m)
+	st := tempStore(t)
+	env, _ := newEnvStore(t, m, st)
 	many := gridSpec(1, passesPerRun+20, 1, 1)
-	env.ExecuteWorkflow(ExperimentWorkflow, Input{Spec: many, RunID: "big"})
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, many, "big"))
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("got %v, want continue-as-new after %d passes", err, passesPerRun)
@@ -402,13 +460,20 @@ func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
+	if hasSpec := len(next.Spec) > 0 && string(next.Spec) != "null"; hasSpec {
+		var obj map[string]json.RawMessage
+		_ = json.Unmarshal(next.Spec, &obj)
+		if _, ok := obj["questionnaire"]; ok {
+			t.Errorf("the continued run's input carries the spec again (%d bytes); it must read it from the store", len(next.Spec))
+		}
+	}
 	if next.State == nil || next.State.Next != passesPerRun || next.State.Totals.PassesDone != passesPerRun || next.RunID != "big" {
 		t.Fatalf("carried state %+v (run %q), want %d passes done and the same run id", next.State, next.RunID, passesPerRun)
 	}
 
 	// The continued run launches only the rest and finishes.
 	m2 := &passMock{}
-	env2, _ := newEnv(t, m2)
+	env2, _ := newEnvStore(t, m2, st)
 	env2.ExecuteWorkflow(ExperimentWorkflow, next)
 	if err := env2.GetWorkflowError(); err != nil {
 		t.Fatal(err)

@@ -119,8 +119,12 @@ func (s *Stack) Close() {
 
 // Run executes ExperimentWorkflow with spec under workflow id id and waits for its result.
 func (s *Stack) Run(ctx context.Context, id string, spec experiment.Spec) (workflows.Result, error) {
+	in, err := workflows.NewInput(&spec, "", "")
+	if err != nil {
+		return workflows.Result{}, err
+	}
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{Spec: spec})
+		workflows.ExperimentWorkflow, in)
 	if err != nil {
 		return workflows.Result{}, err
 	}

@@ -223,7 +223,11 @@ func passAlone(a *activities.Activities, runID string, spec experiment.Spec, con
 	ts.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
-	if _, err := env.ExecuteActivity(a.PrepareRun, activities.RunInput{RunID: runID, Spec: spec}); err != nil {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := env.ExecuteActivity(a.PrepareRun, activities.PrepareInput{RunID: runID, Spec: raw}); err != nil {
 		return 0, err
 	}
 	passes := spec.Passes()

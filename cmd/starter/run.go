@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,6 +31,7 @@ func newRunCmd() *cobra.Command {
 		dryRun   bool
 		detach   bool
 		fresh    bool
+		retry    bool
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
@@ -36,9 +39,17 @@ func newRunCmd() *cobra.Command {
 		Short: "Run an experiment (or attach to its run) and write its outputs",
 		Long: `Run starts the ExperimentWorkflow of SPEC, or attaches to it when a run of the same spec exists (running:
 it waits for it; completed: it exports its results again). --new starts a fresh run. Without --address the whole
-system runs in this process; kill it at any moment and run the same command again to finish the run.`,
+system runs in this process; kill it at any moment and run the same command again to finish the run.
+
+--retry-failed starts a new execution of the finished run of SPEC (or of the run id given instead of SPEC) that
+calls only the cells recorded as failed, then rewrites the outputs; the Web UI shows both executions.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if retry {
+				if _, err := os.Stat(args[0]); err != nil && !strings.ContainsAny(args[0], "/.") {
+					return retryRun(cmd, &conn, args[0], nil, output, interval)
+				}
+			}
 			spec, err := loadSpec(cmd.ErrOrStderr(), args[0])
 			if err != nil {
 				return withCode(exitUsage, err)
@@ -51,6 +62,9 @@ system runs in this process; kill it at any moment and run the same command agai
 			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
+			}
+			if retry {
+				return retryRun(cmd, &conn, workflowID(spec), spec, output, interval)
 			}
 			id := workflowID(spec)
 			if fresh {
@@ -79,6 +93,7 @@ system runs in this process; kill it at any moment and run the same command agai
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh run even when one of this spec exists")
+	cmd.Flags().BoolVar(&retry, "retry-failed", false, "call again only the failed cells of the finished run of SPEC (or of a run id)")
 	cmd.Flags().DurationVar(&interval, "progress-every", 5*time.Second, "interval of plain progress lines when not on a terminal")
 	return cmd
 }
@@ -96,6 +111,58 @@ func workflowID(spec *experiment.Spec) string {
 		slug = "experiment"
 	}
 	return "silico-" + slug + "-" + spec.Hash()
+}
+
+// retryRun starts a new execution of finished run id that calls only its failed cells. spec is the run's spec
+// when the user named it; without it the spec saved in the results store is used.
+func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.Spec, output string, every time.Duration) error {
+	ctx := cmd.Context()
+	var sim *experiment.SimulatorSettings
+	if spec != nil {
+		sim = spec.Simulator
+	}
+	sess, err := open(ctx, conn, sessionOptions{worker: true, sim: sim}, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if spec == nil && sess.store != nil {
+		if b, err := sess.store.LoadRun(ctx, id); err == nil {
+			var s experiment.Spec
+			if json.Unmarshal(b, &s) == nil {
+				spec = &s
+			}
+		}
+	}
+	d, err := sess.client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("no run %s to retry (run it first): %w", id, err))
+	}
+	if st := d.GetWorkflowExecutionInfo().GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return withCode(exitUsage, fmt.Errorf("run %s is still running: wait for it to finish (starter status %s), then retry its failed cells", id, id))
+	}
+	if conn.embedded() && output == "" {
+		output = filepath.Join("out", id)
+	}
+	if output != "" && conn.embedded() {
+		if output, err = filepath.Abs(output); err != nil {
+			return err
+		}
+	}
+	opts := client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             workflows.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:         "retry the failed cells of " + id,
+	}
+	// No spec in the input: the run's spec is the one its results store holds, so the cells are the same.
+	run, err := sess.client.ExecuteWorkflow(ctx, opts, workflows.ExperimentWorkflow,
+		workflows.Input{RunID: id, Output: output, RetryFailed: true})
+	if err != nil {
+		return fmt.Errorf("start the retry of run %s: %w", id, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Retrying the failed cells of run %s\n", id)
+	return follow(ctx, sess, run, spec, id, output, false, every, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
 func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, output string, detach bool,
@@ -122,7 +189,10 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 			temporal.NewSearchAttributeKeyKeyword(workflows.AttrSpecHash).ValueSet(spec.Hash()),
 		)
 	}
-	in := workflows.Input{Spec: *spec, Output: output}
+	in, err := workflows.NewInput(spec, "", output)
+	if err != nil {
+		return err
+	}
 	run, err := c.ExecuteWorkflow(ctx, opts, workflows.ExperimentWorkflow, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
@@ -144,15 +214,25 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 		fmt.Fprintf(stdout, "  follow it with: starter status %s --address %s\n", id, sess.flags.address)
 		return nil
 	}
+	return follow(ctx, sess, run, spec, id, output, attached, every, stdout, stderr)
+}
 
+// follow shows a run's progress until it ends, re-exports an attached run where this command asks, and prints
+// the summary. spec may be nil (a retry by run id without the store at hand).
+func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *experiment.Spec, id, output string,
+	attached bool, every time.Duration, stdout, stderr io.Writer) error {
+	cells := 0
+	if spec != nil {
+		cells = spec.NumCells()
+	}
 	pctx, stopProgress := context.WithCancel(ctx)
 	progDone := make(chan struct{})
 	go func() {
 		defer close(progDone)
-		watchProgress(pctx, c, sess.store, id, spec.NumCells(), every, stderr)
+		watchProgress(pctx, sess.client, sess.store, id, cells, every, stderr)
 	}()
 	var res workflows.Result
-	err = run.Get(ctx, &res)
+	err := run.Get(ctx, &res)
 	stopProgress()
 	<-progDone
 	if err != nil {
@@ -169,7 +249,7 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 		return fmt.Errorf("run %s failed: %w", id, err)
 	}
 	// A completed run is exported again where this command asks, when its store is at hand.
-	if attached && sess.store != nil && output != "" && output != res.OutputDir {
+	if attached && spec != nil && sess.store != nil && output != "" && output != res.OutputDir {
 		sum, err := results.Export(ctx, sess.store, spec, res.RunID, output, time.Duration(res.Summary.ElapsedSeconds*float64(time.Second)))
 		if err != nil {
 			return fmt.Errorf("export: %w", err)

@@ -1,0 +1,155 @@
+package tests
+
+import (
+	"context"
+	"flag"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/workflows"
+)
+
+var historyDir = flag.String("record-histories", "", "write the history of each unhappy-path run into this directory (workflows/testdata) for the replay tests")
+
+// TestUnhappyPathRuns runs the workflow through the paths a replay must survive: retries after rate limits, a
+// stop by on_error=raise, a stop by the budget, and a model given up after a quota error. Each run must end as
+// designed; with -record-histories their histories become the replay tests' data.
+func TestUnhappyPathRuns(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   sim.Config
+		spec  func() experiment.Spec
+		check func(t *testing.T, res workflows.Result)
+		// attempts says a pass must have needed more than one attempt.
+		attempts bool
+	}{{
+		name: "rate-limited",
+		// Most calls get 429s: storms end attempts, and Temporal retries the passes.
+		cfg: sim.Config{Faults: sim.Faults{RateLimit: 0.85}, FaultSeed: 7},
+		spec: func() experiment.Spec {
+			s := gridSpec(1, 1, 3, 4)
+			s.Run.MaxConcurrency = 8
+			return s
+		},
+		check: func(t *testing.T, res workflows.Result) {
+			if res.Summary.OK+res.Summary.Unparsed != 12 {
+				t.Errorf("summary %+v, want every cell answered", res.Summary)
+			}
+		},
+		attempts: true,
+	}, {
+		name: "raise",
+		cfg:  sim.Config{Faults: sim.Faults{ServerError500: 0.3}, FaultSeed: 3},
+		spec: func() experiment.Spec {
+			s := gridSpec(1, 3, 4, 4)
+			s.Run.OnError = experiment.OnErrorRaise
+			s.Run.MaxAttempts = 1
+			s.Run.MaxParallelPasses = 1
+			return s
+		},
+		check: func(t *testing.T, res workflows.Result) {
+			if res.Stopped == "" || res.Summary.Failed == 0 {
+				t.Errorf("result %+v, want a run stopped by on_error=raise", res)
+			}
+		},
+	}, {
+		name: "budget",
+		cfg:  sim.Config{},
+		spec: func() experiment.Spec {
+			s := gridSpec(1, 4, 4, 4)
+			s.Models[0].Price = &experiment.Price{InputPerMTok: 1000, OutputPerMTok: 1000}
+			s.BudgetUSD = 1
+			s.Run.MaxParallelPasses = 1
+			return s
+		},
+		check: func(t *testing.T, res workflows.Result) {
+			if res.Stopped == "" || res.Summary.Failed == 0 {
+				t.Errorf("result %+v, want a run stopped by the budget", res)
+			}
+		},
+	}, {
+		name: "quota",
+		cfg:  sim.Config{Faults: sim.Faults{Quota: 0.2}, FaultSeed: 5},
+		spec: func() experiment.Spec {
+			s := gridSpec(1, 3, 4, 4)
+			s.Run.MaxParallelPasses = 1
+			return s
+		},
+		check: func(t *testing.T, res workflows.Result) {
+			if res.Summary.Failed == 0 || len(res.Summary.Errors) == 0 {
+				t.Errorf("summary %+v, want the model given up with its quota error", res.Summary)
+			}
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStack(t, c.cfg)
+			id := "history-" + c.name
+			res := s.run(t, id, c.spec())
+			c.check(t, res)
+			if c.attempts && maxAttempt(t, s.client, id) < 2 {
+				t.Errorf("no pass of %s needed a second attempt; the case must exercise Temporal's retries", id)
+			}
+			if *historyDir != "" {
+				writeHistory(t, s.client, id, filepath.Join(*historyDir, c.name+".json"))
+			}
+		})
+	}
+}
+
+// TestContinuedRunHistory runs a grid of more passes than one workflow run launches, so it continues as new.
+func TestContinuedRunHistory(t *testing.T) {
+	s := newStack(t, sim.Config{})
+	spec := gridSpec(1, 1, 520, 1)
+	spec.Run.ChunkSize = 1 // one pass per cell: 520 passes
+	spec.Run.MaxParallelPasses = 16
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-continued", TaskQueue: workflows.TaskQueue},
+		workflows.ExperimentWorkflow, specInput(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := run.GetRunID()
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Cells != 520 || res.Summary.OK+res.Summary.Unparsed != 520 {
+		t.Fatalf("summary %+v, want 520 cells answered", res.Summary)
+	}
+	// The first run of the chain ended by continuing as new.
+	desc, err := s.client.DescribeWorkflowExecution(ctx, "history-continued", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := desc.GetWorkflowExecutionInfo().GetStatus().String(); st != "ContinuedAsNew" {
+		t.Fatalf("first run ended %s, want ContinuedAsNew", st)
+	}
+	if *historyDir != "" {
+		writeHistoryRun(t, s.client, "history-continued", first, filepath.Join(*historyDir, "continued.json"))
+	}
+}
+
+// maxAttempt is the highest attempt number of an activity in the history of workflow id.
+func maxAttempt(t *testing.T, c client.Client, id string) int32 {
+	t.Helper()
+	iter := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var n int32
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			n = max(n, a.GetAttempt())
+		}
+	}
+	return n
+}

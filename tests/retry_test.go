@@ -1,0 +1,91 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/workflows"
+)
+
+// TestRetryFailedAsksOnlyTheFailedCells runs a grid in which some cells fail for good, then a retry execution of
+// the same run: it must request exactly the failed cells, answer them, and leave the other records as they were.
+func TestRetryFailedAsksOnlyTheFailedCells(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	var mu = make(chan struct{}, 1)
+	var requested []string
+	wrap := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cell := r.Header.Get(sim.CellHeader)
+			mu <- struct{}{}
+			requested = append(requested, cell)
+			<-mu
+			// Items 2 and 5 are refused as a bad request: a permanent failure recorded on the cell.
+			if failing.Load() && (strings.Contains(cell, "/2/") || strings.Contains(cell, "/5/")) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":{"message":"content filtered","type":"invalid_request_error"}}`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	s := newStackWrapped(t, sim.Config{}, 1, wrap)
+	spec := gridSpec(1, 2, 6, 3) // 36 cells, 12 of them on items 2 and 5
+	first := s.run(t, "retry-run", spec)
+	if first.Summary.Failed != 12 {
+		t.Fatalf("first run: %d failed, want 12", first.Summary.Failed)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before := map[int]store.Record{}
+	if err := s.store.Scan(ctx, "retry-run", func(r store.Record) error { before[r.Index] = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	failing.Store(false)
+	mu <- struct{}{}
+	requested = nil
+	<-mu
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "retry-run", TaskQueue: workflows.TaskQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE},
+		workflows.ExperimentWorkflow, workflows.Input{RunID: "retry-run", RetryFailed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Failed != 0 || res.Summary.OK+res.Summary.Unparsed != 36 {
+		t.Errorf("after the retry: %+v, want every cell answered", res.Summary)
+	}
+	mu <- struct{}{}
+	again := append([]string(nil), requested...)
+	<-mu
+	if len(again) != 12 {
+		t.Errorf("the retry sent %d requests, want the 12 failed cells: %v", len(again), again)
+	}
+	for _, c := range again {
+		if !strings.Contains(c, "/2/") && !strings.Contains(c, "/5/") {
+			t.Errorf("the retry asked cell %s, which had not failed", c)
+		}
+	}
+	if err := s.store.Scan(ctx, "retry-run", func(r store.Record) error {
+		if b := before[r.Index]; b.Status != store.StatusFailed && b != r {
+			t.Errorf("cell %d changed by the retry: %+v, was %+v", r.Index, r, b)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
