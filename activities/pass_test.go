@@ -16,6 +16,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
@@ -565,5 +566,32 @@ func TestRetriesCountAcrossAttempts(t *testing.T) {
 	}
 	if res.Retried != 3 || res.Done != 2 {
 		t.Errorf("result %+v, want the 3 earlier retries carried and 2 cells done", res)
+	}
+}
+
+func TestCallsInFlightLandWhenTheAttemptIsCancelled(t *testing.T) {
+	// The attempt's context ends (here its deadline; in production a heartbeat that failed while the Temporal
+	// server restarted) while four calls are in flight: they are paid for, so they must land and be recorded,
+	// and nothing more may be sent.
+	fm := &fakeModel{delay: 600 * time.Millisecond}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 3, 4))
+	bg, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.env.SetWorkerOptions(worker.Options{BackgroundActivityContext: bg}) // the attempt's context derives from it
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := h.runPass(ratelimit.Limits{Concurrency: 4})
+	if err == nil {
+		t.Fatal("the cancelled attempt succeeded")
+	}
+	recs := h.records()
+	if len(fm.requested()) != 4 || len(recs) != 4 {
+		t.Fatalf("%d requests sent and %d recorded; want the 4 in flight at the cancel, all recorded", len(fm.requested()), len(recs))
+	}
+	for i, r := range recs {
+		if r.Status != store.StatusOK {
+			t.Errorf("cell %d = %+v, want its answer", i, r)
+		}
 	}
 }

@@ -96,18 +96,6 @@ func (q *cellQueue) retry(cell int, at time.Time) {
 	q.mu.Unlock()
 }
 
-// remaining lists the cells not yet taken (ready or delayed), in index order.
-func (q *cellQueue) remaining() []int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := slices.Clone(q.ready)
-	for _, d := range q.delayed {
-		out = append(out, d.cell)
-	}
-	slices.Sort(out)
-	return out
-}
-
 type delayed struct {
 	at   time.Time
 	cell int

@@ -167,7 +167,7 @@ func (d *decoder) spec(root *node, s *Spec) {
 	s.Simulator = d.simulator(f["simulator"], "simulator")
 }
 
-var faultKeys = []string{"rate_limit", "quota", "server_500", "server_503", "hang", "drop", "malformed"}
+var faultKeys = []string{"rate_limit", "quota", "server_500", "server_503", "hang", "drop", "malformed", "fail_cells"}
 
 // simulator reads the settings of the built-in simulator.
 func (d *decoder) simulator(n *node, path string) *SimulatorSettings {
@@ -192,6 +192,7 @@ func (d *decoder) simulator(n *node, path string) *SimulatorSettings {
 				"server_503": &fl.Server503, "hang": &fl.Hang, "drop": &fl.Drop, "malformed": &fl.Malformed} {
 				*dst = d.number(ff[k], p+"."+k)
 			}
+			fl.FailCells = d.strings(ff["fail_cells"], p+".fail_cells")
 		}
 	}
 	return sim

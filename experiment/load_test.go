@@ -63,6 +63,19 @@ func TestBaseSpecLoads(t *testing.T) {
 	}
 }
 
+func TestSimulatorSettingsLoad(t *testing.T) {
+	doc := strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  latency: 20ms\n"+
+		"  faults: {server_503: 0.1, fail_cells: [m2/1/i1/p1, m2/2/i2/p2]}", 1)
+	s, err := Parse([]byte(doc), "spec.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := s.Simulator.Faults
+	if f.Server503 != 0.1 || strings.Join(f.FailCells, ",") != "m2/1/i1/p1,m2/2/i2/p2" {
+		t.Errorf("simulator faults %+v, want server_503 0.1 and the two fail cells", f)
+	}
+}
+
 // lineOf is the 1-based number of the first line of doc containing s.
 func lineOf(t *testing.T, doc, s string) int {
 	t.Helper()

@@ -14,7 +14,7 @@ type SimulatorSettings struct {
 	Faults SimulatorFaults `json:"faults,omitempty"`
 }
 
-// SimulatorFaults are the simulator's fault rates.
+// SimulatorFaults are the simulator's fault rates, and the cells it always fails.
 type SimulatorFaults struct {
 	RateLimit float64 `json:"rate_limit,omitempty"`
 	Quota     float64 `json:"quota,omitempty"`
@@ -23,4 +23,7 @@ type SimulatorFaults struct {
 	Hang      float64 `json:"hang,omitempty"`
 	Drop      float64 `json:"drop,omitempty"`
 	Malformed float64 `json:"malformed,omitempty"`
+	// FailCells are cell ids ("model/seed/item/persona") whose every call is answered 500, as a real server does
+	// for some outputs.
+	FailCells []string `json:"fail_cells,omitempty"`
 }

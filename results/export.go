@@ -14,6 +14,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // Output file names, written into the export directory.
@@ -22,6 +23,10 @@ const (
 	CSVFile     = "results.csv"
 	SummaryFile = "summary.json"
 	ScalesFile  = "scales.csv"
+	// ReliabilityFile, ItemsFile and AgreementFile hold the psychometrics of Analysis.
+	ReliabilityFile = "reliability.csv"
+	ItemsFile       = "items.csv"
+	AgreementFile   = "agreement.csv"
 )
 
 // maxErrors is how many distinct errors a Summary lists.
@@ -37,14 +42,12 @@ type Summary struct {
 	RunID string `json:"run_id"`
 	Name  string `json:"name"`
 	// Cells is the number of cells of the grid; OK + Unparsed + Failed == Cells (cells never run count as failed).
-	Cells            int     `json:"cells"`
-	OK               int     `json:"ok"`
-	Unparsed         int     `json:"unparsed"`
-	Failed           int     `json:"failed"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	ElapsedSeconds   float64 `json:"elapsed_seconds"`
+	Cells    int `json:"cells"`
+	OK       int `json:"ok"`
+	Unparsed int `json:"unparsed"`
+	Failed   int `json:"failed"`
+	usage.Usage
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
 	Errors []string `json:"errors"`
 	// Models has one entry per model of the spec, in spec order.
@@ -53,19 +56,18 @@ type Summary struct {
 
 // ModelSummary is the part of a Summary that concerns one model.
 type ModelSummary struct {
-	Model            string  `json:"model"`
-	Cells            int     `json:"cells"`
-	OK               int     `json:"ok"`
-	Unparsed         int     `json:"unparsed"`
-	Failed           int     `json:"failed"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
+	Model    string `json:"model"`
+	Cells    int    `json:"cells"`
+	OK       int    `json:"ok"`
+	Unparsed int    `json:"unparsed"`
+	Failed   int    `json:"failed"`
+	usage.Usage
 }
 
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
-// per cell of spec in submission order, scales.csv (see ScaleScores) and summary.json. A cell with no record
-// is written as failed with error class NotRun. Records are streamed from src, never all held in memory.
+// per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv and
+// agreement.csv (see Analysis), and summary.json. A cell with no record is written as failed with error class
+// NotRun. Records are streamed from src, never all held in memory; the analysis keeps a CellResult per cell.
 //
 // Each file is written to a temporary file in dir and renamed into place only when all of them are complete,
 // summary.json last: on error no partial output is left and earlier outputs in dir are untouched.
@@ -101,6 +103,12 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if err != nil {
 		return Summary{}, fmt.Errorf("results: export: %w", err)
 	}
+	side := map[string]*atomicFile{}
+	for _, name := range []string{ReliabilityFile, ItemsFile, AgreementFile} {
+		if side[name], err = create(name); err != nil {
+			return Summary{}, fmt.Errorf("results: export: %w", err)
+		}
+	}
 	mf, err := create(SummaryFile)
 	if err != nil {
 		return Summary{}, fmt.Errorf("results: export: %w", err)
@@ -112,8 +120,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if err := cw.Write(Header()); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
 	}
-	sum := newSummarizer(spec, runID, elapsed)
-	scales := newScaleAccumulator(spec)
+	an := newAnalyzer(spec, runID, elapsed)
 	emit := func(r store.Record) error {
 		row := BuildRow(spec, runID, r)
 		if err := jenc.Encode(row.jsonForm()); err != nil {
@@ -122,8 +129,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		if err := cw.Write(row.Values()); err != nil {
 			return fmt.Errorf("%s: %w", CSVFile, err)
 		}
-		sum.add(&row)
-		scales.add(&row)
+		an.add(&row)
 		return nil
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {
@@ -132,10 +138,20 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if cw.Flush(); cw.Error() != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, cw.Error())
 	}
-	if err := writeScales(sf.w, runID, scales.scores(spec)); err != nil {
+	a := an.finish()
+	if err := writeScales(sf.w, runID, a.Scales); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
 	}
-	s := sum.summary()
+	for name, write := range map[string]func() error{
+		ReliabilityFile: func() error { return writeReliability(side[ReliabilityFile].w, runID, a.Reliability) },
+		ItemsFile:       func() error { return writeItems(side[ItemsFile].w, runID, a.Items) },
+		AgreementFile:   func() error { return writeAgreement(side[AgreementFile].w, runID, a.Agreement) },
+	} {
+		if err := write(); err != nil {
+			return Summary{}, fmt.Errorf("results: export: %s: %w", name, err)
+		}
+	}
+	s := a.Summary
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)
@@ -220,12 +236,13 @@ func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *
 
 func (z *summarizer) add(r *Row) {
 	m := &z.s.Models[z.models[r.Model]]
+	u := usage.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD}
 	for _, c := range []struct {
-		cells, ok, unparsed, failed, pt, ct *int
-		cost                                *float64
+		cells, ok, unparsed, failed *int
+		usage                       *usage.Usage
 	}{
-		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.PromptTokens, &z.s.CompletionTokens, &z.s.CostUSD},
-		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.PromptTokens, &m.CompletionTokens, &m.CostUSD},
+		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.Usage},
+		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.Usage},
 	} {
 		*c.cells++
 		switch r.Status {
@@ -236,9 +253,7 @@ func (z *summarizer) add(r *Row) {
 		default:
 			*c.failed++
 		}
-		*c.pt += r.PromptTokens
-		*c.ct += r.CompletionTokens
-		*c.cost += r.CostUSD
+		c.usage.Add(u)
 	}
 	if r.ErrorClass != "" && len(z.s.Errors) < maxErrors {
 		e := r.ErrorClass + ": " + r.ErrorMessage

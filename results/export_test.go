@@ -17,6 +17,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 var _ Source = (*store.SQLite)(nil)
@@ -274,11 +275,11 @@ func TestSummaryCountsAndFirstDistinctErrors(t *testing.T) {
 	}
 	want := Summary{
 		RunID: "run-9", Name: "test spec", Cells: 24, OK: 12, Unparsed: 2, Failed: 10,
-		PromptTokens: 12*50 + 6*10, CompletionTokens: 12 * 3, CostUSD: 0.00015, ElapsedSeconds: 1.5,
+		Usage: usage.Usage{PromptTokens: 12*50 + 6*10, CompletionTokens: 12 * 3, CostUSD: 0.00015}, ElapsedSeconds: 1.5,
 		Errors: []string{"InvalidRequest: bad", "Auth: no key", "InvalidRequest: other", "QuotaExhausted: quota", "NotRun: no result recorded"},
 		Models: []ModelSummary{
-			{Model: "m1", Cells: 12, OK: 10, Unparsed: 2, PromptTokens: 500, CompletionTokens: 30, CostUSD: 0.000125},
-			{Model: "m2", Cells: 12, OK: 2, Failed: 10, PromptTokens: 160, CompletionTokens: 6, CostUSD: 0.000025},
+			{Model: "m1", Cells: 12, OK: 10, Unparsed: 2, Usage: usage.Usage{PromptTokens: 500, CompletionTokens: 30, CostUSD: 0.000125}},
+			{Model: "m2", Cells: 12, OK: 2, Failed: 10, Usage: usage.Usage{PromptTokens: 160, CompletionTokens: 6, CostUSD: 0.000025}},
 		},
 	}
 	if !reflect.DeepEqual(s, want) {

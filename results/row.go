@@ -1,5 +1,6 @@
-// Package results turns the records of a run into its outputs (DESIGN.md §8): results.jsonl and results.csv
-// with one row per cell in submission order, summary.json, and scales.csv with the mean score of every scale.
+// Package results turns the records of a run into its outputs: results.jsonl and results.csv
+// with one row per cell in submission order, summary.json, scales.csv with the mean score of every scale, and
+// the psychometrics of Analysis: reliability.csv, items.csv and agreement.csv.
 //
 // Every column of a row except run_id, latency_ms and attempts is a fact of the cell: identical for every
 // concurrency setting, worker count and resume. CellColumns returns exactly those columns.

@@ -27,6 +27,7 @@ type fileConfig struct {
 		Drop           float64 `yaml:"drop"`
 		Malformed      float64 `yaml:"malformed"`
 	} `yaml:"faults"`
+	FailCells []string `yaml:"fail_cells"`
 	FaultSeed int64    `yaml:"fault_seed"`
 	HangFor   string   `yaml:"hang_for"`
 	Models    []string `yaml:"models"`
@@ -40,6 +41,7 @@ type fileConfig struct {
 //	tpm: 200000
 //	burst: 1.0
 //	faults: {rate_limit: 0.01, quota: 0, server_error_500: 0.005, server_error_503: 0.005, hang: 0, drop: 0, malformed: 0}
+//	fail_cells: [gpt/1/q7/p3]
 //	fault_seed: 7
 //	hang_for: 5m
 //	models: [gpt-4o-mini, text-embedding-3-small]
@@ -56,7 +58,7 @@ func LoadConfig(path string) (Config, error) {
 	}
 	cfg := Config{
 		RPM: fc.RPM, TPM: fc.TPM, Burst: fc.Burst, FaultSeed: fc.FaultSeed, Models: fc.Models,
-		Faults: Faults(fc.Faults),
+		Faults: Faults(fc.Faults), FailCells: fc.FailCells,
 	}
 	var errs []error
 	for _, d := range []struct {

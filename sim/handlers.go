@@ -33,15 +33,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 // badRequest answers 400 and records it.
 func (s *Server) badRequest(w http.ResponseWriter, rec *Request, param, msg string) {
 	rec.Status = http.StatusBadRequest
-	writeError(w, rec.Status, "invalid_request_error", "", param, msg)
-	s.record(*rec)
+	s.send(*rec, func() { writeError(w, rec.Status, "invalid_request_error", "", param, msg) })
 }
 
 // internalError answers 500 for a failure of the simulator itself and records it.
 func (s *Server) internalError(w http.ResponseWriter, rec *Request, err error) {
 	rec.Status = http.StatusInternalServerError
-	writeError(w, rec.Status, "server_error", "", "", err.Error())
-	s.record(*rec)
+	s.send(*rec, func() { writeError(w, rec.Status, "server_error", "", "", err.Error()) })
 }
 
 // gate applies the rate limits, the injected fault of model call n and the latency, in that order, like a
@@ -67,8 +65,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, rec *Request, n ui
 			}
 			w.Header().Set("Retry-After", retryAfterSeconds(d.retry))
 			w.Header().Set("Retry-After-Ms", strconv.FormatInt(max(d.retry.Milliseconds(), 1), 10))
-			writeError(w, rec.Status, d.by, "rate_limit_exceeded", "", msg)
-			s.record(*rec)
+			s.send(*rec, func() { writeError(w, rec.Status, d.by, "rate_limit_exceeded", "", msg) })
 			return false, false
 		}
 	}
@@ -77,50 +74,58 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, rec *Request, n ui
 	if fault >= 0 {
 		rec.Fault = faultName(fault)
 	}
+	if s.failCells[rec.Cell] {
+		rec.Fault = FaultFailCell
+	}
 	switch rec.Fault {
 	case FaultRateLimit:
 		rec.Status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "1")
-		writeError(w, rec.Status, "requests", "rate_limit_exceeded", "",
-			"Rate limit reached for "+rec.Model+" (simulated). Please try again in 1s.")
-		s.record(*rec)
+		s.send(*rec, func() {
+			writeError(w, rec.Status, "requests", "rate_limit_exceeded", "",
+				"Rate limit reached for "+rec.Model+" (simulated). Please try again in 1s.")
+		})
 		return false, false
 	case FaultQuota:
 		rec.Status = http.StatusTooManyRequests
-		writeError(w, rec.Status, "insufficient_quota", "insufficient_quota", "",
-			"You exceeded your current quota, please check your plan and billing details (simulated).")
-		s.record(*rec)
+		s.send(*rec, func() {
+			writeError(w, rec.Status, "insufficient_quota", "insufficient_quota", "",
+				"You exceeded your current quota, please check your plan and billing details (simulated).")
+		})
 		return false, false
 	}
 
 	if !sleep(r.Context().Done(), s.latency()) {
 		rec.Status, rec.Fault = statusClientClosed, ""
-		s.record(*rec)
+		s.send(*rec, nil)
 		return false, false
 	}
 
+	var msg string
 	switch rec.Fault {
 	case FaultServerError500:
 		rec.Status = http.StatusInternalServerError
-		writeError(w, rec.Status, "server_error", "", "",
-			"The server had an error while processing your request. Sorry about that! (simulated)")
+		msg = "The server had an error while processing your request. Sorry about that! (simulated)"
 	case FaultServerError503:
 		rec.Status = http.StatusServiceUnavailable
-		writeError(w, rec.Status, "server_error", "", "",
-			"The engine is currently overloaded, please try again later. (simulated)")
+		msg = "The engine is currently overloaded, please try again later. (simulated)"
+	case FaultFailCell:
+		rec.Status = http.StatusInternalServerError
+		msg = "Internal server error: the model's output for this request could not be processed " +
+			"(simulated: this cell always fails)."
 	case FaultHang:
 		sleep(r.Context().Done(), s.cfg.HangFor)
-		s.record(*rec)
+		s.send(*rec, nil)
 		abort(w)
+		return false, false
 	case FaultDrop:
-		s.record(*rec)
+		s.send(*rec, nil)
 		abort(w)
+		return false, false
 	default:
 		return true, rec.Fault == FaultMalformed
 	}
-	if rec.Status != 0 {
-		s.record(*rec)
-	}
+	s.send(*rec, func() { writeError(w, rec.Status, "server_error", "", "", msg) })
 	return false, false
 }
 
@@ -208,9 +213,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	created := rec.Time.Unix()
 	if req.Stream {
 		withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
-			SystemFingerprint: systemFingerprint}, text, finish, u, withUsage, malformed)
-		s.record(rec)
+		s.send(rec, func() {
+			s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
+				SystemFingerprint: systemFingerprint}, text, finish, u, withUsage, malformed)
+		})
 		return
 	}
 	body, err := json.Marshal(chatResponse{
@@ -229,8 +235,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if malformed {
 		body = body[:len(body)/2]
 	}
-	writeJSON(w, http.StatusOK, body)
-	s.record(rec)
+	s.send(rec, func() { writeJSON(w, http.StatusOK, body) })
 }
 
 const systemFingerprint = "fp_silico_sim"
@@ -430,8 +435,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		body = body[:len(body)/2]
 	}
 	rec.PromptTokens, rec.Status = prompt, http.StatusOK
-	writeJSON(w, http.StatusOK, body)
-	s.record(rec)
+	s.send(rec, func() { writeJSON(w, http.StatusOK, body) })
 }
 
 // embed returns a deterministic unit vector of dims for the input: normal components drawn from a stream seeded
@@ -492,7 +496,8 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	rec := s.newRecord(r)
 	rec.Status = http.StatusNotFound
-	writeError(w, rec.Status, "invalid_request_error", "unknown_url", "",
-		fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
-	s.record(rec)
+	s.send(rec, func() {
+		writeError(w, rec.Status, "invalid_request_error", "unknown_url", "",
+			fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	})
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -339,6 +341,7 @@ rpm: 500
 tpm: 200000
 burst: 0.5
 faults: {rate_limit: 0.01, server_error_503: 0.02, hang: 0.001}
+fail_cells: [m/1/q7/p3, m/2/q7/p3]
 fault_seed: 7
 hang_for: 1m
 models: [gpt-4o-mini, text-embedding-3-small]
@@ -351,6 +354,9 @@ models: [gpt-4o-mini, text-embedding-3-small]
 		Faults: Faults{RateLimit: 0.01, ServerError503: 0.02, Hang: 0.001}, FaultSeed: 7, HangFor: time.Minute}
 	models := cfg.Models
 	cfg.Models = nil
+	if strings.Join(cfg.FailCells, ",") != "m/1/q7/p3,m/2/q7/p3" {
+		t.Errorf("LoadConfig: fail cells %q, want the file's two", cfg.FailCells)
+	}
 	if cfg.Latency != want.Latency || cfg.RPM != want.RPM || cfg.TPM != want.TPM || cfg.Burst != want.Burst ||
 		cfg.Faults != want.Faults || cfg.FaultSeed != want.FaultSeed || cfg.HangFor != want.HangFor ||
 		strings.Join(models, ",") != "gpt-4o-mini,text-embedding-3-small" {
@@ -370,5 +376,122 @@ models: [gpt-4o-mini, text-embedding-3-small]
 		if _, err := LoadConfig(write(name, text)); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("LoadConfig(%s): err %v, want an error naming the file", name, err)
 		}
+	}
+}
+
+func TestFailCells(t *testing.T) {
+	// Every other request is malformed at random; the failing cell gets its 500 regardless.
+	s, ts := newTestServer(t, Config{FailCells: []string{"m/1/q2/p1"}, Faults: Faults{Malformed: 0.5}, FaultSeed: 3})
+	req := newChatRequest("sim-chat", 1, ipipPrompt)
+	for range 3 {
+		resp, body := post(t, ts, "/v1/chat/completions", req, map[string]string{CellHeader: "m/1/q2/p1"})
+		if resp.StatusCode != http.StatusInternalServerError {
+			t.Fatalf("failing cell: status %d %s, want 500", resp.StatusCode, body)
+		}
+		if e := decodeError(t, body); e.Type != "server_error" || e.Message == "" {
+			t.Errorf("failing cell: error %+v, want a server_error with a message", e)
+		}
+	}
+	for range 4 {
+		if resp, body := post(t, ts, "/v1/chat/completions", req, map[string]string{CellHeader: "m/1/q1/p1"}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("other cell: status %d %s, want 200", resp.StatusCode, body)
+		}
+	}
+	failed := 0
+	for _, r := range s.Requests() {
+		switch {
+		case r.Cell == "m/1/q2/p1" && (r.Status != 500 || r.Fault != FaultFailCell):
+			t.Errorf("failing cell logged %+v, want status 500, fault %q", r, FaultFailCell)
+		case r.Cell == "m/1/q2/p1":
+			failed++
+		case r.Fault == FaultFailCell:
+			t.Errorf("other cell logged %+v", r)
+		}
+	}
+	if c := s.Counters(); failed != 3 || c.ServerErrors != 3 {
+		t.Errorf("%d failing-cell entries, counters %+v; want 3 server errors", failed, c)
+	}
+
+	if _, err := New(Config{FailCells: []string{""}}); err == nil {
+		t.Error("New accepted an empty fail cell, which would fail every request without a cell header")
+	}
+}
+
+// stepClock is a clock that moves one second forward on every reading, so the order of readings shows in the
+// times they return.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Second)
+	return c.now
+}
+
+// flushRecorder records the clock's time of the last Flush.
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	clock   *stepClock
+	flushed time.Time
+}
+
+func (f *flushRecorder) Flush() {
+	f.ResponseRecorder.Flush()
+	f.flushed = f.clock.Now()
+}
+
+func TestRequestDoneAfterFlush(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		faults Faults
+		status int
+	}{
+		{"answer", false, Faults{}, 200},
+		{"stream", true, Faults{}, 200},
+		{"503", false, Faults{ServerError503: 1}, 503},
+		{"429", false, Faults{RateLimit: 1}, 429},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+			s, err := New(Config{Now: clock.Now, Faults: tc.faults})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := newChatRequest("sim-chat", 1, ipipPrompt)
+			req.Stream = tc.stream
+			b, err := json.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &flushRecorder{ResponseRecorder: httptest.NewRecorder(), clock: clock}
+			s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(string(b))))
+			log := s.Requests()
+			if w.Code != tc.status || len(log) != 1 {
+				t.Fatalf("status %d, log %+v; want %d and one entry", w.Code, log, tc.status)
+			}
+			r := log[0]
+			if w.flushed.IsZero() || !r.Done.After(w.flushed) || !r.Time.Before(w.flushed) {
+				t.Errorf("arrived %v, flushed %v, done %v: want done after the last flush", r.Time, w.flushed, r.Done)
+			}
+		})
+	}
+}
+
+func TestRequestDoneWhenClientLeaves(t *testing.T) {
+	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s, ts := newTestServer(t, Config{Now: clock.Now, Latency: Latency{Fixed: time.Hour}})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := newClient(ts).CreateChatCompletion(ctx, newChatRequest("sim-chat", 1, ipipPrompt)); err == nil {
+		t.Fatal("call with an hour of latency succeeded")
+	}
+	ts.Close() // waits for the handler
+	log := s.Requests()
+	if len(log) != 1 || log[0].Status != statusClientClosed || !log[0].Done.After(log[0].Time) {
+		t.Errorf("log %+v, want one entry with status %d and done after its arrival", log, statusClientClosed)
 	}
 }

@@ -1,8 +1,8 @@
 // Package sim is an OpenAI-compatible model simulator served as an http.Handler: /v1/chat/completions (plain and
 // streamed), /v1/embeddings and /v1/models, with configurable latency, per-model RPM/TPM limits answered like a
-// provider (429 + Retry-After + x-ratelimit-* headers), injected faults, deterministic answers chosen among the
-// options in the prompt, usage counted with tiktoken, and a request log that tests use to prove no finished cell
-// was requested twice.
+// provider (429 + Retry-After + x-ratelimit-* headers), injected faults (random ones at seeded rates, and cells
+// whose every request fails), deterministic answers chosen among the options in the prompt, usage counted with
+// tiktoken, and a request log that tests use to prove no finished cell was requested twice.
 //
 // A Server is safe for concurrent use. Its handlers respect the request's context: a client that goes away ends
 // the latency sleep or a hang at once, so no goroutine outlives its request.
@@ -66,6 +66,9 @@ const (
 
 	FaultLimitRequests = "limit_requests"
 	FaultLimitTokens   = "limit_tokens"
+
+	// FaultFailCell is the fault of a request for one of Config.FailCells.
+	FaultFailCell = "fail_cell"
 )
 
 func faultName(i int) string {
@@ -95,6 +98,10 @@ type Config struct {
 	Burst float64
 	// Faults are injected at these rates. Optional: defaults to none.
 	Faults Faults
+	// FailCells are cell ids (matched against the X-Silico-Cell header) whose every request is answered 500 after
+	// the latency, as a real server (llama.cpp's, for one) does for a prompt it cannot answer. They take precedence
+	// over the random Faults but not over the RPM and TPM limits. Optional.
+	FailCells []string
 	// FaultSeed makes fault injection deterministic: the fault of the n-th model call (chat or embeddings,
 	// counted from 1) is a function of (FaultSeed, n).
 	FaultSeed int64
@@ -131,6 +138,11 @@ type Request struct {
 	CompletionTokens int `json:"completion_tokens"`
 	// Fault names the injected fault or the limit that refused the call (the Fault* constants); empty otherwise.
 	Fault string `json:"fault,omitempty"`
+	// Done is when the handler finished, by Config.Now: its response was written and flushed to the connection,
+	// the connection was about to be closed without one (hang, drop), or the handler noticed that the client had
+	// gone. The client cannot have had the response before Done. Zero in Requests while the response is being
+	// sent; Config.RequestLog gets the entry only once Done is set.
+	Done time.Time `json:"done"`
 }
 
 // Counters are totals since the Server was created.
@@ -158,6 +170,8 @@ type Server struct {
 	o200k    *tokenCounter
 	models   []byte // the /v1/models body
 	faultCum [7]float64
+	// failCells is the set of Config.FailCells.
+	failCells map[string]bool
 
 	calls atomic.Uint64 // model calls, numbering faults
 	c     struct {
@@ -185,6 +199,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Models = DefaultModels()
 	}
 	cfg.Models = slices.Clone(cfg.Models)
+	cfg.FailCells = slices.Clone(cfg.FailCells)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -196,6 +211,12 @@ func New(cfg Config) (*Server, error) {
 		limits: newLimiter(cfg.RPM, cfg.TPM, cfg.Burst),
 		cl100k: newTokenCounter(loadCL100K),
 		o200k:  newTokenCounter(loadO200K), // loaded on first use: most simulated models use cl100k_base
+	}
+	if len(cfg.FailCells) > 0 {
+		s.failCells = make(map[string]bool, len(cfg.FailCells))
+		for _, c := range cfg.FailCells {
+			s.failCells[c] = true
+		}
 	}
 	var sum float64
 	for i, p := range cfg.Faults.probabilities() {
@@ -240,6 +261,9 @@ func (c Config) validate() error {
 	}
 	if sum > 1+1e-9 {
 		errs = append(errs, fmt.Errorf("fault rates sum to %v: want at most 1", sum))
+	}
+	if slices.Contains(c.FailCells, "") {
+		errs = append(errs, errors.New("fail_cells: an empty cell id would fail every request without the cell header"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
@@ -286,8 +310,11 @@ func (s *Server) Counters() Counters {
 	}
 }
 
-// record counts a finished request and appends it to the log.
-func (s *Server) record(req Request) {
+// send counts a request, appends it to the log, runs write (which sends the response and flushes it, or does
+// nothing when there is none to send), then completes the entry with its Done time and writes it to
+// Config.RequestLog. So the entry is in Requests before the client can have the response, and its Done is never
+// earlier than the moment the client could have it. write may be nil.
+func (s *Server) send(req Request, write func()) {
 	switch {
 	case req.Fault == FaultHang:
 		s.c.hangs.Add(1)
@@ -312,6 +339,16 @@ func (s *Server) record(req Request) {
 		s.c.promptTokens.Add(int64(req.PromptTokens))
 		s.c.completionTokens.Add(int64(req.CompletionTokens))
 	}
+	s.logMu.Lock()
+	i := len(s.log)
+	s.log = append(s.log, req)
+	s.logMu.Unlock()
+
+	if write != nil {
+		write()
+	}
+
+	req.Done = s.cfg.Now().Round(0)
 	var line []byte
 	if s.cfg.RequestLog != nil {
 		b, err := json.Marshal(req)
@@ -321,7 +358,7 @@ func (s *Server) record(req Request) {
 	}
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	s.log = append(s.log, req)
+	s.log[i].Done = req.Done
 	if line != nil && s.logErr == nil {
 		if _, err := s.cfg.RequestLog.Write(line); err != nil {
 			s.logErr = fmt.Errorf("sim: write request log: %w", err)
@@ -379,4 +416,34 @@ func abort(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	_ = conn.Close() // nothing is left to tell the client
+}
+
+// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body, from the chat
+// or embeddings endpoint.
+func (r Request) Answered() bool {
+	return r.Status == http.StatusOK && r.Fault != FaultMalformed &&
+		(r.Endpoint == "/v1/chat/completions" || r.Endpoint == "/v1/embeddings")
+}
+
+// RequestedAfterAnswer returns, for each cell requested again after (or while) one of its requests was being
+// answered (see Request.Answered), how many such requests there were: the calls a client paid for twice, unless
+// it lost the first answer. Requests are taken in order of arrival; those without a cell are ignored.
+func RequestedAfterAnswer(log []Request) map[string]int {
+	log = slices.Clone(log)
+	slices.SortStableFunc(log, func(a, b Request) int { return a.Time.Compare(b.Time) })
+	answered := map[string]time.Time{} // arrival of each cell's first answered request
+	again := map[string]int{}
+	for _, r := range log {
+		if r.Cell == "" {
+			continue
+		}
+		if at, ok := answered[r.Cell]; ok && !r.Time.Before(at) {
+			again[r.Cell]++
+			continue
+		}
+		if r.Answered() {
+			answered[r.Cell] = r.Time
+		}
+	}
+	return again
 }

@@ -466,6 +466,9 @@ func TestRequestLog(t *testing.T) {
 			t.Fatalf("status %d: %s", resp.StatusCode, b)
 		}
 	}
+	// An entry is complete (Done set, its line written) only after its response was flushed: the client may read
+	// the response first. Close waits for the handlers.
+	ts.Close()
 	log := s.Requests()
 	if len(log) != 2 {
 		t.Fatalf("log has %d entries, want 2: %+v", len(log), log)
@@ -486,7 +489,10 @@ func TestRequestLog(t *testing.T) {
 	if want := log[0]; err != nil || !first.Time.Equal(want.Time) {
 		t.Errorf("RequestLog line %s (err %v), want time %v", lines[0], err, want.Time)
 	}
-	first.Time = log[0].Time
+	if !first.Done.Equal(log[0].Done) || first.Done.Before(first.Time) {
+		t.Errorf("RequestLog line %s, want done %v, not before the arrival", lines[0], log[0].Done)
+	}
+	first.Time, first.Done = log[0].Time, log[0].Done
 	if first != log[0] {
 		t.Errorf("RequestLog line %s (err %v), want %+v", lines[0], err, log[0])
 	}
@@ -543,5 +549,33 @@ func TestContentPartsAndTokenInputs(t *testing.T) {
 	if err := json.Unmarshal(b, &e); err != nil || resp.StatusCode != 200 || len(e.Data) != 2 || e.Usage.PromptTokens != 5 {
 		t.Errorf("token inputs: status %d, %d embeddings, usage %+v (err %v), want 2 embeddings of 5 tokens",
 			resp.StatusCode, len(e.Data), e.Usage, err)
+	}
+}
+
+func TestRequestedAfterAnswer(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	const chat = "/v1/chat/completions"
+	log := []Request{
+		// a: a 500, then answered: nothing asked twice.
+		{Time: at(0), Endpoint: chat, Cell: "a", Status: 500},
+		{Time: at(10), Endpoint: chat, Cell: "a", Status: 200},
+		// b: a malformed 200 is no answer; the second is; a third request after it is a repeat, and so is one
+		// listed earlier in the log but arriving later.
+		{Time: at(50), Endpoint: chat, Cell: "b", Status: 200},
+		{Time: at(0), Endpoint: chat, Cell: "b", Status: 200, Fault: FaultMalformed},
+		{Time: at(20), Endpoint: chat, Cell: "b", Status: 200},
+		{Time: at(30), Endpoint: chat, Cell: "b", Status: 499},
+		// c: answered once; no cell header is ignored.
+		{Time: at(5), Endpoint: chat, Cell: "c", Status: 200},
+		{Time: at(6), Endpoint: chat, Status: 200},
+		{Time: at(7), Endpoint: chat, Status: 200},
+	}
+	got := RequestedAfterAnswer(log)
+	if len(got) != 1 || got["b"] != 2 {
+		t.Errorf("RequestedAfterAnswer = %v, want b twice", got)
+	}
+	if log[2].Cell != "b" || !log[2].Time.Equal(at(50)) {
+		t.Error("RequestedAfterAnswer reordered its argument")
 	}
 }

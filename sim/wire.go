@@ -179,7 +179,12 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(body) // a write error means the client went away; there is no one left to tell
+	if _, err := w.Write(body); err != nil {
+		return // the client went away; there is no one left to tell
+	}
+	// Flushed here rather than when the handler returns, so that the request log's Done (recorded next) is not
+	// earlier than the moment the client could read the response. A failed flush means the client left.
+	_ = http.NewResponseController(w).Flush()
 }
 
 // writeError sends an OpenAI-shaped error.

@@ -306,9 +306,9 @@ func TestStoppingWorkerLetsCallsLand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for len(s.sim.Requests()) < 100 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll(t, time.Minute, 10*time.Millisecond, "100 requests at the simulator", func() bool {
+		return len(s.sim.Requests()) >= 100
+	})
 	first.Stop() // returns once the passes have let their calls land
 	if n := len(s.sim.Requests()); n >= 400 {
 		t.Fatalf("the run finished (%d requests) before the worker stopped; the test needs a stop mid-run", n)

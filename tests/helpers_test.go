@@ -39,43 +39,50 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	buildErr  error
+// build is one binary built once per test binary, only when a test needs it.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-	workerOnce     sync.Once
-	workerBuildErr error
-)
+var starterBuild, simulatorBuild, workerBuild build
 
 // starterBin builds cmd/starter once per test binary (only when a test needs it) and returns its path.
 func starterBin(t *testing.T) string {
 	t.Helper()
-	return buildBin(t, &buildOnce, &buildErr, "starter")
+	return buildBin(t, &starterBuild, "starter", "github.com/silicolab/silico/cmd/starter")
 }
 
 // workerBin builds cmd/worker once per test binary and returns its path.
 func workerBin(t *testing.T) string {
 	t.Helper()
-	return buildBin(t, &workerOnce, &workerBuildErr, "worker")
+	return buildBin(t, &workerBuild, "worker", "github.com/silicolab/silico/cmd/worker")
 }
 
-func buildBin(t *testing.T, once *sync.Once, errp *error, name string) string {
+// simulatorBin builds cmd/simulator once per test binary and returns its path.
+func simulatorBin(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(binDir, name)
-	once.Do(func() {
+	return buildBin(t, &simulatorBuild, "simulator", "github.com/silicolab/silico/cmd/simulator")
+}
+
+func buildBin(t *testing.T, b *build, name, pkg string) string {
+	t.Helper()
+	b.once.Do(func() {
 		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", path, "github.com/silicolab/silico/cmd/"+name)
-		out, err := cmd.CombinedOutput()
+		path := filepath.Join(binDir, name)
+		out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput()
 		if err != nil {
-			*errp = fmt.Errorf("go build cmd/%s: %v\n%s", name, err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 			return
 		}
-		t.Logf("built cmd/%s in %s", name, time.Since(start).Round(time.Millisecond))
+		b.path = path
+		t.Logf("built %s in %s", pkg, time.Since(start).Round(time.Millisecond))
 	})
-	if *errp != nil {
-		t.Fatal(*errp)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return path
+	return b.path
 }
 
 // freePort returns a loopback port that was free a moment ago. The embedded server falls back to another free
@@ -254,12 +261,14 @@ func countLines(path string) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
-// logEntry is the part of a simulator request-log line the tests read.
+// logEntry is the part of a simulator request-log line (a sim.Request) the tests read.
 type logEntry struct {
-	Endpoint string `json:"endpoint"`
-	Cell     string `json:"cell"`
-	Status   int    `json:"status"`
-	Fault    string `json:"fault"`
+	Time     time.Time `json:"time"`
+	Done     time.Time `json:"done"`
+	Endpoint string    `json:"endpoint"`
+	Cell     string    `json:"cell"`
+	Status   int       `json:"status"`
+	Fault    string    `json:"fault"`
 }
 
 // readRequestLog reads a simulator request log (JSON lines). A last line cut by a kill is ignored.

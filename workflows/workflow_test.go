@@ -61,6 +61,10 @@ type passMock struct {
 	budgets   map[int]float64
 	running   int
 	peak      int
+	// barrier, when set, holds every pass until that many run at once (or 10 s pass), once: it makes the
+	// overlap of passes certain instead of a matter of timing.
+	barrier  int
+	released bool
 	// fail decides a pass's outcome: a result with failures, or an error.
 	fail func(p experiment.Pass) (activities.PassResult, error)
 }
@@ -88,6 +92,17 @@ func (m *passMock) run(ctx context.Context, in activities.PassInput) (activities
 	m.running++
 	m.peak = max(m.peak, m.running)
 	m.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); m.barrier > 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		if m.running >= m.barrier {
+			m.released = true
+		}
+		done := m.released
+		m.mu.Unlock()
+		if done {
+			break
+		}
+	}
 	time.Sleep(2 * time.Millisecond) // let other passes start, if the workflow allows them
 	m.mu.Lock()
 	m.running--
@@ -156,7 +171,7 @@ var mockAny = mock.Anything
 func TestPassesInSubmissionOrderWithinTheBound(t *testing.T) {
 	for _, par := range []int{1, 2, 4} {
 		t.Run(fmt.Sprint("max_parallel_passes=", par), func(t *testing.T) {
-			m := &passMock{}
+			m := &passMock{barrier: par}
 			env, _ := newEnv(t, m)
 			spec := gridSpec(3, 2, 4, 3)
 			spec.Run.MaxParallelPasses = par
@@ -172,8 +187,8 @@ func TestPassesInSubmissionOrderWithinTheBound(t *testing.T) {
 					t.Fatalf("passes scheduled as %v (pass: activity id), want submission order", m.scheduled)
 				}
 			}
-			if m.peak > par {
-				t.Errorf("%d passes ran at once, bound is %d", m.peak, par)
+			if m.peak != par {
+				t.Errorf("%d passes ran at once, want exactly the bound %d (the barrier holds the first %d together)", m.peak, par, par)
 			}
 			var res Result
 			if err := env.GetWorkflowResult(&res); err != nil || res.RunID != "r1" {

@@ -3,6 +3,7 @@
 // told otherwise and prints its base URL; point an OpenAI client (or a spec's endpoint) at URL/v1.
 //
 //	simulator --addr 127.0.0.1:0 --latency 50ms --jitter 20ms --rpm 600 --fault-429 0.02
+//	simulator --fault-429 0 --fail-cell gpt/1/q7/p3 --request-log requests.jsonl
 //
 // With --config, the file's settings replace the flag defaults and flags given explicitly override the file.
 // Ctrl-C (or SIGTERM) stops it gracefully: calls in flight get --grace (5s) to finish.
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fHang := fs.Float64("fault-hang", 0, "rate of calls that hang for --hang-for, then lose their connection")
 	fDrop := fs.Float64("fault-drop", 0, "rate of calls whose connection is closed without a response")
 	fMalformed := fs.Float64("fault-malformed", 0, "rate of 200 responses with a truncated body")
+	var failCells listFlag
+	fs.Var(&failCells, "fail-cell", "answer every request of this cell (its X-Silico-Cell header) with 500; repeatable")
 	faultSeed := fs.Int64("fault-seed", 0, "seed of the fault sequence")
 	hangFor := fs.Duration("hang-for", sim.DefaultHangFor, "how long a hanging call lasts")
 	grace := fs.Duration("grace", 5*time.Second, "how long calls in flight may take to finish after a stop signal")
@@ -112,6 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	apply("fault-hang", func() { cfg.Faults.Hang = *fHang })
 	apply("fault-drop", func() { cfg.Faults.Drop = *fDrop })
 	apply("fault-malformed", func() { cfg.Faults.Malformed = *fMalformed })
+	apply("fail-cell", func() { cfg.FailCells = failCells })
 	apply("fault-seed", func() { cfg.FaultSeed = *faultSeed })
 	apply("hang-for", func() { cfg.HangFor = *hangFor })
 	apply("models", func() { cfg.Models = splitList(*models) })
@@ -167,6 +171,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if shutErr != nil && !errors.Is(shutErr, context.DeadlineExceeded) {
 		return fmt.Errorf("shut down: %w", shutErr)
 	}
+	return nil
+}
+
+// listFlag is a flag that may be given several times; each value is one element.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, " ") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
 	return nil
 }
 

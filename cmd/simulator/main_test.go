@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,15 +95,31 @@ func TestHangingCallDoesNotBlockStop(t *testing.T) {
 	url, stop := startRun(t, "--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0", "--fault-429", "0",
 		"--fault-hang", "1", "--grace", "50ms")
 	errc := make(chan error, 1)
+	wrote := make(chan struct{})
 	go func() {
-		resp, err := http.Post(url+"/v1/chat/completions", "application/json",
-			strings.NewReader(`{"model":"a","messages":[{"role":"user","content":"hi"}]}`))
+		// The stop must meet the call in flight: the request is on the wire before stop is called, so the server
+		// reads it and hangs rather than closing an idle connection.
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodPost,
+			url+"/v1/chat/completions", strings.NewReader(`{"model":"a","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			errc <- err
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 		}
 		errc <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // let the call arrive; stopping works either way
+	select {
+	case <-wrote:
+	case err := <-errc:
+		t.Fatalf("the call failed before it was sent: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not sent within 10s")
+	}
 	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
@@ -189,5 +206,49 @@ func TestNoFaultsByDefault(t *testing.T) {
 	}
 	if statuses[http.StatusOK] != 500 {
 		t.Errorf("statuses %v, want 500 × 200 with the default flags", statuses)
+	}
+}
+
+func TestFailCellFlag(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "requests.jsonl")
+	url, stop := startRun(t, "--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0", "--fault-429", "0",
+		"--fail-cell", "a/1/q1/p1", "--fail-cell", "a/1/q2/p1", "--request-log", logPath)
+	status := map[string]int{}
+	for _, cell := range []string{"a/1/q1/p1", "a/1/q2/p1", "a/1/q3/p1"} {
+		req, err := http.NewRequest(http.MethodPost, url+"/v1/chat/completions",
+			strings.NewReader(`{"model":"a","seed":1,"messages":[{"role":"user","content":"1. Yes\n2. No"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(sim.CellHeader, cell)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		status[cell] = resp.StatusCode
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run after stop: %v", err)
+	}
+	if status["a/1/q1/p1"] != 500 || status["a/1/q2/p1"] != 500 || status["a/1/q3/p1"] != 200 {
+		t.Errorf("statuses %v, want 500 for the two failing cells and 200 for the other", status)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("request log has %d lines, want 3:\n%s", len(lines), data)
+	}
+	for _, l := range lines {
+		var r sim.Request
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if wantFault := r.Cell != "a/1/q3/p1"; (r.Fault == sim.FaultFailCell) != wantFault || r.Done.Before(r.Time) || r.Done.IsZero() {
+			t.Errorf("request log line %s: want fault %q only on the failing cells, and done set, not before time", l, sim.FaultFailCell)
+		}
 	}
 }

@@ -192,17 +192,15 @@ func TestExportUnknownRun(t *testing.T) {
 
 // TestExportRunInProgress exports a run from a store alone: finished cells as recorded, the rest NotRun.
 func TestExportRunInProgress(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	st := saveQuickstartRun(t, dir, "run-1")
-	recs := []store.Record{
-		{Index: 0, Status: store.StatusOK, OptionID: "3", Raw: "3. Neither Accurate Nor Inaccurate", PromptTokens: 100, CompletionTokens: 8, Attempts: 1},
-		{Index: 7, Status: store.StatusFailed, ErrorClass: "InvalidRequest", ErrorMessage: "context too long", Attempts: 1},
-	}
-	if err := st.Put(ctx, "run-1", recs); err != nil {
+	spec, err := experiment.Load(cliQuickstart)
+	if err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
+	dir := t.TempDir()
+	storeRun(t, filepath.Join(dir, "results.db"), "run-1", spec, []store.Record{
+		{Index: 0, Status: store.StatusOK, OptionID: "3", Raw: "3. Neither Accurate Nor Inaccurate", PromptTokens: 100, CompletionTokens: 8, Attempts: 1},
+		{Index: 7, Status: store.StatusFailed, ErrorClass: "InvalidRequest", ErrorMessage: "context too long", Attempts: 1},
+	})
 
 	out := filepath.Join(dir, "export")
 	code, stdout, errOut := runCLI(t, "export", "run-1", "--store", filepath.Join(dir, "results.db"), "-o", out)
@@ -259,9 +257,17 @@ func TestExportWithoutAStoreCreatesNone(t *testing.T) {
 
 // TestExportWritesRecordedElapsed: export from the store alone writes the elapsed time the run recorded.
 func TestExportWritesRecordedElapsed(t *testing.T) {
+	spec, err := experiment.Load(cliQuickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	ctx := context.Background()
-	st := saveQuickstartRun(t, dir, "run-1")
+	storeRun(t, filepath.Join(dir, "results.db"), "run-1", spec, nil)
+	st, err := store.Open(ctx, filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := st.SetElapsed(ctx, "run-1", 83250*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -292,26 +298,4 @@ func TestValidatePrintsNotes(t *testing.T) {
 	if strings.Count(errOut, "note: ") != 1 || !strings.Contains(errOut, path+":1:") || !strings.Contains(errOut, "lazy_load_models") {
 		t.Errorf("stderr %q, want one positioned note on lazy_load_models", errOut)
 	}
-}
-
-// saveQuickstartRun saves the quickstart spec as run in a store at dir/results.db and returns the open store.
-func saveQuickstartRun(t *testing.T, dir, run string) *store.SQLite {
-	t.Helper()
-	spec, err := experiment.Load(cliQuickstart)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveRun(ctx, run, b); err != nil {
-		t.Fatal(err)
-	}
-	return st
 }

@@ -105,7 +105,7 @@ func newExportCmd() *cobra.Command {
 		Use:   "export ID --output DIR",
 		Short: "Write a run's outputs from the results store",
 		Long: `Export reads the run's results from the results store (--store, default .silico/results.db) and writes
-results.jsonl, results.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
+results.jsonl, results.csv, scales.csv, reliability.csv, items.csv, agreement.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
 what has finished, the rest marked NotRun.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -121,23 +121,15 @@ what has finished, the rest marked NotRun.`,
 				return err
 			}
 			defer s.store.Close()
-			b, err := s.store.LoadRun(ctx, args[0])
+			spec, err := loadRunSpec(ctx, s.store, args[0])
 			if err != nil {
-				return fmt.Errorf("run %s in %s: %w", args[0], conn.store(), err)
-			}
-			var spec experiment.Spec
-			if err := json.Unmarshal(b, &spec); err != nil {
-				return fmt.Errorf("decode spec of run %s: %w", args[0], err)
-			}
-			spec.ApplyDefaults()
-			if err := spec.Validate(); err != nil {
-				return fmt.Errorf("spec of run %s: %w", args[0], err)
+				return err
 			}
 			elapsed, err := s.store.Elapsed(ctx, args[0], time.Now())
 			if err != nil {
 				return err
 			}
-			sum, err := results.Export(ctx, s.store, &spec, args[0], output, elapsed)
+			sum, err := results.Export(ctx, s.store, spec, args[0], output, elapsed)
 			if err != nil {
 				return err
 			}

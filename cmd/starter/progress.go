@@ -16,22 +16,21 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/workflows"
 )
 
 // snapshot is where a run stands: the workflow's totals of finished passes plus the heartbeats of running ones.
 type snapshot struct {
-	status           string
-	total            int
-	done             int
-	failed           int
-	retried          int
-	cached           int
-	passesDone       int
-	passes           int
-	promptTokens     int
-	completionTokens int
-	costUSD          float64
+	status     string
+	total      int
+	done       int
+	failed     int
+	retried    int
+	cached     int
+	passesDone int
+	passes     int
+	usage      usage.Usage
 }
 
 // readProgress asks the workflow for its totals and adds the last heartbeat of every running pass. Heartbeats
@@ -51,7 +50,7 @@ func readProgress(ctx context.Context, c client.Client, st *store.SQLite, id str
 		if v.Get(&p) == nil {
 			s.total, s.done, s.failed, s.retried = p.Cells, p.CellsDone, p.Failed, p.Retried
 			s.passesDone, s.passes = p.PassesDone, p.Passes
-			s.promptTokens, s.completionTokens, s.costUSD = p.PromptTokens, p.CompletionTokens, p.CostUSD
+			s.usage = p.Usage
 		}
 	}
 	dc := converter.GetDefaultDataConverter()
@@ -67,9 +66,7 @@ func readProgress(ctx context.Context, c client.Client, st *store.SQLite, id str
 		s.failed += hb.Failed
 		s.retried += hb.Retried
 		s.cached += hb.Cached
-		s.promptTokens += hb.PromptTokens
-		s.completionTokens += hb.CompletionTokens
-		s.costUSD += hb.CostUSD
+		s.usage.Add(hb.Usage)
 	}
 	if st != nil {
 		if s.total == 0 {
@@ -83,7 +80,7 @@ func readProgress(ctx context.Context, c client.Client, st *store.SQLite, id str
 		}
 		if n, err := st.Counts(ctx, id); err == nil && n.Records >= s.done {
 			s.done, s.failed, s.cached = n.Records, n.Failed, n.Cached
-			s.promptTokens, s.completionTokens, s.costUSD = n.PromptTokens, n.CompletionTokens, n.CostUSD
+			s.usage = n.Usage
 		}
 	}
 	return s, nil
@@ -98,7 +95,7 @@ func (s snapshot) line(rate float64) string {
 		eta = "0s"
 	}
 	return fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f calls/s · eta %s · %d tokens · $%.4f",
-		s.done, s.total, s.failed, s.retried, rate, eta, s.promptTokens+s.completionTokens, s.costUSD)
+		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD)
 }
 
 // watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends.
@@ -140,7 +137,7 @@ func watchProgress(ctx context.Context, c client.Client, st *store.SQLite, id st
 		}
 		if tty {
 			bar.Describe(fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%.4f", s.failed, s.retried, rate,
-				s.promptTokens+s.completionTokens, s.costUSD))
+				s.usage.Tokens(), s.usage.CostUSD))
 			_ = bar.Set(min(s.done, total))
 			continue
 		}

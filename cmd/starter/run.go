@@ -32,6 +32,7 @@ func newRunCmd() *cobra.Command {
 		detach   bool
 		fresh    bool
 		retry    bool
+		withRep  bool
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
@@ -45,9 +46,13 @@ system runs in this process; kill it at any moment and run the same command agai
 calls only the cells recorded as failed, then rewrites the outputs; the Web UI shows both executions.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := runOptions{detach: detach, report: withRep, every: interval}
+			if withRep && detach {
+				return withCode(exitUsage, errors.New("--report waits for the run: drop --detach, or run `starter report` when it is done"))
+			}
 			if retry {
 				if _, err := os.Stat(args[0]); err != nil && !strings.ContainsAny(args[0], "/.") {
-					return retryRun(cmd, &conn, args[0], nil, output, interval)
+					return retryRun(cmd, &conn, args[0], nil, output, opts)
 				}
 			}
 			spec, err := loadSpec(cmd.ErrOrStderr(), args[0])
@@ -64,7 +69,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
 			}
 			if retry {
-				return retryRun(cmd, &conn, workflowID(spec), spec, output, interval)
+				return retryRun(cmd, &conn, workflowID(spec), spec, output, opts)
 			}
 			id := workflowID(spec)
 			if fresh {
@@ -84,7 +89,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 					return err
 				}
 			}
-			return runSpec(ctx, sess, spec, id, output, detach, interval, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runSpec(ctx, sess, spec, id, output, opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	conn.register(cmd)
@@ -94,6 +99,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh run even when one of this spec exists")
 	cmd.Flags().BoolVar(&retry, "retry-failed", false, "call again only the failed cells of the finished run of SPEC (or of a run id)")
+	cmd.Flags().BoolVar(&withRep, "report", false, "also write report.html next to the outputs when the run is done")
 	cmd.Flags().DurationVar(&interval, "progress-every", 5*time.Second, "interval of plain progress lines when not on a terminal")
 	return cmd
 }
@@ -115,7 +121,7 @@ func workflowID(spec *experiment.Spec) string {
 
 // retryRun starts a new execution of finished run id that calls only its failed cells. spec is the run's spec
 // when the user named it; without it the spec saved in the results store is used.
-func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.Spec, output string, every time.Duration) error {
+func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.Spec, output string, o runOptions) error {
 	ctx := cmd.Context()
 	var sim *experiment.SimulatorSettings
 	if spec != nil {
@@ -162,11 +168,18 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 		return fmt.Errorf("start the retry of run %s: %w", id, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Retrying the failed cells of run %s\n", id)
-	return follow(ctx, sess, run, spec, id, output, false, every, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	return follow(ctx, sess, run, spec, id, output, false, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
-func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, output string, detach bool,
-	every time.Duration, stdout, stderr io.Writer) error {
+// runOptions are the flags of `starter run` that shape runSpec.
+type runOptions struct {
+	detach bool
+	report bool // write report.html next to the outputs when done
+	every  time.Duration
+}
+
+func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, output string, o runOptions,
+	stdout, stderr io.Writer) error {
 	c := sess.client
 	attached := false
 	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
@@ -210,17 +223,17 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 	if link := sess.uiLink(id); link != "" {
 		fmt.Fprintf(stdout, "  Temporal UI: %s\n", link)
 	}
-	if detach {
+	if o.detach {
 		fmt.Fprintf(stdout, "  follow it with: starter status %s --address %s\n", id, sess.flags.address)
 		return nil
 	}
-	return follow(ctx, sess, run, spec, id, output, attached, every, stdout, stderr)
+	return follow(ctx, sess, run, spec, id, output, attached, o, stdout, stderr)
 }
 
 // follow shows a run's progress until it ends, re-exports an attached run where this command asks, and prints
 // the summary. spec may be nil (a retry by run id without the store at hand).
 func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *experiment.Spec, id, output string,
-	attached bool, every time.Duration, stdout, stderr io.Writer) error {
+	attached bool, o runOptions, stdout, stderr io.Writer) error {
 	cells := 0
 	if spec != nil {
 		cells = spec.NumCells()
@@ -229,7 +242,7 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	progDone := make(chan struct{})
 	go func() {
 		defer close(progDone)
-		watchProgress(pctx, sess.client, sess.store, id, cells, every, stderr)
+		watchProgress(pctx, sess.client, sess.store, id, cells, o.every, stderr)
 	}()
 	var res workflows.Result
 	err := run.Get(ctx, &res)
@@ -257,6 +270,12 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 		res.Summary, res.OutputDir = sum, output
 	}
 	printSummary(stdout, res)
+	if o.report && spec != nil {
+		if err := reportAfterRun(ctx, sess, spec, res.RunID, res.OutputDir,
+			time.Duration(res.Summary.ElapsedSeconds*float64(time.Second)), stdout); err != nil {
+			return err
+		}
+	}
 	if res.Summary.Failed > 0 {
 		return withCode(exitCallsFailed, nil)
 	}
@@ -274,5 +293,5 @@ func printSummary(w io.Writer, res workflows.Result) {
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
-	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{results.jsonl,results.csv,summary.json}"))
+	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{results.jsonl,results.csv,scales.csv,reliability.csv,items.csv,agreement.csv,summary.json}"))
 }

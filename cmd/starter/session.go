@@ -241,6 +241,7 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 			ServerError500: set.Faults.Server500, ServerError503: set.Faults.Server503,
 			Hang: set.Faults.Hang, Drop: set.Faults.Drop, Malformed: set.Faults.Malformed,
 		}
+		cfg.FailCells = set.Faults.FailCells
 	}
 	if s.flags.simLog != "" {
 		f, err := os.OpenFile(s.flags.simLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

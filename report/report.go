@@ -1,0 +1,300 @@
+// Package report renders a run's results.Analysis as one self-contained HTML page: the spec in brief, cost,
+// tokens and time, parse rates, scale score distributions, item × persona answer heatmaps, reliability, seed
+// agreement, and latency and attempt histograms.
+//
+// The page has no scripts and loads nothing: its style is inlined and every chart is SVG written by
+// html/template from positions computed here. That is deliberate. The page must open offline and in
+// air-gapped labs, so a charting library would have to embed its JavaScript runtime (a megabyte for ECharts,
+// as go-echarts uses) into every report; static SVG needs none, prints, stays readable with scripts disabled,
+// escapes every label through html/template, and puts each number in the markup where a test can read it.
+package report
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/silicolab/silico/results"
+)
+
+// FileName is the name of the report in an output directory.
+const FileName = "report.html"
+
+// LowReliability is the threshold below which a reliability value is marked: 0.7, the usual lower bound for
+// an acceptable scale.
+const LowReliability = 0.7
+
+//go:embed report.html.tmpl
+var templates embed.FS
+
+var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+	"stat": fmtStat,
+	"int":  thousands,
+	"pct":  func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
+	"f1":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"low":  isLow,
+	"add":  func(a, b float64) float64 { return a + b },
+	"half": func(v float64) float64 { return v / 2 },
+	"list": func(h ...histogram) []histogram { return h },
+}).ParseFS(templates, "report.html.tmpl"))
+
+// Write renders the report of a to w.
+func Write(w io.Writer, a *results.Analysis) error {
+	if err := page.Execute(w, build(a)); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// view is what the template shows.
+type view struct {
+	Title       string
+	RunID       string
+	Summary     string
+	Description string
+	Models      []modelInfo
+	Seeds       string
+	Facts       []fact
+	Parse       []parseRow
+	Scales      []scaleChart
+	Heatmaps    []heatmap
+	Reliability []relRow
+	Items       []itemRow
+	Agreement   []agreeTable
+	Latency     histogram
+	Attempts    histogram
+	Errors      []string
+	Low         float64
+}
+
+type modelInfo struct{ ID, Name, Provider, Params string }
+
+// fact is one headline number; Key names it for tests (data-key).
+type fact struct{ Label, Value, Key string }
+
+func build(a *results.Analysis) view {
+	s := a.Spec
+	v := view{
+		Title: s.Name, RunID: a.RunID, Summary: s.Summary(), Description: s.Description,
+		Errors: a.Summary.Errors, Low: LowReliability,
+	}
+	seeds := make([]string, len(s.Seeds))
+	for i, sd := range s.Seeds {
+		seeds[i] = strconv.FormatInt(sd, 10)
+	}
+	v.Seeds = strings.Join(seeds, ", ")
+	for _, m := range s.Models {
+		var params []string
+		p := m.Params
+		if p.Temperature != nil {
+			params = append(params, "temperature "+strconv.FormatFloat(*p.Temperature, 'g', -1, 64))
+		}
+		if p.TopP != nil {
+			params = append(params, "top_p "+strconv.FormatFloat(*p.TopP, 'g', -1, 64))
+		}
+		if p.MaxTokens > 0 {
+			params = append(params, "max_tokens "+strconv.Itoa(p.MaxTokens))
+		}
+		provider := m.Provider
+		if provider == "" {
+			provider = "openai"
+		}
+		v.Models = append(v.Models, modelInfo{ID: m.ID, Name: m.Name, Provider: provider, Params: strings.Join(params, ", ")})
+	}
+	v.Facts = facts(a)
+	v.Parse = parseRows(a)
+	v.Scales = scaleCharts(a)
+	v.Heatmaps = heatmaps(a)
+	v.Reliability, v.Items = relRows(a)
+	v.Agreement = agreeTables(a)
+	v.Latency, v.Attempts = histograms(a)
+	return v
+}
+
+func facts(a *results.Analysis) []fact {
+	sum := a.Summary
+	var latSum float64
+	ran := 0
+	for _, c := range a.Cells {
+		if c.Attempts > 0 {
+			latSum += c.LatencyMS
+			ran++
+		}
+	}
+	elapsed := "—"
+	if sum.ElapsedSeconds > 0 {
+		elapsed = formatSeconds(sum.ElapsedSeconds)
+	}
+	meanLat := "—"
+	if ran > 0 {
+		meanLat = strconv.FormatFloat(latSum/float64(ran), 'f', 0, 64) + " ms"
+	}
+	return []fact{
+		{"Cells", thousands(sum.Cells), "cells"},
+		{"Parsed", thousands(sum.OK), "ok"},
+		{"Unparsed", thousands(sum.Unparsed), "unparsed"},
+		{"Failed", thousands(sum.Failed), "failed"},
+		{"Prompt tokens", thousands(sum.PromptTokens), "prompt_tokens"},
+		{"Completion tokens", thousands(sum.CompletionTokens), "completion_tokens"},
+		{"Cost", "$" + strconv.FormatFloat(sum.CostUSD, 'f', 4, 64), "cost_usd"},
+		{"Wall time", elapsed, "elapsed"},
+		{"Mean call latency", meanLat, "mean_latency"},
+	}
+}
+
+// parseRow is one model's parse rate with its stacked bar (widths in percent of the bar).
+type parseRow struct {
+	Model                  string
+	Cells, OK, Unp, Failed int
+	Rate                   float64
+	WOK, WUnp, WFailed     float64
+}
+
+func parseRows(a *results.Analysis) []parseRow {
+	var out []parseRow
+	for _, m := range a.Summary.Models {
+		r := parseRow{Model: m.Model, Cells: m.Cells, OK: m.OK, Unp: m.Unparsed, Failed: m.Failed}
+		if m.Cells > 0 {
+			n := float64(m.Cells)
+			r.Rate = float64(m.OK) / n
+			r.WOK, r.WUnp, r.WFailed = 100*float64(m.OK)/n, 100*float64(m.Unparsed)/n, 100*float64(m.Failed)/n
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// relRow is one line of the reliability table.
+type relRow struct {
+	Key string // model/seed/scale
+	results.Reliability
+}
+
+type itemRow struct {
+	Key string // model/seed/scale/item
+	results.ItemStat
+}
+
+func relRows(a *results.Analysis) ([]relRow, []itemRow) {
+	rel := make([]relRow, len(a.Reliability))
+	for i, r := range a.Reliability {
+		rel[i] = relRow{Key: r.Model + "/" + strconv.FormatInt(r.Seed, 10) + "/" + r.Scale, Reliability: r}
+	}
+	items := make([]itemRow, len(a.Items))
+	for i, it := range a.Items {
+		items[i] = itemRow{Key: it.Model + "/" + strconv.FormatInt(it.Seed, 10) + "/" + it.Scale + "/" + it.ItemID, ItemStat: it}
+	}
+	return rel, items
+}
+
+// agreeTable is the seed agreement of one model: personas × scales.
+type agreeTable struct {
+	Model  string
+	Seeds  int
+	Scales []string
+	Rows   []agreeRow
+}
+
+type agreeRow struct {
+	Persona string
+	Cells   []agreeCell
+}
+
+type agreeCell struct {
+	Key  string // model/persona/scale
+	Agr  results.Agreement
+	Fill string
+}
+
+func agreeTables(a *results.Analysis) []agreeTable {
+	s := a.Spec
+	nk := len(a.ScaleIDs)
+	if nk == 0 {
+		return nil
+	}
+	lo, hi := scoreRange(a)
+	var out []agreeTable
+	for m := range s.Models {
+		t := agreeTable{Model: s.Models[m].ID, Seeds: len(s.Seeds), Scales: a.ScaleIDs}
+		for p := range s.Personas {
+			row := agreeRow{Persona: s.Personas[p].ID}
+			for k := range a.ScaleIDs {
+				ag := a.AgreementOf(m, p, k)
+				fill := "#ffffff"
+				if r := ag.Range(); r != nil && hi > lo {
+					// White for no movement, deepening orange as the range nears half the scale.
+					fill = ramp(math.Min(1, *r/((hi-lo)/2)), orange)
+				}
+				row.Cells = append(row.Cells, agreeCell{Key: t.Model + "/" + row.Persona + "/" + a.ScaleIDs[k], Agr: ag, Fill: fill})
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// scoreRange is the lowest and highest score an item of a scale can get, over all scale items.
+func scoreRange(a *results.Analysis) (lo, hi float64) {
+	first := true
+	for it, k := range a.ItemScale {
+		if k < 0 {
+			continue
+		}
+		for _, o := range a.Spec.OptionsFor(it).Options {
+			if o.IgnoredForScale {
+				continue
+			}
+			w := float64(o.Weight)
+			if first || w < lo {
+				lo = w
+			}
+			if first || w > hi {
+				hi = w
+			}
+			first = false
+		}
+	}
+	return lo, hi
+}
+
+func isLow(v *float64) bool { return v != nil && *v < LowReliability }
+
+// fmtStat writes a statistic with 3 decimals, "—" when undefined.
+func fmtStat(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*v, 'f', 3, 64)
+}
+
+func formatSeconds(s float64) string {
+	switch {
+	case s < 60:
+		return strconv.FormatFloat(s, 'f', 1, 64) + " s"
+	case s < 3600:
+		return fmt.Sprintf("%dm %02ds", int(s)/60, int(s)%60)
+	default:
+		return fmt.Sprintf("%dh %02dm", int(s)/3600, int(s)%3600/60)
+	}
+}
+
+// thousands writes n with comma separators.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,367 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"html"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/store"
+)
+
+// The fixed run: the quickstart's recorded answers (see psychometrics/testdata/make_reference.R) for model
+// "sim", and a second model "noisy" whose answers are shuffled so its scales are unreliable, with unparsed,
+// failed and retried cells.
+const (
+	quickstartSpec  = "../examples/quickstart/experiment.yaml"
+	quickstartCells = "../psychometrics/testdata/quickstart_cells.csv"
+)
+
+type sliceSource []store.Record
+
+func (s sliceSource) Scan(_ context.Context, _ string, fn func(store.Record) error) error {
+	for _, r := range s {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fixedRun(t *testing.T) (*experiment.Spec, sliceSource) {
+	t.Helper()
+	spec, err := experiment.Load(quickstartSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noisy := spec.Models[0]
+	noisy.ID, noisy.Name = "noisy", "noisy-model"
+	spec.Models = append(spec.Models, noisy)
+
+	f, err := os.Open(quickstartCells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	num := func(r []string, name string) float64 {
+		v, err := strconv.ParseFloat(r[col[name]], 64)
+		if err != nil {
+			t.Fatalf("%s %q: %v", name, r[col[name]], err)
+		}
+		return v
+	}
+	per := spec.NumCells() / 2
+	recs := make(sliceSource, 2*per)
+	for _, r := range rows[1:] {
+		i := int(num(r, "index"))
+		recs[i] = store.Record{Index: i, Status: r[col["status"]], OptionID: r[col["option_id"]],
+			Raw: r[col["option_id"]], PromptTokens: int(num(r, "prompt_tokens")), CompletionTokens: int(num(r, "completion_tokens")),
+			CostUSD: num(r, "cost_usd"), LatencyMS: num(r, "latency_ms"), Attempts: int(num(r, "attempts"))}
+		n := recs[i]
+		n.Index = per + i
+		switch {
+		case i%97 == 0:
+			n.Status, n.OptionID, n.Raw, n.ErrorClass, n.ErrorMessage = store.StatusFailed, "", "", "ServerError", "503 service unavailable"
+			n.Attempts = 3
+		case i%11 == 0:
+			n.Status, n.OptionID, n.Raw = store.StatusUnparsed, "", "Somewhere between 2 and 4."
+		case n.OptionID != "":
+			n.OptionID = strconv.Itoa((i*7+3+i/(per/2))%5 + 1) // a different answer on each seed
+			n.Raw = n.OptionID
+		}
+		if i%29 == 0 {
+			n.Attempts = 2
+		}
+		n.LatencyMS *= 2.5
+		recs[per+i] = n
+	}
+	return spec, recs
+}
+
+// keyed finds every element with a data-key attribute and returns its text, unescaped.
+var keyedRE = regexp.MustCompile(`data-key="([^"]+)"[^>]*>([^<]*)<`)
+
+func keyedValues(t *testing.T, page string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, m := range keyedRE.FindAllStringSubmatch(page, -1) {
+		out[html.UnescapeString(m[1])] = html.UnescapeString(m[2])
+	}
+	if len(out) == 0 {
+		t.Fatal("no data-key values in the report")
+	}
+	return out
+}
+
+// render exports the fixed run to a directory and writes its report there.
+func render(t *testing.T) (dir, page string) {
+	t.Helper()
+	spec, src := fixedRun(t)
+	dir = t.TempDir()
+	ctx := context.Background()
+	if _, err := results.Export(ctx, src, spec, "fixed-run", dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	a, err := results.Analyze(ctx, src, spec, "fixed-run", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := WriteFile(dir, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, string(b)
+}
+
+func readCSV(t *testing.T, path string) (map[string]int, [][]string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	return col, recs[1:]
+}
+
+// statRE is a statistic as the report shows it: three decimals.
+var statRE = regexp.MustCompile(`^-?\d+\.\d{3}$`)
+
+// sameStat reports whether the report's 3-decimal text shows the CSV's 6-decimal value: within half a unit of
+// the third decimal (both are roundings of the same number, so a value ending in 5 may round either way).
+func sameStat(shown, csvValue string) bool {
+	if csvValue == "" {
+		return shown == "—"
+	}
+	v, err := strconv.ParseFloat(csvValue, 64)
+	if err != nil || !statRE.MatchString(shown) {
+		return false
+	}
+	s, err := strconv.ParseFloat(shown, 64)
+	return err == nil && math.Abs(s-v) <= 0.0005+1e-9
+}
+
+// TestReportNumbersMatchCSVs checks every reliability, item and agreement number of the report against the
+// CSV files the export wrote for the same run, and the headline numbers against summary.json.
+func TestReportNumbersMatchCSVs(t *testing.T) {
+	dir, page := render(t)
+	kv := keyedValues(t, page)
+	checked := 0
+	expect := func(key, want string, ok func(shown, want string) bool) {
+		t.Helper()
+		shown, present := kv[key]
+		if !present {
+			t.Errorf("report has no %s", key)
+			return
+		}
+		checked++
+		if !ok(shown, want) {
+			t.Errorf("%s: report shows %q, the CSV has %q", key, shown, want)
+		}
+	}
+	equal := func(shown, want string) bool { return shown == want }
+
+	col, rows := readCSV(t, filepath.Join(dir, results.ReliabilityFile))
+	low := 0
+	for _, r := range rows {
+		key := "rel/" + r[col["model"]] + "/" + r[col["seed"]] + "/" + r[col["scale"]]
+		for _, stat := range []string{"alpha", "std_alpha", "average_r", "omega_total"} {
+			expect(key+"/"+stat, r[col[stat]], sameStat)
+			if v, err := strconv.ParseFloat(r[col[stat]], 64); err == nil && v < LowReliability && stat != "average_r" {
+				low++
+			}
+		}
+		expect(key+"/n_personas", r[col["n_personas"]], equal)
+		expect(key+"/n_missing", r[col["n_missing"]], equal)
+		expect(key+"/n_items_used", r[col["n_items_used"]]+" of "+r[col["n_items"]], equal)
+	}
+	// Every reliability value below 0.7 is marked, and nothing else is.
+	if marked := strings.Count(page, `class="low"`); marked != low || low == 0 {
+		t.Errorf("%d values marked low, the CSV has %d below %v (the fixed run must have some)", marked, low, LowReliability)
+	}
+
+	col, rows = readCSV(t, filepath.Join(dir, results.ItemsFile))
+	for _, r := range rows {
+		key := "item/" + r[col["model"]] + "/" + r[col["seed"]] + "/" + r[col["scale"]] + "/" + r[col["item_id"]]
+		for _, stat := range []string{"mean", "sd", "item_rest_r", "alpha_if_dropped", "modal_share"} {
+			expect(key+"/"+stat, r[col[stat]], sameStat)
+		}
+		expect(key+"/n", r[col["n"]], equal)
+	}
+	col, rows = readCSV(t, filepath.Join(dir, results.AgreementFile))
+	for _, r := range rows {
+		key := "agr/" + r[col["model"]] + "/" + r[col["persona_id"]] + "/" + r[col["scale"]]
+		for _, stat := range []string{"sd", "range", "modal_share"} {
+			expect(key+"/"+stat, r[col[stat]], sameStat)
+		}
+	}
+
+	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum results.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	expect("cells", thousands(sum.Cells), equal)
+	expect("ok", thousands(sum.OK), equal)
+	expect("unparsed", thousands(sum.Unparsed), equal)
+	expect("failed", thousands(sum.Failed), equal)
+	expect("prompt_tokens", thousands(sum.PromptTokens), equal)
+	expect("completion_tokens", thousands(sum.CompletionTokens), equal)
+	expect("cost_usd", "$"+strconv.FormatFloat(sum.CostUSD, 'f', 4, 64), equal)
+	for _, m := range sum.Models {
+		expect("parse/"+m.Model+"/ok", thousands(m.OK), equal)
+		expect("parse/"+m.Model+"/unparsed", thousands(m.Unparsed), equal)
+		expect("parse/"+m.Model+"/failed", thousands(m.Failed), equal)
+		expect("parse/"+m.Model+"/rate", strconv.FormatFloat(100*float64(m.OK)/float64(m.Cells), 'f', 1, 64)+"%", equal)
+	}
+	if sum.Unparsed == 0 || sum.Failed == 0 {
+		t.Errorf("the fixed run must have unparsed and failed cells: %+v", sum)
+	}
+	if checked < 1000 {
+		t.Errorf("only %d numbers checked", checked)
+	}
+
+	// The histograms count every cell that was called, once.
+	col, rows = readCSV(t, filepath.Join(dir, results.CSVFile))
+	called, twice := 0, 0
+	for _, r := range rows {
+		if n, _ := strconv.Atoi(r[col["attempts"]]); n > 0 {
+			called++
+			if n == 2 {
+				twice++
+			}
+		}
+	}
+	for _, hist := range []string{"latency", "attempts"} {
+		re := regexp.MustCompile(`data-key="` + hist + `/(\d+)" data-count="(\d+)"`)
+		total, bars := 0, re.FindAllStringSubmatch(page, -1)
+		for _, m := range bars {
+			n, _ := strconv.Atoi(m[2])
+			total += n
+		}
+		if total != called || len(bars) < 2 {
+			t.Errorf("%s histogram: %d bars counting %d cells, want %d cells called", hist, len(bars), total, called)
+		}
+	}
+	if !strings.Contains(page, `data-key="attempts/1" data-count="`+strconv.Itoa(twice)+`"`) || twice == 0 {
+		t.Errorf("attempts histogram: the 2-attempt bar does not count the %d cells called twice", twice)
+	}
+}
+
+// TestReportIsSelfContained: the page references nothing outside itself and runs no script.
+func TestReportIsSelfContained(t *testing.T) {
+	_, page := render(t)
+	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "@import", "url(", "http://", "https://"} {
+		if i := strings.Index(strings.ToLower(page), bad); i >= 0 {
+			t.Errorf("report contains %q: %s", bad, page[max(0, i-80):min(len(page), i+80)])
+		}
+	}
+	if strings.Contains(page, "ZgotmplZ") {
+		t.Errorf("html/template rejected a value (ZgotmplZ in the output)")
+	}
+	for _, want := range []string{"IPIP-50 quickstart", "Reliability per model", "Seed agreement", "Call latency",
+		"Attempts per cell", "<svg"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// One heatmap square per model × item × persona.
+	if n := strings.Count(page, `width="14" height="14"`); n != 2*50*10 {
+		t.Errorf("%d heatmap squares, want %d", n, 2*50*10)
+	}
+}
+
+// TestReportEscapes: text from the spec lands in the page as text, never as markup.
+func TestReportEscapes(t *testing.T) {
+	spec, src := fixedRun(t)
+	spec.Name = `<script>alert("x")</script>`
+	spec.Personas[0].ID = `a"b<c>`
+	a, err := results.Analyze(context.Background(), src, spec, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<script>") || strings.Contains(b.String(), `a"b<c>`) {
+		t.Error("spec text was written unescaped")
+	}
+}
+
+func TestNiceStepAndRamp(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{{0.3, 1}, {3, 5}, {12, 20}, {47, 50}, {51, 100}, {100, 100}} {
+		if got := niceStep(c.in); got != c.want {
+			t.Errorf("niceStep(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if got := ramp(0, viridis); got != "#440154" {
+		t.Errorf("ramp(0) = %s", got)
+	}
+	if got := ramp(1, viridis); got != "#fde725" {
+		t.Errorf("ramp(1) = %s", got)
+	}
+	if got := ramp(math.NaN(), orange); got != "#ffffff" {
+		t.Errorf("ramp(NaN) = %s, want the low end", got)
+	}
+}
+
+// TestReportWithoutScales: a questionnaire without scales still gets a report, with answers and calls but no
+// scale statistics.
+func TestReportWithoutScales(t *testing.T) {
+	spec, src := fixedRun(t)
+	spec.Questionnaire.Scales = nil
+	for i := range spec.Questionnaire.Items {
+		spec.Questionnaire.Items[i].Scale = ""
+	}
+	a, err := results.Analyze(context.Background(), src, spec, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Reliability) != 0 || len(a.Agreement) != 0 {
+		t.Fatalf("%d reliability and %d agreement rows without scales", len(a.Reliability), len(a.Agreement))
+	}
+	var b bytes.Buffer
+	if err := Write(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, "The questionnaire has no scales.") || !strings.Contains(page, "(no scale)") {
+		t.Error("report without scales does not say so")
+	}
+	if n := strings.Count(page, `width="14" height="14"`); n != 2*50*10 {
+		t.Errorf("%d heatmap squares, want %d", n, 2*50*10)
+	}
+}

@@ -1,0 +1,391 @@
+package results
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/psychometrics"
+	"github.com/silicolab/silico/store"
+)
+
+// Reliability is one line of reliability.csv: how reliable one scale is for one model and seed, across the
+// personas (the respondents). See psychometrics.Alpha and psychometrics.OmegaTotal for how each number is
+// computed; they equal R psych's alpha() and omega(x, nfactors = 1, fm = "pa") on the same data.
+type Reliability struct {
+	Model     string `json:"model"`
+	Seed      int64  `json:"seed"`
+	Scale     string `json:"scale"`
+	ScaleName string `json:"scale_name"`
+	// Personas is the number of personas with at least one scored answer on the scale's items used.
+	Personas int `json:"n_personas"`
+	// Items is the number of the scale's items; ItemsUsed those with variance across personas (the rest are
+	// left out, as psych's alpha() deletes them).
+	Items     int `json:"n_items"`
+	ItemsUsed int `json:"n_items_used"`
+	// Missing is the number of persona × item answers of the scale without a score: unparsed or failed answers,
+	// cells not run, and options ignored for scale. They are missing in every statistic, never zeros.
+	Missing int `json:"n_missing"`
+	// The statistics; nil when undefined (fewer than two items with variance, or too few common answers).
+	Alpha      *float64 `json:"alpha"`
+	StdAlpha   *float64 `json:"std_alpha"`
+	AverageR   *float64 `json:"average_r"`
+	OmegaTotal *float64 `json:"omega_total"`
+}
+
+// ItemStat is one line of items.csv: one item of a scale for one model and seed, across personas.
+type ItemStat struct {
+	Model    string `json:"model"`
+	Seed     int64  `json:"seed"`
+	Scale    string `json:"scale"`
+	ItemID   string `json:"item_id"`
+	Reversed bool   `json:"reversed"`
+	// N is the number of personas with a score on the item; Mean and SD (n - 1 denominator) are over them.
+	N    int      `json:"n"`
+	Mean *float64 `json:"mean"`
+	SD   *float64 `json:"sd"`
+	// Used is false for an item without variance, left out of the scale's statistics.
+	Used bool `json:"used"`
+	// ItemRest is the correlation of the item with the sum of the scale's other items (psych r.drop);
+	// AlphaIfDropped the scale's alpha without the item (nil with fewer than three items used).
+	ItemRest       *float64 `json:"item_rest_r"`
+	AlphaIfDropped *float64 `json:"alpha_if_dropped"`
+	// ModalShare is the seed agreement of the item for this model: for each persona the share of its answered
+	// seeds that gave its most frequent answer, averaged over personas with an answer. The same on every
+	// seed's line; nil when no persona answered.
+	ModalShare *float64 `json:"modal_share"`
+}
+
+// Agreement is one line of agreement.csv: how much one persona's scale score moves between seeds, for one
+// model.
+type Agreement struct {
+	Model     string `json:"model"`
+	PersonaID string `json:"persona_id"`
+	Scale     string `json:"scale"`
+	ScaleName string `json:"scale_name"`
+	// Seeds is the number of seeds with a scale score; Mean, SD (n - 1 denominator), Min and Max are over
+	// them. SD is nil with fewer than two.
+	Seeds int      `json:"n_seeds"`
+	Mean  *float64 `json:"mean"`
+	SD    *float64 `json:"sd"`
+	Min   *float64 `json:"min"`
+	Max   *float64 `json:"max"`
+	// ModalShare averages, over the scale's items this persona answered, the share of answered seeds that
+	// gave the item's most frequent answer: 1 when every seed answered every item alike.
+	ModalShare *float64 `json:"modal_share"`
+}
+
+// Range is Max - Min, nil when there is no score.
+func (a Agreement) Range() *float64 {
+	if a.Min == nil || a.Max == nil {
+		return nil
+	}
+	return ptr(*a.Max - *a.Min)
+}
+
+// Cell status codes of CellResult.
+const (
+	CellOK uint8 = iota
+	CellUnparsed
+	CellFailed
+)
+
+// CellResult is what the analysis keeps of one cell: 24 bytes, so a run of a million cells takes 24 MB.
+type CellResult struct {
+	LatencyMS float64
+	Score     int32 // valid when Scored
+	Attempts  int32
+	Option    int16 // index of the answer in the item's options, -1 when there is none
+	Status    uint8
+	Scored    bool
+}
+
+// Analysis is everything a run's outputs say, computed in one pass over its records: the summary, scale
+// scores, reliability, item statistics and seed agreement, and the per-cell results the report plots.
+type Analysis struct {
+	Spec        *experiment.Spec
+	RunID       string
+	Summary     Summary
+	Scales      []ScaleScore
+	Reliability []Reliability
+	Items       []ItemStat
+	Agreement   []Agreement
+	// Cells holds every cell in submission order (index = cell index).
+	Cells []CellResult
+	// ScaleIDs and ScaleNames are the scored scales in output order; ItemScale maps an item index to its
+	// position in ScaleIDs, -1 for an item without a scale.
+	ScaleIDs   []string
+	ScaleNames []string
+	ItemScale  []int
+}
+
+// Analyze reads the records of a run and computes its Analysis. elapsed is the run's wall time, written to
+// the summary.
+func Analyze(ctx context.Context, src Source, spec *experiment.Spec, runID string, elapsed time.Duration) (*Analysis, error) {
+	if spec == nil {
+		return nil, errors.New("results: analyze: nil spec")
+	}
+	an := newAnalyzer(spec, runID, elapsed)
+	err := walk(ctx, src, spec, runID, func(r store.Record) error {
+		row := BuildRow(spec, runID, r)
+		an.add(&row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("results: analyze %s: %w", runID, err)
+	}
+	return an.finish(), nil
+}
+
+// analyzer accumulates an Analysis row by row.
+type analyzer struct {
+	a      *Analysis
+	sum    *summarizer
+	scales *scaleAccumulator
+}
+
+func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration) *analyzer {
+	sc := newScaleAccumulator(spec)
+	return &analyzer{
+		a: &Analysis{Spec: spec, RunID: runID, Cells: make([]CellResult, spec.NumCells()),
+			ScaleIDs: sc.scales, ScaleNames: sc.names, ItemScale: sc.itemScale},
+		sum:    newSummarizer(spec, runID, elapsed),
+		scales: sc,
+	}
+}
+
+func (an *analyzer) add(r *Row) {
+	an.sum.add(r)
+	an.scales.add(r)
+	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed}
+	switch r.Status {
+	case store.StatusOK:
+		c.Status = CellOK
+	case store.StatusUnparsed:
+		c.Status = CellUnparsed
+	}
+	if r.Score != nil {
+		c.Score, c.Scored = int32(*r.Score), true
+	}
+	if r.Status == store.StatusOK && r.OptionID != "" {
+		item := an.a.Spec.Cell(r.Index).Item
+		for k, o := range an.a.Spec.OptionsFor(item).Options {
+			if o.ID == r.OptionID {
+				c.Option = int16(k)
+				break
+			}
+		}
+	}
+	an.a.Cells[r.Index] = c
+}
+
+func (an *analyzer) finish() *Analysis {
+	a := an.a
+	a.Summary = an.sum.summary()
+	a.Scales = an.scales.scores(a.Spec)
+	a.reliability()
+	a.agreement()
+	return a
+}
+
+// Index is the cell index of (model, seed, item, persona), all indexes into the spec's slices: the inverse of
+// experiment.Spec.Cell.
+func (a *Analysis) Index(m, sd, it, p int) int {
+	s := a.Spec
+	return ((m*len(s.Seeds)+sd)*len(s.Questionnaire.Items)+it)*len(s.Personas) + p
+}
+
+// ScaleScore returns the score of scale k for (model m, persona p, seed sd): Scales is in that order.
+func (a *Analysis) ScaleScore(m, p, sd, k int) ScaleScore {
+	s := a.Spec
+	return a.Scales[((m*len(s.Personas)+p)*len(s.Seeds)+sd)*len(a.ScaleIDs)+k]
+}
+
+// AgreementOf returns the seed agreement of scale k for (model m, persona p): Agreement is in that order.
+func (a *Analysis) AgreementOf(m, p, k int) Agreement {
+	return a.Agreement[(m*len(a.Spec.Personas)+p)*len(a.ScaleIDs)+k]
+}
+
+// ScaleItems returns the indexes of the items of scale k, in questionnaire order.
+func (a *Analysis) ScaleItems(k int) []int {
+	var out []int
+	for i, s := range a.ItemScale {
+		if s == k {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// reliability fills Reliability and Items: for every model, seed and scale (in that order) the personas ×
+// items matrix of scores goes through psychometrics.
+func (a *Analysis) reliability() {
+	s := a.Spec
+	modal := a.itemModalShares()
+	for m := range s.Models {
+		for sd := range s.Seeds {
+			for k := range a.ScaleIDs {
+				items := a.ScaleItems(k)
+				x := make([][]float64, len(s.Personas))
+				missing := 0
+				for p := range s.Personas {
+					x[p] = make([]float64, len(items))
+					for j, it := range items {
+						c := a.Cells[a.Index(m, sd, it, p)]
+						if !c.Scored {
+							x[p][j] = psychometrics.Missing
+							missing++
+							continue
+						}
+						x[p][j] = float64(c.Score)
+					}
+				}
+				rel := Reliability{Model: s.Models[m].ID, Seed: s.Seeds[sd], Scale: a.ScaleIDs[k],
+					ScaleName: a.ScaleNames[k], Items: len(items), Missing: missing}
+				al, err := psychometrics.ComputeAlpha(x)
+				rel.Personas, rel.ItemsUsed = al.Respondents, len(al.Items)
+				if err == nil {
+					rel.Alpha, rel.StdAlpha, rel.AverageR = finite(al.Raw), finite(al.Std), finite(al.AverageR)
+					if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
+						rel.OmegaTotal = finite(om)
+					}
+				}
+				a.Reliability = append(a.Reliability, rel)
+				for j, it := range items {
+					st := ItemStat{Model: rel.Model, Seed: rel.Seed, Scale: rel.Scale, ItemID: s.Questionnaire.Items[it].ID,
+						Reversed: s.Questionnaire.Items[it].Reversed, ModalShare: modal[m*len(s.Questionnaire.Items)+it]}
+					st.N, st.Mean, st.SD = describe(column(x, j))
+					if pos := slices.Index(al.Items, j); pos >= 0 {
+						st.Used = true
+						if err == nil {
+							st.ItemRest, st.AlphaIfDropped = finite(al.ItemRest[pos]), finite(al.IfDropped[pos])
+						}
+					}
+					a.Items = append(a.Items, st)
+				}
+			}
+		}
+	}
+}
+
+// modalShare is, over the seeds of one (model, item, persona), the share of answered seeds that gave the most
+// frequent answer; ok is false when no seed answered.
+func (a *Analysis) modalShare(m, it, p int) (share float64, ok bool) {
+	counts := map[int16]int{}
+	n, top := 0, 0
+	for sd := range a.Spec.Seeds {
+		c := a.Cells[a.Index(m, sd, it, p)]
+		if c.Option < 0 {
+			continue
+		}
+		n++
+		counts[c.Option]++
+		top = max(top, counts[c.Option])
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return float64(top) / float64(n), true
+}
+
+// itemModalShares returns, for every (model, item) at m*items+item, the mean modal share over personas.
+func (a *Analysis) itemModalShares() []*float64 {
+	s := a.Spec
+	out := make([]*float64, len(s.Models)*len(s.Questionnaire.Items))
+	for m := range s.Models {
+		for it := range s.Questionnaire.Items {
+			var sum float64
+			n := 0
+			for p := range s.Personas {
+				if v, ok := a.modalShare(m, it, p); ok {
+					sum += v
+					n++
+				}
+			}
+			if n > 0 {
+				out[m*len(s.Questionnaire.Items)+it] = ptr(sum / float64(n))
+			}
+		}
+	}
+	return out
+}
+
+// agreement fills Agreement from the scale scores (model, persona, seed, scale order) and the answers.
+func (a *Analysis) agreement() {
+	s := a.Spec
+	for m := range s.Models {
+		for p := range s.Personas {
+			for k := range a.ScaleIDs {
+				var vals []float64
+				for sd := range s.Seeds {
+					if sc := a.ScaleScore(m, p, sd, k); sc.Mean != nil {
+						vals = append(vals, *sc.Mean)
+					}
+				}
+				ag := Agreement{Model: s.Models[m].ID, PersonaID: s.Personas[p].ID, Scale: a.ScaleIDs[k],
+					ScaleName: a.ScaleNames[k]}
+				ag.Seeds, ag.Mean, ag.SD = describe(vals)
+				if len(vals) > 0 {
+					ag.Min, ag.Max = ptr(slices.Min(vals)), ptr(slices.Max(vals))
+				}
+				var sum float64
+				n := 0
+				for _, it := range a.ScaleItems(k) {
+					if v, ok := a.modalShare(m, it, p); ok {
+						sum += v
+						n++
+					}
+				}
+				if n > 0 {
+					ag.ModalShare = ptr(sum / float64(n))
+				}
+				a.Agreement = append(a.Agreement, ag)
+			}
+		}
+	}
+}
+
+// column returns the present values of column j of x.
+func column(x [][]float64, j int) []float64 {
+	var out []float64
+	for _, row := range x {
+		if !psychometrics.IsMissing(row[j]) {
+			out = append(out, row[j])
+		}
+	}
+	return out
+}
+
+// describe returns the count, mean and sample standard deviation (n - 1 denominator, nil below two values).
+func describe(v []float64) (n int, mean, sd *float64) {
+	if len(v) == 0 {
+		return 0, nil, nil
+	}
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	m := s / float64(len(v))
+	if len(v) < 2 {
+		return len(v), &m, nil
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return len(v), &m, ptr(math.Sqrt(ss / float64(len(v)-1)))
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// finite returns &v, or nil when v is NaN or infinite.
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
