@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,8 @@ const (
 	ClassInternal = "Internal"
 	// ClassWorkerStopping ends an attempt whose worker is shutting down; the pass resumes elsewhere.
 	ClassWorkerStopping = "WorkerStopping"
+	// ClassOutputRefused ends an export whose output directory lies outside the worker's output root.
+	ClassOutputRefused = "OutputRefused"
 	// ClassUnreachable marks the cells of a model whose endpoint never answered (connection refused, DNS or TLS
 	// failure from the first calls on): a wrong base_url or a server that is not up.
 	ClassUnreachable = "Unreachable"
@@ -56,7 +59,7 @@ var DeadModelTypes = []string{
 // NonRetryableTypes are the ApplicationError types Temporal must never retry.
 var NonRetryableTypes = []string{
 	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), string(llm.ClassInvalidRequest),
-	ClassInvalidSpec, ClassBudgetExhausted, ClassUnreachable, ClassStalled, ClassClientSetup,
+	ClassInvalidSpec, ClassBudgetExhausted, ClassUnreachable, ClassStalled, ClassClientSetup, ClassOutputRefused,
 }
 
 // Retry backoff of a pass: InitialRetryInterval doubled per attempt, at most MaxRetryInterval. The workflow's
@@ -84,6 +87,8 @@ type Store interface {
 	Records(ctx context.Context, run string, start, end int) ([]store.Record, error)
 	Scan(ctx context.Context, run string, fn func(store.Record) error) error
 	DeleteFailed(ctx context.Context, run string) (int, error)
+	// SetElapsed records the run's wall time, so that exports made later from the store report it.
+	SetElapsed(ctx context.Context, run string, d time.Duration) error
 }
 
 // Models hands out the client of a model's endpoint. Clients are shared and reused.
@@ -102,7 +107,14 @@ type Activities struct {
 	// keeps the share it started with.
 	Shares Shares
 	// OutputRoot is where ExportResults writes when the run names no output directory: OutputRoot/<run id>.
-	OutputRoot string
+	// A run's own directory must lie under it, unless OutputAnywhere is set.
+	OutputRoot     string
+	OutputAnywhere bool
+	// HasSimulator says that models with provider sim reach a simulator (Models has its URL).
+	HasSimulator bool
+	// SimSettingsFixed says that the simulator is shared by every run, so a spec's simulator settings do not
+	// apply to it (a cluster worker's --sim, starter dev); the starter's own run starts one with them.
+	SimSettingsFixed bool
 	// HeartbeatEvery is how often RunSeedPass reports progress (default 1s).
 	HeartbeatEvery time.Duration
 
@@ -152,11 +164,31 @@ var controlKeys = []string{"run_id", "output", "state", "retry_failed"}
 // PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
 // value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
 // so that passes load it from the store instead of carrying it through history, and returns the run's Plan.
-// Saving the same spec again is a no-op (a resumed run); a different spec under the same id is refused.
+// Saving the same spec again is a no-op (a resumed run); a different spec under the same id is refused. It
+// refuses an output directory outside the worker's output root (see ExportResults), and warns in the worker's
+// log when the run's models need a simulator this worker lacks, or when the spec's simulator settings do not
+// apply to this worker's simulator.
 func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, error) {
 	s, err := a.prepareSpec(ctx, in)
 	if err != nil {
 		return Plan{}, err
+	}
+	if hasSpec(in.Spec) { // a fresh start, not a continuation: check and warn once per run
+		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails
+		// the run before any call is paid for.
+		var ctl struct {
+			Output string `json:"output"`
+		}
+		if json.Unmarshal(in.Spec, &ctl) == nil {
+			if _, err := a.outputDir(ExportInput{RunID: in.RunID, Dir: ctl.Output}); err != nil {
+				return Plan{}, appError(ClassOutputRefused, false, 0, err)
+			}
+		}
+		for _, w := range a.simulatorWarnings(s) {
+			if activity.IsActivity(ctx) { // tests call PrepareRun directly
+				activity.GetLogger(ctx).Warn(w, "run", in.RunID)
+			}
+		}
 	}
 	plan := planOf(s)
 	if in.RetryFailed {
@@ -251,13 +283,36 @@ func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, er
 	return s, nil
 }
 
+// simulatorWarnings says what is wrong with the simulator a spec's models get from this worker.
+func (a *Activities) simulatorWarnings(s *experiment.Spec) []string {
+	var out []string
+	var simModels []string
+	for _, m := range s.Models {
+		if m.Provider == experiment.ProviderSim && m.BaseURL == "" {
+			simModels = append(simModels, m.ID)
+		}
+	}
+	switch {
+	case len(simModels) > 0 && !a.HasSimulator:
+		out = append(out, fmt.Sprintf("THIS WORKER HAS NO SIMULATOR: models %s use provider sim and every one of their "+
+			"calls will fail (no_simulator); start the worker with --sim, or point it at a simulator with --sim-url",
+			strings.Join(simModels, ", ")))
+	case len(simModels) > 0 && s.Simulator != nil && a.SimSettingsFixed:
+		out = append(out, "the spec's simulator settings (latency, rpm, tpm, faults) do not apply: this worker's "+
+			"simulator is shared by every run and keeps the settings it was started with")
+	}
+	return out
+}
+
 // FailInput names the cells of [Start, End) of a run that must be recorded as failed when they have no result.
 type FailInput struct {
 	RunID      string
 	Start, End int
 	Class      string
-	Message    string
-	Attempts   int
+	// Code is the provider's error code of the failure (llm.Error.Code), if it has one.
+	Code     string `json:",omitempty"`
+	Message  string
+	Attempts int
 }
 
 // FailOutput says what FailUnfinished recorded, and what the range's finished cells cost.
@@ -288,7 +343,7 @@ func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *flo
 	var recs []store.Record
 	for i := in.Start; i < in.End; i++ {
 		if !have[i] {
-			recs = append(recs, store.Record{Index: i, Status: store.StatusFailed, ErrorClass: in.Class,
+			recs = append(recs, store.Record{Index: i, Status: store.StatusFailed, ErrorClass: in.Class, ErrorCode: in.Code,
 				ErrorMessage: in.Message, Attempts: in.Attempts})
 		}
 	}
@@ -323,17 +378,16 @@ const ExportHeartbeatTimeout = 10 * time.Second
 
 // ExportResults writes results.jsonl, results.csv and summary.json of the run in submission order.
 func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportOutput, error) {
+	dir, err := a.outputDir(in)
+	if err != nil {
+		return ExportOutput{}, appError(ClassOutputRefused, false, 0, err)
+	}
 	s, err := a.spec(ctx, in.RunID)
 	if err != nil {
 		return ExportOutput{}, err
 	}
-	dir := in.Dir
-	if dir == "" {
-		root := a.OutputRoot
-		if root == "" {
-			root = "out"
-		}
-		dir = filepath.Join(root, in.RunID)
+	if err := a.Store.SetElapsed(ctx, in.RunID, in.Elapsed); err != nil {
+		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
 	}
 	// Heartbeats let a rerun after a dead worker start a new export within seconds (the heartbeat timeout),
 	// not after the whole start-to-close timeout.
@@ -358,6 +412,67 @@ func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportO
 		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
 	}
 	return ExportOutput{Dir: dir, Summary: sum}, nil
+}
+
+// CheckOutput refuses, with a non-retryable OutputRefused error, an output directory ExportResults would
+// refuse; a workflow calls it before the first pass so that a run is not paid for and then left unexported.
+func (a *Activities) CheckOutput(ctx context.Context, in ExportInput) error {
+	if _, err := a.outputDir(in); err != nil {
+		return appError(ClassOutputRefused, false, 0, err)
+	}
+	return nil
+}
+
+// outputDir is where the run's outputs go: OutputRoot/<run id>, or the run's own directory. A relative directory
+// is taken relative to OutputRoot. Unless OutputAnywhere is set, the directory must lie under OutputRoot, also
+// after resolving the symbolic links of the part of it that exists.
+func (a *Activities) outputDir(in ExportInput) (string, error) {
+	root := a.OutputRoot
+	if root == "" {
+		root = "out"
+	}
+	if in.Dir == "" {
+		return filepath.Join(root, in.RunID), nil
+	}
+	if a.OutputAnywhere {
+		return in.Dir, nil
+	}
+	dir := in.Dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("output root: %w", err)
+	}
+	dir = filepath.Clean(dir)
+	if !within(absRoot, dir) || !within(resolveExisting(absRoot), resolveExisting(dir)) {
+		return "", fmt.Errorf("output directory %s is outside this worker's output root %s; "+
+			"leave output unset, name a directory under the root, or start the worker with --output-anywhere", in.Dir, absRoot)
+	}
+	return dir, nil
+}
+
+// within reports whether path is root or lies under it (both clean and absolute).
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// resolveExisting resolves the symbolic links of the longest existing prefix of path and appends the rest.
+func resolveExisting(path string) string {
+	rest := ""
+	for p := path; ; {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
 }
 
 // appError wraps err as a Temporal ApplicationError of the given class: retryable (with the provider's

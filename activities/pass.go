@@ -549,7 +549,7 @@ func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration,
 
 // failedRecord is the record of a cell whose last try failed with e.
 func failedRecord(idx int, e *llm.Error, t Tries) store.Record {
-	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(e.Class), ErrorMessage: describe(e),
+	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(e.Class), ErrorCode: e.Code, ErrorMessage: describe(e),
 		LatencyMS: t.LatencyMS, Attempts: t.Sent}
 }
 

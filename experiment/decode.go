@@ -18,7 +18,9 @@ type decoder struct {
 	// noFiles refuses the keys that name files (workflow inputs).
 	noFiles bool
 	errs    Errors
-	locs    map[string]loc
+	// notes are remarks that are not errors: keys accepted but without effect in silico.
+	notes []string
+	locs  map[string]loc
 }
 
 // loc is where a resolved field came from: its path in the source and its position.
@@ -50,6 +52,13 @@ func (d *decoder) errAt(n *node, path, format string, args ...any) {
 		e.Line, e.Column = n.where()
 	}
 	d.errs = append(d.errs, e)
+}
+
+// noteAt records a remark about the value n at path, as "file:line:col: path: msg".
+func (d *decoder) noteAt(n *node, path, msg string) {
+	e := Error{File: d.file, Field: path, Msg: msg}
+	e.Line, e.Column = n.where()
+	d.notes = append(d.notes, e.Error())
 }
 
 func (d *decoder) mark(resolved, src string, n *node) {

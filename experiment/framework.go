@@ -33,9 +33,14 @@ func (d *decoder) framework(root *node, s *Spec) {
 	s.Description = d.str(f["description"], "description")
 	s.BudgetUSD = d.number(f["budget_usd"], "budget_usd")
 	if p := f["parameters"]; p != nil {
-		if pf := d.fields(p, "parameters", "seeds"); pf != nil {
+		if pf := d.fields(p, "parameters", "seeds", "lazy_load_models"); pf != nil {
 			s.Seeds = d.seeds(pf["seeds"], "parameters.seeds")
 			d.mark("seeds", "parameters.seeds", pf["seeds"])
+			if v := pf["lazy_load_models"]; v != nil {
+				d.boolean(v, "parameters.lazy_load_models")
+				d.noteAt(v, "parameters.lazy_load_models", "accepted and ignored: it loads local models one at a time, "+
+					"and silico loads none (every model is called over HTTP)")
+			}
 		}
 	}
 	if m := f["models"]; m != nil {

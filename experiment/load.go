@@ -84,6 +84,7 @@ func parse(data []byte, d *decoder, control []string) (*Spec, error) {
 		errs.sortByPosition()
 		return nil, errs
 	}
+	s.Notes = d.notes
 	return s, nil
 }
 

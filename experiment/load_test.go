@@ -171,6 +171,17 @@ func TestSpecMistakes(t *testing.T) {
 			files: map[string]string{"items.csv": "id,text,scale,keyed\n1,I talk.,E,+\n2,I listen.,N,-\n"}, field: "questionnaire.items[1].scale", file: "items.csv", line: 3, msg: "unknown scale"},
 		{name: "items CSV unknown column", old: "§  items:\n|run:", new: "  items: {file: items.csv}\n",
 			files: map[string]string{"items.csv": "id,question,scale\n1,I talk.,E\n"}, field: "questionnaire.items.file", file: "items.csv", line: 1, msg: `did you mean "text"?`},
+		{name: "key in base_url query", old: "name: sim-model\n", new: "name: sim-model\n    base_url: \"https://api.example/v1?api_key=SECRET123\"\n",
+			field: "models[1].base_url", at: "base_url", msg: `query parameter "api_key"`},
+		{name: "key in base_url user info", old: "name: sim-model\n", new: "name: sim-model\n    base_url: \"https://me:SECRET123@api.example/v1\"\n",
+			field: "models[1].base_url", at: "base_url", msg: "user info"},
+		{name: "token in base_url", old: "name: sim-model\n", new: "name: sim-model\n    base_url: \"http://localhost:8080/v1?access_token=SECRET123\"\n",
+			field: "models[1].base_url", at: "base_url", msg: `query parameter "access_token"`},
+		{name: "framework key in base_url", doc: `{"name":"x","parameters":{"seeds":[1]},
+"models":{"gemini":{"type":"google","name_or_path":"gemini-2.0-flash","base_url":"https://generativelanguage.googleapis.com/v1beta/openai/?key=SECRET123"}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","default_answer_options":{"1":{"text":"No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`,
+			field: "models.gemini.base_url", at: `"base_url"`, msg: `query parameter "key"`},
 		{name: "framework api key", doc: `{"name":"x","parameters":{"seeds":[1]},
 "models":{"gpt":{"type":"openai","name_or_path":"gpt-4o","api_key":"sk-123"}},
 "demographic_profiles":{"a":{"attributes":{"name":"A"}}},
@@ -255,6 +266,9 @@ func TestSpecMistakes(t *testing.T) {
 			}
 			if want > 0 && got.Line != want {
 				t.Errorf("Line = %d, want %d (%v)", got.Line, want, got)
+			}
+			if strings.Contains(err.Error(), "SECRET123") {
+				t.Errorf("error prints the secret: %v", err)
 			}
 			if want > 0 && !strings.HasPrefix(got.Error(), wantFile+":") {
 				t.Errorf("Error() = %q, want it to start with the file", got.Error())

@@ -27,6 +27,10 @@ type Spec struct {
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Simulator configures the built-in simulator for models with provider "sim" (in-process runs only).
 	Simulator *SimulatorSettings `json:"simulator,omitempty"`
+	// Notes are remarks of Parse that are not errors ("file:line:col: field: text"), such as a key of the
+	// seed-000 framework's files that is accepted but has no effect here. Commands print them; they are never
+	// serialised, so they do not change the spec's hash or its run.
+	Notes []string `json:"-"`
 
 	// rt caches the templates compiled by Validate, so Render does no parsing per call. Never serialised.
 	rt *compiled

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -188,8 +189,12 @@ func (s *Spec) checkModels(errs *Errors) {
 		}
 		if m.BaseURL != "" {
 			u, err := url.Parse(m.BaseURL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				errs.add(p+".base_url", "%q is not an http(s) URL; want e.g. \"http://localhost:11434/v1\"", m.BaseURL)
+			switch secret := BaseURLSecret(m.BaseURL); {
+			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+				errs.add(p+".base_url", "%q is not an http(s) URL; want e.g. \"http://localhost:11434/v1\"", publicURL(m.BaseURL))
+			case secret != "":
+				errs.add(p+".base_url", "carries a credential in its %s; a URL is stored in the run's history and logs: "+
+					"put the key in an environment variable of the worker and name that variable with api_key_env, e.g. api_key_env: OPENAI_API_KEY", secret)
 			}
 		}
 		if m.APIKeyEnv != "" && !envName.MatchString(m.APIKeyEnv) {
@@ -356,4 +361,46 @@ func (s *Spec) checkRun(errs *Errors) {
 			errs.add("run.cumulative", "cumulative mode needs a chat prompt whose first message has role \"system\" and the second role \"user\" (earlier answers go between them)")
 		}
 	}
+}
+
+// secretParams are query parameters that carry credentials, compared after lower-casing and removing '-' and
+// '_' ("api-key", "API_KEY" and "apikey" are one name). Names ending in "key", "token", "secret", "password" or
+// "signature" count too (x-goog-api-key, sessiontoken, ...); "api-version" and the like do not.
+var secretParams = []string{"key", "auth", "authorization", "bearer", "sig", "code", "pass", "passwd", "pwd", "credential", "credentials"}
+
+var secretSuffixes = []string{"key", "token", "secret", "password", "signature"}
+
+// BaseURLSecret reports where a base URL carries a credential: "user info" for user:password@host, "query
+// parameter \"key\"" for ?key=..., "" when it carries none. A key belongs in the worker's environment (see
+// api_key_env): a URL is stored in the spec, the workflow history and the logs.
+func BaseURLSecret(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return ""
+	}
+	if u.User != nil {
+		return "user info"
+	}
+	for name := range u.Query() {
+		n := strings.NewReplacer("-", "", "_", "", ".", "").Replace(strings.ToLower(name))
+		if slices.Contains(secretParams, n) {
+			return fmt.Sprintf("query parameter %q", name)
+		}
+		for _, suf := range secretSuffixes {
+			if strings.HasSuffix(n, suf) {
+				return fmt.Sprintf("query parameter %q", name)
+			}
+		}
+	}
+	return ""
+}
+
+// publicURL is raw without user info, query and fragment: what an error message may show of a base URL.
+func publicURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return redact(raw)
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }

@@ -1,10 +1,12 @@
 package llm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -97,7 +99,7 @@ func (c *Client) GoString() string { return c.String() }
 // Chat sends one chat completion request. Its error is always an *Error (see Classify), with RetryAfter taken
 // from the response's Retry-After, retry-after-ms or x-ratelimit-reset-* headers.
 func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
-	capt := &capture{cellID: req.CellID}
+	capt := &capture{cellID: req.CellID, patch: bodyPatch(req.Params)}
 	ctx = context.WithValue(ctx, captureKey{}, capt)
 
 	resp, err := c.oc.CreateChatCompletion(ctx, chatRequest(req))
@@ -111,7 +113,8 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		}, capt)
 	}
 	out := Response{
-		Text:             resp.Choices[0].Message.Content,
+		// A server may echo the request (Authorization header included) in its answer.
+		Text:             c.redact(resp.Choices[0].Message.Content),
 		PromptTokens:     resp.Usage.PromptTokens,
 		CompletionTokens: resp.Usage.CompletionTokens,
 		RateLimit:        ParseRateLimit(capt.header),
@@ -119,18 +122,10 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	return out, nil
 }
 
-// fail classifies err, adds what the response headers said, and removes the key from every message.
+// fail classifies err, adds what the response headers said, and removes the key from every string the
+// provider returned: the error's code, type, param and message, a non-JSON body and the status line.
 func (c *Client) fail(err error, capt *capture) *Error {
-	// go-openai built these errors for this call alone, so scrubbing them in place is safe and keeps the key
-	// out of the whole Unwrap chain, not only out of our own message.
-	var apiErr *openai.APIError
-	if errors.As(err, &apiErr) {
-		apiErr.Message = c.redact(apiErr.Message)
-	}
-	var reqErr *openai.RequestError
-	if errors.As(err, &reqErr) {
-		reqErr.Body = []byte(c.redact(string(reqErr.Body)))
-	}
+	scrub(err, c.redact)
 	e := Classify(err)
 	if e.Status == 0 && capt.status != 0 {
 		e.Status = capt.status
@@ -139,11 +134,39 @@ func (c *Client) fail(err error, capt *capture) *Error {
 			e.Class = classOfStatus(capt.status, "", "", "")
 		}
 	}
+	e.Code = c.redact(e.Code)
 	e.Message = c.redact(e.Message)
 	if e.RetryAfter == 0 {
 		e.RetryAfter = retryDelay(capt.header, e.Status, c.now())
 	}
 	return e
+}
+
+// scrub applies redact to every provider-supplied string of the go-openai errors in err's chain. go-openai
+// built these errors for this call alone, so scrubbing them in place is safe; it keeps the key out of the whole
+// Unwrap chain (which Temporal records level by level as the failure's causes), not only out of our own text.
+func scrub(err error, redact func(string) string) {
+	for x := err; x != nil; x = errors.Unwrap(x) {
+		switch v := x.(type) {
+		case *openai.APIError:
+			v.Message = redact(v.Message)
+			v.Type = redact(v.Type)
+			v.HTTPStatus = redact(v.HTTPStatus)
+			if v.Param != nil {
+				p := redact(*v.Param)
+				v.Param = &p
+			}
+			if v.Code != nil {
+				v.Code = redact(codeString(v.Code))
+			}
+			if v.InnerError != nil {
+				v.InnerError.Code = redact(v.InnerError.Code)
+			}
+		case *openai.RequestError:
+			v.Body = []byte(redact(string(v.Body)))
+			v.HTTPStatus = redact(v.HTTPStatus)
+		}
+	}
 }
 
 // reasoningPrefixes are models that reject max_tokens and want max_completion_tokens.
@@ -157,12 +180,13 @@ func chatRequest(req Request) openai.ChatCompletionRequest {
 	}
 	seed := int(req.Seed)
 	out := openai.ChatCompletionRequest{
-		Model:       req.Model,
-		Messages:    msgs,
-		Seed:        &seed,
-		Stop:        req.Params.Stop,
-		Temperature: explicitFloat(req.Params.Temperature),
-		TopP:        explicitFloat(req.Params.TopP),
+		Model:    req.Model,
+		Messages: msgs,
+		Seed:     &seed,
+		Stop:     req.Params.Stop,
+		// What go-openai's checks of reasoning models see; the values sent are bodyPatch's.
+		Temperature: float32From(req.Params.Temperature),
+		TopP:        float32From(req.Params.TopP),
 	}
 	if n := req.Params.MaxTokens; n > 0 {
 		reasoning := false
@@ -179,18 +203,51 @@ func chatRequest(req Request) openai.ChatCompletionRequest {
 	return out
 }
 
-// explicitFloat converts an optional parameter for go-openai, whose float fields are "omitempty": an explicit 0
-// (temperature 0, the usual choice for reproducible runs) would silently be dropped and the provider's default
-// (1.0) used. It is sent as the smallest positive float32 instead, which go-openai's documentation recommends
-// and providers treat as 0.
-func explicitFloat(p *float64) float32 {
+func float32From(p *float64) float32 {
 	if p == nil {
 		return 0
 	}
-	if *p == 0 {
-		return math.SmallestNonzeroFloat32
-	}
 	return float32(*p)
+}
+
+// bodyPatch returns the fields the request body must carry exactly as the spec set them. go-openai's float
+// fields are float32 and "omitempty": an explicit 0 (temperature 0, the usual choice for reproducible runs)
+// would be dropped and the provider's default (1.0) used, and float32 would round other values. The HTTP layer
+// writes these fields into the body go-openai encoded (see capturingDoer).
+func bodyPatch(p experiment.Params) map[string]float64 {
+	var patch map[string]float64
+	set := func(k string, v *float64) {
+		if v == nil {
+			return
+		}
+		if patch == nil {
+			patch = make(map[string]float64, 2)
+		}
+		patch[k] = *v
+	}
+	set("temperature", p.Temperature)
+	set("top_p", p.TopP)
+	return patch
+}
+
+// patchBody sets the fields of patch in the JSON object body.
+func patchBody(body []byte, patch map[string]float64) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, fmt.Errorf("patch request body: %w", err)
+	}
+	for k, v := range patch {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("patch request body: %s: %w", k, err)
+		}
+		obj[k] = b
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("patch request body: %w", err)
+	}
+	return out, nil
 }
 
 // capture carries one call's cell id to the HTTP layer and the response's status and headers back from it.
@@ -198,14 +255,16 @@ func explicitFloat(p *float64) float32 {
 // request's context: one per call, nothing shared.
 type capture struct {
 	cellID string
+	patch  map[string]float64
 	status int
 	header http.Header
 }
 
 type captureKey struct{}
 
-// capturingDoer is the go-openai HTTPDoer: it sets the cell header and records status and headers into the
-// request's capture. It wraps the shared *http.Client without touching it.
+// capturingDoer is the go-openai HTTPDoer: it sets the cell header, writes the capture's patch into the body,
+// and records status and headers into the request's capture. It wraps the shared *http.Client without touching
+// it.
 type capturingDoer struct{ hc *http.Client }
 
 // Do sends r with the shared client.
@@ -213,6 +272,19 @@ func (d capturingDoer) Do(r *http.Request) (*http.Response, error) {
 	capt, _ := r.Context().Value(captureKey{}).(*capture)
 	if capt != nil && capt.cellID != "" {
 		r.Header.Set(CellHeader, capt.cellID)
+	}
+	if capt != nil && len(capt.patch) > 0 && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		_ = r.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read request body: %w", err)
+		}
+		if body, err = patchBody(body, capt.patch); err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	resp, err := d.hc.Do(r)
 	if capt != nil && resp != nil {

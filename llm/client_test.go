@@ -294,10 +294,10 @@ func TestChatRequestAndResponse(t *testing.T) {
 	if s, ok := got.body["seed"].(float64); !ok || s != 7 {
 		t.Errorf("seed = %v, want 7", got.body["seed"])
 	}
-	if tmp, ok := got.body["temperature"].(float64); !ok || tmp > 1e-30 {
-		t.Errorf("temperature = %v, want (practically) 0 sent explicitly", got.body["temperature"])
+	if tmp, ok := got.body["temperature"].(float64); !ok || tmp != 0 {
+		t.Errorf("temperature = %v, want 0 sent explicitly", got.body["temperature"])
 	}
-	if p, ok := got.body["top_p"].(float64); !ok || p < 0.89 || p > 0.91 {
+	if p, ok := got.body["top_p"].(float64); !ok || p != 0.9 {
 		t.Errorf("top_p = %v, want 0.9", got.body["top_p"])
 	}
 	if m, ok := got.body["max_tokens"].(float64); !ok || m != 5 {

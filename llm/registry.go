@@ -3,6 +3,8 @@ package llm
 import (
 	"fmt"
 	"net/http"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,9 +23,10 @@ const (
 // and reusing it afterwards, so all calls to an endpoint share one client and its connections. It is safe for
 // concurrent use.
 type Registry struct {
-	hc      *http.Client
-	getenv  func(string) string
-	simBase string
+	hc       *http.Client
+	getenv   func(string) string
+	simBase  string
+	keyAllow []string
 
 	mu      sync.Mutex
 	clients map[endpoint]*Client
@@ -31,10 +34,64 @@ type Registry struct {
 
 type endpoint struct{ provider, baseURL, keyEnv string }
 
+// DefaultKeyEnvAllow is the allow-list of a registry given none, as ParseKeyEnvAllow reads it: only variables
+// whose names end in _API_KEY may be used as keys. Names ending in _TOKEN are left out on purpose, because cloud
+// and CI credentials (AWS_SESSION_TOKEN, VAULT_TOKEN, GITHUB_TOKEN) are named that way; a worker that needs such
+// a variable (HF_TOKEN) names it in its allow-list.
+const DefaultKeyEnvAllow = "*_API_KEY"
+
+// Option configures a Registry.
+type Option func(*Registry)
+
+// WithKeyEnvAllow sets the glob patterns (path.Match syntax, case-sensitive) of the environment variables a
+// model's api_key_env may name. Anyone who can start a workflow chooses api_key_env and base_url, so without
+// this list a spec could make the worker send any of its variables to any server. An empty list allows none.
+func WithKeyEnvAllow(patterns []string) Option {
+	return func(r *Registry) { r.keyAllow = slices.Clone(patterns) }
+}
+
+// ParseKeyEnvAllow reads an allow-list written as comma-separated patterns ("*_API_KEY,HF_TOKEN"); blanks are
+// dropped, and "" is the empty list, which allows no variable.
+func ParseKeyEnvAllow(s string) ([]string, error) {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out, CheckKeyEnvAllow(out)
+}
+
+// CheckKeyEnvAllow reports a malformed pattern of an allow-list.
+func CheckKeyEnvAllow(patterns []string) error {
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("api key variable pattern %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // NewRegistry returns a registry whose clients share hc. getenv looks up API keys (os.Getenv in a worker, a map
 // in tests); simBaseURL is the simulator's base URL ("http://127.0.0.1:8089/v1"), empty when no simulator runs.
-func NewRegistry(hc *http.Client, getenv func(string) string, simBaseURL string) *Registry {
-	return &Registry{hc: hc, getenv: getenv, simBase: simBaseURL, clients: make(map[endpoint]*Client)}
+// Without WithKeyEnvAllow, DefaultKeyEnvAllow applies.
+func NewRegistry(hc *http.Client, getenv func(string) string, simBaseURL string, opts ...Option) *Registry {
+	r := &Registry{hc: hc, getenv: getenv, simBase: simBaseURL, keyAllow: []string{DefaultKeyEnvAllow},
+		clients: make(map[endpoint]*Client)}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// keyEnvAllowed reports whether name matches the allow-list.
+func (r *Registry) keyEnvAllowed(name string) bool {
+	for _, p := range r.keyAllow {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // String describes the registry without any key.
@@ -75,6 +132,17 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 			Message: fmt.Sprintf("model %q: unknown provider %q (want %q or %q)", m.ID, m.Provider, ProviderOpenAI, ProviderSim)}
 	}
 
+	if where := experiment.BaseURLSecret(ep.baseURL); where != "" {
+		return nil, &Error{Class: ClassInvalidRequest, Code: "key_in_base_url",
+			Message: fmt.Sprintf("model %q: the base URL carries a credential in its %s; name an environment variable of the worker with api_key_env instead", m.ID, where)}
+	}
+	if ep.keyEnv != "" && !r.keyEnvAllowed(ep.keyEnv) {
+		return nil, &Error{Class: ClassAuth, Code: "api_key_env_not_allowed",
+			Message: fmt.Sprintf("model %q: this worker does not allow api_key_env %s (allowed: %s); "+
+				"the worker's --api-key-env-allow flag or SILICO_API_KEY_ENV_ALLOW variable lists the variables that may be used as keys",
+				m.ID, ep.keyEnv, allowString(r.keyAllow))}
+	}
+
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients[ep]; ok {
@@ -91,4 +159,11 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 	c := NewClient(ep.baseURL, key, r.hc)
 	r.clients[ep] = c
 	return c, nil
+}
+
+func allowString(patterns []string) string {
+	if len(patterns) == 0 {
+		return "none"
+	}
+	return strings.Join(patterns, ", ")
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegistryReusesOneClientPerEndpoint(t *testing.T) {
-	env := map[string]string{"KEY_A": "sk-aaaaaaaaaaaa", "KEY_B": "sk-bbbbbbbbbbbb"}
+	env := map[string]string{"A_API_KEY": "sk-aaaaaaaaaaaa", "B_API_KEY": "sk-bbbbbbbbbbbb"}
 	var lookups int
 	var mu sync.Mutex
 	reg := NewRegistry(nil, func(k string) string {
@@ -28,15 +28,15 @@ func TestRegistryReusesOneClientPerEndpoint(t *testing.T) {
 		}
 		return c
 	}
-	a1 := get(experiment.Model{ID: "a", Name: "gpt-4o", APIKeyEnv: "KEY_A"})
-	a2 := get(experiment.Model{ID: "a-mini", Name: "gpt-4o-mini", Provider: "openai", APIKeyEnv: "KEY_A"})
+	a1 := get(experiment.Model{ID: "a", Name: "gpt-4o", APIKeyEnv: "A_API_KEY"})
+	a2 := get(experiment.Model{ID: "a-mini", Name: "gpt-4o-mini", Provider: "openai", APIKeyEnv: "A_API_KEY"})
 	if a1 != a2 {
 		t.Errorf("two models of one endpoint got two clients")
 	}
 	if a1.baseURL != DefaultOpenAIBaseURL {
 		t.Errorf("default base URL = %q, want %q", a1.baseURL, DefaultOpenAIBaseURL)
 	}
-	if b := get(experiment.Model{ID: "b", Name: "gpt-4o", APIKeyEnv: "KEY_B"}); b == a1 {
+	if b := get(experiment.Model{ID: "b", Name: "gpt-4o", APIKeyEnv: "B_API_KEY"}); b == a1 {
 		t.Errorf("another key variable shared a client")
 	}
 	local := get(experiment.Model{ID: "l", Name: "qwen2.5", BaseURL: "http://localhost:11434/v1"})

@@ -106,7 +106,7 @@ func TestExportOrderMissingCellsAndScores(t *testing.T) {
 	src := sliceSource{recs: []store.Record{
 		ok(5, "dk"), ok(0, "3"), ok(2, "3"), ok(4, "y"),
 		{Index: 3, Status: store.StatusUnparsed, Raw: "2 or 3?", Candidates: "2,3", Attempts: 1},
-		{Index: 23, Status: store.StatusFailed, ErrorClass: "InvalidRequest", ErrorMessage: "context too long", Attempts: 1},
+		{Index: 23, Status: store.StatusFailed, ErrorClass: "InvalidRequest", ErrorCode: "context_length_exceeded", ErrorMessage: "context too long", Attempts: 1},
 	}}
 	dir := t.TempDir()
 	if _, err := Export(context.Background(), src, spec, "run-1", dir, time.Second); err != nil {
@@ -141,6 +141,13 @@ func TestExportOrderMissingCellsAndScores(t *testing.T) {
 			t.Errorf("row %d = status %q option %q %q score %v class %q; want %q %q %q %v %q", tc.index,
 				r.Status, r.OptionID, r.OptionText, r.Score, r.ErrorClass, tc.status, tc.option, tc.txt, tc.score, tc.errClass)
 		}
+	}
+	if r := rows[23]; r.ErrorCode != "context_length_exceeded" {
+		t.Errorf("row 23 error_code = %q, want the provider's code", r.ErrorCode)
+	}
+	csvRows := readCSV(t, filepath.Join(dir, CSVFile))
+	if i := slices.Index(csvRows[0], "error_code"); i < 0 || csvRows[0][i-1] != "error_class" || csvRows[24][i] != "context_length_exceeded" {
+		t.Errorf("results.csv: error_code column at %d after %v, row 23 %v; want it right after error_class", i, csvRows[0], csvRows[24])
 	}
 	if r := rows[1]; r.ErrorMessage != "no result recorded" {
 		t.Errorf("missing cell message = %q, want %q", r.ErrorMessage, "no result recorded")
@@ -180,7 +187,7 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if rows[0].Raw != nasty {
 		t.Fatalf("JSONL raw = %q, want %q", rows[0].Raw, nasty)
 	}
-	if got := recs[1][19:21]; !slices.Equal(got, []string{"0.00012346", "1234.6"}) {
+	if got := recs[1][20:22]; !slices.Equal(got, []string{"0.00012346", "1234.6"}) {
 		t.Fatalf("cost, latency = %q, want 0.00012346, 1234.6", got)
 	}
 	if got := recs[2][13]; got != "2" {

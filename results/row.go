@@ -43,9 +43,11 @@ type Row struct {
 	OptionText string `json:"option_text"`
 	// Score is the option's weight, reversed where the item is; nil when the cell has none (not ok, or an
 	// option ignored for scale). Empty in CSV, null in JSON.
-	Score            *int    `json:"score"`
-	Raw              string  `json:"raw"`
-	ErrorClass       string  `json:"error_class"`
+	Score      *int   `json:"score"`
+	Raw        string `json:"raw"`
+	ErrorClass string `json:"error_class"`
+	// ErrorCode is the provider's error code or type of a failed call (secrets removed), empty otherwise.
+	ErrorCode        string  `json:"error_code"`
 	ErrorMessage     string  `json:"error_message"`
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
@@ -58,15 +60,15 @@ type Row struct {
 // Header returns the CSV header: the column names in order, the same as the JSON keys.
 func Header() []string {
 	return []string{"run_id", "index", "cell_id", "model", "seed", "item_id", "item_text", "scale", "reversed",
-		"persona_id", "status", "option_id", "option_text", "score", "raw", "error_class", "error_message",
-		"prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "cached"}
+		"persona_id", "status", "option_id", "option_text", "score", "raw", "error_class", "error_code",
+		"error_message", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "cached"}
 }
 
 // Positions in Header of the columns that are facts of one run rather than of the cell.
 const (
 	colRunID     = 0
-	colLatencyMS = 20
-	colAttempts  = 21
+	colLatencyMS = 21
+	colAttempts  = 22
 )
 
 // BuildRow makes the row of record r of a run. r.Index must be a cell of spec (0 <= Index < spec.NumCells()).
@@ -88,6 +90,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		OptionID:         r.OptionID,
 		Raw:              r.Raw,
 		ErrorClass:       r.ErrorClass,
+		ErrorCode:        r.ErrorCode,
 		ErrorMessage:     r.ErrorMessage,
 		PromptTokens:     r.PromptTokens,
 		CompletionTokens: r.CompletionTokens,
@@ -125,7 +128,7 @@ func (r Row) Values() []string {
 	}
 	return []string{r.RunID, strconv.Itoa(r.Index), r.CellID, r.Model, strconv.FormatInt(r.Seed, 10), r.ItemID,
 		r.ItemText, r.Scale, strconv.FormatBool(r.Reversed), r.PersonaID, r.Status, r.OptionID, r.OptionText, score,
-		r.Raw, r.ErrorClass, r.ErrorMessage, strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens),
+		r.Raw, r.ErrorClass, r.ErrorCode, r.ErrorMessage, strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens),
 		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.FormatBool(r.Cached)}
 }
 
@@ -162,6 +165,7 @@ type rowJSON struct {
 	Score            *int        `json:"score"`
 	Raw              string      `json:"raw"`
 	ErrorClass       string      `json:"error_class"`
+	ErrorCode        string      `json:"error_code"`
 	ErrorMessage     string      `json:"error_message"`
 	PromptTokens     int         `json:"prompt_tokens"`
 	CompletionTokens int         `json:"completion_tokens"`
@@ -173,8 +177,8 @@ type rowJSON struct {
 
 func (r Row) jsonForm() rowJSON {
 	return rowJSON{r.RunID, r.Index, r.CellID, r.Model, r.Seed, r.ItemID, r.ItemText, r.Scale, r.Reversed,
-		r.PersonaID, r.Status, r.OptionID, r.OptionText, r.Score, r.Raw, r.ErrorClass, r.ErrorMessage,
-		r.PromptTokens, r.CompletionTokens, json.Number(formatCost(r.CostUSD)), json.Number(formatLatency(r.LatencyMS)),
+		r.PersonaID, r.Status, r.OptionID, r.OptionText, r.Score, r.Raw, r.ErrorClass, r.ErrorCode,
+		r.ErrorMessage, r.PromptTokens, r.CompletionTokens, json.Number(formatCost(r.CostUSD)), json.Number(formatLatency(r.LatencyMS)),
 		r.Attempts, r.Cached}
 }
 

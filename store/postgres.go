@@ -56,7 +56,7 @@ const pgMigrateLock = 0x5111c0
 
 // pgCellColumns are the columns Records and Scan read, in the order scanPGRecord takes them.
 const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
-	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached`
+	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, error_code`
 
 // pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
 // of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A
@@ -67,13 +67,13 @@ const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, err
 const pgUpsert = `WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)
 INSERT INTO silico_cells (run, ` + pgCellColumns + `)
 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[])
+	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[], $15::text[])
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
 	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached
+	cached = excluded.cached, error_code = excluded.error_code
 WHERE excluded.status <> 'failed' OR silico_cells.status = 'failed'`
 
 // Postgres is the results store in a PostgreSQL database, shared by any number of worker processes on any
@@ -250,7 +250,7 @@ func (p *Postgres) Put(ctx context.Context, run string, recs []Record) error {
 	}
 	c := newPGColumns(mergeByIndex(recs))
 	if _, err := p.pool.Exec(ctx, pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
-		c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached); err != nil {
+		c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode); err != nil {
 		return fmt.Errorf("store: put %s: %d records: %w", run, len(recs), err)
 	}
 	return nil
@@ -280,6 +280,7 @@ func mergeByIndex(recs []Record) []Record {
 type pgColumns struct {
 	idx, promptTokens, completionTokens, attempts               []int64
 	status, optionID, raw, candidates, errorClass, errorMessage []string
+	errorCode                                                   []string
 	costUSD, latencyMS                                          []float64
 	cached                                                      []bool
 }
@@ -289,14 +290,14 @@ func newPGColumns(recs []Record) pgColumns {
 	c := pgColumns{
 		idx: make([]int64, n), promptTokens: make([]int64, n), completionTokens: make([]int64, n), attempts: make([]int64, n),
 		status: make([]string, n), optionID: make([]string, n), raw: make([]string, n), candidates: make([]string, n),
-		errorClass: make([]string, n), errorMessage: make([]string, n),
+		errorClass: make([]string, n), errorMessage: make([]string, n), errorCode: make([]string, n),
 		costUSD: make([]float64, n), latencyMS: make([]float64, n), cached: make([]bool, n),
 	}
 	for i, r := range recs {
 		c.idx[i], c.promptTokens[i], c.completionTokens[i], c.attempts[i] =
 			int64(r.Index), int64(r.PromptTokens), int64(r.CompletionTokens), int64(r.Attempts)
 		c.status[i], c.optionID[i], c.raw[i], c.candidates[i] = r.Status, r.OptionID, r.Raw, r.Candidates
-		c.errorClass[i], c.errorMessage[i] = r.ErrorClass, r.ErrorMessage
+		c.errorClass[i], c.errorMessage[i], c.errorCode[i] = r.ErrorClass, r.ErrorMessage, r.ErrorCode
 		c.costUSD[i], c.latencyMS[i], c.cached[i] = r.CostUSD, r.LatencyMS, r.Cached
 	}
 	return c
@@ -351,7 +352,7 @@ func scanPGRecords(rows pgx.Rows, out []Record) ([]Record, error) {
 	for rows.Next() {
 		var r Record
 		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
-			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached); err != nil {
+			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ErrorCode); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

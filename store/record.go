@@ -21,8 +21,11 @@ type Record struct {
 	// Raw is the model's text, always kept.
 	Raw string `json:"raw,omitempty"`
 	// Candidates lists the tied options of an unparsed answer, comma-separated.
-	Candidates       string  `json:"candidates,omitempty"`
-	ErrorClass       string  `json:"error_class,omitempty"`
+	Candidates string `json:"candidates,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	// ErrorCode is the provider's error code or type ("rate_limit_exceeded", "context_length_exceeded"), or
+	// the kind of a transport failure ("timeout"), secrets removed; empty when there was none.
+	ErrorCode        string  `json:"error_code,omitempty"`
 	ErrorMessage     string  `json:"error_message,omitempty"`
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`

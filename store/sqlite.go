@@ -22,8 +22,18 @@ var ErrNotFound = errors.New("store: not found")
 // ErrSpecConflict is returned by SaveRun when a different spec is already saved under the run id.
 var ErrSpecConflict = errors.New("a different spec is already saved under this run id")
 
-// schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema.
-const schemaVersion = 1
+// schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
+// migrates an older one (see migrations).
+const schemaVersion = 2
+
+// migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
+var migrations = []string{
+	// 1 → 2: the provider's error code of a failed cell; the run's elapsed time (unknown, 0, for the runs a
+	// version 1 file holds: they may have ended long ago, so the time since their creation would be wrong).
+	`ALTER TABLE cells ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE runs ADD COLUMN elapsed_ms INTEGER;
+	 UPDATE runs SET elapsed_ms = 0;`,
+}
 
 // busyTimeout is how long a statement waits for another connection or process holding the write lock.
 // A batch of a few hundred records commits in milliseconds, so this is only reached when something is stuck.
@@ -33,7 +43,9 @@ const schema = `
 CREATE TABLE IF NOT EXISTS runs (
 	run     TEXT PRIMARY KEY,
 	spec    BLOB,
-	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+	-- elapsed_ms is the run's wall time as its workflow measured it when it exported; NULL before that.
+	elapsed_ms INTEGER
 );
 CREATE TABLE IF NOT EXISTS cells (
 	run               TEXT    NOT NULL REFERENCES runs(run) ON DELETE CASCADE,
@@ -43,6 +55,7 @@ CREATE TABLE IF NOT EXISTS cells (
 	raw               TEXT    NOT NULL DEFAULT '',
 	candidates        TEXT    NOT NULL DEFAULT '',
 	error_class       TEXT    NOT NULL DEFAULT '',
+	error_code        TEXT    NOT NULL DEFAULT '',
 	error_message     TEXT    NOT NULL DEFAULT '',
 	prompt_tokens     INTEGER NOT NULL DEFAULT 0,
 	completion_tokens INTEGER NOT NULL DEFAULT 0,
@@ -54,14 +67,15 @@ CREATE TABLE IF NOT EXISTS cells (
 ) WITHOUT ROWID;
 `
 
-const cellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
+const cellColumns = `idx, status, option_id, raw, candidates, error_class, error_code, error_message,
 	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached`
 
 const upsertCell = `INSERT INTO cells (run, ` + cellColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
-	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
+	candidates = excluded.candidates, error_class = excluded.error_class, error_code = excluded.error_code,
+	error_message = excluded.error_message,
 	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
 	cached = excluded.cached
@@ -143,6 +157,20 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if v > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this program's %d: upgrade silico", v, schemaVersion)
 	}
+	var tables int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cells'").Scan(&tables); err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	if tables > 0 {
+		if v == 0 {
+			v = 1 // the first schema did not always record its version
+		}
+		for ; v < schemaVersion; v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+				return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+			}
+		}
+	}
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
@@ -218,6 +246,46 @@ func (s *SQLite) LoadRun(ctx context.Context, run string) ([]byte, error) {
 	return spec, nil
 }
 
+// SetElapsed records the wall time of a run (from its start to its export), for exports made later from the
+// store alone. The run need not exist yet.
+func (s *SQLite) SetElapsed(ctx context.Context, run string, d time.Duration) error {
+	tx, end, err := s.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("store: set elapsed %s: %w", run, err)
+	}
+	defer end()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO runs (run, elapsed_ms) VALUES (?, ?)
+		ON CONFLICT (run) DO UPDATE SET elapsed_ms = excluded.elapsed_ms`, run, d.Milliseconds()); err != nil {
+		return fmt.Errorf("store: set elapsed %s: %w", run, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: set elapsed %s: commit: %w", run, err)
+	}
+	return nil
+}
+
+// Elapsed returns the wall time of a run: what SetElapsed recorded, else (a run still going, or one that never
+// exported) the time since the run was created in the store. ErrNotFound when the run does not exist.
+func (s *SQLite) Elapsed(ctx context.Context, run string, now time.Time) (time.Duration, error) {
+	var ms sql.NullInt64
+	var created string
+	err := s.db.QueryRowContext(ctx, "SELECT elapsed_ms, created FROM runs WHERE run = ?", run).Scan(&ms, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("store: elapsed of %s: %w", run, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: elapsed of %s: %w", run, err)
+	}
+	if ms.Valid {
+		return time.Duration(ms.Int64) * time.Millisecond, nil
+	}
+	t, err := time.Parse("2006-01-02T15:04:05.999Z", created)
+	if err != nil {
+		return 0, fmt.Errorf("store: elapsed of %s: created %q: %w", run, created, err)
+	}
+	return max(0, now.Sub(t)), nil
+}
+
 // Put writes the records of a run in one transaction: all of them are durable when it returns nil, none when
 // it returns an error. A record replaces an earlier one with the same index, except that a failed record never
 // replaces an answer (ok or unparsed): an answer was paid for, and a give-up written late by a stale attempt or
@@ -251,7 +319,7 @@ func (s *SQLite) Put(ctx context.Context, run string, recs []Record) error {
 	for i := range recs {
 		r := &recs[i]
 		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
-			r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached); err != nil {
+			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached); err != nil {
 			return fmt.Errorf("store: put %s: cell %d: %w", run, r.Index, err)
 		}
 	}
@@ -320,7 +388,7 @@ func scanRecords(rows *sql.Rows, out []Record) ([]Record, error) {
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		var r Record
-		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
+		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorCode, &r.ErrorMessage,
 			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // Store is a results store: a SQLite file on one machine, or a PostgreSQL database that workers on many machines
@@ -24,6 +25,10 @@ type Store interface {
 	Counts(ctx context.Context, run string) (Counts, error)
 	// DeleteFailed removes a run's failed records, so that their cells are called again, and counts them.
 	DeleteFailed(ctx context.Context, run string) (int, error)
+	// SetElapsed records a run's wall time, for exports made later from the store alone.
+	SetElapsed(ctx context.Context, run string, d time.Duration) error
+	// Elapsed returns what SetElapsed recorded, else the time since the run was created.
+	Elapsed(ctx context.Context, run string, now time.Time) (time.Duration, error)
 	// DeleteRun removes a run and its records.
 	DeleteRun(ctx context.Context, run string) error
 	// Location says where the store is, for messages: a file path, or a URL without its password.

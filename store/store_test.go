@@ -183,7 +183,7 @@ func TestPutRecordsRoundTripAndUpsert(t *testing.T) {
 		for i := range 10 {
 			in = append(in, rec(i))
 		}
-		in[3] = Record{Index: 3, Status: StatusFailed, ErrorClass: "InvalidRequest", ErrorMessage: "context too long", Attempts: 1}
+		in[3] = Record{Index: 3, Status: StatusFailed, ErrorClass: "InvalidRequest", ErrorCode: "context_length_exceeded", ErrorMessage: "context too long", Attempts: 1}
 		in[4] = Record{Index: 4, Status: StatusUnparsed, Raw: "maybe 2 or 3", Candidates: "2,3", Attempts: 2}
 		if err := s.Put(ctx, "run", in); err != nil {
 			t.Fatalf("Put: %v", err)

@@ -46,12 +46,18 @@ type build struct {
 	err  error
 }
 
-var starterBuild, simulatorBuild build
+var starterBuild, simulatorBuild, workerBuild build
 
 // starterBin builds cmd/starter once per test binary (only when a test needs it) and returns its path.
 func starterBin(t *testing.T) string {
 	t.Helper()
 	return buildBin(t, &starterBuild, "starter", "github.com/silicolab/silico/cmd/starter")
+}
+
+// workerBin builds cmd/worker once per test binary and returns its path.
+func workerBin(t *testing.T) string {
+	t.Helper()
+	return buildBin(t, &workerBuild, "worker", "github.com/silicolab/silico/cmd/worker")
 }
 
 // simulatorBin builds cmd/simulator once per test binary and returns its path.

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/silicolab/silico/logging"
+	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workerhost"
@@ -30,42 +31,75 @@ import (
 // The secrets of the test. Neither may appear anywhere but in the Authorization header. The second is not shaped
 // like an OpenAI key, so only exact redaction of the configured key can hide it.
 const (
-	secretEnv1 = "SILICO_TEST_KEY"
+	secretEnv1 = "SILICO_TEST_API_KEY"
 	secret1    = "sk-test-SECRET-123"
-	secretEnv2 = "SILICO_OTHER_KEY"
+	secretEnv2 = "SILICO_OTHER_API_KEY"
 	secret2    = "tok-OTHER-SECRET-456"
+	// refusedEnv holds a credential the worker's allow-list (names ending in _API_KEY) does not admit.
+	refusedEnv = "SILICO_CLOUD_TOKEN"
+	refused    = "cloud-REFUSED-SECRET-789"
 )
 
 // secretMarkers are substrings of the secrets: a partly redacted key is still a leak.
-var secretMarkers = []string{"SECRET-123", "SECRET-456"}
+var secretMarkers = []string{"SECRET-123", "SECRET-456", "SECRET-789"}
 
-// keyEcho wraps the simulator as a provider that checks keys: it records every Authorization header, answers
-// 401 echoing the key under /auth/, and 400 echoing the key for the cells of persona p1 (as providers do,
-// "Incorrect API key provided: ..."), so the key reaches error messages unless silico removes it.
+// keyEcho wraps the simulator as a provider that checks keys: it records every Authorization header and echoes
+// the key wherever a provider could: a 401 message under /auth/; for persona p1 a 400 whose error code, type,
+// param and message all carry it; for persona p2 an HTML error page (item 2) and an answer text (item 3); for
+// persona p0 and item 4 a first 503 with the key in every field (retried). So the key reaches every field silico
+// records or logs unless silico removes it. Requests under /refused/ must never come.
 type keyEcho struct {
 	next http.Handler
 	mu   sync.Mutex
 	auth map[string]int
+	// refused counts requests to /refused/, the endpoint of the model whose key variable is not allowed.
+	refused int
+	// unavailable holds the cells already answered 503 once (with the key in every field): transient
+	// failures that are retried, and logged on the way.
+	unavailable map[string]bool
 }
 
 func (k *keyEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := r.Header.Get("Authorization")
 	k.mu.Lock()
 	k.auth[h]++
+	if strings.HasPrefix(r.URL.Path, "/refused/") {
+		k.refused++
+	}
 	k.mu.Unlock()
 	key := strings.TrimPrefix(h, "Bearer ")
-	echo := func(status int, code string) {
+	cell := r.Header.Get("X-Silico-Cell")
+	echo := func(status int, code, typ, param string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
 			"message": fmt.Sprintf("Incorrect API key provided: %s. Header was %q.", key, h),
-			"type":    "invalid_request_error", "code": code, "param": nil}})
+			"type":    typ, "code": code, "param": param}})
 	}
+	k.mu.Lock()
+	first503 := strings.HasSuffix(cell, "/4/p0") && !k.unavailable[cell]
+	if first503 {
+		k.unavailable[cell] = true
+	}
+	k.mu.Unlock()
 	switch {
-	case strings.HasPrefix(r.URL.Path, "/auth/"):
-		echo(http.StatusUnauthorized, "invalid_api_key")
-	case strings.HasSuffix(r.Header.Get("X-Silico-Cell"), "/p1"):
-		echo(http.StatusBadRequest, "bad_key_in_prompt")
+	case first503:
+		echo(http.StatusServiceUnavailable, "overloaded_"+key, "server_error "+h, h)
+	case strings.HasPrefix(r.URL.Path, "/auth/"), strings.HasPrefix(r.URL.Path, "/refused/"):
+		echo(http.StatusUnauthorized, "invalid_api_key", "invalid_request_error", "")
+	case strings.HasSuffix(cell, "/p1"):
+		echo(http.StatusBadRequest, "bad_key_"+key, "invalid_request_error "+h, "header "+h)
+	case strings.HasSuffix(cell, "/2/p2"):
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = fmt.Fprintf(w, "<html><body><h1>422 Unprocessable</h1><p>request with %s refused</p></body></html>", h)
+	case strings.HasSuffix(cell, "/3/p2"):
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "x", "object": "chat.completion", "model": "echo",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": "3. You sent " + h}}},
+			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 	default:
 		k.next.ServeHTTP(w, r)
 	}
@@ -94,7 +128,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	echo := &keyEcho{next: simSrv, auth: map[string]int{}}
+	echo := &keyEcho{next: simSrv, auth: map[string]int{}, unavailable: map[string]bool{}}
 	hs := httptest.NewServer(echo)
 	t.Cleanup(hs.Close)
 
@@ -104,7 +138,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{secretEnv1: secret1, secretEnv2: secret2}
+	env := map[string]string{secretEnv1: secret1, secretEnv2: secret2, refusedEnv: refused}
 	w, err := workerhost.New(c, workerhost.Config{
 		Store:      st,
 		Getenv:     func(k string) string { return env[k] },
@@ -126,11 +160,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	t.Cleanup(stopWorker)
 
-	// m0: key 1, answered (server errors injected, persona p1 refused with the key echoed);
-	// m1: key 2, the same; m2: key 1 on an endpoint that refuses it (401 with the key echoed).
-	spec := gridSpec(3, 2, 4, 3)
+	// m0: key 1, answered (server errors injected, personas p1 and p2 meet the key echoed);
+	// m1: key 2, the same; m2: key 1 on an endpoint that refuses it (401 with the key echoed);
+	// m3: a variable outside the worker's allow-list: refused by the worker, nothing sent.
+	spec := gridSpec(4, 2, 4, 3)
 	spec.Name = "secrets"
-	for i, m := range []struct{ env, path string }{{secretEnv1, "/v1"}, {secretEnv2, "/v1"}, {secretEnv1, "/auth/v1"}} {
+	for i, m := range []struct{ env, path string }{{secretEnv1, "/v1"}, {secretEnv2, "/v1"}, {secretEnv1, "/auth/v1"},
+		{refusedEnv, "/refused/v1"}} {
 		spec.Models[i].Provider = "openai"
 		spec.Models[i].BaseURL = hs.URL + m.path
 		spec.Models[i].APIKeyEnv = m.env
@@ -179,6 +215,25 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Errorf("no injected server error: raise the fault rate")
 	}
 
+	echo.mu.Lock()
+	unavailable, refusedCalls := len(echo.unavailable), echo.refused
+	echo.mu.Unlock()
+	if unavailable == 0 {
+		t.Errorf("no cell met the key-echoing 503")
+	}
+	// The worker refused the variable outside its allow-list: no request, every cell of m3 failed saying why.
+	if refusedCalls != 0 || echo.count("Bearer "+refused) != 0 {
+		t.Errorf("%d requests reached the endpoint of the model with a refused key variable", refusedCalls)
+	}
+	var prog workflows.Progress
+	if v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress); err != nil || v.Get(&prog) != nil {
+		t.Fatalf("query progress: %v", err)
+	}
+	status, err := json.Marshal(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// History, fetched in full: JSON and the binary form (payload bytes appear there undecoded).
 	var hist bytes.Buffer
 	iter := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -208,7 +263,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// Stop the worker and close the store, so that everything it wrote is on disk.
 	stopWorker()
 
-	places := map[string][]byte{"workflow history": hist.Bytes(), "worker logs": logs.Bytes(), "simulator request log": reqLog.Bytes()}
+	places := map[string][]byte{"workflow history": hist.Bytes(), "worker logs": logs.Bytes(), "simulator request log": reqLog.Bytes(),
+		"status (progress query)": status}
 	if !strings.Contains(logs.String(), "model call failed") {
 		t.Errorf("worker logs have no \"model call failed\" line; the test expects the refused cells to be logged:\n%s", tail(logs.String(), 2000))
 	}
@@ -225,6 +281,33 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	if !bytes.Contains(places["results.jsonl"], []byte("Incorrect API key provided")) {
 		t.Errorf("results.jsonl has no echoed provider message; the test expects the refused cells to carry it")
+	}
+	// Every echo reached the outputs, redacted: the checks for the secrets below are not vacuous.
+	rows := map[string]results.Row{}
+	if err := results.ReadJSONL(bytes.NewReader(places["results.jsonl"]), func(r results.Row) error {
+		rows[r.CellID] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for cell, want := range map[string]func(r results.Row) bool{
+		"m0/100/1/p1": func(r results.Row) bool {
+			return r.ErrorClass == "InvalidRequest" && r.ErrorCode == "bad_key_[REDACTED]" && strings.Contains(r.ErrorMessage, "[REDACTED]")
+		},
+		"m1/101/4/p1": func(r results.Row) bool { return r.ErrorCode == "bad_key_[REDACTED]" },
+		"m0/100/2/p2": func(r results.Row) bool {
+			return r.ErrorClass == "InvalidRequest" && strings.Contains(r.ErrorMessage, "<html>") && strings.Contains(r.ErrorMessage, "[REDACTED]")
+		},
+		"m1/100/3/p2": func(r results.Row) bool { return r.Status == "ok" && r.Raw == "3. You sent Bearer [REDACTED]" },
+		"m0/100/4/p0": func(r results.Row) bool { return r.Status != "failed" }, // answered after its 503
+		"m3/100/1/p0": func(r results.Row) bool {
+			return r.Status == "failed" && r.ErrorClass == "Auth" && strings.Contains(r.ErrorMessage, refusedEnv) &&
+				strings.Contains(r.ErrorMessage, "allow")
+		},
+	} {
+		if r, ok := rows[cell]; !ok || !want(r) {
+			t.Errorf("cell %s = %+v; not the redacted echo the test expects", cell, r)
+		}
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -25,10 +25,21 @@ type Config struct {
 	Getenv func(string) string
 	// HTTPClient is shared by every model endpoint. Optional: defaults to a client tuned for many concurrent calls.
 	HTTPClient *http.Client
-	// SimURL is the base URL of the simulator that models with provider "sim" call. Optional.
+	// SimURL is the base URL of the simulator that models with provider "sim" call. Optional: without it such
+	// models fail (no_simulator), and the worker warns when a run uses one.
 	SimURL string
+	// SimSettingsFixed says the simulator at SimURL serves every run with its own settings, so a spec's
+	// simulator block does not apply (the worker warns when a run has one).
+	SimSettingsFixed bool
 	// OutputRoot is where runs without an output directory are exported. Optional: defaults to "out".
 	OutputRoot string
+	// OutputAnywhere lets a run's output directory (workflows.Input.Output) lie outside OutputRoot. Off, as
+	// anyone who can start a workflow chooses that directory; the starter's in-process worker, which only its
+	// own user drives, turns it on.
+	OutputAnywhere bool
+	// KeyEnvAllow lists the glob patterns of the environment variables that api_key_env may name. Nil means
+	// llm.DefaultKeyEnvAllow (names ending in _API_KEY); an empty, non-nil list allows none.
+	KeyEnvAllow []string
 	// MaxConcurrentPasses caps the RunSeedPass activities this worker runs at once. Optional: defaults to 16.
 	MaxConcurrentPasses int
 }
@@ -51,6 +62,13 @@ const stopGrace = 20 * time.Second
 func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if cfg.Store == nil || cfg.Getenv == nil {
 		return nil, fmt.Errorf("workerhost: Store and Getenv are required")
+	}
+	allow := cfg.KeyEnvAllow
+	if allow == nil {
+		allow = []string{llm.DefaultKeyEnvAllow}
+	}
+	if err := llm.CheckKeyEnvAllow(allow); err != nil {
+		return nil, fmt.Errorf("workerhost: %w", err)
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -81,11 +99,14 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	})
 	w.RegisterWorkflow(workflows.ExperimentWorkflow)
 	w.RegisterActivity(&activities.Activities{
-		Store:      cfg.Store,
-		Models:     llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL),
-		Tokenizer:  tok,
-		OutputRoot: root,
-		Shares:     shares{c},
+		Store:            cfg.Store,
+		Models:           llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL, llm.WithKeyEnvAllow(allow)),
+		Tokenizer:        tok,
+		OutputRoot:       root,
+		OutputAnywhere:   cfg.OutputAnywhere,
+		HasSimulator:     cfg.SimURL != "",
+		SimSettingsFixed: cfg.SimSettingsFixed,
+		Shares:           shares{c},
 	})
 	return w, nil
 }

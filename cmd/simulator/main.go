@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rpm := fs.Int("rpm", 0, "requests per minute per model (0 = unlimited)")
 	tpm := fs.Int("tpm", 0, "tokens per minute per model (0 = unlimited)")
 	burst := fs.Float64("burst", sim.DefaultBurst, "bucket capacity as a fraction of one minute's limit")
-	f429 := fs.Float64("fault-429", 0.01, "rate of injected 429 rate_limit_exceeded")
+	f429 := fs.Float64("fault-429", 0, "rate of injected 429 rate_limit_exceeded (faults are opt-in: every rate defaults to 0)")
 	fQuota := fs.Float64("fault-quota", 0, "rate of injected 429 insufficient_quota")
 	f500 := fs.Float64("fault-500", 0, "rate of injected 500")
 	f503 := fs.Float64("fault-503", 0, "rate of injected 503")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -181,6 +182,30 @@ func TestUsageErrors(t *testing.T) {
 		if !errors.As(err, &u) {
 			t.Errorf("run(%v) = %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestNoFaultsByDefault: without fault flags every call succeeds; faults are opt-in.
+func TestNoFaultsByDefault(t *testing.T) {
+	url, stop := startRun(t, "--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0")
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("run after stop: %v", err)
+		}
+	}()
+	statuses := map[int]int{}
+	for i := range 500 {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+			strings.NewReader(fmt.Sprintf(`{"model":"gpt-4o-mini","seed":%d,"messages":[{"role":"user","content":"1. Yes\n2. No"}]}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		statuses[resp.StatusCode]++
+	}
+	if statuses[http.StatusOK] != 500 {
+		t.Errorf("statuses %v, want 500 × 200 with the default flags", statuses)
 	}
 }
 

@@ -290,3 +290,48 @@ func TestClusterFlags(t *testing.T) {
 		t.Errorf("status --help: want --api-key listed and no key:\n%s", out)
 	}
 }
+
+// TestExportWritesRecordedElapsed: export from the store alone writes the elapsed time the run recorded.
+func TestExportWritesRecordedElapsed(t *testing.T) {
+	spec, err := experiment.Load(cliQuickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	storeRun(t, filepath.Join(dir, "results.db"), "run-1", spec, nil)
+	st, err := store.Open(ctx, filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetElapsed(ctx, "run-1", 83250*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out := filepath.Join(dir, "export")
+	if code, _, errOut := runCLI(t, "export", "run-1", "--store", filepath.Join(dir, "results.db"), "-o", out); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+	}
+	var sum results.Summary
+	if b, err := os.ReadFile(filepath.Join(out, results.SummaryFile)); err != nil || json.Unmarshal(b, &sum) != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	if sum.ElapsedSeconds != 83.25 {
+		t.Errorf("elapsed_seconds = %v, want 83.25 as recorded", sum.ElapsedSeconds)
+	}
+}
+
+// TestValidatePrintsNotes: a seed-000 file with a key that does not apply loads, with one note on stderr.
+func TestValidatePrintsNotes(t *testing.T) {
+	path := writeSpecFile(t, t.TempDir(), "fw.json", `{"name":"fw","parameters":{"seeds":[1],"lazy_load_models":true},
+"models":{"m":{"type":"sim","name_or_path":"sim-model"}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","default_answer_options":{"1":{"text":"1. No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`)
+	code, out, errOut := runCLI(t, "validate", path)
+	if code != exitOK || !strings.HasPrefix(out, "OK ") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want OK", code, out, errOut)
+	}
+	if strings.Count(errOut, "note: ") != 1 || !strings.Contains(errOut, path+":1:") || !strings.Contains(errOut, "lazy_load_models") {
+		t.Errorf("stderr %q, want one positioned note on lazy_load_models", errOut)
+	}
+}

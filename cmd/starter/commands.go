@@ -29,7 +29,7 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 			out := cmd.OutOrStdout()
 			bad := 0
 			for _, path := range args {
-				spec, err := experiment.Load(path)
+				spec, err := loadSpec(cmd.ErrOrStderr(), path)
 				if err != nil {
 					bad++
 					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
@@ -130,7 +130,11 @@ what has finished, the rest marked NotRun.`,
 			if err != nil {
 				return err
 			}
-			sum, err := results.Export(ctx, s.store, spec, args[0], output, 0)
+			elapsed, err := s.store.Elapsed(ctx, args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			sum, err := results.Export(ctx, s.store, spec, args[0], output, elapsed)
 			if err != nil {
 				return err
 			}
@@ -159,7 +163,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 				return withCode(exitUsage, errors.New("dev runs its own server: drop --address"))
 			}
 			ctx := cmd.Context()
-			sess, err := open(ctx, &conn, sessionOptions{worker: true, sim: &simS}, cmd.ErrOrStderr())
+			sess, err := open(ctx, &conn, sessionOptions{worker: true, sim: &simS, sharedSim: true}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -170,7 +174,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			if u := sess.dev.UIURL(); u != "" {
 				fmt.Fprintf(out, "Web UI           %s\n", u)
 			}
-			fmt.Fprintf(out, "Simulator        %s\n", sess.simURL)
+			fmt.Fprintf(out, "Simulator        %s (settings from the --sim-* flags; a spec's simulator block does not apply here)\n", sess.simURL)
 			fmt.Fprintf(out, "Task queue       %s\n\n", workflows.TaskQueue)
 			fmt.Fprintf(out, "Start a run:\n  starter validate --json SPEC > spec.json\n")
 			fmt.Fprintf(out, "  temporal workflow start --address %s --task-queue %s --type ExperimentWorkflow \\\n"+

@@ -36,7 +36,7 @@ allow, with the limit that sets it. It calls no model and needs no server. --jso
 			out := cmd.OutOrStdout()
 			bad := 0
 			for i, path := range args {
-				spec, err := experiment.Load(path)
+				spec, err := loadSpec(cmd.ErrOrStderr(), path)
 				if err != nil {
 					bad++
 					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)

@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 // Exit codes of DESIGN.md §8.
@@ -119,4 +121,16 @@ func minArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// loadSpec is experiment.Load that prints the spec's notes (keys accepted without effect) to w, one per line.
+func loadSpec(w io.Writer, path string) (*experiment.Spec, error) {
+	spec, err := experiment.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range spec.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return spec, nil
 }

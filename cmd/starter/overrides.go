@@ -72,7 +72,7 @@ func newPromptCmd() *cobra.Command {
 		Short: "Print the messages one cell sends",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := experiment.Load(args[0])
+			spec, err := loadSpec(cmd.ErrOrStderr(), args[0])
 			if err != nil {
 				return withCode(exitUsage, err)
 			}

@@ -55,7 +55,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 					return retryRun(cmd, &conn, args[0], nil, output, opts)
 				}
 			}
-			spec, err := experiment.Load(args[0])
+			spec, err := loadSpec(cmd.ErrOrStderr(), args[0])
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
@@ -93,7 +93,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 		},
 	}
 	conn.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: the worker's choice)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: a directory of the worker, under its --output-root and relative to it, default <output-root>/<run id>)")
 	over.register(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")

@@ -22,6 +22,7 @@ import (
 	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/devserver"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -41,6 +42,7 @@ type connFlags struct {
 	storePath string
 	logFormat string
 	logLevel  string
+	keyAllow  string
 	noUI      bool
 	cluster   cluster.Flags
 }
@@ -61,6 +63,8 @@ func (f *connFlags) register(cmd *cobra.Command) {
 		"(env "+envStore+"; default: <state-dir>/results.db)")
 	fl.StringVar(&f.logFormat, "log-format", "console", "log format: console or json")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	fl.StringVar(&f.keyAllow, "api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", llm.DefaultKeyEnvAllow),
+		"embedded mode: comma-separated glob patterns of the environment variables a spec's api_key_env may name (env SILICO_API_KEY_ENV_ALLOW)")
 }
 
 func envOr(name, def string) string {
@@ -102,6 +106,8 @@ type session struct {
 type sessionOptions struct {
 	worker bool
 	sim    *experiment.SimulatorSettings
+	// sharedSim: the simulator serves runs whose specs this session does not know (starter dev).
+	sharedSim bool
 }
 
 // open connects to Temporal. In embedded mode it starts the server (and UI), and optionally the simulator and a
@@ -190,12 +196,28 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
 	}
-	s.attrs = s.hasSearchAttributes(ctx)
+	if f.embedded() {
+		s.attrs = s.hasSearchAttributes(ctx)
+	} else if err := workerhost.EnsureSearchAttributes(ctx, s.client, f.namespace); err != nil {
+		// A plain cluster where this client may not create them: say how.
+		fmt.Fprintf(stderr, "note: runs are started without silico's search attributes (%v)\n", err)
+	} else {
+		s.attrs = true
+	}
 	if f.embedded() && opts.worker && s.shared == nil {
+		allow, err := llm.ParseKeyEnvAllow(f.keyAllow)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
+		}
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Getenv: cluster.WithoutOwnVariables(os.Getenv, envStore),
 			SimURL: s.simURL,
+			// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
+			SimSettingsFixed: opts.sharedSim,
+			// This worker serves its own user; the output directory is theirs to choose.
+			OutputAnywhere: true,
+			KeyEnvAllow:    allow,
 		})
 		if err != nil {
 			return nil, err

@@ -22,8 +22,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silicolab/silico/cluster"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/metrics"
+	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -62,6 +64,11 @@ type options struct {
 	store              string
 	output             string
 	simURL             string
+	simOn              bool
+	simLatency         time.Duration
+	simJitter          time.Duration
+	keyAllow           string
+	outputAnywhere     bool
 	passes             int
 	logFormat          string
 	logLevel           string
@@ -85,6 +92,12 @@ func newFlagSet(stderr io.Writer, getenv func(string) string) (*flag.FlagSet, *o
 		"(env "+envStore+"; default "+defaultStore+")")
 	fs.StringVar(&o.output, "output-root", "out", "where runs without an output directory are exported: <output-root>/<run id>")
 	fs.StringVar(&o.simURL, "sim-url", getenv(envSimURL), "base URL of the simulator for models with provider sim (env "+envSimURL+")")
+	fs.BoolVar(&o.simOn, "sim", false, "run the model simulator in this process for models with provider sim (instead of --sim-url)")
+	fs.DurationVar(&o.simLatency, "sim-latency", 0, "with --sim: latency of every simulated call")
+	fs.DurationVar(&o.simJitter, "sim-jitter", 0, "with --sim: uniform ± jitter around --sim-latency")
+	fs.StringVar(&o.keyAllow, "api-key-env-allow", envOr(getenv, envKeyAllow, llm.DefaultKeyEnvAllow),
+		"comma-separated glob patterns of the environment variables a spec's api_key_env may name; \"\" allows none (env "+envKeyAllow+")")
+	fs.BoolVar(&o.outputAnywhere, "output-anywhere", false, "let a run's output directory lie outside --output-root")
 	fs.IntVar(&o.passes, "max-passes", 16, "seed passes this worker runs at once")
 	fs.StringVar(&o.logFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -96,9 +109,12 @@ func newFlagSet(stderr io.Writer, getenv func(string) string) (*flag.FlagSet, *o
 // envSimURL is the simulator's URL when --sim-url is not given.
 const envSimURL = "SILICO_SIM_URL"
 
+// envKeyAllow is the allow-list of api_key_env variables when --api-key-env-allow is not given.
+const envKeyAllow = "SILICO_API_KEY_ENV_ALLOW"
+
 // envVars lists the environment variables the worker itself reads. It also reads the variables the specs name
 // for API keys (api_key_env), whatever they are called.
-var envVars = append([]string{envStore, envSimURL}, cluster.EnvVars...)
+var envVars = append([]string{envStore, envSimURL, envKeyAllow}, cluster.EnvVars...)
 
 func run(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
 	fs, o := newFlagSet(stderr, getenv)
@@ -116,6 +132,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return usageError{err}
 	}
 	storeDSN := cmp.Or(o.store, getenv(envStore), defaultStore)
+	if o.simOn && o.simURL != "" {
+		return usageError{errors.New("give --sim or --sim-url, not both")}
+	}
+	allow, err := llm.ParseKeyEnvAllow(o.keyAllow)
+	if err != nil {
+		return usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
+	}
 	zl, err := logging.New(o.logFormat, o.logLevel, stderr)
 	if err != nil {
 		return usageError{err}
@@ -143,6 +166,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		}
 	}
 
+	if o.simOn {
+		url, stopSim, err := startSim(sim.Config{Latency: sim.Latency{Fixed: o.simLatency, Jitter: o.simJitter}})
+		if err != nil {
+			return err
+		}
+		defer stopSim()
+		o.simURL = url
+		zl.Info("simulator started", zap.String("url", url))
+	} else if o.simURL == "" {
+		zl.Warn("no simulator: runs whose models use provider sim will fail (no_simulator); start the worker with --sim or --sim-url")
+	}
+
 	st, err := store.Open(ctx, storeDSN)
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
@@ -153,19 +188,27 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return fmt.Errorf("connect to Temporal at %s: %w", conn.Address, err)
 	}
 	defer c.Close()
+	if err := workerhost.EnsureSearchAttributes(ctx, c, conn.Namespace); err != nil {
+		// Runs work without them; starters then do not set them.
+		zl.Warn("silico's search attributes are missing (runs work, but cannot be searched by experiment): " + err.Error())
+	}
 	w, err := workerhost.New(c, workerhost.Config{
 		Store: st,
 		// Specs name the variables their models' keys are read from; never this worker's own credentials.
 		Getenv:              cluster.WithoutOwnVariables(getenv, envStore),
 		SimURL:              o.simURL,
+		SimSettingsFixed:    true,
 		OutputRoot:          o.output,
+		OutputAnywhere:      o.outputAnywhere,
+		KeyEnvAllow:         allow,
 		MaxConcurrentPasses: o.passes,
 	})
 	if err != nil {
 		return err
 	}
 	zl.Info("worker started", zap.String("address", conn.Address), zap.String("namespace", conn.Namespace),
-		zap.String("auth", conn.Auth()), zap.String("task_queue", workflows.TaskQueue), zap.String("store", st.Location()))
+		zap.String("auth", conn.Auth()), zap.String("task_queue", workflows.TaskQueue), zap.String("store", st.Location()),
+		zap.Strings("api_key_env_allow", allow), zap.String("output_root", o.output), zap.Bool("output_anywhere", o.outputAnywhere))
 	// worker.Run stops on the channel closing; the context's end is that signal.
 	if err := w.Run(ctxInterrupt(ctx)); err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -207,6 +250,31 @@ func ctxInterrupt(ctx context.Context) <-chan any {
 	ch := make(chan any)
 	context.AfterFunc(ctx, func() { close(ch) })
 	return ch
+}
+
+// startSim serves the model simulator on a free loopback port and returns its base URL and its stop function.
+func startSim(cfg sim.Config) (string, func(), error) {
+	h, err := sim.New(cfg)
+	if err != nil {
+		return "", nil, fmt.Errorf("start simulator: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("simulator: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // ends with http.ErrServerClosed on Shutdown
+	}()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}
+	return "http://" + ln.Addr().String() + "/v1", stop, nil
 }
 
 func envOr(getenv func(string) string, name, def string) string {

@@ -14,7 +14,8 @@ import (
 )
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"--bogus"}, {"extra-arg"}, {"--log-format", "xml"}} {
+	for _, args := range [][]string{{"--bogus"}, {"extra-arg"}, {"--log-format", "xml"}, {"--api-key-env-allow", "[A-"},
+		{"--sim", "--sim-url", "http://127.0.0.1:1/v1"}} {
 		var stderr bytes.Buffer
 		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), &stderr, noEnv)
 		var u usageError

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// schemaV1 is the schema of version 1 files, as that version created them.
+const schemaV1 = `
+CREATE TABLE runs (
+	run     TEXT PRIMARY KEY,
+	spec    BLOB,
+	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE TABLE cells (
+	run               TEXT    NOT NULL REFERENCES runs(run) ON DELETE CASCADE,
+	idx               INTEGER NOT NULL,
+	status            TEXT    NOT NULL,
+	option_id         TEXT    NOT NULL DEFAULT '',
+	raw               TEXT    NOT NULL DEFAULT '',
+	candidates        TEXT    NOT NULL DEFAULT '',
+	error_class       TEXT    NOT NULL DEFAULT '',
+	error_message     TEXT    NOT NULL DEFAULT '',
+	prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+	completion_tokens INTEGER NOT NULL DEFAULT 0,
+	cost_usd          REAL    NOT NULL DEFAULT 0,
+	latency_ms        REAL    NOT NULL DEFAULT 0,
+	attempts          INTEGER NOT NULL DEFAULT 0,
+	cached            INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (run, idx)
+) WITHOUT ROWID;
+INSERT INTO runs (run, spec, created) VALUES ('old', '{}', '2025-01-02T03:04:05.000Z');
+INSERT INTO cells (run, idx, status, error_class, error_message, attempts) VALUES ('old', 0, 'failed', 'RateLimited', 'slow down', 3);
+PRAGMA user_version = 1;
+`
+
+func TestMigrateVersion1File(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, schemaV1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("Open v1 file: %v", err)
+	}
+	got, err := s.Records(ctx, "old", 0, 10)
+	if err != nil || len(got) != 1 || got[0].ErrorClass != "RateLimited" || got[0].ErrorMessage != "slow down" || got[0].ErrorCode != "" {
+		t.Fatalf("old record after migration = %+v, %v", got, err)
+	}
+	// A run of the old file ended who knows when: its elapsed time is unknown (0), not the time since 2025.
+	if d, err := s.Elapsed(ctx, "old", time.Now()); err != nil || d != 0 {
+		t.Errorf("Elapsed(old) = %v, %v; want 0", d, err)
+	}
+	// The new column is written and read.
+	r := Record{Index: 1, Status: StatusFailed, ErrorClass: "InvalidRequest", ErrorCode: "context_length_exceeded", Attempts: 1}
+	if err := s.Put(ctx, "old", []Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "old", 1, 2); err != nil || len(got) != 1 || got[0] != r {
+		t.Fatalf("Records = %+v, %v; want %+v", got, err, r)
+	}
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Errorf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Opening again neither migrates twice nor fails.
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	_ = s.Close()
+
+	// A file of a newer schema is refused.
+	db, _ = sql.Open("sqlite", path)
+	if _, err := db.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Open of a version 99 file = %v, want refused", err)
+	}
+}
+
+func TestElapsed(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	if _, err := s.Elapsed(ctx, "none", time.Now()); err == nil {
+		t.Error("Elapsed of a missing run: no error")
+	}
+	if err := s.SaveRun(ctx, "r", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	// Not exported yet: the time since the run was created.
+	later := time.Now().Add(time.Hour)
+	if d, err := s.Elapsed(ctx, "r", later); err != nil || d < 59*time.Minute || d > 61*time.Minute {
+		t.Errorf("Elapsed before export = %v, %v; want about an hour", d, err)
+	}
+	if err := s.SetElapsed(ctx, "r", 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Elapsed(ctx, "r", later); err != nil || d != 1500*time.Millisecond {
+		t.Errorf("Elapsed = %v, %v; want 1.5s as recorded", d, err)
+	}
+	// SaveRun of the same spec keeps the recorded time.
+	if err := s.SaveRun(ctx, "r", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := s.Elapsed(ctx, "r", later); d != 1500*time.Millisecond {
+		t.Errorf("Elapsed after SaveRun = %v", d)
+	}
+}
