@@ -138,9 +138,9 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
-			return p.giveUp(ctx, string(le.Class), le.Error())
+			return p.giveUp(ctx, string(le.Class), le.Code, le.Error())
 		}
-		return p.giveUp(ctx, ClassClientSetup, err.Error())
+		return p.giveUp(ctx, ClassClientSetup, "", err.Error())
 	}
 	p.client = client
 	lim := in.Limits
@@ -194,13 +194,13 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		return p.tally.result(), appError(ClassInternal, true, 0, fmt.Errorf("write results: %w", werr))
 	case reason == stopFatal:
 		e := p.fatalError()
-		return p.giveUp(ctx, string(e.Class), e.Error())
+		return p.giveUp(ctx, string(e.Class), e.Code, e.Error())
 	case reason == stopUnreachable:
-		return p.giveUp(ctx, ClassUnreachable, p.unreachableMessage())
+		return p.giveUp(ctx, ClassUnreachable, p.lastCode(), p.unreachableMessage())
 	case reason == stopStalled:
 		return p.giveUpStalled(ctx)
 	case reason == stopBudget:
-		if _, err := p.recordUnfinished(ctx, ClassBudgetExhausted, p.budget.message()); err != nil {
+		if _, err := p.recordUnfinished(ctx, ClassBudgetExhausted, "", p.budget.message()); err != nil {
 			return p.tally.result(), appError(ClassInternal, true, 0, err)
 		}
 		res := p.tally.result()
@@ -665,14 +665,14 @@ func (p *passRun) refreshShare(ctx context.Context) bool {
 	return grew
 }
 
-// recordUnfinished records every unfinished cell of the pass as failed with class and msg (each with the tries
-// it used), where no record exists yet, and counts them.
-func (p *passRun) recordUnfinished(ctx context.Context, class, msg string) (int, error) {
+// recordUnfinished records every unfinished cell of the pass as failed with class, the provider's code and msg
+// (each with the tries it used), where no record exists yet, and counts them.
+func (p *passRun) recordUnfinished(ctx context.Context, class, code, msg string) (int, error) {
 	var recs []store.Record
 	for _, idx := range p.pending(p.in.Pass.Start, p.in.Pass.End) {
 		t := p.health.triesOf(idx)
-		recs = append(recs, store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: class, ErrorMessage: msg,
-			Attempts: t.Sent, LatencyMS: t.LatencyMS})
+		recs = append(recs, store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: class, ErrorCode: code,
+			ErrorMessage: msg, Attempts: t.Sent, LatencyMS: t.LatencyMS})
 	}
 	if len(recs) == 0 {
 		return 0, nil
@@ -687,9 +687,17 @@ func (p *passRun) recordUnfinished(ctx context.Context, class, msg string) (int,
 	return len(recs), nil
 }
 
-// giveUp records every unfinished cell with class and msg and ends the pass for good.
-func (p *passRun) giveUp(ctx context.Context, class, msg string) (PassResult, error) {
-	return p.giveUpAs(ctx, class, class, msg)
+// giveUp records every unfinished cell with class, code and msg and ends the pass for good.
+func (p *passRun) giveUp(ctx context.Context, class, code, msg string) (PassResult, error) {
+	return p.giveUpAs(ctx, class, class, code, msg)
+}
+
+// lastCode is the provider's code of the last failure, "" when none.
+func (p *passRun) lastCode() string {
+	if e := p.health.lastError(); e != nil {
+		return e.Code
+	}
+	return ""
 }
 
 // giveUpStalled ends a pass in which nothing finished for the stall timeout. Its cells say what the provider
@@ -699,11 +707,11 @@ func (p *passRun) giveUpStalled(ctx context.Context) (PassResult, error) {
 	if e := p.health.lastError(); e != nil {
 		cellClass = string(e.Class)
 	}
-	return p.giveUpAs(ctx, ClassStalled, cellClass, p.health.stallMessage(p.model.ID))
+	return p.giveUpAs(ctx, ClassStalled, cellClass, p.lastCode(), p.health.stallMessage(p.model.ID))
 }
 
-func (p *passRun) giveUpAs(ctx context.Context, passClass, cellClass, msg string) (PassResult, error) {
-	if _, err := p.recordUnfinished(ctx, cellClass, msg); err != nil {
+func (p *passRun) giveUpAs(ctx context.Context, passClass, cellClass, code, msg string) (PassResult, error) {
+	if _, err := p.recordUnfinished(ctx, cellClass, code, msg); err != nil {
 		return p.tally.result(), appError(ClassInternal, true, 0, err)
 	}
 	return p.tally.result(), appError(passClass, false, 0, errors.New(msg))

@@ -361,8 +361,8 @@ func TestAnEndpointThatNeverAnswersFailsFastNamingBaseURL(t *testing.T) {
 		t.Fatalf("%d cells recorded, want all 6", len(recs))
 	}
 	for _, r := range recs {
-		if r.ErrorClass != ClassUnreachable || !strings.Contains(r.ErrorMessage, url+"/v1") {
-			t.Errorf("cell %d = %+v; want Unreachable naming %s/v1", r.Index, r, url)
+		if r.ErrorClass != ClassUnreachable || r.ErrorCode != llm.CodeConnectionRefused || !strings.Contains(r.ErrorMessage, url+"/v1") {
+			t.Errorf("cell %d = %+v; want Unreachable, connection_refused, naming %s/v1", r.Index, r, url)
 		}
 	}
 }
