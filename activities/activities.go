@@ -2,7 +2,7 @@
 // the results store), RunSeedPass (the calls of one pass, concurrently, each result written as it lands),
 // FailUnfinished (records the cells a run will not call) and ExportResults (the output files).
 //
-// Durability is split in two (DESIGN.md §1): Temporal retries a pass; the results store remembers every finished
+// Durability is split in two: Temporal retries a pass; the results store remembers every finished
 // cell, so a retried or resumed pass calls only the cells that have no result yet.
 package activities
 

@@ -18,7 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// Class is the kind of a failed call, as in the table of DESIGN.md §2. It decides whether a call is retried
+// Class is the kind of a failed call. It decides whether a call is retried
 // (by retrying its seed pass) and whether the pass can go on.
 type Class string
 
@@ -111,7 +111,7 @@ const maxMessage = 512
 // Classify turns any error of a model call into an *Error; nil stays nil, an *Error (anywhere in the chain) is
 // returned as it is.
 //
-// HTTP errors follow DESIGN.md §2: 429 with a quota or billing code (or OpenAI's "exceeded your current quota"
+// HTTP errors: 429 with a quota or billing code (or OpenAI's "exceeded your current quota"
 // message) is QuotaExhausted, any other 429 RateLimited; 5xx ServerError; 401 and 403 Auth; 408 and 425
 // Transport; every other 4xx InvalidRequest. Without a status: timeouts (context.DeadlineExceeded from the
 // per-call timeout, net.Error timeouts), refused or reset connections, EOF, io.ErrUnexpectedEOF and truncated

@@ -1,7 +1,7 @@
 // Package ratelimit gates the model calls of one seed pass: a concurrency cap, a requests-per-minute token
 // bucket, a tokens-per-minute token bucket (fed by estimates and trued up with reported usage), and a pause
 // that the provider can impose with Retry-After. Across a fleet, the workflow hands each pass its share of a
-// model's limits (DESIGN.md §3); a Limiter enforces one share.
+// model's limits; a Limiter enforces one share.
 //
 // By default buckets start full, as providers' buckets do. With an RPM limit of R and Burst 1, the first minute
 // can then see up to about 2R requests (the full bucket plus a minute of refill); the steady-state rate is R and

@@ -392,8 +392,8 @@ func (r *runner) failRange(ctx workflow.Context, start, end int, class, msg stri
 	return out, nil
 }
 
-// share is the part of its model's limits and of the run's budget that a running pass of the model may use
-// (DESIGN.md §3). Every limit is divided by n, the passes of the model that may run at once from now on:
+// share is the part of its model's limits and of the run's budget that a running pass of the model may use.
+// Every limit is divided by n, the passes of the model that may run at once from now on:
 // min(max_parallel_passes, running + not yet started). n never grows during a run, so a share never shrinks
 // while its pass runs, and the shares of the passes running at once add up to at most the limit, whenever each
 // was computed. The budget is divided the same way among all passes, after what finished passes spent.

@@ -213,7 +213,7 @@ func GridSpec(models, seeds, items, personas int) experiment.Spec {
 	return s
 }
 
-// CellColumns reads dir/results.jsonl and keeps the columns that are facts of the cell (DESIGN.md §8).
+// CellColumns reads dir/results.jsonl and keeps the columns that are facts of the cell (every column but run_id, latency_ms and attempts).
 func CellColumns(dir string) ([][]string, error) {
 	f, err := os.Open(filepath.Join(dir, results.JSONLFile))
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 )
 
-// Exit codes of DESIGN.md §8.
+// Exit codes, as the README lists them.
 const (
 	exitOK          = 0
 	exitError       = 1

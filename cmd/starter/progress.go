@@ -92,7 +92,7 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 	return s, nil
 }
 
-// line formats a snapshot the way seed 003 recommends: done/total, failures, retries, rate, ETA, tokens and money.
+// line formats a snapshot: done/total, failures, retries, rate, ETA, tokens and money.
 func (s snapshot) line(rate float64) string {
 	eta := "?"
 	if rate > 0 && s.total > s.done {
