@@ -183,6 +183,14 @@ func (h *health) failure(cell int, e *llm.Error, latency time.Duration, now time
 	return retryCell, t
 }
 
+// refusing reports whether the endpoint has refused connections and never answered: its retries are spaced out
+// like transient ones, though they use no tries.
+func (h *health) refusing() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.answered && !h.firstRefused.IsZero()
+}
+
 // neverConnected reports failures that mean no connection to the endpoint could be made at all.
 func neverConnected(e *llm.Error) bool {
 	if e.Status != 0 {

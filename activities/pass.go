@@ -382,8 +382,11 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 // retryAt is when a cell that failed transiently may be tried again.
 func (p *passRun) retryAt(idx int) time.Time {
 	t := p.health.triesOf(idx)
-	if t.Transient == 0 {
-		return p.clock.Now() // rate-limited or refused: the limiter's pause or the connection decides
+	switch {
+	case p.health.refusing():
+		return p.clock.Now().Add(cellRetryDelay(t.Sent))
+	case t.Transient == 0:
+		return p.clock.Now() // rate-limited: the limiter's pause decides
 	}
 	return p.clock.Now().Add(cellRetryDelay(t.Transient))
 }
