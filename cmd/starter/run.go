@@ -168,6 +168,9 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 		return fmt.Errorf("start the retry of run %s: %w", id, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Retrying the failed cells of run %s\n", id)
+	if link := sess.uiLink(id); link != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "  Temporal UI: %s (both executions)\n", link)
+	}
 	return follow(ctx, sess, run, spec, id, output, false, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
