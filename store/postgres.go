@@ -322,28 +322,14 @@ func (p *Postgres) Records(ctx context.Context, run string, start, end int) ([]R
 // streams and no connection is held while fn runs. It stops at, and returns, fn's first error. Scan is not a
 // snapshot: records written while it runs at indexes it has not reached yet are seen.
 func (p *Postgres) Scan(ctx context.Context, run string, fn func(Record) error) error {
-	next := -1
-	var page []Record
-	for {
+	return scanPaged(run, fn, func(after int, buf []Record) ([]Record, error) {
 		rows, err := p.pool.Query(ctx, "SELECT "+pgCellColumns+" FROM silico_cells WHERE run = $1 AND idx > $2 ORDER BY idx LIMIT $3",
-			run, next, scanPage)
+			run, after, scanPage)
 		if err != nil {
-			return fmt.Errorf("store: scan %s: %w", run, err)
+			return nil, err
 		}
-		page, err = scanPGRecords(rows, page[:0])
-		if err != nil {
-			return fmt.Errorf("store: scan %s: %w", run, err)
-		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(page) < scanPage {
-			return nil
-		}
-		next = page[len(page)-1].Index
-	}
+		return scanPGRecords(rows, buf)
+	})
 }
 
 // scanPGRecords reads all rows into out and closes rows.

@@ -359,27 +359,37 @@ func (s *SQLite) Records(ctx context.Context, run string, start, end int) ([]Rec
 // streams. It stops at, and returns, fn's first error. Scan is not a snapshot: records written while it runs
 // at indexes it has not reached yet are seen.
 func (s *SQLite) Scan(ctx context.Context, run string, fn func(Record) error) error {
-	next := -1
-	var page []Record
-	for {
+	return scanPaged(run, fn, func(after int, buf []Record) ([]Record, error) {
 		rows, err := s.db.QueryContext(ctx, "SELECT "+cellColumns+" FROM cells WHERE run = ? AND idx > ? ORDER BY idx LIMIT ?",
-			run, next, scanPage)
+			run, after, scanPage)
+		if err != nil {
+			return nil, err
+		}
+		return scanRecords(rows, buf)
+	})
+}
+
+// scanPaged calls fn with every record that page returns, a page of at most scanPage records after index after
+// at a time, until a page comes back short. No query is open while fn runs. It stops at, and returns, fn's first
+// error. Both back ends' Scan are this loop.
+func scanPaged(run string, fn func(Record) error, page func(after int, buf []Record) ([]Record, error)) error {
+	next := -1
+	var buf []Record
+	for {
+		recs, err := page(next, buf[:0])
 		if err != nil {
 			return fmt.Errorf("store: scan %s: %w", run, err)
 		}
-		page, err = scanRecords(rows, page[:0])
-		if err != nil {
-			return fmt.Errorf("store: scan %s: %w", run, err)
-		}
-		for _, r := range page {
+		for _, r := range recs {
 			if err := fn(r); err != nil {
 				return err
 			}
 		}
-		if len(page) < scanPage {
+		if len(recs) < scanPage {
 			return nil
 		}
-		next = page[len(page)-1].Index
+		next = recs[len(recs)-1].Index
+		buf = recs
 	}
 }
 
