@@ -573,15 +573,23 @@ func TestCallsInFlightLandWhenTheAttemptIsCancelled(t *testing.T) {
 	// The attempt's context ends (here its deadline; in production a heartbeat that failed while the Temporal
 	// server restarted) while four calls are in flight: they are paid for, so they must land and be recorded,
 	// and nothing more may be sent.
-	fm := &fakeModel{delay: 600 * time.Millisecond}
+	fm := &fakeModel{delay: time.Second}
 	srv := httptest.NewServer(fm)
 	defer srv.Close()
 	h := newHarness(t, testSpec(srv.URL, 3, 4))
 	bg, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.env.SetWorkerOptions(worker.Options{BackgroundActivityContext: bg}) // the attempt's context derives from it
-	time.AfterFunc(200*time.Millisecond, cancel)
+	// Cancel once the four calls of the first wave are on the wire (or after 10 s, which fails the test below).
+	var watcher sync.WaitGroup
+	watcher.Go(func() {
+		for deadline := time.Now().Add(10 * time.Second); len(fm.requested()) < 4 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	})
 	_, err := h.runPass(ratelimit.Limits{Concurrency: 4})
+	watcher.Wait()
 	if err == nil {
 		t.Fatal("the cancelled attempt succeeded")
 	}
