@@ -158,8 +158,9 @@ type PlanModel struct {
 // inputName names a workflow input in spec errors.
 const inputName = "workflow input"
 
-// controlKeys are the workflow input's top-level keys that are not the spec's.
-var controlKeys = []string{"run_id", "output", "state", "retry_failed"}
+// InputControlKeys are the top-level keys of ExperimentWorkflow's input that are not the spec's: the workflow's
+// own settings beside the spec (see workflows.Input). One list, so the workflow and PrepareRun never disagree.
+func InputControlKeys() []string { return []string{"run_id", "output", "state", "retry_failed"} }
 
 // PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
 // value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
@@ -211,7 +212,7 @@ func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experim
 		}
 		return s, err
 	}
-	s, err := experiment.ParseInput(in.Spec, inputName, controlKeys...)
+	s, err := experiment.ParseInput(in.Spec, inputName, InputControlKeys()...)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
 	}
@@ -239,7 +240,7 @@ func hasSpec(raw json.RawMessage) bool {
 	if json.Unmarshal(raw, &obj) != nil {
 		return true // not an object: ParseInput says what is wrong with it
 	}
-	for _, k := range controlKeys {
+	for _, k := range InputControlKeys() {
 		delete(obj, k)
 	}
 	return len(obj) > 0

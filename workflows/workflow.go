@@ -68,9 +68,6 @@ type Input struct {
 	RetryFailed bool `json:"retry_failed,omitempty"`
 }
 
-// ControlKeys are the top-level keys of an Input that are not the spec's.
-var ControlKeys = []string{"run_id", "output", "state", "retry_failed"}
-
 // inputControl is the control part of an Input's JSON.
 type inputControl struct {
 	RunID       string `json:"run_id,omitempty"`
@@ -96,7 +93,7 @@ func (in Input) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("workflow input: the spec is not a JSON object: %w", err)
 		}
 	}
-	for _, k := range ControlKeys {
+	for _, k := range activities.InputControlKeys() {
 		delete(obj, k)
 	}
 	ctl, err := json.Marshal(inputControl{RunID: in.RunID, Output: in.Output, State: in.State, RetryFailed: in.RetryFailed})
