@@ -89,6 +89,7 @@ type Store interface {
 	DeleteFailed(ctx context.Context, run string) (int, error)
 	// SetElapsed records the run's wall time, so that exports made later from the store report it.
 	SetElapsed(ctx context.Context, run string, d time.Duration) error
+	cacheStore
 }
 
 // Models hands out the client of a model's endpoint. Clients are shared and reused.
@@ -339,7 +340,7 @@ func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *flo
 	have := make(map[int]bool, len(done))
 	for _, r := range done {
 		have[r.Index] = true
-		*cost += r.CostUSD
+		*cost += r.Usage().CostUSD
 	}
 	var recs []store.Record
 	for i := in.Start; i < in.End; i++ {

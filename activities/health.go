@@ -120,6 +120,15 @@ func (h *health) answer(cell int, now time.Time) int {
 	return t.Sent + 1
 }
 
+// served notes a cell finished from the response cache: progress, but no sign of the endpoint's health.
+func (h *health) served(cell int, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastFinished = now
+	h.progress = true
+	delete(h.tries, cell)
+}
+
 // finished notes a cell finished without an answer (a permanent failure) and returns what its tries were.
 func (h *health) finished(cell int, now time.Time) Tries {
 	h.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 
+	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -146,7 +147,10 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	lim := in.Limits
 	lim.StartEmpty = true // see ratelimit's package doc: passes never assume the provider's bucket is full
 	p.limiter = ratelimit.New(lim, clk)
-	p.writer = store.NewWriter(a.Store, in.RunID, store.WriterOptions{})
+	p.cache = newPassCache(a.Store, spec.CachePolicy(model), model, in.RunID, in.Pass.Index, p.log)
+	p.writer = store.NewWriter(a.Store, in.RunID, store.WriterOptions{CacheFailed: func(n int, err error) {
+		p.log.Error("RESPONSE CACHE WRITE FAILED: the answers are recorded, but not cached", "entries", n, "error", err)
+	}})
 
 	// Calls and writes use a context that the attempt's cancellation does not reach (see the doc above);
 	// dispatch stops when halt is called.
@@ -157,6 +161,9 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	bgCtx, stopBG := context.WithCancel(runCtx)
 	bg.Go(func() { p.heartbeat(ctx, bgCtx) })
 	bg.Go(func() { p.refreshShares(bgCtx) })
+	if p.cache.claims() {
+		bg.Go(func() { p.renewClaims(bgCtx) })
+	}
 	bg.Go(func() {
 		select {
 		case <-activity.GetWorkerStopChannel(ctx):
@@ -186,6 +193,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	closeCtx, cancelClose := context.WithTimeout(runCtx, 30*time.Second)
 	werr := p.writer.Close(closeCtx)
 	cancelClose()
+	p.releaseClaims(runCtx)
 	defer activity.RecordHeartbeat(ctx, p.progress()) // after the give-ups below are counted
 
 	reason := p.stopReason()
@@ -249,6 +257,7 @@ type passRun struct {
 	client     *llm.Client
 	limiter    *ratelimit.Limiter
 	writer     *store.Writer
+	cache      *passCache
 	health     *health
 	memory     *memory
 	budget     *budget
@@ -309,7 +318,7 @@ func (p *passRun) loadFinished(ctx context.Context) error {
 	p.tally.init(p.in.Pass)
 	for _, r := range done {
 		p.tally.count(r)
-		p.budget.settle(0, r.CostUSD)
+		p.budget.settle(0, r.Usage().CostUSD)
 		if r.Status != store.StatusFailed {
 			c := p.spec.Cell(r.Index)
 			// done is in index order, so each persona's turns come back in item order.
@@ -350,10 +359,34 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 			return
 		}
 		c := p.spec.Cell(idx)
-		msgs, err := p.spec.Render(c, p.memory.of(c.Persona))
+		var msgs []experiment.Message
+		var err error
+		var key *store.CacheKey
+		if p.cache.reads() {
+			l := p.take(dctx, idx, q.peek(lookAhead-1))
+			switch {
+			case l.err != nil:
+				err = l.err
+			case l.hit != nil:
+				p.serve(c, l.msgs, *l.hit)
+				q.done()
+				continue
+			case l.taken:
+				// Another run is calling this very request: its answer will be in the cache.
+				q.retry(idx, p.clock.Now().Add(claimPoll))
+				continue
+			}
+			msgs, key = l.msgs, &l.key
+		} else {
+			msgs, err = p.spec.Render(c, p.memory.of(c.Persona))
+			if err == nil && p.cache.writes() {
+				k := p.cache.key(p.request(c, msgs))
+				key = &k
+			}
+		}
 		if err != nil {
 			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
-				ErrorMessage: "render prompt: " + err.Error(), Attempts: 0})
+				ErrorMessage: "render prompt: " + err.Error(), Attempts: 0}, nil)
 			q.done()
 			continue
 		}
@@ -370,7 +403,7 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 		}
 		p.tally.called()
 		p.calls.Go(func() {
-			if p.call(runCtx, c, msgs, permit, cost) {
+			if p.call(runCtx, c, msgs, key, permit, cost) {
 				q.retry(idx, p.retryAt(idx))
 			} else {
 				q.done()
@@ -430,21 +463,16 @@ func (p *passRun) reserveBudget(ctx context.Context, cost float64) bool {
 	return false
 }
 
-// call makes one request for cell c and records its outcome. It reports whether the cell must be tried again.
-func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, permit *ratelimit.Permit, reserved float64) (again bool) {
+// call makes one request for cell c and records its outcome, and its answer in the response cache under key
+// when key is set. It reports whether the cell must be tried again.
+func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, key *store.CacheKey, permit *ratelimit.Permit, reserved float64) (again bool) {
 	timeout := time.Duration(p.spec.Run.CallTimeout)
 	if timeout <= 0 {
 		timeout = experiment.DefaultCallTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	start := p.clock.Now()
-	resp, err := p.client.Chat(cctx, llm.Request{
-		Model:    p.model.Name,
-		Messages: msgs,
-		Seed:     p.spec.Seeds[c.Seed],
-		Params:   p.model.Params,
-		CellID:   p.spec.CellID(c),
-	})
+	resp, err := p.client.Chat(cctx, p.request(c, msgs))
 	cancel()
 	now := p.clock.Now()
 	latency := now.Sub(start)
@@ -475,7 +503,7 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 		Status:           m.Status,
 		OptionID:         m.OptionID,
 		Raw:              resp.Text,
-		Candidates:       strings.Join(m.Candidates, ","),
+		Candidates:       joinCandidates(m.Candidates),
 		PromptTokens:     resp.PromptTokens,
 		CompletionTokens: resp.CompletionTokens,
 		LatencyMS:        float64(latency.Microseconds()) / 1000,
@@ -487,9 +515,18 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
 	// The record's cost is added to spent when it is counted; here only the reservation ends.
 	p.budget.settle(reserved, 0)
-	p.record(rec)
+	var entry *store.CacheEntry
+	if key != nil {
+		e := cache.Entry(*key, p.model.Name, p.in.RunID,
+			cache.Answer{Text: resp.Text, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}, now)
+		entry = &e
+	}
+	p.record(rec, entry)
 	return false
 }
+
+// joinCandidates is how a record keeps an unparsed answer's tied options.
+func joinCandidates(c []string) string { return strings.Join(c, ",") }
 
 // observe pauses the model's gates when the provider says a budget of its window is used up.
 func (p *passRun) observe(rl llm.RateLimitInfo) {
@@ -524,7 +561,7 @@ func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration,
 		switch v {
 		case cellFailed:
 			p.logFailure(c, e)
-			p.record(failedRecord(c.Index, e, tries))
+			p.record(failedRecord(c.Index, e, tries), nil)
 			return false
 		case storm:
 			p.stop(stopStorm)
@@ -545,7 +582,7 @@ func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration,
 		tries := p.health.finished(c.Index, now)
 		tries.LatencyMS = float64(latency.Microseconds()) / 1000
 		p.logFailure(c, e)
-		p.record(failedRecord(c.Index, e, tries))
+		p.record(failedRecord(c.Index, e, tries), nil)
 		return false
 	}
 }
@@ -571,15 +608,29 @@ func (p *passRun) logFailure(c experiment.Cell, e *llm.Error) {
 		"class", string(e.Class), "error", e.Message)
 }
 
-// record writes a finished cell and counts it. Under on_error=raise a failure stops the dispatch.
-func (p *passRun) record(r store.Record) {
-	if err := p.writer.Add(context.Background(), r); err != nil {
+// record writes a finished cell, with the cache entry of its answer when e is set, and counts it. Under
+// on_error=raise a failure stops the dispatch.
+func (p *passRun) record(r store.Record, e *store.CacheEntry) {
+	var err error
+	if e != nil {
+		err = p.writer.AddAnswer(context.Background(), r, *e)
+	} else {
+		err = p.writer.Add(context.Background(), r)
+	}
+	if err != nil {
 		// The writer keeps the error and Close returns it; the attempt fails and is retried.
 		p.stop(stopCancelled)
 		return
 	}
+	if p.cache.reads() {
+		t := store.CacheTally{Misses: 1}
+		if r.Cached {
+			t = store.CacheTally{Hits: 1}
+		}
+		p.writer.Tally(p.model.Name, t)
+	}
 	p.tally.count(r)
-	p.budget.settle(0, r.CostUSD)
+	p.budget.settle(0, r.Usage().CostUSD)
 	if r.Status == store.StatusFailed && p.spec.Run.OnError == experiment.OnErrorRaise {
 		p.stop(stopRaise)
 	}

@@ -75,6 +75,13 @@ func (q *cellQueue) insertReady(c int) {
 	q.ready = slices.Insert(q.ready, i, c)
 }
 
+// peek returns up to n of the cells next will return first, without taking them.
+func (q *cellQueue) peek(n int) []int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.ready[:min(n, len(q.ready))])
+}
+
 // done ends a cell taken with next: it has a result, or will not be called again in this attempt.
 func (q *cellQueue) done() {
 	q.mu.Lock()

@@ -135,13 +135,13 @@ func coveredBy(field string, errs Errors) bool {
 
 var (
 	specKeys          = []string{"name", "description", "seeds", "models", "prompt", "personas", "questionnaire", "run", "budget_usd", "simulator"}
-	modelKeys         = []string{"id", "name", "provider", "base_url", "api_key_env", "params", "max_concurrency", "rpm", "tpm", "burst", "price"}
+	modelKeys         = []string{"id", "name", "provider", "base_url", "api_key_env", "params", "max_concurrency", "rpm", "tpm", "burst", "price", "cache"}
 	paramKeys         = []string{"temperature", "top_p", "max_tokens", "stop"}
 	promptKeys        = []string{"type", "template", "messages"}
 	personaKeys       = []string{"id", "attributes", "template"}
 	questionnaireKeys = []string{"name", "instruction", "options", "scales", "items"}
 	itemKeys          = []string{"id", "text", "scale", "reversed", "options"}
-	runKeys           = []string{"max_concurrency", "max_parallel_passes", "on_error", "cumulative", "call_timeout", "max_attempts", "stall_timeout", "chunk_size"}
+	runKeys           = []string{"max_concurrency", "max_parallel_passes", "on_error", "cumulative", "call_timeout", "max_attempts", "stall_timeout", "chunk_size", "cache"}
 )
 
 // spec decodes this project's format.
@@ -221,6 +221,7 @@ func (d *decoder) model(n *node, path string) Model {
 	m.RPM = d.integer(f["rpm"], child(path, "rpm"))
 	m.TPM = d.integer(f["tpm"], child(path, "tpm"))
 	m.Burst = d.number(f["burst"], child(path, "burst"))
+	m.Cache = CachePolicy(d.str(f["cache"], child(path, "cache")))
 	if p := f["price"]; p != nil {
 		pf := d.fields(p, child(path, "price"), "input_per_mtok", "output_per_mtok")
 		if pf != nil {
@@ -581,5 +582,6 @@ func (d *decoder) run(n *node, path string) RunSettings {
 	r.MaxAttempts = d.integer(f["max_attempts"], path+".max_attempts")
 	r.StallTimeout = d.duration(f["stall_timeout"], path+".stall_timeout")
 	r.ChunkSize = d.integer(f["chunk_size"], path+".chunk_size")
+	r.Cache = CachePolicy(d.str(f["cache"], path+".cache"))
 	return r
 }

@@ -59,6 +59,8 @@ type Model struct {
 	Burst float64 `json:"burst,omitempty"`
 	// Price overrides the built-in price table. Nil: the table's price, or unknown (cost 0).
 	Price *Price `json:"price,omitempty"`
+	// Cache is this model's response cache policy; empty: run.cache.
+	Cache CachePolicy `json:"cache,omitempty"`
 }
 
 // Params are the sampling parameters sent with every call of a model.
@@ -171,6 +173,8 @@ type RunSettings struct {
 	StallTimeout Duration `json:"stall_timeout,omitempty"`
 	// ChunkSize splits a pass with more cells into several activities (default 5000; not in cumulative mode).
 	ChunkSize int `json:"chunk_size,omitempty"`
+	// Cache is the response cache policy of every model that sets none (default read_write).
+	Cache CachePolicy `json:"cache,omitempty"`
 }
 
 // Defaults of RunSettings.

@@ -211,6 +211,7 @@ func (s *Spec) checkModels(errs *Errors) {
 			errs.add(p+".params.stop", "%d stop sequences; OpenAI-compatible APIs accept at most 4", len(m.Params.Stop))
 		}
 		nonNegative(errs, p+".max_concurrency", m.MaxConcurrency, "a number of calls ≥ 0 (0: only run.max_concurrency)")
+		checkCachePolicy(errs, p+".cache", m.Cache)
 		nonNegative(errs, p+".rpm", m.RPM, "requests per minute ≥ 0 (0: unlimited)")
 		nonNegative(errs, p+".tpm", m.TPM, "tokens per minute ≥ 0 (0: unlimited)")
 		if m.Burst < 0 || m.Burst > 10 || math.IsNaN(m.Burst) {
@@ -352,6 +353,7 @@ func (s *Spec) checkRun(errs *Errors) {
 	if r.StallTimeout < 0 {
 		errs.add("run.stall_timeout", "%v is negative; want a duration such as \"15m\" (0: default %v)", time.Duration(r.StallTimeout), DefaultStallTimeout)
 	}
+	checkCachePolicy(errs, "run.cache", r.Cache)
 	if r.OnError != "" && !contains(onErrors, r.OnError) {
 		errs.add("run.on_error", "unknown policy %q%s; want %s", r.OnError, didYouMean(r.OnError, onErrors), oneOf(onErrors))
 	}

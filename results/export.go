@@ -46,6 +46,8 @@ type Summary struct {
 	OK       int `json:"ok"`
 	Unparsed int `json:"unparsed"`
 	Failed   int `json:"failed"`
+	// Cached counts the cells answered from the response cache; their cost is in saved_usd, not in cost_usd.
+	Cached int `json:"cached"`
 	usage.Usage
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
@@ -61,6 +63,7 @@ type ModelSummary struct {
 	OK       int    `json:"ok"`
 	Unparsed int    `json:"unparsed"`
 	Failed   int    `json:"failed"`
+	Cached   int    `json:"cached"`
 	usage.Usage
 }
 
@@ -236,15 +239,18 @@ func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *
 
 func (z *summarizer) add(r *Row) {
 	m := &z.s.Models[z.models[r.Model]]
-	u := usage.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD}
+	u := store.Record{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD, Cached: r.Cached}.Usage()
 	for _, c := range []struct {
-		cells, ok, unparsed, failed *int
-		usage                       *usage.Usage
+		cells, ok, unparsed, failed, cached *int
+		usage                               *usage.Usage
 	}{
-		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.Usage},
-		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.Usage},
+		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.Cached, &z.s.Usage},
+		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.Cached, &m.Usage},
 	} {
 		*c.cells++
+		if r.Cached {
+			*c.cached++
+		}
 		switch r.Status {
 		case store.StatusOK:
 			*c.ok++

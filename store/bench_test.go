@@ -58,7 +58,7 @@ func BenchmarkInsert100k(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			w := s.NewWriter("run", WriterOptions{})
+			w := NewWriter(s, "run", WriterOptions{})
 			for _, r := range recs {
 				if err := w.Add(ctx, r); err != nil {
 					b.Fatal(err)

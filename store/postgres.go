@@ -48,6 +48,27 @@ var pgMigrations = []string{
 		cached            BOOLEAN          NOT NULL DEFAULT false,
 		PRIMARY KEY (run, idx)
 	);`,
+	`CREATE TABLE silico_cache (
+		key     BYTEA       PRIMARY KEY,
+		model   TEXT        NOT NULL,
+		value   BYTEA       NOT NULL,
+		sum     BYTEA       NOT NULL,
+		run     TEXT        NOT NULL,
+		created TIMESTAMPTZ NOT NULL
+	);
+	-- claims on requests being called, by owner (a run's pass), until expires (Unix milliseconds)
+	CREATE TABLE silico_cache_claims (
+		key     BYTEA  PRIMARY KEY,
+		owner   TEXT   NOT NULL,
+		expires BIGINT NOT NULL
+	);
+	CREATE INDEX silico_cache_claims_owner ON silico_cache_claims (owner);
+	CREATE TABLE silico_cache_tally (
+		model   TEXT   PRIMARY KEY,
+		hits    BIGINT NOT NULL DEFAULT 0,
+		misses  BIGINT NOT NULL DEFAULT 0,
+		invalid BIGINT NOT NULL DEFAULT 0
+	);`,
 }
 
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all
@@ -237,23 +258,73 @@ func (p *Postgres) Elapsed(ctx context.Context, run string, now time.Time) (time
 // Workers writing the same cells at once never lose or duplicate a row: each cell is one row under the
 // (run, idx) key, and a batch locks its rows in index order, so two overlapping batches cannot deadlock.
 func (p *Postgres) Put(ctx context.Context, run string, recs []Record) error {
-	if len(recs) == 0 {
+	return p.Write(ctx, run, Batch{Records: recs})
+}
+
+// Write makes a batch durable in one transaction: its records as Put writes them, its cache entries (each
+// replacing any entry of its key, and dropping the claims on it) and its lookup counts. The statements go to the
+// server in one round trip.
+func (p *Postgres) Write(ctx context.Context, run string, b Batch) error {
+	if b.empty() {
 		return nil
 	}
-	if run == "" {
-		return errors.New("store: put: empty run id")
+	if err := checkBatch(run, b); err != nil {
+		return err
 	}
-	for i := range recs {
-		if err := recs[i].validate(); err != nil {
-			return fmt.Errorf("store: put %s: %w", run, err)
+	var q pgx.Batch
+	if len(b.Records) > 0 {
+		c := newPGColumns(mergeByIndex(b.Records))
+		q.Queue(pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
+			c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode)
+	}
+	if len(b.Cache) > 0 {
+		// Sorted by key, so that two batches writing the same keys lock them in one order.
+		entries := lastEntries(b.Cache)
+		slices.SortFunc(entries, func(x, y CacheEntry) int { return bytes.Compare(x.Key[:], y.Key[:]) })
+		n := len(entries)
+		keys, values, sums := make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		models, runs, created := make([]string, n), make([]string, n), make([]time.Time, n)
+		for i, e := range entries {
+			keys[i], values[i], sums[i] = e.Key[:], e.Value, e.Sum[:]
+			models[i], runs[i], created[i] = e.Model, e.Run, e.Created
 		}
+		q.Queue(`INSERT INTO silico_cache (key, model, value, sum, run, created)
+			SELECT * FROM unnest($1::bytea[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[])
+			ON CONFLICT (key) DO UPDATE SET model = excluded.model, value = excluded.value, sum = excluded.sum,
+			run = excluded.run, created = excluded.created`, keys, models, values, sums, runs, created)
+		q.Queue("DELETE FROM silico_cache_claims WHERE key = ANY($1::bytea[])", keys)
 	}
-	c := newPGColumns(mergeByIndex(recs))
-	if _, err := p.pool.Exec(ctx, pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
-		c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode); err != nil {
-		return fmt.Errorf("store: put %s: %d records: %w", run, len(recs), err)
+	if models, t := tallyColumns(b.Tally); len(models) > 0 {
+		q.Queue(`INSERT INTO silico_cache_tally (model, hits, misses, invalid)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[])
+			ON CONFLICT (model) DO UPDATE SET hits = silico_cache_tally.hits + excluded.hits,
+			misses = silico_cache_tally.misses + excluded.misses, invalid = silico_cache_tally.invalid + excluded.invalid`,
+			models, t[0], t[1], t[2])
+	}
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, &q).Close() })
+	if err != nil {
+		return fmt.Errorf("store: put %s: %d records, %d cache entries: %w", run, len(b.Records), len(b.Cache), err)
 	}
 	return nil
+}
+
+// tallyColumns returns the non-zero tallies as a sorted list of models and one array per count.
+func tallyColumns(tally map[string]CacheTally) ([]string, [3][]int64) {
+	var models []string
+	for m, t := range tally {
+		if !t.IsZero() {
+			models = append(models, m)
+		}
+	}
+	slices.Sort(models)
+	var cols [3][]int64
+	for _, m := range models {
+		t := tally[m]
+		cols[0] = append(cols[0], int64(t.Hits))
+		cols[1] = append(cols[1], int64(t.Misses))
+		cols[2] = append(cols[2], int64(t.Invalid))
+	}
+	return models, cols
 }
 
 // mergeByIndex returns recs sorted by index with one record per index: of several, the last, unless it is a
@@ -349,16 +420,19 @@ func scanPGRecords(rows pgx.Rows, out []Record) ([]Record, error) {
 	return out, nil
 }
 
-// Counts returns the per-status counts and the token and cost sums of a run's records. A run without records
+// Counts returns the per-status counts and the token and cost sums of a run's records (a cell answered from the
+// cache adds its cost to SavedUSD, not to CostUSD, and no tokens). A run without records
 // has zero counts.
 func (p *Postgres) Counts(ctx context.Context, run string) (Counts, error) {
 	var c Counts
 	err := p.pool.QueryRow(ctx, `SELECT count(*),
 		count(*) FILTER (WHERE status = $2), count(*) FILTER (WHERE status = $3), count(*) FILTER (WHERE status = $4),
 		count(*) FILTER (WHERE cached),
-		coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(completion_tokens), 0)::bigint, coalesce(sum(cost_usd), 0)
+		coalesce(sum(prompt_tokens) FILTER (WHERE NOT cached), 0)::bigint,
+		coalesce(sum(completion_tokens) FILTER (WHERE NOT cached), 0)::bigint,
+		coalesce(sum(cost_usd) FILTER (WHERE NOT cached), 0), coalesce(sum(cost_usd) FILTER (WHERE cached), 0)
 		FROM silico_cells WHERE run = $1`, run, StatusOK, StatusUnparsed, StatusFailed).
-		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD)
+		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD, &c.SavedUSD)
 	if err != nil {
 		return Counts{}, fmt.Errorf("store: counts %s: %w", run, err)
 	}

@@ -32,10 +32,16 @@ type Record struct {
 	CostUSD          float64 `json:"cost_usd"`
 	LatencyMS        float64 `json:"latency_ms"`
 	Attempts         int     `json:"attempts"`
-	Cached           bool    `json:"cached,omitempty"`
+	// Cached says the answer came from the response cache: no call was made, its tokens and its cost (what the
+	// call would have cost) were not spent.
+	Cached bool `json:"cached,omitempty"`
 }
 
-// Usage is what the record's call consumed.
+// Usage is what the record's call consumed. A cell answered from the response cache consumed nothing: its cost
+// is saved.
 func (r Record) Usage() usage.Usage {
+	if r.Cached {
+		return usage.Usage{SavedUSD: r.CostUSD}
+	}
 	return usage.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD}
 }

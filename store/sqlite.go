@@ -24,7 +24,7 @@ var ErrSpecConflict = errors.New("a different spec is already saved under this r
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
-const schemaVersion = 2
+const schemaVersion = 3
 
 // migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
 var migrations = []string{
@@ -33,6 +33,8 @@ var migrations = []string{
 	`ALTER TABLE cells ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE runs ADD COLUMN elapsed_ms INTEGER;
 	 UPDATE runs SET elapsed_ms = 0;`,
+	// 2 → 3: the response cache, whose tables the schema creates.
+	`SELECT 1;`,
 }
 
 // busyTimeout is how long a statement waits for another connection or process holding the write lock.
@@ -64,6 +66,28 @@ CREATE TABLE IF NOT EXISTS cells (
 	attempts          INTEGER NOT NULL DEFAULT 0,
 	cached            INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (run, idx)
+) WITHOUT ROWID;
+-- The response cache: one answer per request digest, written by run at created (Unix milliseconds).
+CREATE TABLE IF NOT EXISTS cache (
+	key     BLOB    PRIMARY KEY,
+	model   TEXT    NOT NULL,
+	value   BLOB    NOT NULL,
+	sum     BLOB    NOT NULL,
+	run     TEXT    NOT NULL,
+	created INTEGER NOT NULL
+) WITHOUT ROWID;
+-- Claims on requests being called, by owner (a run's pass), until expires (Unix milliseconds).
+CREATE TABLE IF NOT EXISTS cache_claims (
+	key     BLOB    PRIMARY KEY,
+	owner   TEXT    NOT NULL,
+	expires INTEGER NOT NULL
+) WITHOUT ROWID;
+-- Lookups of the cache by model name.
+CREATE TABLE IF NOT EXISTS cache_tally (
+	model   TEXT    PRIMARY KEY,
+	hits    INTEGER NOT NULL DEFAULT 0,
+	misses  INTEGER NOT NULL DEFAULT 0,
+	invalid INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 `
 
@@ -292,39 +316,69 @@ func (s *SQLite) Elapsed(ctx context.Context, run string, now time.Time) (time.D
 // by the workflow must not erase it. Within recs, the last one wins by the same rule. The run need not have been
 // saved first.
 func (s *SQLite) Put(ctx context.Context, run string, recs []Record) error {
-	if len(recs) == 0 {
+	return s.Write(ctx, run, Batch{Records: recs})
+}
+
+// Write makes a batch durable in one transaction: its records as Put writes them, its cache entries (each
+// replacing any entry of its key, and dropping the claims on it) and its lookup counts.
+func (s *SQLite) Write(ctx context.Context, run string, b Batch) error {
+	if b.empty() {
 		return nil
 	}
-	if run == "" {
-		return errors.New("store: put: empty run id")
-	}
-	for i := range recs {
-		if err := recs[i].validate(); err != nil {
-			return fmt.Errorf("store: put %s: %w", run, err)
-		}
+	if err := checkBatch(run, b); err != nil {
+		return err
 	}
 	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("store: put %s: begin: %w", run, err)
 	}
 	defer end()
-	if _, err := tx.ExecContext(ctx, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING", run); err != nil {
+	if err := putCells(ctx, tx, run, b.Records); err != nil {
 		return fmt.Errorf("store: put %s: %w", run, err)
+	}
+	if err := putCache(ctx, tx, b.Cache); err != nil {
+		return fmt.Errorf("store: put %s: cache: %w", run, err)
+	}
+	if err := addTally(ctx, tx, b.Tally); err != nil {
+		return fmt.Errorf("store: put %s: cache lookups: %w", run, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: put %s: commit %d records, %d cache entries: %w", run, len(b.Records), len(b.Cache), err)
+	}
+	return nil
+}
+
+// checkBatch rejects a batch that no back end may write, before any of it is.
+func checkBatch(run string, b Batch) error {
+	if run == "" && len(b.Records) > 0 {
+		return errors.New("store: put: empty run id")
+	}
+	for i := range b.Records {
+		if err := b.Records[i].validate(); err != nil {
+			return fmt.Errorf("store: put %s: %w", run, err)
+		}
+	}
+	return nil
+}
+
+func putCells(ctx context.Context, tx *sql.Tx, run string, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING", run); err != nil {
+		return err
 	}
 	stmt, err := tx.PrepareContext(ctx, upsertCell)
 	if err != nil {
-		return fmt.Errorf("store: put %s: prepare: %w", run, err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	defer func() { _ = stmt.Close() }()
 	for i := range recs {
 		r := &recs[i]
 		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
 			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached); err != nil {
-			return fmt.Errorf("store: put %s: cell %d: %w", run, r.Index, err)
+			return fmt.Errorf("cell %d: %w", r.Index, err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: put %s: commit %d records: %w", run, len(recs), err)
 	}
 	return nil
 }
@@ -422,15 +476,17 @@ type Counts struct {
 	usage.Usage
 }
 
-// Counts returns the per-status counts and the token and cost sums of a run's records. A run without records
+// Counts returns the per-status counts and the token and cost sums of a run's records (a cell answered from the
+// cache adds its cost to SavedUSD, not to CostUSD, and no tokens). A run without records
 // has zero counts.
 func (s *SQLite) Counts(ctx context.Context, run string) (Counts, error) {
 	var c Counts
 	err := s.db.QueryRowContext(ctx, `SELECT count(*),
 		coalesce(sum(status = ?), 0), coalesce(sum(status = ?), 0), coalesce(sum(status = ?), 0), coalesce(sum(cached), 0),
-		coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0)
+		coalesce(sum(prompt_tokens * (cached = 0)), 0), coalesce(sum(completion_tokens * (cached = 0)), 0),
+		coalesce(sum(cost_usd * (cached = 0)), 0), coalesce(sum(cost_usd * cached), 0)
 		FROM cells WHERE run = ?`, StatusOK, StatusUnparsed, StatusFailed, run).
-		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD)
+		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD, &c.SavedUSD)
 	if err != nil {
 		return Counts{}, fmt.Errorf("store: counts %s: %w", run, err)
 	}

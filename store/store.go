@@ -35,6 +35,8 @@ type Store interface {
 	Location() string
 	// Close releases the store. Writers of the store must be closed first.
 	Close() error
+	// Cache is the response cache the store keeps beside the results.
+	Cache
 }
 
 var (

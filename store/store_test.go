@@ -212,8 +212,16 @@ func TestPutRecordsRoundTripAndUpsert(t *testing.T) {
 		if c.Records != 11 || c.OK != 8 || c.Unparsed != 2 || c.Failed != 1 || c.Cached != 4 {
 			t.Fatalf("Counts = %+v; want 11 records: 8 ok, 2 unparsed, 1 failed, 4 cached", c)
 		}
-		if want := 7 * 2; c.CompletionTokens != want {
-			t.Fatalf("Counts.CompletionTokens = %d, want %d", c.CompletionTokens, want)
+		// Of the 7 answers with tokens (0-2, 6-9), 4 came from the cache (0, 2, 6, 8): their tokens were not spent
+		// and their cost was saved.
+		if want := 3 * 2; c.CompletionTokens != want {
+			t.Fatalf("Counts.CompletionTokens = %d, want %d (answers from the cache not counted)", c.CompletionTokens, want)
+		}
+		if d := c.CostUSD - 3*0.0000125; d > 1e-12 || d < -1e-12 {
+			t.Fatalf("Counts.CostUSD = %v, want %v", c.CostUSD, 3*0.0000125)
+		}
+		if d := c.SavedUSD - 4*0.0000125; d > 1e-12 || d < -1e-12 {
+			t.Fatalf("Counts.SavedUSD = %v, want %v", c.SavedUSD, 4*0.0000125)
 		}
 	})
 }

@@ -18,11 +18,15 @@ type WriterOptions struct {
 	// MaxPending bounds the records waiting for a commit: Add blocks while that many are waiting, so memory stays
 	// bounded when the store is slower than the calls. Optional: defaults to DefaultMaxPending.
 	MaxPending int
+	// CacheFailed is told when a batch's cache entries could not be written. The Writer then writes the batch's
+	// records without them, so that no answer is lost for the cache's sake; the callback should log loudly.
+	// Optional.
+	CacheFailed func(entries int, err error)
 }
 
-// Putter writes records of a run in one transaction; *SQLite is one.
-type Putter interface {
-	Put(ctx context.Context, run string, recs []Record) error
+// BatchWriter writes a batch in one transaction; every Store is one.
+type BatchWriter interface {
+	Write(ctx context.Context, run string, b Batch) error
 }
 
 // Writer makes the records of one run durable with group commit: a background goroutine commits whatever is
@@ -35,12 +39,15 @@ type Putter interface {
 // Flush and Close returns it; the records of the failed batch and all records added after it are then not
 // written, and their cells must be treated as unfinished.
 //
+// Cache entries of fresh answers and cache lookup counts ride in the same transactions as the records.
+//
 // A Writer is safe for use by several goroutines. It owns one goroutine, which Close stops and waits for; a
 // Writer that is never closed leaks it.
 type Writer struct {
-	p          Putter
-	run        string
-	maxPending int
+	p           BatchWriter
+	run         string
+	maxPending  int
+	cacheFailed func(int, error)
 	// ctx is the background commits' context; cancel aborts a commit when Close's context ends first.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,7 +55,7 @@ type Writer struct {
 	done   chan struct{} // closed when the background goroutine has returned
 
 	mu      sync.Mutex
-	pending []Record
+	pending Batch
 	// added numbers the records added so far; committed is the number of them that are durable. Records
 	// commit in the order they were added, so "record n is durable" is "committed >= n".
 	added, committed uint64
@@ -60,27 +67,25 @@ type Writer struct {
 }
 
 // NewWriter starts a Writer for the records of run, committed through p. Close it when done.
-func NewWriter(p Putter, run string, opts WriterOptions) *Writer {
+func NewWriter(p BatchWriter, run string, opts WriterOptions) *Writer {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Writer{
-		p:          p,
-		run:        run,
-		maxPending: opts.MaxPending,
-		ctx:        ctx,
-		cancel:     cancel,
-		wake:       make(chan struct{}, 1),
-		done:       make(chan struct{}),
-		progress:   make(chan struct{}),
+		p:           p,
+		run:         run,
+		maxPending:  opts.MaxPending,
+		cacheFailed: opts.CacheFailed,
+		ctx:         ctx,
+		cancel:      cancel,
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		progress:    make(chan struct{}),
 	}
 	go w.loop()
 	return w
 }
-
-// NewWriter starts a Writer for the records of run in s. See the package function NewWriter.
-func (s *SQLite) NewWriter(run string, opts WriterOptions) *Writer { return NewWriter(s, run, opts) }
 
 func (w *Writer) signal() {
 	select {
@@ -105,15 +110,15 @@ func (w *Writer) loop() {
 				return
 			}
 			batch, seq, closed := w.pending, w.added, w.closed
-			w.pending = nil
+			w.pending = Batch{}
 			w.mu.Unlock()
-			if len(batch) == 0 {
+			if batch.empty() {
 				if closed {
 					return
 				}
 				break
 			}
-			err := w.p.Put(w.ctx, w.run, batch)
+			err := w.write(batch)
 			w.mu.Lock()
 			switch {
 			case err == nil:
@@ -121,9 +126,9 @@ func (w *Writer) loop() {
 			case w.ctx.Err() != nil:
 				// Close gave up waiting: the transaction rolled back, so the batch is pending again and
 				// Close reports it unwritten.
-				w.pending = append(batch, w.pending...)
+				w.pending = joinBatches(batch, w.pending)
 			default:
-				w.err = fmt.Errorf("store: writer %s: %d records not written: %w", w.run, len(batch), err)
+				w.err = fmt.Errorf("store: writer %s: %d records not written: %w", w.run, len(batch.Records), err)
 			}
 			close(w.progress)
 			w.progress = make(chan struct{})
@@ -136,9 +141,63 @@ func (w *Writer) loop() {
 	}
 }
 
+// write commits a batch; when that fails and the batch carries cache entries, it commits the batch without them,
+// so that the cache can never cost an answer.
+func (w *Writer) write(b Batch) error {
+	err := w.p.Write(w.ctx, w.run, b)
+	if err == nil || len(b.Cache) == 0 || w.ctx.Err() != nil {
+		return err
+	}
+	if w.cacheFailed != nil {
+		w.cacheFailed(len(b.Cache), err)
+	}
+	b.Cache = nil
+	return w.p.Write(w.ctx, w.run, b)
+}
+
+// joinBatches returns a followed by b.
+func joinBatches(a, b Batch) Batch {
+	out := Batch{Records: append(a.Records, b.Records...), Cache: append(a.Cache, b.Cache...)}
+	for _, t := range []map[string]CacheTally{a.Tally, b.Tally} {
+		for m, v := range t {
+			out.addTally(m, v)
+		}
+	}
+	return out
+}
+
+func (b *Batch) addTally(model string, t CacheTally) {
+	if b.Tally == nil {
+		b.Tally = map[string]CacheTally{}
+	}
+	v := b.Tally[model]
+	v.Add(t)
+	b.Tally[model] = v
+}
+
+// Tally adds cache lookup counts of model to the next commit. It never blocks.
+func (w *Writer) Tally(model string, t CacheTally) {
+	if t.IsZero() {
+		return
+	}
+	w.mu.Lock()
+	w.pending.addTally(model, t)
+	w.mu.Unlock()
+	w.signal()
+}
+
 // Add queues r to be committed. It returns the error of an earlier failed commit, if any. While MaxPending
 // records are waiting, Add blocks until a commit makes room or ctx ends.
 func (w *Writer) Add(ctx context.Context, r Record) error {
+	return w.add(ctx, r, nil)
+}
+
+// AddAnswer queues r and the cache entry of its answer, to be committed together.
+func (w *Writer) AddAnswer(ctx context.Context, r Record, e CacheEntry) error {
+	return w.add(ctx, r, &e)
+}
+
+func (w *Writer) add(ctx context.Context, r Record, e *CacheEntry) error {
 	if err := r.validate(); err != nil {
 		return fmt.Errorf("store: writer %s: %w", w.run, err)
 	}
@@ -152,8 +211,11 @@ func (w *Writer) Add(ctx context.Context, r Record) error {
 		case w.closed:
 			w.mu.Unlock()
 			return ErrWriterClosed
-		case len(w.pending) < w.maxPending:
-			w.pending = append(w.pending, r)
+		case len(w.pending.Records) < w.maxPending:
+			w.pending.Records = append(w.pending.Records, r)
+			if e != nil {
+				w.pending.Cache = append(w.pending.Cache, *e)
+			}
 			w.added++
 			w.mu.Unlock()
 			w.signal()
@@ -223,8 +285,8 @@ func (w *Writer) closeErr() error {
 	if w.err != nil {
 		return w.err
 	}
-	if len(w.pending) > 0 {
-		return fmt.Errorf("store: writer %s: closed with %d records unwritten", w.run, len(w.pending))
+	if len(w.pending.Records) > 0 {
+		return fmt.Errorf("store: writer %s: closed with %d records unwritten", w.run, len(w.pending.Records))
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func stored(t *testing.T, s *SQLite, run string) int {
 func TestWriterCommitsWithoutFlush(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{})
+	w := NewWriter(s, "run", WriterOptions{})
 	defer func() { _ = w.Close(ctx) }()
 	for i := range 3 {
 		if err := w.Add(ctx, rec(i)); err != nil {
@@ -44,7 +44,7 @@ func TestWriterCommitsWithoutFlush(t *testing.T) {
 	waitFor(t, "the records to be committed", func() bool { return stored(t, s, "run") == 3 })
 }
 
-// gatedPutter records the batches it is given; each Put waits for a value on release first.
+// gatedPutter records the batches it is given; each Write waits for a value on release first.
 type gatedPutter struct {
 	release chan struct{}
 	entered chan int
@@ -52,7 +52,8 @@ type gatedPutter struct {
 	batches [][]Record
 }
 
-func (g *gatedPutter) Put(ctx context.Context, _ string, recs []Record) error {
+func (g *gatedPutter) Write(ctx context.Context, _ string, b Batch) error {
+	recs := b.Records
 	g.entered <- len(recs)
 	select {
 	case <-g.release:
@@ -157,7 +158,7 @@ func TestWriterCloseReportsRecordsItCouldNotWrite(t *testing.T) {
 func TestWriterFlushAndCloseMakeDurable(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{})
+	w := NewWriter(s, "run", WriterOptions{})
 	for i := range 5 {
 		if err := w.Add(ctx, rec(i)); err != nil {
 			t.Fatalf("Add: %v", err)
@@ -189,7 +190,7 @@ func TestWriterFlushAndCloseMakeDurable(t *testing.T) {
 func TestWriterSurfacesBackgroundFlushError(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{})
+	w := NewWriter(s, "run", WriterOptions{})
 	if err := s.Close(); err != nil { // the database goes away under the writer
 		t.Fatalf("Close store: %v", err)
 	}
@@ -212,7 +213,7 @@ func TestWriterSurfacesBackgroundFlushError(t *testing.T) {
 func TestWriterFlushReportsErrorOfClosedStore(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{})
+	w := NewWriter(s, "run", WriterOptions{})
 	_ = s.Close()
 	if err := w.Add(ctx, rec(0)); err != nil {
 		t.Fatalf("Add: %v", err)
@@ -227,7 +228,7 @@ func TestWriterFlushReportsErrorOfClosedStore(t *testing.T) {
 
 func TestWriterKeepsRecordsWhenFlushContextEnds(t *testing.T) {
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{})
+	w := NewWriter(s, "run", WriterOptions{})
 	if err := w.Add(context.Background(), rec(0)); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
@@ -245,7 +246,7 @@ func TestWriterKeepsRecordsWhenFlushContextEnds(t *testing.T) {
 func TestWriterConcurrentAdds(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := s.NewWriter("run", WriterOptions{})
+	w := NewWriter(s, "run", WriterOptions{})
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)

@@ -9,6 +9,9 @@ type Usage struct {
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+	// SavedUSD is what the calls answered from the response cache would have cost: money not spent. Their
+	// tokens and cost are not in the fields above.
+	SavedUSD float64 `json:"saved_usd"`
 }
 
 // Add adds v to u.
@@ -16,6 +19,7 @@ func (u *Usage) Add(v Usage) {
 	u.PromptTokens += v.PromptTokens
 	u.CompletionTokens += v.CompletionTokens
 	u.CostUSD += v.CostUSD
+	u.SavedUSD += v.SavedUSD
 }
 
 // Plus returns u + v.

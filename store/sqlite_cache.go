@@ -1,0 +1,224 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// sqliteKeysPerQuery is how many keys one lookup statement carries; SQLite allows 32,766 parameters, and a few
+// hundred keys amortise a statement's preparation.
+const sqliteKeysPerQuery = 500
+
+func putCache(ctx context.Context, tx *sql.Tx, entries []CacheEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	put, err := tx.PrepareContext(ctx, `INSERT INTO cache (key, model, value, sum, run, created) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET model = excluded.model, value = excluded.value, sum = excluded.sum,
+		run = excluded.run, created = excluded.created`)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer func() { _ = put.Close() }()
+	unclaim, err := tx.PrepareContext(ctx, "DELETE FROM cache_claims WHERE key = ?")
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer func() { _ = unclaim.Close() }()
+	for _, e := range entries {
+		if _, err := put.ExecContext(ctx, e.Key[:], e.Model, e.Value, e.Sum[:], e.Run, e.Created.UnixMilli()); err != nil {
+			return fmt.Errorf("entry %s: %w", e.Key, err)
+		}
+		if _, err := unclaim.ExecContext(ctx, e.Key[:]); err != nil {
+			return fmt.Errorf("claim of %s: %w", e.Key, err)
+		}
+	}
+	return nil
+}
+
+func addTally(ctx context.Context, tx *sql.Tx, tally map[string]CacheTally) error {
+	for m, t := range tally {
+		if t.IsZero() {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cache_tally (model, hits, misses, invalid) VALUES (?, ?, ?, ?)
+			ON CONFLICT (model) DO UPDATE SET hits = hits + excluded.hits, misses = misses + excluded.misses,
+			invalid = invalid + excluded.invalid`, m, t.Hits, t.Misses, t.Invalid); err != nil {
+			return fmt.Errorf("model %s: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// keyArgs returns "?, ?, …" for keys and the keys as arguments.
+func keyArgs(keys []CacheKey) (string, []any) {
+	args := make([]any, len(keys))
+	for i := range keys {
+		args[i] = keys[i][:]
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", "), args
+}
+
+// CacheGet returns the entries stored under keys, a few hundred keys per query.
+func (s *SQLite) CacheGet(ctx context.Context, keys []CacheKey) ([]CacheEntry, error) {
+	out := make([]CacheEntry, 0, len(keys))
+	for start := 0; start < len(keys); start += sqliteKeysPerQuery {
+		part := keys[start:min(len(keys), start+sqliteKeysPerQuery)]
+		marks, args := keyArgs(part)
+		rows, err := s.db.QueryContext(ctx, "SELECT key, model, value, sum, run, created FROM cache WHERE key IN ("+marks+")", args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: cache lookup: %w", err)
+		}
+		out, err = scanCacheRows(rows, out)
+		if err != nil {
+			return nil, fmt.Errorf("store: cache lookup: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func scanCacheRows(rows *sql.Rows, out []CacheEntry) ([]CacheEntry, error) {
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var e CacheEntry
+		var key, sum []byte
+		var created int64
+		if err := rows.Scan(&key, &e.Model, &e.Value, &sum, &e.Run, &created); err != nil {
+			return nil, err
+		}
+		// A key or sum of the wrong length is kept as far as it goes: validation then rejects the entry.
+		copy(e.Key[:], key)
+		copy(e.Sum[:], sum)
+		e.Created = time.UnixMilli(created).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// CacheClaim claims keys for owner until until, except keys whose claim by another owner lasts beyond now.
+func (s *SQLite) CacheClaim(ctx context.Context, owner string, keys []CacheKey, now, until time.Time) ([]CacheKey, error) {
+	keys = uniqueKeys(keys)
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	tx, end, err := s.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: cache claim: %w", err)
+	}
+	defer end()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO cache_claims (key, owner, expires) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+		WHERE cache_claims.owner = excluded.owner OR cache_claims.expires <= ?`)
+	if err != nil {
+		return nil, fmt.Errorf("store: cache claim: %w", err)
+	}
+	defer func() { _ = stmt.Close() }()
+	var taken []CacheKey
+	for _, k := range keys {
+		res, err := stmt.ExecContext(ctx, k[:], owner, until.UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return nil, fmt.Errorf("store: cache claim: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("store: cache claim: %w", err)
+		} else if n == 0 {
+			taken = append(taken, k)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("store: cache claim: commit: %w", err)
+	}
+	return taken, nil
+}
+
+// CacheRenew extends every claim of owner until until.
+func (s *SQLite) CacheRenew(ctx context.Context, owner string, until time.Time) error {
+	return s.exec(ctx, "store: cache renew claims of "+owner, "UPDATE cache_claims SET expires = ? WHERE owner = ?", until.UnixMilli(), owner)
+}
+
+// CacheRelease drops every claim of owner.
+func (s *SQLite) CacheRelease(ctx context.Context, owner string) error {
+	return s.exec(ctx, "store: cache release claims of "+owner, "DELETE FROM cache_claims WHERE owner = ?", owner)
+}
+
+// exec runs one statement in a write transaction of its own.
+func (s *SQLite) exec(ctx context.Context, what, query string, args ...any) error {
+	_, err := s.execCount(ctx, what, query, args...)
+	return err
+}
+
+func (s *SQLite) execCount(ctx context.Context, what, query string, args ...any) (int, error) {
+	tx, end, err := s.beginWrite(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	defer end()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("%s: commit: %w", what, err)
+	}
+	return int(n), nil
+}
+
+// CacheStats returns the holdings and lookup counts of every model, by model name.
+func (s *SQLite) CacheStats(ctx context.Context) ([]CacheStats, error) {
+	held := map[string]CacheStats{}
+	rows, err := s.db.QueryContext(ctx, "SELECT model, count(*), coalesce(sum(length(value)), 0) FROM cache GROUP BY model")
+	if err != nil {
+		return nil, fmt.Errorf("store: cache stats: %w", err)
+	}
+	for rows.Next() {
+		var st CacheStats
+		if err := rows.Scan(&st.Model, &st.Entries, &st.Bytes); err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("store: cache stats: %w", err)
+		}
+		held[st.Model] = st
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("store: cache stats: %w", err)
+	}
+	tallies := map[string]CacheTally{}
+	rows, err = s.db.QueryContext(ctx, "SELECT model, hits, misses, invalid FROM cache_tally")
+	if err != nil {
+		return nil, fmt.Errorf("store: cache stats: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var m string
+		var t CacheTally
+		if err := rows.Scan(&m, &t.Hits, &t.Misses, &t.Invalid); err != nil {
+			return nil, fmt.Errorf("store: cache stats: %w", err)
+		}
+		tallies[m] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: cache stats: %w", err)
+	}
+	return mergeStats(held, tallies), nil
+}
+
+// CachePrune deletes the entries f selects and returns how many there were.
+func (s *SQLite) CachePrune(ctx context.Context, f CacheFilter) (int, error) {
+	where, args := []string{"1 = 1"}, []any{}
+	if !f.Before.IsZero() {
+		where, args = append(where, "created < ?"), append(args, f.Before.UnixMilli())
+	}
+	if f.Model != "" {
+		where, args = append(where, "model = ?"), append(args, f.Model)
+	}
+	if f.Run != "" {
+		where, args = append(where, "run = ?"), append(args, f.Run)
+	}
+	return s.execCount(ctx, "store: cache prune", "DELETE FROM cache WHERE "+strings.Join(where, " AND "), args...)
+}
