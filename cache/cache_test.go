@@ -1,0 +1,136 @@
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/store"
+)
+
+func ptr(v float64) *float64 { return &v }
+
+func baseRequest() llm.Request {
+	return llm.Request{
+		Model:    "gpt-4o-mini",
+		Messages: []experiment.Message{{Role: "system", Content: "You are P1."}, {Role: "user", Content: "Q1"}},
+		Seed:     42,
+		Params:   experiment.Params{Temperature: ptr(0), MaxTokens: 16},
+		CellID:   "m/42/q1/p1",
+	}
+}
+
+func TestKeyCoversEverythingThatDecidesTheAnswer(t *testing.T) {
+	const ep = "https://api.openai.com/v1"
+	base := Key(ep, baseRequest())
+	if Key(ep, baseRequest()) != base {
+		t.Fatal("Key is not deterministic")
+	}
+	sameAnswer := baseRequest()
+	sameAnswer.CellID = "other/cell"
+	if Key(ep, sameAnswer) != base {
+		t.Fatal("the cell id changed the key: two cells sending one request must share its answer")
+	}
+	changes := map[string]func(*llm.Request) string{
+		"endpoint":    func(*llm.Request) string { return "http://localhost:11434/v1" },
+		"model":       func(r *llm.Request) string { r.Model = "gpt-4o"; return ep },
+		"message":     func(r *llm.Request) string { r.Messages[1].Content = "Q2"; return ep },
+		"role":        func(r *llm.Request) string { r.Messages[0].Role = "user"; return ep },
+		"history":     func(r *llm.Request) string { r.Messages = append(r.Messages, experiment.Message{Role: "assistant", Content: "3"}); return ep },
+		"seed":        func(r *llm.Request) string { r.Seed = 43; return ep },
+		"temperature": func(r *llm.Request) string { r.Params.Temperature = ptr(0.7); return ep },
+		"no temp":     func(r *llm.Request) string { r.Params.Temperature = nil; return ep },
+		"top_p":       func(r *llm.Request) string { r.Params.TopP = ptr(0.9); return ep },
+		"max_tokens":  func(r *llm.Request) string { r.Params.MaxTokens = 17; return ep },
+		"stop":        func(r *llm.Request) string { r.Params.Stop = []string{"\n"}; return ep },
+	}
+	seen := map[store.CacheKey]string{base: "base"}
+	for name, change := range changes {
+		r := baseRequest()
+		k := Key(change(&r), r)
+		if other, dup := seen[k]; dup {
+			t.Errorf("changing the %s gives the key of %s", name, other)
+		}
+		seen[k] = name
+	}
+}
+
+func TestEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		m    experiment.Model
+		want string
+	}{
+		{experiment.Model{Provider: "sim"}, SimEndpoint},
+		{experiment.Model{Provider: "sim", BaseURL: "http://127.0.0.1:8089/v1"}, "http://127.0.0.1:8089/v1"},
+		{experiment.Model{}, "https://api.openai.com/v1"},
+		{experiment.Model{Provider: "openai", BaseURL: "HTTPS://API.OpenAI.com:443/v1/"}, "https://api.openai.com/v1"},
+		{experiment.Model{BaseURL: "http://LocalHost:80/v1//"}, "http://localhost/v1"},
+		{experiment.Model{BaseURL: "http://localhost:11434/v1"}, "http://localhost:11434/v1"},
+	} {
+		if got := Endpoint(c.m); got != c.want {
+			t.Errorf("Endpoint(%+v) = %q, want %q", c.m, got, c.want)
+		}
+	}
+}
+
+func TestReadValidatesTheEntry(t *testing.T) {
+	k := Key("sim", baseRequest())
+	a := Answer{Text: "3", PromptTokens: 40, CompletionTokens: 1}
+	e := Entry(k, "gpt-4o-mini", "run-1", a, time.Now())
+	if got, err := Read(e, k); err != nil || got != a {
+		t.Fatalf("Read = %+v, %v; want %+v", got, err, a)
+	}
+	flipped := e
+	flipped.Value = append([]byte(nil), e.Value...)
+	flipped.Value[len(flipped.Value)/2] ^= 0x20
+	moved := Entry(Key("sim", llm.Request{Model: "x"}), "x", "run-1", a, time.Now())
+	moved.Key = k // the row's key column rewritten
+	garbage := e
+	garbage.Value = []byte("not json")
+	garbage.Sum = sumOf(garbage.Value)
+	for name, bad := range map[string]store.CacheEntry{"flipped byte": flipped, "other key": moved, "not json": garbage} {
+		if _, err := Read(bad, k); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: Read error = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := Read(e, Key("sim", llm.Request{Model: "y"})); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Read under another key: %v, want ErrInvalid", err)
+	}
+}
+
+type mapGetter map[store.CacheKey]store.CacheEntry
+
+func (m mapGetter) CacheGet(_ context.Context, keys []store.CacheKey) ([]store.CacheEntry, error) {
+	var out []store.CacheEntry
+	for _, k := range keys {
+		if e, ok := m[k]; ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func TestLookupSplitsHitsMissesAndInvalid(t *testing.T) {
+	r1, r2, r3 := baseRequest(), baseRequest(), baseRequest()
+	r2.Seed, r3.Seed = 2, 3
+	k1, k2, k3 := Key("sim", r1), Key("sim", r2), Key("sim", r3)
+	good := Entry(k1, "m", "run", Answer{Text: "1"}, time.Now())
+	bad := Entry(k2, "m", "run", Answer{Text: "2"}, time.Now())
+	bad.Sum[0] ^= 1
+	f, err := Lookup(context.Background(), mapGetter{k1: good, k2: bad}, []store.CacheKey{k1, k2, k3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Answers) != 1 || f.Answers[k1].Text != "1" {
+		t.Fatalf("Answers = %+v, want only %s", f.Answers, k1)
+	}
+	if len(f.Invalid) != 1 || f.Invalid[k2] == nil {
+		t.Fatalf("Invalid = %+v, want only %s", f.Invalid, k2)
+	}
+}
+
+func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }
