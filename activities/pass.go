@@ -46,6 +46,8 @@ type PassResult struct {
 	// that were tried again, over all attempts.
 	Called  int
 	Retried int
+	// Cached counts the cells answered from the response cache, over all attempts.
+	Cached int
 	// BudgetExhausted says the pass stopped because its next call could have exceeded its share of the budget;
 	// its unfinished cells are recorded as failed with ClassBudgetExhausted.
 	BudgetExhausted bool

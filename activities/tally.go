@@ -53,6 +53,7 @@ func (t *tally) count(r store.Record) {
 	}
 	if r.Cached {
 		t.prog.Cached++
+		t.res.Cached++
 	}
 	t.res.Add(r.Usage())
 	t.prog.Add(r.Usage())

@@ -36,11 +36,14 @@ func TestKeyCoversEverythingThatDecidesTheAnswer(t *testing.T) {
 		t.Fatal("the cell id changed the key: two cells sending one request must share its answer")
 	}
 	changes := map[string]func(*llm.Request) string{
-		"endpoint":    func(*llm.Request) string { return "http://localhost:11434/v1" },
-		"model":       func(r *llm.Request) string { r.Model = "gpt-4o"; return ep },
-		"message":     func(r *llm.Request) string { r.Messages[1].Content = "Q2"; return ep },
-		"role":        func(r *llm.Request) string { r.Messages[0].Role = "user"; return ep },
-		"history":     func(r *llm.Request) string { r.Messages = append(r.Messages, experiment.Message{Role: "assistant", Content: "3"}); return ep },
+		"endpoint": func(*llm.Request) string { return "http://localhost:11434/v1" },
+		"model":    func(r *llm.Request) string { r.Model = "gpt-4o"; return ep },
+		"message":  func(r *llm.Request) string { r.Messages[1].Content = "Q2"; return ep },
+		"role":     func(r *llm.Request) string { r.Messages[0].Role = "user"; return ep },
+		"history": func(r *llm.Request) string {
+			r.Messages = append(r.Messages, experiment.Message{Role: "assistant", Content: "3"})
+			return ep
+		},
 		"seed":        func(r *llm.Request) string { r.Seed = 43; return ep },
 		"temperature": func(r *llm.Request) string { r.Params.Temperature = ptr(0.7); return ep },
 		"no temp":     func(r *llm.Request) string { r.Params.Temperature = nil; return ep },

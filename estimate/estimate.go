@@ -46,8 +46,15 @@ type ModelEstimate struct {
 	// Model is the model's id in the spec; Name the model name sent to the provider (it picks the tokenizer).
 	Model string `json:"model"`
 	Name  string `json:"name"`
-	// Cells is the number of calls: seeds × items × personas.
+	// Cells is the number of cells: seeds × items × personas.
 	Cells int `json:"cells"`
+	// Cached is how many of them the response cache already answers (see WithCache); Calls the others, the calls
+	// the run will make. Tokens, cost and wall time are those of the calls.
+	Cached int `json:"cached"`
+	Calls  int `json:"calls"`
+	// SavedMinUSD and SavedMaxUSD are the cost range of the cached cells: money the cache saves.
+	SavedMinUSD float64 `json:"saved_min_usd,omitempty"`
+	SavedMaxUSD float64 `json:"saved_max_usd,omitempty"`
 	// PromptTokens are exact tiktoken counts of every rendered prompt, as the provider reports them in
 	// usage.prompt_tokens. In cumulative mode they are an upper bound: earlier answers count as max_tokens each.
 	PromptTokens int `json:"prompt_tokens"`
@@ -69,6 +76,10 @@ type ModelEstimate struct {
 // Estimate sizes a whole experiment: the totals of its models.
 type Estimate struct {
 	Cells               int     `json:"cells"`
+	Cached              int     `json:"cached"`
+	Calls               int     `json:"calls"`
+	SavedMinUSD         float64 `json:"saved_min_usd,omitempty"`
+	SavedMaxUSD         float64 `json:"saved_max_usd,omitempty"`
 	PromptTokens        int     `json:"prompt_tokens"`
 	MaxCompletionTokens int     `json:"max_completion_tokens"`
 	MinCostUSD          float64 `json:"min_cost_usd"`
@@ -105,6 +116,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 			return Estimate{}, err
 		}
 		me := ModelEstimate{Model: m.ID, Name: m.Name, Cells: seeds * items * personas}
+		me.Calls = me.Cells
 		maxTok := m.Params.MaxTokens
 		if maxTok <= 0 {
 			maxTok = experiment.DefaultMaxTokens
@@ -126,15 +138,52 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		}
 		me.MinWall, me.LimitedBy = wallBound(m, me.Cells, me.PromptTokens+me.MaxCompletionTokens)
 
-		est.Cells += me.Cells
-		est.PromptTokens += me.PromptTokens
-		est.MaxCompletionTokens += me.MaxCompletionTokens
-		est.MinCostUSD += me.MinCostUSD
-		est.MaxCostUSD += me.MaxCostUSD
 		est.Models = append(est.Models, me)
 	}
-	est.MinWall, est.Notes = combine(spec, est.Models)
+	est.total(spec)
 	return est, nil
+}
+
+// total sums the models' figures into the estimate's and combines their wall times.
+func (e *Estimate) total(spec *experiment.Spec) {
+	e.Cells, e.Cached, e.Calls, e.PromptTokens, e.MaxCompletionTokens = 0, 0, 0, 0, 0
+	e.MinCostUSD, e.MaxCostUSD, e.SavedMinUSD, e.SavedMaxUSD = 0, 0, 0, 0
+	for _, me := range e.Models {
+		e.Cells += me.Cells
+		e.Cached += me.Cached
+		e.Calls += me.Calls
+		e.PromptTokens += me.PromptTokens
+		e.MaxCompletionTokens += me.MaxCompletionTokens
+		e.MinCostUSD += me.MinCostUSD
+		e.MaxCostUSD += me.MaxCostUSD
+		e.SavedMinUSD += me.SavedMinUSD
+		e.SavedMaxUSD += me.SavedMaxUSD
+	}
+	e.MinWall, e.Notes = combine(spec, e.Models)
+}
+
+// WithCache returns e for a run in which held[model id] cells of each model are answered by the response cache
+// (cache.Held counts them): those cells make no call, so the calls, tokens, cost and wall time are the remaining
+// cells' share, and the cached cells' share of the cost is saved. The shares are proportional to the cells: the
+// estimate does not keep each cell's own token count.
+func (e Estimate) WithCache(spec *experiment.Spec, held map[string]int) Estimate {
+	models := make([]ModelEstimate, len(e.Models))
+	for i, me := range e.Models {
+		cached := min(held[me.Model], me.Cells)
+		if cached > 0 {
+			left := float64(me.Cells-cached) / float64(me.Cells)
+			me.Cached, me.Calls = cached, me.Cells-cached
+			me.SavedMinUSD, me.SavedMaxUSD = me.MinCostUSD*(1-left), me.MaxCostUSD*(1-left)
+			me.MinCostUSD, me.MaxCostUSD = me.MinCostUSD*left, me.MaxCostUSD*left
+			me.PromptTokens = int(float64(me.PromptTokens) * left)
+			me.MaxCompletionTokens = int(float64(me.MaxCompletionTokens) * left)
+			me.MinWall, me.LimitedBy = wallBound(spec.Models[i], me.Calls, me.PromptTokens+me.MaxCompletionTokens)
+		}
+		models[i] = me
+	}
+	e.Models = models
+	e.total(spec)
+	return e
 }
 
 // wallBound is a model's wall-time lower bound from its rpm and tpm, and the limit behind it.

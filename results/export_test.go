@@ -375,13 +375,13 @@ func TestCellColumnsIgnoreFactsOfOneRun(t *testing.T) {
 	spec := testSpec()
 	a := BuildRow(spec, "run-a", ok(2, "3"))
 	r := ok(2, "3")
-	r.LatencyMS, r.Attempts = 999, 4
+	r.LatencyMS, r.Attempts, r.Cached = 999, 4, true
 	b := BuildRow(spec, "run-b", r)
 	if !slices.Equal(CellColumns(a), CellColumns(b)) {
 		t.Fatalf("CellColumns differ across runs:\n%q\n%q", CellColumns(a), CellColumns(b))
 	}
-	if n := len(CellColumns(a)); n != len(Header())-3 {
-		t.Fatalf("CellColumns has %d columns, want %d", n, len(Header())-3)
+	if n := len(CellColumns(a)); n != len(Header())-4 {
+		t.Fatalf("CellColumns has %d columns, want %d", n, len(Header())-4)
 	}
 	r.CostUSD = 1
 	if slices.Equal(CellColumns(a), CellColumns(BuildRow(spec, "run-a", r))) {

@@ -69,6 +69,7 @@ const (
 	colRunID     = 0
 	colLatencyMS = 21
 	colAttempts  = 22
+	colCached    = 23
 )
 
 // BuildRow makes the row of record r of a run. r.Index must be a cell of spec (0 <= Index < spec.NumCells()).
@@ -133,14 +134,14 @@ func (r Row) Values() []string {
 }
 
 // CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column
-// of Values except run_id, latency_ms and attempts, which describe one run. Two runs of the same spec — at any
-// concurrency, on any number of workers, resumed any number of times — have equal CellColumns for every row;
-// tests compare outputs with it.
+// of Values except run_id, latency_ms, attempts and cached, which describe how one run got the answer. Two runs
+// of the same spec — at any concurrency, on any number of workers, resumed any number of times, answered by the
+// provider or by the response cache — have equal CellColumns for every row; tests compare outputs with it.
 func CellColumns(r Row) []string {
 	v := r.Values()
-	out := make([]string, 0, len(v)-3)
+	out := make([]string, 0, len(v)-4)
 	for i, s := range v {
-		if i != colRunID && i != colLatencyMS && i != colAttempts {
+		if i != colRunID && i != colLatencyMS && i != colAttempts && i != colCached {
 			out = append(out, s)
 		}
 	}

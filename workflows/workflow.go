@@ -151,6 +151,8 @@ type Progress struct {
 	CellsDone     int    `json:"cells_done"`
 	Failed        int    `json:"failed"`
 	Retried       int    `json:"retried"`
+	// Cached counts the cells answered from the response cache; what they would have cost is SavedUSD.
+	Cached int `json:"cached"`
 	usage.Usage
 	Stopped string `json:"stopped,omitempty"`
 }
@@ -430,6 +432,7 @@ func (r *runner) passDone(ctx workflow.Context, res activities.PassResult) {
 	t.CellsDone += res.Done
 	t.Failed += res.Failed
 	t.Retried += res.Retried
+	t.Cached += res.Cached
 	t.Add(res.Usage)
 	r.details(ctx)
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,21 +14,28 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/estimate"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 )
 
 func newEstimateCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, noCache bool
+	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "estimate SPEC...",
 		Short: "Size specs before running them: calls, tokens, cost, least wall time",
 		Long: `Estimate prints, per model and in total: the calls, the prompt tokens (exact tiktoken counts of every
 rendered prompt; an upper bound in cumulative mode), the most completion tokens (calls x max_tokens), the cost
 range (one completion token per call to max_tokens per call) and the least wall time the models' rpm and tpm
-allow, with the limit that sets it. It calls no model and needs no server. --json prints the estimate as JSON
-(min_wall_ns in nanoseconds). Exit code 2 when any spec is invalid.`,
+allow, with the limit that sets it. It calls no model and needs no server.
+
+When the results store exists (--store, SILICO_STORE or <state-dir>/results.db), estimate also looks every cell
+up in its response cache: cells it already answers make no call, so the calls, tokens, cost and wall time are
+those of the other cells, and what the cached cells would cost is shown as saved. --no-cache estimates a run
+without the cache. --json prints the estimate as JSON (min_wall_ns in nanoseconds). Exit code 2 when any spec is
+invalid.`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok, err := llm.NewTokenizer()
@@ -42,7 +51,13 @@ allow, with the limit that sets it. It calls no model and needs no server. --jso
 					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
 					continue
 				}
+				if noCache {
+					spec.DisableCache()
+				}
 				est, err := estimate.Compute(spec, tok)
+				if err == nil {
+					est, err = withCache(cmd.Context(), est, spec, &sf)
+				}
 				if err != nil {
 					bad++
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", path, err)
@@ -71,11 +86,31 @@ allow, with the limit that sets it. It calls no model and needs no server. --jso
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the estimate as JSON")
+	cmd.Flags().BoolVar(&noCache, "no-cache", false, "estimate a run that neither reads nor writes the response cache")
+	sf.register(cmd)
 	return cmd
 }
 
+// withCache is est for a run in which the cells the store's response cache answers make no call. Without a
+// store there is nothing cached, and est is returned as it is.
+func withCache(ctx context.Context, est estimate.Estimate, spec *experiment.Spec, sf *storeFlags) (estimate.Estimate, error) {
+	st, err := sf.open(ctx)
+	if errors.Is(err, errNoStore) {
+		return est, nil
+	}
+	if err != nil {
+		return est, err
+	}
+	defer func() { _ = st.Close() }()
+	held, err := cache.Held(ctx, st, spec)
+	if err != nil {
+		return est, err
+	}
+	return est.WithCache(spec, held), nil
+}
+
 // printDryRun prints what a run of spec would do, without running it.
-func printDryRun(w io.Writer, spec *experiment.Spec) error {
+func printDryRun(ctx context.Context, w io.Writer, spec *experiment.Spec, sf *storeFlags) error {
 	tok, err := llm.NewTokenizer()
 	if err != nil {
 		return err
@@ -84,13 +119,16 @@ func printDryRun(w io.Writer, spec *experiment.Spec) error {
 	if err != nil {
 		return err
 	}
+	if est, err = withCache(ctx, est, spec, sf); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "dry run: %s (run id %s)\n", spec.Summary(), workflowID(spec))
 	return printEstimate(w, est)
 }
 
 // printEstimate writes est as a table, a row per model and a total row, then its notes.
 func printEstimate(w io.Writer, est estimate.Estimate) error {
-	rows := [][]string{{"MODEL", "CALLS", "PROMPT TOKENS", "MAX COMPLETION", "COST", "MIN WALL", "BOUND BY"}}
+	rows := [][]string{{"MODEL", "CELLS", "CACHED", "CALLS", "PROMPT TOKENS", "MAX COMPLETION", "COST", "MIN WALL", "BOUND BY"}}
 	latency, unpriced := false, false
 	for _, m := range est.Models {
 		cost := "no price known; set price: in the spec"
@@ -99,7 +137,7 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 		}
 		latency = latency || m.LimitedBy == estimate.LimitConcurrency
 		unpriced = unpriced || !m.Priced
-		rows = append(rows, []string{m.Model, thousands(m.Cells), thousands(m.PromptTokens),
+		rows = append(rows, []string{m.Model, thousands(m.Cells), thousands(m.Cached), thousands(m.Calls), thousands(m.PromptTokens),
 			thousands(m.MaxCompletionTokens), cost, wall(m.MinWall), m.LimitedBy})
 	}
 	if len(est.Models) > 1 {
@@ -107,11 +145,23 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 		if unpriced {
 			cost += " (priced models)"
 		}
-		rows = append(rows, []string{"total", thousands(est.Cells), thousands(est.PromptTokens),
+		rows = append(rows, []string{"total", thousands(est.Cells), thousands(est.Cached), thousands(est.Calls), thousands(est.PromptTokens),
 			thousands(est.MaxCompletionTokens), cost, wall(est.MinWall), ""})
 	}
+	if est.Cached == 0 {
+		// Nothing cached: the cells are the calls.
+		for i := range rows {
+			rows[i] = append(rows[i][:1:1], rows[i][3:]...)
+			if i == 0 {
+				rows[i][1] = "CALLS"
+			}
+		}
+	}
 	// Numbers align right, words left.
-	right := []bool{false, true, true, true, false, true, false}
+	right := []bool{false, true, true, true, true, true, false, true, false}
+	if est.Cached == 0 {
+		right = append(right[:1:1], right[3:]...)
+	}
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
@@ -134,6 +184,10 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 	}
 	for _, n := range est.Notes {
 		b.WriteString("  note: " + n + "\n")
+	}
+	if est.Cached > 0 {
+		fmt.Fprintf(&b, "  note: the response cache already answers %s of %s cells: they make no call, and save %s\n",
+			thousands(est.Cached), thousands(est.Cells), usdRange(est.SavedMinUSD, est.SavedMaxUSD))
 	}
 	if latency {
 		b.WriteString("  note: bound by concurrency: no rpm/tpm limit sets a least wall time; latency and max_concurrency decide it\n")

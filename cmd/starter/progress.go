@@ -54,7 +54,7 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 	if v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress); err == nil {
 		var p workflows.Progress
 		if v.Get(&p) == nil {
-			s.total, s.done, s.failed, s.retried = p.Cells, p.CellsDone, p.Failed, p.Retried
+			s.total, s.done, s.failed, s.retried, s.cached = p.Cells, p.CellsDone, p.Failed, p.Retried, p.Cached
 			s.passesDone, s.passes = p.PassesDone, p.Passes
 			s.usage = p.Usage
 		}
@@ -100,8 +100,12 @@ func (s snapshot) line(rate float64) string {
 	} else if s.total > 0 && s.done >= s.total {
 		eta = "0s"
 	}
-	return fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f calls/s · eta %s · %d tokens · $%.4f",
+	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · $%.4f",
 		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD)
+	if s.cached > 0 {
+		line += fmt.Sprintf(" · %d cached, $%.4f saved", s.cached, s.usage.SavedUSD)
+	}
+	return line
 }
 
 // watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends.

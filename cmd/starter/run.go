@@ -33,6 +33,7 @@ func newRunCmd() *cobra.Command {
 		fresh    bool
 		retry    bool
 		withRep  bool
+		noCache  bool
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
@@ -50,6 +51,9 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if withRep && detach {
 				return withCode(exitUsage, errors.New("--report waits for the run: drop --detach, or run `starter report` when it is done"))
 			}
+			if noCache && retry {
+				return withCode(exitUsage, errors.New("--no-cache cannot change a finished run's spec: run --retry-failed without it, or start a fresh run with --new --no-cache"))
+			}
 			if retry {
 				if _, err := os.Stat(args[0]); err != nil && !strings.ContainsAny(args[0], "/.") {
 					return retryRun(cmd, &conn, args[0], nil, output, opts)
@@ -62,8 +66,12 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if err := over.apply(spec); err != nil {
 				return err
 			}
+			if noCache {
+				// Part of the spec, so part of the run id: a run without the cache is another run.
+				spec.DisableCache()
+			}
 			if dryRun {
-				return printDryRun(cmd.OutOrStdout(), spec)
+				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &storeFlags{path: conn.storePath, stateDir: conn.stateDir})
 			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
@@ -100,6 +108,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh run even when one of this spec exists")
 	cmd.Flags().BoolVar(&retry, "retry-failed", false, "call again only the failed cells of the finished run of SPEC (or of a run id)")
 	cmd.Flags().BoolVar(&withRep, "report", false, "also write report.html next to the outputs when the run is done")
+	cmd.Flags().BoolVar(&noCache, "no-cache", false, "neither read nor write the response cache (sets cache: off for the run and every model)")
 	cmd.Flags().DurationVar(&interval, "progress-every", 5*time.Second, "interval of plain progress lines when not on a terminal")
 	return cmd
 }
@@ -290,6 +299,9 @@ func printSummary(w io.Writer, res workflows.Result) {
 	fmt.Fprintf(w, "Done: %d cells in %s: %d ok, %d unparsed, %d failed\n", s.Cells,
 		(time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(100*time.Millisecond), s.OK, s.Unparsed, s.Failed)
 	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost $%.4f\n", s.PromptTokens, s.CompletionTokens, s.CostUSD)
+	if s.Cached > 0 {
+		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · $%.4f saved\n", s.Cached, s.SavedUSD)
+	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "  stopped early: %s\n", res.Stopped)
 	}

@@ -80,8 +80,10 @@ func (f *connFlags) embedded() bool { return f.address == "" }
 const envStore = "SILICO_STORE"
 
 // store is the results store's DSN: --store, else SILICO_STORE, else the SQLite file in the state dir.
-func (f *connFlags) store() string {
-	return cmp.Or(f.storePath, os.Getenv(envStore), filepath.Join(f.stateDir, "results.db"))
+func (f *connFlags) store() string { return storeDSN(f.storePath, f.stateDir) }
+
+func storeDSN(flag, stateDir string) string {
+	return cmp.Or(flag, os.Getenv(envStore), filepath.Join(stateDir, "results.db"))
 }
 
 // session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
