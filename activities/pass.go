@@ -378,7 +378,10 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 				q.retry(idx, p.clock.Now().Add(claimPoll))
 				continue
 			}
-			msgs, key = l.msgs, &l.key
+			msgs = l.msgs
+			if p.cache.writes() {
+				key = &l.key
+			}
 		} else {
 			msgs, err = p.spec.Render(c, p.memory.of(c.Persona))
 			if err == nil && p.cache.writes() {
