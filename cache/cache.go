@@ -11,16 +11,18 @@
 package cache
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
@@ -99,27 +101,29 @@ func Key(endpoint string, req llm.Request) store.CacheKey {
 	return sha256.Sum256(b)
 }
 
-// Answer is what an entry keeps of a response.
+// Answer is what an entry keeps of a response: the model's text as it came (the record's raw answer) and the
+// usage the provider reported.
 type Answer struct {
-	Text             string `json:"text"`
-	PromptTokens     int    `json:"prompt_tokens"`
-	CompletionTokens int    `json:"completion_tokens"`
+	Text             string
+	PromptTokens     int
+	CompletionTokens int
 }
 
-// envelope is an entry's value.
-type envelope struct {
-	Version int    `json:"v"`
-	Key     string `json:"key"`
-	Model   string `json:"model"`
-	Answer
-}
+// An entry's value is binary, so that validating and decoding a hit costs well under a microsecond:
+//
+//	version (1 byte) | key (32 bytes) | prompt tokens (uvarint) | completion tokens (uvarint) | text (the rest)
+//
+// and its checksum is the SHA-256 of the value.
+const headerSize = 1 + len(store.CacheKey{})
 
 // Entry is the cache entry of answer a to the request with key, from model, written by run at now.
 func Entry(key store.CacheKey, model, run string, a Answer, now time.Time) store.CacheEntry {
-	v, err := json.Marshal(envelope{Version: version, Key: key.String(), Model: model, Answer: a})
-	if err != nil {
-		panic(fmt.Sprintf("cache: entry: %v", err))
-	}
+	v := make([]byte, 0, headerSize+2*binary.MaxVarintLen64+len(a.Text))
+	v = append(v, version)
+	v = append(v, key[:]...)
+	v = binary.AppendUvarint(v, uint64(max(0, a.PromptTokens)))
+	v = binary.AppendUvarint(v, uint64(max(0, a.CompletionTokens)))
+	v = append(v, a.Text...)
 	return store.CacheEntry{Key: key, Model: model, Value: v, Sum: sha256.Sum256(v), Run: run, Created: now.UTC()}
 }
 
@@ -132,17 +136,31 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 	if e.Key != key {
 		return Answer{}, fmt.Errorf("%w: stored under %s, looked up as %s", ErrInvalid, e.Key, key)
 	}
-	if sum := sha256.Sum256(e.Value); !bytes.Equal(sum[:], e.Sum[:]) {
+	if sha256.Sum256(e.Value) != e.Sum {
 		return Answer{}, fmt.Errorf("%w %s: checksum mismatch", ErrInvalid, key)
 	}
-	var env envelope
-	if err := json.Unmarshal(e.Value, &env); err != nil {
-		return Answer{}, fmt.Errorf("%w %s: %v", ErrInvalid, key, err)
+	v := e.Value
+	if len(v) < headerSize || v[0] != version {
+		return Answer{}, fmt.Errorf("%w %s: not a version %d entry", ErrInvalid, key, version)
 	}
-	if env.Version != version || env.Key != key.String() {
-		return Answer{}, fmt.Errorf("%w %s: written as version %d under key %s", ErrInvalid, key, env.Version, env.Key)
+	if store.CacheKey(v[1:headerSize]) != key {
+		return Answer{}, fmt.Errorf("%w %s: written under key %x", ErrInvalid, key, v[1:headerSize])
 	}
-	return env.Answer, nil
+	v = v[headerSize:]
+	prompt, n := binary.Uvarint(v)
+	if n <= 0 || prompt > math.MaxInt32 {
+		return Answer{}, fmt.Errorf("%w %s: bad prompt token count", ErrInvalid, key)
+	}
+	v = v[n:]
+	completion, n := binary.Uvarint(v)
+	if n <= 0 || completion > math.MaxInt32 {
+		return Answer{}, fmt.Errorf("%w %s: bad completion token count", ErrInvalid, key)
+	}
+	text := v[n:]
+	if !utf8.Valid(text) {
+		return Answer{}, fmt.Errorf("%w %s: text is not UTF-8", ErrInvalid, key)
+	}
+	return Answer{Text: string(text), PromptTokens: int(prompt), CompletionTokens: int(completion)}, nil
 }
 
 // Getter reads entries by key; every store.Store is one.

@@ -93,9 +93,14 @@ func TestReadValidatesTheEntry(t *testing.T) {
 	moved := Entry(Key("sim", llm.Request{Model: "x"}), "x", "run-1", a, time.Now())
 	moved.Key = k // the row's key column rewritten
 	garbage := e
-	garbage.Value = []byte("not json")
+	garbage.Value = []byte("not an entry")
 	garbage.Sum = sumOf(garbage.Value)
-	for name, bad := range map[string]store.CacheEntry{"flipped byte": flipped, "other key": moved, "not json": garbage} {
+	badText := Entry(k, "gpt-4o-mini", "run-1", Answer{Text: "\xff\xfe"}, time.Now())
+	truncated := e
+	truncated.Value = e.Value[:headerSize+1]
+	truncated.Sum = sumOf(truncated.Value)
+	for name, bad := range map[string]store.CacheEntry{"flipped byte": flipped, "other key": moved, "garbage": garbage,
+		"not UTF-8": badText, "truncated": truncated} {
 		if _, err := Read(bad, k); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Read error = %v, want ErrInvalid", name, err)
 		}

@@ -86,6 +86,7 @@ type Cache interface {
 	// Write makes a batch durable in one transaction; Put is Write of records alone.
 	Write(ctx context.Context, run string, b Batch) error
 	// CacheGet returns the entries stored under keys, in no particular order; keys without one are left out.
+	// Only Key, Value and Sum are read: what a lookup validates and decodes.
 	CacheGet(ctx context.Context, keys []CacheKey) ([]CacheEntry, error)
 	// CacheClaim claims keys for owner until until, unless another owner's claim on a key lasts beyond now; it
 	// returns the keys held by other owners. Claiming a key the owner already holds extends the claim.

@@ -9,12 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CacheGet returns the entries stored under keys, in one query.
+// CacheGet returns the key, value and checksum of the entries stored under keys, in one query.
 func (p *Postgres) CacheGet(ctx context.Context, keys []CacheKey) ([]CacheEntry, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := p.pool.Query(ctx, "SELECT key, model, value, sum, run, created FROM silico_cache WHERE key = ANY($1::bytea[])", keyBytes(keys))
+	rows, err := p.pool.Query(ctx, "SELECT key, value, sum FROM silico_cache WHERE key = ANY($1::bytea[])", keyBytes(keys))
 	if err != nil {
 		return nil, fmt.Errorf("store: cache lookup: %w", err)
 	}
@@ -23,12 +23,11 @@ func (p *Postgres) CacheGet(ctx context.Context, keys []CacheKey) ([]CacheEntry,
 	for rows.Next() {
 		var e CacheEntry
 		var key, sum []byte
-		if err := rows.Scan(&key, &e.Model, &e.Value, &sum, &e.Run, &e.Created); err != nil {
+		if err := rows.Scan(&key, &e.Value, &sum); err != nil {
 			return nil, fmt.Errorf("store: cache lookup: %w", err)
 		}
 		copy(e.Key[:], key)
 		copy(e.Sum[:], sum)
-		e.Created = e.Created.UTC()
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -36,6 +37,9 @@ var migrations = []string{
 	// 2 → 3: the response cache, whose tables the schema creates.
 	`SELECT 1;`,
 }
+
+// mmapSize is the most of a store's file that each connection maps into memory.
+const mmapSize = 1 << 30
 
 // busyTimeout is how long a statement waits for another connection or process holding the write lock.
 // A batch of a few hundred records commits in milliseconds, so this is only reached when something is stuck.
@@ -118,6 +122,9 @@ type SQLite struct {
 	// writeSem serializes this process's write transactions, so that they queue in Go instead of polling
 	// SQLite's busy handler (which sleeps in steps of milliseconds). Other processes still meet busy_timeout.
 	writeSem chan struct{}
+	// lookups are the prepared cache lookups, by the number of keys they take (see CacheGet).
+	lookupMu sync.Mutex
+	lookups  map[int]*sql.Stmt
 }
 
 // OpenSQLite opens the store at path, creating its directory, the file and the schema when they do not exist.
@@ -138,8 +145,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	// Every pooled connection applies these pragmas when it is opened. _txlock=immediate makes BEGIN take the
 	// write lock at once, so two writers never deadlock upgrading a read lock (which busy_timeout cannot resolve).
+	// mmap_size lets reads use the file's pages in place instead of a read system call per page: lookups of the
+	// response cache are point reads scattered over the whole file.
 	dsn := abs + fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate" +
+		fmt.Sprintf("&_pragma=mmap_size(%d)", mmapSize)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -215,6 +225,12 @@ func (s *SQLite) Location() string { return s.path }
 
 // Close closes the store. Writers of the store must be closed first.
 func (s *SQLite) Close() error {
+	s.lookupMu.Lock()
+	for _, st := range s.lookups {
+		_ = st.Close()
+	}
+	s.lookups = nil
+	s.lookupMu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close %s: %w", s.path, err)
 	}

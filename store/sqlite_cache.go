@@ -4,13 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
 
-// sqliteKeysPerQuery is how many keys one lookup statement carries; SQLite allows 32,766 parameters, and a few
-// hundred keys amortise a statement's preparation.
-const sqliteKeysPerQuery = 500
+// lookupSizes are the numbers of keys the prepared lookup statements take. A lookup uses the smallest that holds
+// its keys, repeating the last key in the slots left over, so that parsing and planning a statement (more than
+// the lookup itself costs) happens once per size and connection, not once per lookup.
+var lookupSizes = []int{1, 8, 64, 256}
 
 func putCache(ctx context.Context, tx *sql.Tx, entries []CacheEntry) error {
 	if len(entries) == 0 {
@@ -53,22 +55,42 @@ func addTally(ctx context.Context, tx *sql.Tx, tally map[string]CacheTally) erro
 	return nil
 }
 
-// keyArgs returns "?, ?, …" for keys and the keys as arguments.
-func keyArgs(keys []CacheKey) (string, []any) {
-	args := make([]any, len(keys))
-	for i := range keys {
-		args[i] = keys[i][:]
+// lookup returns the prepared lookup of n keys.
+func (s *SQLite) lookup(ctx context.Context, n int) (*sql.Stmt, error) {
+	s.lookupMu.Lock()
+	defer s.lookupMu.Unlock()
+	if st, ok := s.lookups[n]; ok {
+		return st, nil
 	}
-	return strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", "), args
+	marks := strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+	st, err := s.db.PrepareContext(ctx, "SELECT key, value, sum FROM cache WHERE key IN ("+marks+")")
+	if err != nil {
+		return nil, err
+	}
+	if s.lookups == nil {
+		s.lookups = map[int]*sql.Stmt{}
+	}
+	s.lookups[n] = st
+	return st, nil
 }
 
-// CacheGet returns the entries stored under keys, a few hundred keys per query.
+// CacheGet returns the key, value and checksum of the entries stored under keys, up to 256 keys per query.
 func (s *SQLite) CacheGet(ctx context.Context, keys []CacheKey) ([]CacheEntry, error) {
+	keys = uniqueKeys(keys)
 	out := make([]CacheEntry, 0, len(keys))
-	for start := 0; start < len(keys); start += sqliteKeysPerQuery {
-		part := keys[start:min(len(keys), start+sqliteKeysPerQuery)]
-		marks, args := keyArgs(part)
-		rows, err := s.db.QueryContext(ctx, "SELECT key, model, value, sum, run, created FROM cache WHERE key IN ("+marks+")", args...)
+	largest := lookupSizes[len(lookupSizes)-1]
+	args := make([]any, largest)
+	for start := 0; start < len(keys); start += largest {
+		part := keys[start:min(len(keys), start+largest)]
+		size := lookupSizes[slices.IndexFunc(lookupSizes, func(n int) bool { return n >= len(part) })]
+		for i := range size {
+			args[i] = part[min(i, len(part)-1)][:]
+		}
+		st, err := s.lookup(ctx, size)
+		if err != nil {
+			return nil, fmt.Errorf("store: cache lookup: %w", err)
+		}
+		rows, err := st.QueryContext(ctx, args[:size]...)
 		if err != nil {
 			return nil, fmt.Errorf("store: cache lookup: %w", err)
 		}
@@ -84,15 +106,13 @@ func scanCacheRows(rows *sql.Rows, out []CacheEntry) ([]CacheEntry, error) {
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		var e CacheEntry
-		var key, sum []byte
-		var created int64
-		if err := rows.Scan(&key, &e.Model, &e.Value, &sum, &e.Run, &created); err != nil {
+		var key, sum sql.RawBytes
+		if err := rows.Scan(&key, &e.Value, &sum); err != nil {
 			return nil, err
 		}
 		// A key or sum of the wrong length is kept as far as it goes: validation then rejects the entry.
 		copy(e.Key[:], key)
 		copy(e.Sum[:], sum)
-		e.Created = time.UnixMilli(created).UTC()
 		out = append(out, e)
 	}
 	return out, rows.Err()
