@@ -17,10 +17,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -174,22 +177,54 @@ type Found struct {
 	Invalid map[store.CacheKey]error
 }
 
-// Lookup reads the entries of keys in one call of g and validates each.
+// parallelFrom is the number of keys from which Lookup splits its work over the CPUs: below it, a goroutine costs
+// more than it saves.
+const parallelFrom = 128
+
+// Lookup reads the entries of keys from g and validates each. A large batch is split over the CPUs (at most 4
+// parts, each at least parallelFrom/2 keys): the store's reads and the checksums run side by side, each part on
+// its own connection.
 func Lookup(ctx context.Context, g Getter, keys []store.CacheKey) (Found, error) {
+	parts := 1
+	if len(keys) >= parallelFrom {
+		parts = min(runtime.GOMAXPROCS(0), 4, len(keys)/(parallelFrom/2))
+	}
+	if parts <= 1 {
+		return lookup(ctx, g, keys)
+	}
+	found := make([]Found, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	size := (len(keys) + parts - 1) / parts
+	for i := range parts {
+		part := keys[min(len(keys), i*size):min(len(keys), (i+1)*size)]
+		wg.Go(func() { found[i], errs[i] = lookup(ctx, g, part) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Found{}, err
+	}
+	out := Found{Answers: make(map[store.CacheKey]Answer, len(keys))}
+	for _, f := range found {
+		maps.Copy(out.Answers, f.Answers)
+		for k, err := range f.Invalid {
+			if out.Invalid == nil {
+				out.Invalid = map[store.CacheKey]error{}
+			}
+			out.Invalid[k] = err
+		}
+	}
+	return out, nil
+}
+
+func lookup(ctx context.Context, g Getter, keys []store.CacheKey) (Found, error) {
 	entries, err := g.CacheGet(ctx, keys)
 	if err != nil {
 		return Found{}, err
 	}
 	f := Found{Answers: make(map[store.CacheKey]Answer, len(entries))}
-	want := make(map[store.CacheKey]bool, len(keys))
-	for _, k := range keys {
-		want[k] = true
-	}
 	for _, e := range entries {
-		// A store returns the rows whose key column matched; validation then proves the row belongs there.
-		if !want[e.Key] {
-			continue
-		}
+		// A store returns the rows whose key column matched; validation proves that the row belongs there.
 		a, err := Read(e, e.Key)
 		if err != nil {
 			if f.Invalid == nil {
