@@ -111,7 +111,7 @@ func (p *passRun) take(ctx context.Context, idx int, next []int) lookup {
 		keys = append(keys, k)
 	}
 	found, err := cache.Lookup(ctx, pc.st, keys)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		// The cell is called, as without a cache: a read error costs money, never an answer.
 		pc.log.Error("response cache lookup failed; the cells are sent to the provider", "model", pc.model, "error", err)
 	}
@@ -139,7 +139,7 @@ func (p *passRun) take(ctx context.Context, idx int, next []int) lookup {
 	if pc.claims() && len(misses) > 0 {
 		now := p.clock.Now()
 		taken, err := pc.st.CacheClaim(ctx, pc.owner, misses, now, now.Add(claimTTL))
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			pc.log.Error("response cache claim failed; the cells are sent without one", "model", pc.model, "error", err)
 		}
 		busy := make(map[store.CacheKey]bool, len(taken))

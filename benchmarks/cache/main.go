@@ -36,6 +36,7 @@ func main() {
 	entries := flag.Int("entries", 100_000, "entries in the store for the lookups")
 	pg := flag.String("postgres", os.Getenv("SILICO_TEST_POSTGRES"), "also measure PostgreSQL at this DSN (its silico tables are used and left)")
 	skipRun := flag.Bool("no-run", false, "skip the end-to-end runs")
+	skipLookups := flag.Bool("no-lookups", false, "skip the lookup and write measurements")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the lookups to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -77,6 +78,9 @@ func main() {
 		stores = append(stores, namedStore{"PostgreSQL", p})
 	}
 	for _, s := range stores {
+		if *skipLookups {
+			break
+		}
 		if err := lookups(ctx, s, *entries, *rounds); err != nil {
 			log.Fatal(err)
 		}
@@ -221,20 +225,28 @@ func endToEnd(ctx context.Context, seeds int) error {
 	defer st.Close()
 	spec := bench.GridSpec(1, seeds, 100, 100)
 	cells := spec.NumCells()
+	off := spec
+	off.Run.Cache = experiment.CacheOff
 	t := time.Now()
+	if _, err := st.Run(ctx, "cache-off", off); err != nil {
+		return err
+	}
+	uncached := time.Since(t)
+	base := len(st.Sim.Requests())
+	t = time.Now()
 	first, err := st.Run(ctx, "cache-empty", spec)
 	if err != nil {
 		return err
 	}
 	cold := time.Since(t)
-	calls := len(st.Sim.Requests())
+	calls := len(st.Sim.Requests()) - base
 	t = time.Now()
 	second, err := st.Run(ctx, "cache-full", spec)
 	if err != nil {
 		return err
 	}
 	warm := time.Since(t)
-	again := len(st.Sim.Requests()) - calls
+	again := len(st.Sim.Requests()) - calls - base
 	a, err := bench.CellColumns(first.OutputDir)
 	if err != nil {
 		return err
@@ -246,8 +258,10 @@ func endToEnd(ctx context.Context, seeds int) error {
 	fmt.Printf("### End to end: %d cells, zero-latency simulator, default run settings\n\n", cells)
 	fmt.Println("| run | wall | cells/s | calls | cached |")
 	fmt.Println("|---|---:|---:|---:|---:|")
+	fmt.Printf("| cache: off | %s | %.0f | %d | 0 |\n", uncached.Round(10*time.Millisecond), float64(cells)/uncached.Seconds(), base)
 	fmt.Printf("| empty cache | %s | %.0f | %d | %d |\n", cold.Round(10*time.Millisecond), float64(cells)/cold.Seconds(), calls, first.Summary.Cached)
 	fmt.Printf("| every cell cached (a new run of the same grid) | %s | %.0f | %d | %d |\n\n", warm.Round(10*time.Millisecond), float64(cells)/warm.Seconds(), again, second.Summary.Cached)
-	fmt.Printf("cached / empty wall time: %.2f · identical cell columns: %v\n", warm.Seconds()/cold.Seconds(), bench.SameRows(a, b))
+	fmt.Printf("cached / empty wall time: %.2f · empty cache / cache off: %.2f · identical cell columns: %v · load %s\n",
+		warm.Seconds()/cold.Seconds(), cold.Seconds()/uncached.Seconds(), bench.SameRows(a, b), bench.Load())
 	return nil
 }
