@@ -3,13 +3,15 @@
 //  1. lookups: validated hits per second (cache.Lookup in batches, as a pass looks up the cells ahead of it, and
 //     one key at a time) beside a plain loop of the same store's point reads without validation, the physical
 //     limit of one key per query;
+//
 //  2. writes: cache entries written one transaction per entry beside the batches the results writer commits;
+//
 //  3. end to end: a run of a 100,000-cell grid (100 items × 100 personas × 10 seeds) against the zero-latency
 //     simulator with an empty cache, then the same grid as a new run, every cell in the cache.
 //
-//	go run ./benchmarks/cache                     # SQLite, 3 rounds of the lookups
-//	go run ./benchmarks/cache --postgres DSN      # the lookups and writes on PostgreSQL too
-//	go run ./benchmarks/cache --quick             # 1 round, a 10,000-cell grid
+//     go run ./benchmarks/cache                     # SQLite, 3 rounds of the lookups
+//     go run ./benchmarks/cache --postgres DSN      # the lookups and writes on PostgreSQL too
+//     go run ./benchmarks/cache --quick             # 1 round, a 10,000-cell grid
 package main
 
 import (
