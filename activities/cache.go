@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -24,8 +25,9 @@ type cacheStore interface {
 }
 
 const (
-	// lookAhead is how many cells the dispatcher looks up (and claims) in one round trip to the store. A batch
-	// makes a rerun served from the cache fast; a small one keeps the claims of cells not yet sent few.
+	// lookAhead is how many cells the dispatcher looks up (and claims) in one round trip to the store, and how
+	// many it keeps looked up ahead. A batch makes a rerun served from the cache fast; a small one keeps the
+	// claims of cells not yet sent few.
 	lookAhead = 256
 	// claimTTL is how long a claim lasts unless renewed; a live pass renews its claims every claimTTL/3, so only
 	// a dead worker's claims ever expire, and other runs wait at most this long for them.
@@ -48,6 +50,9 @@ type passCache struct {
 
 	mu    sync.Mutex
 	ahead map[int]lookup // cells looked up, not yet taken by the dispatcher
+	// loading holds the cells of the background lookup under way, each mapped to the channel closed when it ends.
+	loading map[int]chan struct{}
+	fills   sync.WaitGroup
 }
 
 // lookup is what the cache said of one cell.
@@ -58,6 +63,8 @@ type lookup struct {
 	hit  *cache.Answer // served from the cache
 	// taken says another run is calling the same request: wait for its answer.
 	taken bool
+	// stopped says the dispatch ended while the cell was being looked up.
+	stopped bool
 }
 
 func newPassCache(st cacheStore, policy experiment.CachePolicy, m experiment.Model, run string, pass int, lg log.Logger) *passCache {
@@ -65,7 +72,7 @@ func newPassCache(st cacheStore, policy experiment.CachePolicy, m experiment.Mod
 		return nil
 	}
 	return &passCache{st: st, policy: policy, endpoint: cache.Endpoint(m), model: m.Name, run: run,
-		owner: fmt.Sprintf("%s/%d", run, pass), log: lg, ahead: map[int]lookup{}}
+		owner: fmt.Sprintf("%s/%d", run, pass), log: lg, ahead: map[int]lookup{}, loading: map[int]chan struct{}{}}
 }
 
 func (pc *passCache) reads() bool  { return pc != nil && pc.policy.Reads() }
@@ -74,31 +81,116 @@ func (pc *passCache) writes() bool { return pc != nil && pc.policy.Writes() }
 // claims says whether the pass claims what it calls: only a pass that both reads and writes shares its calls.
 func (pc *passCache) claims() bool { return pc.reads() && pc.writes() }
 
+// wait waits for the background lookups. Call it once the dispatch has ended.
+func (pc *passCache) wait() {
+	if pc != nil {
+		pc.fills.Wait()
+	}
+}
+
 // key is the cache key of req.
 func (pc *passCache) key(req llm.Request) store.CacheKey { return cache.Key(pc.endpoint, req) }
 
-// take returns what the cache says of cell idx, looking it up together with those of the cells next (the
-// dispatcher's next ones) that were not looked up yet, when it was not looked up itself. It is called by the
-// dispatcher alone.
+// take returns what the cache says of cell idx. It is called by the dispatcher alone, with next its next cells
+// (q.peek). A cell looked up ahead is taken from the window; one being looked up is waited for; any other is
+// looked up at once with the cells after it. Whenever the window runs low, the next cells are looked up (and
+// claimed) in the background, so that the dispatcher does not wait for the store while it has cells to send.
 func (p *passRun) take(ctx context.Context, idx int, next []int) lookup {
 	pc := p.cache
-	pc.mu.Lock()
-	l, ok := pc.ahead[idx]
-	delete(pc.ahead, idx)
-	pc.mu.Unlock()
-	if ok {
-		return l
-	}
-	batch := map[int]lookup{}
-	keys := make([]store.CacheKey, 0, len(next)+1)
-	cells := []int{idx}
-	pc.mu.Lock()
-	for _, i := range next {
-		if _, ok := pc.ahead[i]; !ok {
-			cells = append(cells, i)
+	for {
+		pc.mu.Lock()
+		if l, ok := pc.ahead[idx]; ok {
+			delete(pc.ahead, idx)
+			pc.mu.Unlock()
+			p.prefetch(ctx, next)
+			return l
+		}
+		ch, busy := pc.loading[idx]
+		pc.mu.Unlock()
+		if !busy {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return lookup{stopped: true}
+		}
+		// The fill that held idx is done; idx is in the window now unless it was cut short.
+		pc.mu.Lock()
+		_, ok := pc.ahead[idx]
+		pc.mu.Unlock()
+		if !ok {
+			break
 		}
 	}
+	cells := append([]int{idx}, pc.unknown(next, lookAhead-1)...)
+	batch := p.lookUp(ctx, cells)
+	l := batch[idx]
+	delete(batch, idx)
+	pc.mu.Lock()
+	maps.Copy(pc.ahead, batch)
 	pc.mu.Unlock()
+	return l
+}
+
+// unknown returns up to n of cells that are neither in the window nor being looked up.
+func (pc *passCache) unknown(cells []int, n int) []int {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	var out []int
+	for _, i := range cells {
+		if len(out) == n {
+			break
+		}
+		_, ahead := pc.ahead[i]
+		_, busy := pc.loading[i]
+		if !ahead && !busy {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// prefetch looks the next batch of cells up in the background when the window holds fewer than lookAhead cells
+// and no lookup is under way. The pass waits for it (cache.fills) before it ends.
+func (p *passRun) prefetch(ctx context.Context, next []int) {
+	pc := p.cache
+	pc.mu.Lock()
+	low := len(pc.ahead) < lookAhead && len(pc.loading) == 0
+	pc.mu.Unlock()
+	if !low || ctx.Err() != nil {
+		return
+	}
+	cells := pc.unknown(next, lookAhead)
+	if len(cells) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	pc.mu.Lock()
+	for _, i := range cells {
+		pc.loading[i] = done
+	}
+	pc.mu.Unlock()
+	pc.fills.Go(func() {
+		batch := p.lookUp(ctx, cells)
+		pc.mu.Lock()
+		if ctx.Err() == nil {
+			maps.Copy(pc.ahead, batch)
+		}
+		for _, i := range cells {
+			delete(pc.loading, i)
+		}
+		pc.mu.Unlock()
+		close(done)
+	})
+}
+
+// lookUp renders cells, computes their keys, reads them from the cache in one call, and claims the misses (under
+// read_write). A store error makes the cells misses: they are called, as without a cache.
+func (p *passRun) lookUp(ctx context.Context, cells []int) map[int]lookup {
+	pc := p.cache
+	batch := make(map[int]lookup, len(cells))
+	keys := make([]store.CacheKey, 0, len(cells))
 	for _, i := range cells {
 		c := p.spec.Cell(i)
 		msgs, err := p.spec.Render(c, p.memory.of(c.Persona))
@@ -112,7 +204,7 @@ func (p *passRun) take(ctx context.Context, idx int, next []int) lookup {
 	}
 	found, err := cache.Lookup(ctx, pc.st, keys)
 	if err != nil && ctx.Err() == nil {
-		// The cell is called, as without a cache: a read error costs money, never an answer.
+		// A read error costs money, never an answer.
 		pc.log.Error("response cache lookup failed; the cells are sent to the provider", "model", pc.model, "error", err)
 	}
 	var invalid int
@@ -136,31 +228,25 @@ func (p *passRun) take(ctx context.Context, idx int, next []int) lookup {
 	if invalid > 0 {
 		p.writer.Tally(pc.model, store.CacheTally{Invalid: invalid})
 	}
-	if pc.claims() && len(misses) > 0 {
-		now := p.clock.Now()
-		taken, err := pc.st.CacheClaim(ctx, pc.owner, misses, now, now.Add(claimTTL))
-		if err != nil && ctx.Err() == nil {
-			pc.log.Error("response cache claim failed; the cells are sent without one", "model", pc.model, "error", err)
-		}
-		busy := make(map[store.CacheKey]bool, len(taken))
-		for _, k := range taken {
-			busy[k] = true
-		}
-		for i, l := range batch {
-			if l.hit == nil && busy[l.key] {
-				l.taken = true
-				batch[i] = l
-			}
+	if !pc.claims() || len(misses) == 0 {
+		return batch
+	}
+	now := p.clock.Now()
+	taken, err := pc.st.CacheClaim(ctx, pc.owner, misses, now, now.Add(claimTTL))
+	if err != nil && ctx.Err() == nil {
+		pc.log.Error("response cache claim failed; the cells are sent without one", "model", pc.model, "error", err)
+	}
+	busy := make(map[store.CacheKey]bool, len(taken))
+	for _, k := range taken {
+		busy[k] = true
+	}
+	for i, l := range batch {
+		if l.hit == nil && busy[l.key] {
+			l.taken = true
+			batch[i] = l
 		}
 	}
-	l = batch[idx]
-	delete(batch, idx)
-	pc.mu.Lock()
-	for i, v := range batch {
-		pc.ahead[i] = v
-	}
-	pc.mu.Unlock()
-	return l
+	return batch
 }
 
 // request is the call of cell c with msgs.

@@ -188,6 +188,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		p.dispatch(dctx, runCtx, p.pending(in.Pass.Start, in.Pass.End))
 	}
 	p.calls.Wait()
+	p.cache.wait()
 	halt()
 	stopBG()
 	bg.Wait()
@@ -365,8 +366,11 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 		var err error
 		var key *store.CacheKey
 		if p.cache.reads() {
-			l := p.take(dctx, idx, q.peek(lookAhead-1))
+			l := p.take(dctx, idx, q.peek(2*lookAhead))
 			switch {
+			case l.stopped:
+				q.done()
+				return
 			case l.err != nil:
 				err = l.err
 			case l.hit != nil:

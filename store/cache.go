@@ -50,7 +50,7 @@ func (c CacheTally) IsZero() bool { return c == CacheTally{} }
 
 // Batch is what one write transaction makes durable: records of a run, the cache entries of their fresh answers
 // and the lookup counts of the cells they finished, so that a group commit costs one transaction however much it
-// carries. Writing a cache entry also drops the claims on its key.
+// carries.
 type Batch struct {
 	Records []Record
 	Cache   []CacheEntry
@@ -81,7 +81,9 @@ type CacheFilter struct {
 //
 // Claims keep two runs (on any workers sharing the store) from paying for the same request at once: a pass claims
 // the keys it is about to call, a pass that finds a key claimed by another owner waits for that owner's answer
-// instead of calling, and a claim that is not renewed expires, so a dead worker's claims free themselves.
+// instead of calling, and a claim that is not renewed expires, so a dead worker's claims free themselves. A claim
+// outlives the answer written under its key (claims matter only to lookups that miss) until its owner releases
+// it: one statement when the pass ends, rather than one more write per answer.
 type Cache interface {
 	// Write makes a batch durable in one transaction; Put is Write of records alone.
 	Write(ctx context.Context, run string, b Batch) error

@@ -262,7 +262,7 @@ func (p *Postgres) Put(ctx context.Context, run string, recs []Record) error {
 }
 
 // Write makes a batch durable in one transaction: its records as Put writes them, its cache entries (each
-// replacing any entry of its key, and dropping the claims on it) and its lookup counts. The statements go to the
+// replacing any entry of its key) and its lookup counts. The statements go to the
 // server in one round trip.
 func (p *Postgres) Write(ctx context.Context, run string, b Batch) error {
 	if b.empty() {
@@ -292,7 +292,6 @@ func (p *Postgres) Write(ctx context.Context, run string, b Batch) error {
 			SELECT * FROM unnest($1::bytea[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[])
 			ON CONFLICT (key) DO UPDATE SET model = excluded.model, value = excluded.value, sum = excluded.sum,
 			run = excluded.run, created = excluded.created`, keys, models, values, sums, runs, created)
-		q.Queue("DELETE FROM silico_cache_claims WHERE key = ANY($1::bytea[])", keys)
 	}
 	if models, t := tallyColumns(b.Tally); len(models) > 0 {
 		q.Queue(`INSERT INTO silico_cache_tally (model, hits, misses, invalid)

@@ -80,12 +80,6 @@ CREATE TABLE IF NOT EXISTS cache (
 	run     TEXT    NOT NULL,
 	created INTEGER NOT NULL
 ) WITHOUT ROWID;
--- Claims on requests being called, by owner (a run's pass), until expires (Unix milliseconds).
-CREATE TABLE IF NOT EXISTS cache_claims (
-	key     BLOB    PRIMARY KEY,
-	owner   TEXT    NOT NULL,
-	expires INTEGER NOT NULL
-) WITHOUT ROWID;
 -- Lookups of the cache by model name.
 CREATE TABLE IF NOT EXISTS cache_tally (
 	model   TEXT    PRIMARY KEY,
@@ -122,6 +116,13 @@ type SQLite struct {
 	// writeSem serializes this process's write transactions, so that they queue in Go instead of polling
 	// SQLite's busy handler (which sleeps in steps of milliseconds). Other processes still meet busy_timeout.
 	writeSem chan struct{}
+	// claims is the response cache's claims, in a file of their own beside the store (path + ".claims"): a
+	// pass claims before it calls, so a claim must never wait behind a commit of results, and SQLite has one
+	// write lock per file. Claims are short-lived and need no migration: the file can be deleted when no worker
+	// runs.
+	claims *sql.DB
+	// claimSem is writeSem of the claims file.
+	claimSem chan struct{}
 	// lookups are the prepared cache lookups, by the number of keys they take (see CacheGet).
 	lookupMu sync.Mutex
 	lookups  map[int]*sql.Stmt
@@ -143,39 +144,69 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	// Every pooled connection applies these pragmas when it is opened. _txlock=immediate makes BEGIN take the
-	// write lock at once, so two writers never deadlock upgrading a read lock (which busy_timeout cannot resolve).
-	// mmap_size lets reads use the file's pages in place instead of a read system call per page: lookups of the
-	// response cache are point reads scattered over the whole file.
-	dsn := abs + fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate" +
-		fmt.Sprintf("&_pragma=mmap_size(%d)", mmapSize)
-	db, err := sql.Open("sqlite", dsn)
+	db, err := openSQLiteDB(abs)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &SQLite{db: db, path: path, writeSem: make(chan struct{}, 1)}
-	if err := s.migrate(ctx); err != nil {
+	claims, err := openSQLiteDB(abs + ".claims")
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	s := &SQLite{db: db, path: path, writeSem: make(chan struct{}, 1), claims: claims, claimSem: make(chan struct{}, 1)}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if _, err := claims.ExecContext(ctx, claimsSchema); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("store: open %s: claims: %w", path, err)
+	}
 	return s, nil
+}
+
+// claimsSchema is the claims file's: claims on requests being called, by owner (a run's pass), until expires
+// (Unix milliseconds).
+const claimsSchema = `CREATE TABLE IF NOT EXISTS cache_claims (
+	key     BLOB    PRIMARY KEY,
+	owner   TEXT    NOT NULL,
+	expires INTEGER NOT NULL
+) WITHOUT ROWID`
+
+// openSQLiteDB opens the SQLite file at the absolute path abs. Every pooled connection applies these pragmas
+// when it is opened. _txlock=immediate makes BEGIN take the write lock at once, so two writers never deadlock
+// upgrading a read lock (which busy_timeout cannot resolve). mmap_size lets reads use the file's pages in place
+// instead of a read system call per page: lookups of the response cache are point reads scattered over the file.
+func openSQLiteDB(abs string) (*sql.DB, error) {
+	dsn := abs + fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate" +
+		fmt.Sprintf("&_pragma=mmap_size(%d)", mmapSize)
+	return sql.Open("sqlite", dsn)
 }
 
 // beginWrite starts a write transaction once this process's earlier write transactions have ended. The
 // returned end function rolls back (a no-op after Commit) and lets the next writer in.
 func (s *SQLite) beginWrite(ctx context.Context) (tx *sql.Tx, end func(), err error) {
+	return beginWriteOn(ctx, s.db, s.writeSem)
+}
+
+// beginClaims is beginWrite on the claims file.
+func (s *SQLite) beginClaims(ctx context.Context) (tx *sql.Tx, end func(), err error) {
+	return beginWriteOn(ctx, s.claims, s.claimSem)
+}
+
+func beginWriteOn(ctx context.Context, db *sql.DB, sem chan struct{}) (tx *sql.Tx, end func(), err error) {
 	select {
-	case s.writeSem <- struct{}{}:
+	case sem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
-	tx, err = s.db.BeginTx(ctx, nil)
+	tx, err = db.BeginTx(ctx, nil)
 	if err != nil {
-		<-s.writeSem
+		<-sem
 		return nil, nil, err
 	}
-	return tx, func() { _ = tx.Rollback(); <-s.writeSem }, nil
+	return tx, func() { _ = tx.Rollback(); <-sem }, nil
 }
 
 func (s *SQLite) migrate(ctx context.Context) error {
@@ -231,6 +262,7 @@ func (s *SQLite) Close() error {
 	}
 	s.lookups = nil
 	s.lookupMu.Unlock()
+	_ = s.claims.Close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close %s: %w", s.path, err)
 	}
@@ -336,7 +368,7 @@ func (s *SQLite) Put(ctx context.Context, run string, recs []Record) error {
 }
 
 // Write makes a batch durable in one transaction: its records as Put writes them, its cache entries (each
-// replacing any entry of its key, and dropping the claims on it) and its lookup counts.
+// replacing any entry of its key) and its lookup counts.
 func (s *SQLite) Write(ctx context.Context, run string, b Batch) error {
 	if b.empty() {
 		return nil

@@ -25,17 +25,9 @@ func putCache(ctx context.Context, tx *sql.Tx, entries []CacheEntry) error {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	defer func() { _ = put.Close() }()
-	unclaim, err := tx.PrepareContext(ctx, "DELETE FROM cache_claims WHERE key = ?")
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer func() { _ = unclaim.Close() }()
 	for _, e := range entries {
 		if _, err := put.ExecContext(ctx, e.Key[:], e.Model, e.Value, e.Sum[:], e.Run, e.Created.UnixMilli()); err != nil {
 			return fmt.Errorf("entry %s: %w", e.Key, err)
-		}
-		if _, err := unclaim.ExecContext(ctx, e.Key[:]); err != nil {
-			return fmt.Errorf("claim of %s: %w", e.Key, err)
 		}
 	}
 	return nil
@@ -118,60 +110,82 @@ func scanCacheRows(rows *sql.Rows, out []CacheEntry) ([]CacheEntry, error) {
 	return out, rows.Err()
 }
 
-// CacheClaim claims keys for owner until until, except keys whose claim by another owner lasts beyond now.
+// CacheClaim claims keys for owner until until, except keys whose claim by another owner lasts beyond now: one
+// statement per 256 keys, which returns the keys it claimed.
 func (s *SQLite) CacheClaim(ctx context.Context, owner string, keys []CacheKey, now, until time.Time) ([]CacheKey, error) {
 	keys = uniqueKeys(keys)
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	tx, end, err := s.beginWrite(ctx)
+	tx, end, err := s.beginClaims(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: cache claim: %w", err)
 	}
 	defer end()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO cache_claims (key, owner, expires) VALUES (?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
-		WHERE cache_claims.owner = excluded.owner OR cache_claims.expires <= ?`)
-	if err != nil {
-		return nil, fmt.Errorf("store: cache claim: %w", err)
-	}
-	defer func() { _ = stmt.Close() }()
-	var taken []CacheKey
-	for _, k := range keys {
-		res, err := stmt.ExecContext(ctx, k[:], owner, until.UnixMilli(), now.UnixMilli())
+	claimed := make(map[CacheKey]bool, len(keys))
+	const per = 256
+	args := make([]any, 0, 3*per+1)
+	for start := 0; start < len(keys); start += per {
+		part := keys[start:min(len(keys), start+per)]
+		args = args[:0]
+		for _, k := range part {
+			args = append(args, k[:], owner, until.UnixMilli())
+		}
+		args = append(args, now.UnixMilli())
+		rows, err := tx.QueryContext(ctx, `INSERT INTO cache_claims (key, owner, expires) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")+`
+			ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+			WHERE cache_claims.owner = excluded.owner OR cache_claims.expires <= ?
+			RETURNING key`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: cache claim: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("store: cache claim: %w", err)
+			}
+			var k CacheKey
+			copy(k[:], b)
+			claimed[k] = true
+		}
+		if err := rows.Close(); err != nil {
 			return nil, fmt.Errorf("store: cache claim: %w", err)
-		} else if n == 0 {
-			taken = append(taken, k)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("store: cache claim: commit: %w", err)
+	}
+	var taken []CacheKey
+	for _, k := range keys {
+		if !claimed[k] {
+			taken = append(taken, k)
+		}
 	}
 	return taken, nil
 }
 
 // CacheRenew extends every claim of owner until until.
 func (s *SQLite) CacheRenew(ctx context.Context, owner string, until time.Time) error {
-	return s.exec(ctx, "store: cache renew claims of "+owner, "UPDATE cache_claims SET expires = ? WHERE owner = ?", until.UnixMilli(), owner)
+	return s.execClaims(ctx, "store: cache renew claims of "+owner, "UPDATE cache_claims SET expires = ? WHERE owner = ?", until.UnixMilli(), owner)
 }
 
 // CacheRelease drops every claim of owner.
 func (s *SQLite) CacheRelease(ctx context.Context, owner string) error {
-	return s.exec(ctx, "store: cache release claims of "+owner, "DELETE FROM cache_claims WHERE owner = ?", owner)
+	return s.execClaims(ctx, "store: cache release claims of "+owner, "DELETE FROM cache_claims WHERE owner = ?", owner)
 }
 
-// exec runs one statement in a write transaction of its own.
-func (s *SQLite) exec(ctx context.Context, what, query string, args ...any) error {
-	_, err := s.execCount(ctx, what, query, args...)
+// execClaims runs one statement in a write transaction of its own on the claims file.
+func (s *SQLite) execClaims(ctx context.Context, what, query string, args ...any) error {
+	_, err := execCount(ctx, s.beginClaims, what, query, args...)
 	return err
 }
 
-func (s *SQLite) execCount(ctx context.Context, what, query string, args ...any) (int, error) {
-	tx, end, err := s.beginWrite(ctx)
+// execCount runs one statement in a write transaction of its own, begun by begin, and returns the rows it
+// changed.
+func execCount(ctx context.Context, begin func(context.Context) (*sql.Tx, func(), error), what, query string, args ...any) (int, error) {
+	tx, end, err := begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
@@ -240,5 +254,5 @@ func (s *SQLite) CachePrune(ctx context.Context, f CacheFilter) (int, error) {
 	if f.Run != "" {
 		where, args = append(where, "run = ?"), append(args, f.Run)
 	}
-	return s.execCount(ctx, "store: cache prune", "DELETE FROM cache WHERE "+strings.Join(where, " AND "), args...)
+	return execCount(ctx, s.beginWrite, "store: cache prune", "DELETE FROM cache WHERE "+strings.Join(where, " AND "), args...)
 }
