@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/silicolab/silico/suggest"
 )
 
 // decoder turns a node tree into a Spec, collecting every mistake with its position. It also records where each
@@ -107,7 +109,7 @@ func (d *decoder) fields(n *node, path string, allowed ...string) map[string]*no
 }
 
 func (d *decoder) unknownKey(k *node, path string, allowed []string) {
-	hint := didYouMean(k.str, allowed)
+	hint := suggest.DidYouMean(k.str, allowed)
 	if h, ok := keyHints[k.str]; ok && slices.Contains(allowed, h) {
 		hint = fmt.Sprintf(" (did you mean %q?)", h)
 	}

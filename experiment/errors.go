@@ -81,22 +81,6 @@ func (es Errors) sortByPosition() {
 	})
 }
 
-// didYouMean returns " (did you mean X?)" when one of the candidates is close to got, "" otherwise.
-func didYouMean(got string, candidates []string) string {
-	best, bestD := "", -1
-	g := strings.ToLower(got)
-	for _, c := range candidates {
-		d := editDistance(g, strings.ToLower(c))
-		if bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if bestD < 0 || bestD > max(2, len(got)/3) || bestD == len(got) {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
 // oneOf lists the accepted values: "a, b or c".
 func oneOf(vals []string) string {
 	q := make([]string, len(vals))
@@ -107,25 +91,4 @@ func oneOf(vals []string) string {
 		return q[0]
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

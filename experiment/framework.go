@@ -3,6 +3,8 @@ package experiment
 import (
 	"slices"
 	"strconv"
+
+	"github.com/silicolab/silico/suggest"
 )
 
 // The seed-000 framework's experiment JSON (shared/reference/rupsycho.md), converted to a Spec. Its keys are
@@ -97,7 +99,7 @@ func (d *decoder) frameworkModel(n *node, path, res, id string) Model {
 	case slices.Contains(localTypes, typ):
 		d.errAt(f["type"], child(path, "type"), "type %q (a model run in-process) is not supported; serve it behind an OpenAI-compatible server (vLLM, TGI, Ollama) and use type \"openai\" with its base_url", typ)
 	case !ok:
-		d.errAt(f["type"], child(path, "type"), "unknown model type %q%s; want openai, ollama, deepseek, google or sim", typ, didYouMean(typ, []string{"openai", "ollama", "deepseek", "google", "sim"}))
+		d.errAt(f["type"], child(path, "type"), "unknown model type %q%s; want openai, ollama, deepseek, google or sim", typ, suggest.DidYouMean(typ, []string{"openai", "ollama", "deepseek", "google", "sim"}))
 	}
 	m.Provider, m.BaseURL, m.APIKeyEnv = t.provider, t.baseURL, t.keyEnv
 	name, nameKey := f["name_or_path"], "name_or_path"

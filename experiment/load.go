@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/silicolab/silico/suggest"
 )
 
 // Load reads the spec file at path (YAML or JSON, this project's format or the seed-000 framework's JSON) and
@@ -503,7 +505,7 @@ func (d *decoder) itemCSV(n *node) []Item {
 	for i, h := range header {
 		h = strings.ToLower(h)
 		if !contains(itemColumns, h) {
-			hint := didYouMean(h, itemColumns)
+			hint := suggest.DidYouMean(h, itemColumns)
 			if h == "question" {
 				hint = ` (did you mean "text"?)`
 			}
