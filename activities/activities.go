@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -213,7 +214,7 @@ func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experim
 		}
 		return s, err
 	}
-	s, err := experiment.ParseInput(in.Spec, inputName, InputControlKeys()...)
+	s, err := specfile.ParseInput(in.Spec, inputName, InputControlKeys()...)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
 	}

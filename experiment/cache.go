@@ -1,8 +1,6 @@
 package experiment
 
-import (
-	"github.com/silicolab/silico/suggest"
-)
+import "github.com/silicolab/silico/suggest"
 
 // CachePolicy says how a model's calls use the response cache: the results store keeps every answer under a
 // digest of the request that produced it (endpoint, model, messages, seed and parameters), and a later call with

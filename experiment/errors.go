@@ -2,11 +2,10 @@ package experiment
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
-// Error is one mistake in a spec. File, Line and Column are set when the spec came from a file (Load, Parse);
+// Error is one mistake in a spec. File, Line and Column are set when the spec came from a file (package specfile);
 // a spec validated in memory (Validate) has only Field. Field is a path such as "models[1].rpm" or
 // "questionnaire.items[3].scale" (indexes are 0-based); Msg says what is wrong and what would be accepted.
 type Error struct {
@@ -39,7 +38,7 @@ func (e *Error) Error() string {
 }
 
 // Errors are all the mistakes found in a spec, in file order when positions are known.
-// Load, Parse and Validate return a non-nil Errors, never an empty one.
+// specfile.Load, specfile.Parse and Validate return a non-nil Errors, never an empty one.
 type Errors []*Error
 
 // Error lists the mistakes one per line.
@@ -62,23 +61,6 @@ func (es Errors) Unwrap() []error {
 
 func (es *Errors) add(field, format string, args ...any) {
 	*es = append(*es, &Error{Field: field, Msg: fmt.Sprintf(format, args...)})
-}
-
-// sortByPosition orders the errors by file, line, column; errors without a position keep their order at the end.
-func (es Errors) sortByPosition() {
-	sort.SliceStable(es, func(i, j int) bool {
-		a, b := es[i], es[j]
-		if (a.Line > 0) != (b.Line > 0) {
-			return a.Line > 0
-		}
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
 }
 
 // oneOf lists the accepted values: "a, b or c".
