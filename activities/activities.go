@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -213,7 +214,7 @@ func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experim
 		}
 		return s, err
 	}
-	s, err := experiment.ParseInput(in.Spec, inputName, InputControlKeys()...)
+	s, err := specfile.ParseInput(in.Spec, inputName, InputControlKeys()...)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
 	}
@@ -267,13 +268,11 @@ func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, er
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", run, err)
 	}
-	s = new(experiment.Spec)
-	if err := json.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("decode spec of run %s: %w", run, err)
-	}
-	// Validate also compiles the templates once; without it every Render would parse them again.
-	s.ApplyDefaults()
-	if err := s.Validate(); err != nil {
+	// The saved spec is the JSON form of the resolved spec PrepareRun decoded, which the spec format accepts
+	// as it is: it goes through the decoder every spec goes through, so a worker holds the same Spec (defaults
+	// filled, templates compiled once by Validate) as the one that saved it.
+	s, err = specfile.ParseInput(b, "saved spec of run "+run)
+	if err != nil {
 		return nil, fmt.Errorf("spec of run %s: %w", run, err)
 	}
 	a.mu.Lock()

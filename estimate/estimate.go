@@ -92,7 +92,7 @@ type Estimate struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Compute estimates spec, which must be valid (as experiment.Load returns it), counting tokens with tok.
+// Compute estimates spec, which must be valid (as specfile.Load returns it), counting tokens with tok.
 //
 // Prompts depend on the item and the persona only, and their token counts on the model's encoding only, so each
 // distinct message is counted once per encoding and the counts are multiplied by the seeds: a 200,000-cell grid

@@ -10,6 +10,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/specfile"
 )
 
 // specYAML builds a spec of the given models (YAML flow mappings), items, personas and run settings.
@@ -43,7 +44,7 @@ func specYAML(models []string, seeds, items, personas int, prompt, run string) s
 
 func parse(t testing.TB, yaml string) *experiment.Spec {
 	t.Helper()
-	s, err := experiment.Parse([]byte(yaml), "spec.yaml", ".")
+	s, err := specfile.Parse([]byte(yaml), "spec.yaml", ".")
 	if err != nil {
 		t.Fatalf("parse: %v\n%s", err, yaml)
 	}

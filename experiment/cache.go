@@ -1,5 +1,7 @@
 package experiment
 
+import "github.com/silicolab/silico/suggest"
+
 // CachePolicy says how a model's calls use the response cache: the results store keeps every answer under a
 // digest of the request that produced it (endpoint, model, messages, seed and parameters), and a later call with
 // the same digest can be served from it instead of the provider.
@@ -46,6 +48,6 @@ func (s *Spec) DisableCache() {
 
 func checkCachePolicy(errs *Errors, path string, p CachePolicy) {
 	if p != "" && !contains(cachePolicies, string(p)) {
-		errs.add(path, "unknown cache policy %q%s; want %s", p, didYouMean(string(p), cachePolicies), oneOf(cachePolicies))
+		errs.add(path, "unknown cache policy %q%s; want %s", p, suggest.DidYouMean(string(p), cachePolicies), oneOf(cachePolicies))
 	}
 }

@@ -2,11 +2,10 @@ package experiment
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
-// Error is one mistake in a spec. File, Line and Column are set when the spec came from a file (Load, Parse);
+// Error is one mistake in a spec. File, Line and Column are set when the spec came from a file (package specfile);
 // a spec validated in memory (Validate) has only Field. Field is a path such as "models[1].rpm" or
 // "questionnaire.items[3].scale" (indexes are 0-based); Msg says what is wrong and what would be accepted.
 type Error struct {
@@ -39,7 +38,7 @@ func (e *Error) Error() string {
 }
 
 // Errors are all the mistakes found in a spec, in file order when positions are known.
-// Load, Parse and Validate return a non-nil Errors, never an empty one.
+// specfile.Load, specfile.Parse and Validate return a non-nil Errors, never an empty one.
 type Errors []*Error
 
 // Error lists the mistakes one per line.
@@ -64,39 +63,6 @@ func (es *Errors) add(field, format string, args ...any) {
 	*es = append(*es, &Error{Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-// sortByPosition orders the errors by file, line, column; errors without a position keep their order at the end.
-func (es Errors) sortByPosition() {
-	sort.SliceStable(es, func(i, j int) bool {
-		a, b := es[i], es[j]
-		if (a.Line > 0) != (b.Line > 0) {
-			return a.Line > 0
-		}
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
-}
-
-// didYouMean returns " (did you mean X?)" when one of the candidates is close to got, "" otherwise.
-func didYouMean(got string, candidates []string) string {
-	best, bestD := "", -1
-	g := strings.ToLower(got)
-	for _, c := range candidates {
-		d := editDistance(g, strings.ToLower(c))
-		if bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if bestD < 0 || bestD > max(2, len(got)/3) || bestD == len(got) {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
 // oneOf lists the accepted values: "a, b or c".
 func oneOf(vals []string) string {
 	q := make([]string, len(vals))
@@ -107,25 +73,4 @@ func oneOf(vals []string) string {
 		return q[0]
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

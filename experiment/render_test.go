@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,14 +72,14 @@ func TestRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalMessages(got, tc.want) {
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("Render =\n%q\nwant\n%q", got, tc.want)
 			}
 			// Without Validate (a spec fresh from JSON), Render compiles on the fly and agrees.
 			s2 := minimalSpec()
 			s2.Prompt = tc.prompt
 			got2, err := s2.Render(c, tc.history)
-			if err != nil || !equalMessages(got2, tc.want) {
+			if err != nil || !slices.Equal(got2, tc.want) {
 				t.Errorf("Render without Validate = %q, %v", got2, err)
 			}
 		})
@@ -143,37 +144,6 @@ func TestTemplateParsing(t *testing.T) {
 		c := &compiled{questions: []string{"Q"}, options: []string{"O"}, personaDesc: []string{"P"}}
 		if got := c.render(tmpl, 0, 0); got != tc.want {
 			t.Errorf("render(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func BenchmarkRender(b *testing.B) {
-	s, err := Load("testdata/ipip50.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := s.NumCells()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, err := s.Render(s.Cell(i%n), nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkRenderCumulative(b *testing.B) {
-	s, err := Load("testdata/ipip50.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	hist := make([]Turn, 20)
-	for i := range hist {
-		hist[i] = Turn{User: "question text", Assistant: "3"}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.Render(s.Cell(20), hist); err != nil {
-			b.Fatal(err)
 		}
 	}
 }

@@ -1,5 +1,6 @@
-// Package experiment holds the experiment spec (the grid a researcher describes), its loading and validation,
-// the planning of cells and passes, prompt rendering and answer matching.
+// Package experiment holds the experiment spec (the grid a researcher describes), its defaults and validation,
+// the planning of cells and passes, prompt rendering and answer matching. Package specfile reads specs from
+// files and workflow inputs into these types.
 //
 // A Spec in memory is always resolved: personas and items read from CSV files are inlined, option sets are
 // lists, defaults are filled in. Its JSON form (the struct tags below) is itself a valid spec file, and it is the
@@ -27,7 +28,7 @@ type Spec struct {
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Simulator configures the built-in simulator for models with provider "sim" (in-process runs only).
 	Simulator *SimulatorSettings `json:"simulator,omitempty"`
-	// Notes are remarks of Parse that are not errors ("file:line:col: field: text"), such as a key of the
+	// Notes are remarks of specfile.Parse that are not errors ("file:line:col: field: text"), such as a key of the
 	// seed-000 framework's files that is accepted but has no effect here. Commands print them; they are never
 	// serialised, so they do not change the spec's hash or its run.
 	Notes []string `json:"-"`

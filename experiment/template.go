@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/silicolab/silico/suggest"
 )
 
 // Placeholders of prompt templates.
@@ -65,7 +67,7 @@ func parseTemplate(s string, known []string, kindOf func(string) segKind) (templ
 			name := s[i+1 : i+1+end]
 			if !contains(known, name) {
 				return nil, fmt.Errorf("unknown placeholder {%s}%s; accepted: %s; write {{ and }} for literal braces",
-					name, didYouMean(name, known), placeholderList(known))
+					name, suggest.DidYouMean(name, known), placeholderList(known))
 			}
 			flush()
 			t = append(t, segment{kind: kindOf(name), text: name})

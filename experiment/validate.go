@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/silicolab/silico/suggest"
 )
 
 // Providers of models.
@@ -185,7 +187,7 @@ func (s *Spec) checkModels(errs *Errors) {
 			errs.add(p+".name", "missing: the model name sent to the provider, e.g. \"gpt-4o-mini\"")
 		}
 		if m.Provider != "" && !contains(providers, m.Provider) {
-			errs.add(p+".provider", "unknown provider %q%s; want %s", m.Provider, didYouMean(m.Provider, providers), oneOf(providers))
+			errs.add(p+".provider", "unknown provider %q%s; want %s", m.Provider, suggest.DidYouMean(m.Provider, providers), oneOf(providers))
 		}
 		if m.BaseURL != "" {
 			u, err := url.Parse(m.BaseURL)
@@ -249,7 +251,7 @@ func (s *Spec) checkPrompt(errs *Errors) {
 		users := 0
 		for i, m := range p.Messages {
 			if !contains(roles, m.Role) {
-				errs.add(fmt.Sprintf("prompt.messages[%d].role", i), "unknown role %q%s; want %s", m.Role, didYouMean(m.Role, roles), oneOf(roles))
+				errs.add(fmt.Sprintf("prompt.messages[%d].role", i), "unknown role %q%s; want %s", m.Role, suggest.DidYouMean(m.Role, roles), oneOf(roles))
 			}
 			if m.Role == RoleUser {
 				users++
@@ -266,7 +268,7 @@ func (s *Spec) checkPrompt(errs *Errors) {
 			errs.add("prompt.template", "missing: a normal prompt needs a template, e.g. \"{question}\\n{answer_options}\"")
 		}
 	default:
-		errs.add("prompt.type", "unknown prompt type %q%s; want %s", p.Type, didYouMean(p.Type, prompts), oneOf(prompts))
+		errs.add("prompt.type", "unknown prompt type %q%s; want %s", p.Type, suggest.DidYouMean(p.Type, prompts), oneOf(prompts))
 	}
 }
 
@@ -317,7 +319,7 @@ func (s *Spec) checkQuestionnaire(errs *Errors) {
 		}
 		if len(q.Scales) > 0 && it.Scale != "" {
 			if _, ok := scales[it.Scale]; !ok {
-				errs.add(path+".scale", "unknown scale %q%s; declared scales: %s", it.Scale, didYouMean(it.Scale, ids), oneOf(ids))
+				errs.add(path+".scale", "unknown scale %q%s; declared scales: %s", it.Scale, suggest.DidYouMean(it.Scale, ids), oneOf(ids))
 			}
 		}
 		if it.Options != nil {
@@ -355,7 +357,7 @@ func (s *Spec) checkRun(errs *Errors) {
 	}
 	checkCachePolicy(errs, "run.cache", r.Cache)
 	if r.OnError != "" && !contains(onErrors, r.OnError) {
-		errs.add("run.on_error", "unknown policy %q%s; want %s", r.OnError, didYouMean(r.OnError, onErrors), oneOf(onErrors))
+		errs.add("run.on_error", "unknown policy %q%s; want %s", r.OnError, suggest.DidYouMean(r.OnError, onErrors), oneOf(onErrors))
 	}
 	if r.Cumulative {
 		p := s.effectivePrompt()

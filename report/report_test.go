@@ -16,6 +16,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -40,7 +41,7 @@ func (s sliceSource) Scan(_ context.Context, _ string, fn func(store.Record) err
 
 func fixedRun(t *testing.T) (*experiment.Spec, sliceSource) {
 	t.Helper()
-	spec, err := experiment.Load(quickstartSpec)
+	spec, err := specfile.Load(quickstartSpec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -63,7 +63,7 @@ func quickstartRecords(t *testing.T, missingEvery int) []store.Record {
 // and builds the personas × items matrices itself, and compares every reliability and item statistic with R
 // psych's to 1e-9.
 func TestAnalyzeMatchesPsych(t *testing.T) {
-	spec, err := experiment.Load(quickstartSpec)
+	spec, err := specfile.Load(quickstartSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestAgreementAndItemStats(t *testing.T) {
 // TestExportWritesPsychometrics checks that the export writes reliability.csv, items.csv and agreement.csv
 // with one line per model × seed × scale, model × seed × scale item, and model × persona × scale.
 func TestExportWritesPsychometrics(t *testing.T) {
-	spec, err := experiment.Load(quickstartSpec)
+	spec, err := specfile.Load(quickstartSpec)
 	if err != nil {
 		t.Fatal(err)
 	}

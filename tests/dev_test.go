@@ -14,8 +14,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -37,7 +37,7 @@ func TestDevAcceptsRawClientRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "spec.json"), specJSON, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := experiment.Load(filepath.Join(dir, "spec.json"))
+	spec, err := specfile.Load(filepath.Join(dir, "spec.json"))
 	if err != nil {
 		t.Fatalf("validate --json output does not load as a spec: %v", err)
 	}

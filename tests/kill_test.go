@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -74,7 +74,7 @@ func runOK(t *testing.T, bin, dir, reqLog string) (verb, id string) {
 func TestKillMidRunResumes(t *testing.T) {
 	bin := starterBin(t)
 	dir := quickstartCopy(t)
-	spec, err := experiment.Load(filepath.Join(dir, "experiment.yaml"))
+	spec, err := specfile.Load(filepath.Join(dir, "experiment.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

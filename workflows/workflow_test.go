@@ -23,6 +23,7 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
@@ -364,7 +365,7 @@ func TestInvalidSpecFailsAtOnceWithTheFileDecodersError(t *testing.T) {
 	if bad == string(good) || !strings.Contains(bad, "max_concurency") || !strings.Contains(bad, `"2"]`) {
 		t.Fatalf("the test's edits did not apply: %s", bad)
 	}
-	_, fileErr := experiment.Parse([]byte(strings.Replace(bad, `"run_id":"r1","output":"/tmp/x",`, "", 1)), "workflow input", "")
+	_, fileErr := specfile.Parse([]byte(strings.Replace(bad, `"run_id":"r1","output":"/tmp/x",`, "", 1)), "workflow input", "")
 	if fileErr == nil || !strings.Contains(fileErr.Error(), `run.max_concurency: unknown key "max_concurency" (did you mean "max_concurrency"?)`) {
 		t.Fatalf("the file decoder says %v; want the unknown key reported", fileErr)
 	}

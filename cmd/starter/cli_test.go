@@ -13,6 +13,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/store/storetest"
 )
@@ -141,11 +142,11 @@ func TestValidateJSONRoundTrip(t *testing.T) {
 	}
 	// The JSON stands alone: it loads from another directory, without the items CSV next to it.
 	path := writeSpecFile(t, t.TempDir(), "spec.json", out)
-	got, err := experiment.Load(path)
+	got, err := specfile.Load(path)
 	if err != nil {
 		t.Fatalf("validate --json output does not load: %v", err)
 	}
-	want, err := experiment.Load(cliQuickstart)
+	want, err := specfile.Load(cliQuickstart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestExportRunInProgress(t *testing.T) {
 }
 
 func testExportRunInProgress(t *testing.T, dsn string, storeArgs ...string) {
-	spec, err := experiment.Load(cliQuickstart)
+	spec, err := specfile.Load(cliQuickstart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestClusterFlags(t *testing.T) {
 
 // TestExportWritesRecordedElapsed: export from the store alone writes the elapsed time the run recorded.
 func TestExportWritesRecordedElapsed(t *testing.T) {
-	spec, err := experiment.Load(cliQuickstart)
+	spec, err := specfile.Load(cliQuickstart)
 	if err != nil {
 		t.Fatal(err)
 	}

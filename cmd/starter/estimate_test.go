@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/silicolab/silico/estimate"
-	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/specfile"
 )
 
 const quickstart = "../../examples/quickstart/experiment.yaml"
@@ -27,7 +27,7 @@ func runStarter(t *testing.T, args ...string) (code int, stdout, stderr string) 
 // wantEstimate is the estimate of the spec at path, computed directly.
 func wantEstimate(t *testing.T, path string) estimate.Estimate {
 	t.Helper()
-	spec, err := experiment.Load(path)
+	spec, err := specfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 )
 
 // Exit codes, as the README lists them.
@@ -123,9 +124,9 @@ func minArgs(n int) cobra.PositionalArgs {
 	}
 }
 
-// loadSpec is experiment.Load that prints the spec's notes (keys accepted without effect) to w, one per line.
+// loadSpec is specfile.Load that prints the spec's notes (keys accepted without effect) to w, one per line.
 func loadSpec(w io.Writer, path string) (*experiment.Spec, error) {
-	spec, err := experiment.Load(path)
+	spec, err := specfile.Load(path)
 	if err != nil {
 		return nil, err
 	}

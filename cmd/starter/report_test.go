@@ -11,12 +11,13 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/report"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
 // TestReportFromStore writes a report from a results store alone, with the wall time of an earlier export.
 func TestReportFromStore(t *testing.T) {
-	spec, err := experiment.Load(cliQuickstart)
+	spec, err := specfile.Load(cliQuickstart)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-package experiment
+package specfile
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,7 +102,7 @@ func TestRenderConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	got, _ := s.Render(s.Cell(7), nil)
-	if !equalMessages(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("render changed")
 	}
 }

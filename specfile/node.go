@@ -1,4 +1,4 @@
-package experiment
+package specfile
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 // node is a YAML/JSON value with its position, simpler to walk than the library's AST: aliases, anchors, tags and
@@ -79,7 +81,6 @@ func (n *node) describe() string {
 	return fmt.Sprintf("the string %q", s)
 }
 
-// get returns the value of key k of a mapping, or nil.
 // drop removes the keys in ks from a mapping.
 func (n *node) drop(ks []string) {
 	for i := 0; i < len(n.keys); {
@@ -92,6 +93,7 @@ func (n *node) drop(ks []string) {
 	}
 }
 
+// get returns the value of key k of a mapping, or nil.
 func (n *node) get(k string) *node {
 	if n == nil || n.kind != kindMap {
 		return nil
@@ -104,11 +106,11 @@ func (n *node) get(k string) *node {
 	return nil
 }
 
-// parseNodes parses YAML or JSON into a node tree. A syntax error is returned as an *Error with its position.
-func parseNodes(data []byte, file string) (*node, *Error) {
+// parseNodes parses YAML or JSON into a node tree. A syntax error is returned as an *experiment.Error with its position.
+func parseNodes(data []byte, file string) (*node, *experiment.Error) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		e := &Error{File: file, Msg: "not valid YAML or JSON: " + err.Error()}
+		e := &experiment.Error{File: file, Msg: "not valid YAML or JSON: " + err.Error()}
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) {
 			e.Msg = "not valid YAML or JSON: " + se.Message
@@ -127,12 +129,12 @@ func parseNodes(data []byte, file string) (*node, *Error) {
 			continue
 		}
 		if body != nil {
-			return nil, &Error{File: file, Line: pos(d.Body).Line, Column: pos(d.Body).Column, Msg: "more than one YAML document; a spec is one document"}
+			return nil, &experiment.Error{File: file, Line: pos(d.Body).Line, Column: pos(d.Body).Column, Msg: "more than one YAML document; a spec is one document"}
 		}
 		body = d.Body
 	}
 	if body == nil {
-		return nil, &Error{File: file, Line: 1, Column: 1, Msg: "empty spec: want a mapping with name, models, personas, questionnaire, ..."}
+		return nil, &experiment.Error{File: file, Line: 1, Column: 1, Msg: "empty spec: want a mapping with name, models, personas, questionnaire, ..."}
 	}
 	c := converter{anchors: map[string]*node{}}
 	n := c.convert(body)
@@ -155,14 +157,14 @@ func pos(n ast.Node) token.Position {
 
 type converter struct {
 	anchors map[string]*node
-	err     *Error
+	err     *experiment.Error
 	depth   int
 }
 
 func (c *converter) fail(n ast.Node, format string, args ...any) *node {
 	if c.err == nil {
 		p := pos(n)
-		c.err = &Error{Line: p.Line, Column: p.Column, Msg: fmt.Sprintf(format, args...)}
+		c.err = &experiment.Error{Line: p.Line, Column: p.Column, Msg: fmt.Sprintf(format, args...)}
 	}
 	return &node{kind: kindNull}
 }

@@ -1,8 +1,12 @@
-package experiment
+package specfile
 
 import (
 	"slices"
 	"strconv"
+
+	"github.com/silicolab/silico/experiment"
+
+	"github.com/silicolab/silico/suggest"
 )
 
 // The seed-000 framework's experiment JSON (shared/reference/rupsycho.md), converted to a Spec. Its keys are
@@ -18,20 +22,19 @@ var (
 
 // frameworkTypes maps the framework's model types to a provider, default base URL and key variable.
 var frameworkTypes = map[string]struct{ provider, baseURL, keyEnv string }{
-	"openai":   {ProviderOpenAI, "", ""},
-	"ollama":   {ProviderOpenAI, "http://localhost:11434/v1", ""},
-	"deepseek": {ProviderOpenAI, "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"},
-	"google":   {ProviderOpenAI, "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY"},
-	"sim":      {ProviderSim, "", ""},
+	"openai":   {experiment.ProviderOpenAI, "", ""},
+	"ollama":   {experiment.ProviderOpenAI, "http://localhost:11434/v1", ""},
+	"deepseek": {experiment.ProviderOpenAI, "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"},
+	"google":   {experiment.ProviderOpenAI, "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY"},
+	"sim":      {experiment.ProviderSim, "", ""},
 }
 
 var localTypes = []string{"huggingface", "hf", "hf_local", "hf_remote", "huggingface_local", "huggingface_remote", "transformers", "local"}
 
-func (d *decoder) framework(root *node, s *Spec) {
+func (d *decoder) framework(root *node, s *experiment.Spec) {
 	f := d.fields(root, "", frameworkKeys...)
-	s.Name = d.str(f["name"], "name")
-	s.Description = d.str(f["description"], "description")
-	s.BudgetUSD = d.number(f["budget_usd"], "budget_usd")
+	// The keys this project's format shares with the framework's.
+	specKeys.only("name", "description", "budget_usd", "run", "simulator").apply(d, f, "", s)
 	if p := f["parameters"]; p != nil {
 		if pf := d.fields(p, "parameters", "seeds", "lazy_load_models"); pf != nil {
 			s.Seeds = d.seeds(pf["seeds"], "parameters.seeds")
@@ -56,7 +59,7 @@ func (d *decoder) framework(root *node, s *Spec) {
 		}
 	}
 	if p := f["prompt_template"]; p != nil {
-		s.Prompt = d.prompt(p, "prompt_template")
+		s.Prompt = prompt(d, p, "prompt_template")
 		d.mark("prompt", "prompt_template", p)
 	}
 	if p := f["demographic_profiles"]; p != nil {
@@ -67,7 +70,7 @@ func (d *decoder) framework(root *node, s *Spec) {
 			for i, k := range p.keys {
 				path := child("demographic_profiles", k.str)
 				d.mark(index("personas", len(s.Personas)), path, p.vals[i])
-				s.Personas = append(s.Personas, d.persona(p.vals[i], path, k.str))
+				s.Personas = append(s.Personas, persona(d, p.vals[i], path, k.str))
 			}
 		}
 	} else {
@@ -76,15 +79,11 @@ func (d *decoder) framework(root *node, s *Spec) {
 	if q := f["questionnaire"]; q != nil {
 		d.frameworkQuestionnaire(q, s)
 	}
-	if r := f["run"]; r != nil {
-		s.Run = d.run(r, "run")
-	}
-	s.Simulator = d.simulator(f["simulator"], "simulator")
 }
 
-func (d *decoder) frameworkModel(n *node, path, res, id string) Model {
+func (d *decoder) frameworkModel(n *node, path, res, id string) experiment.Model {
 	f := d.fields(n, path, frameworkModelKeys...)
-	m := Model{ID: id}
+	m := experiment.Model{ID: id}
 	if f == nil {
 		return m
 	}
@@ -97,7 +96,7 @@ func (d *decoder) frameworkModel(n *node, path, res, id string) Model {
 	case slices.Contains(localTypes, typ):
 		d.errAt(f["type"], child(path, "type"), "type %q (a model run in-process) is not supported; serve it behind an OpenAI-compatible server (vLLM, TGI, Ollama) and use type \"openai\" with its base_url", typ)
 	case !ok:
-		d.errAt(f["type"], child(path, "type"), "unknown model type %q%s; want openai, ollama, deepseek, google or sim", typ, didYouMean(typ, []string{"openai", "ollama", "deepseek", "google", "sim"}))
+		d.errAt(f["type"], child(path, "type"), "unknown model type %q%s; want openai, ollama, deepseek, google or sim", typ, suggest.DidYouMean(typ, []string{"openai", "ollama", "deepseek", "google", "sim"}))
 	}
 	m.Provider, m.BaseURL, m.APIKeyEnv = t.provider, t.baseURL, t.keyEnv
 	name, nameKey := f["name_or_path"], "name_or_path"
@@ -117,25 +116,15 @@ func (d *decoder) frameworkModel(n *node, path, res, id string) Model {
 		m.APIKeyEnv = d.str(v, child(path, "api_key_env"))
 	}
 	if p := f["parameters"]; p != nil {
-		m.Params = d.params(p, child(path, "parameters"), paramKeys)
+		m.Params = paramKeys.decode(d, p, child(path, "parameters"))
 		d.mark(res+".params", child(path, "parameters"), p)
 	}
-	m.MaxConcurrency = d.integer(f["max_concurrency"], child(path, "max_concurrency"))
-	m.RPM = d.integer(f["rpm"], child(path, "rpm"))
-	m.TPM = d.integer(f["tpm"], child(path, "tpm"))
-	m.Burst = d.number(f["burst"], child(path, "burst"))
-	if p := f["price"]; p != nil {
-		if pf := d.fields(p, child(path, "price"), "input_per_mtok", "output_per_mtok"); pf != nil {
-			m.Price = &Price{
-				InputPerMTok:  d.number(pf["input_per_mtok"], child(path, "price.input_per_mtok")),
-				OutputPerMTok: d.number(pf["output_per_mtok"], child(path, "price.output_per_mtok")),
-			}
-		}
-	}
+	// The keys this project's format shares with the framework's.
+	modelKeys.only("max_concurrency", "rpm", "tpm", "burst", "price").apply(d, f, path, &m)
 	return m
 }
 
-func (d *decoder) frameworkQuestionnaire(n *node, s *Spec) {
+func (d *decoder) frameworkQuestionnaire(n *node, s *experiment.Spec) {
 	f := d.fields(n, "questionnaire", frameworkQKeys...)
 	if f == nil {
 		return
@@ -176,7 +165,7 @@ func (d *decoder) frameworkQuestionnaire(n *node, s *Spec) {
 		p := index("questionnaire.instruction_items", i)
 		res := index("questionnaire.items", i)
 		d.mark(res, p, e)
-		it := Item{ID: strconv.Itoa(i + 1)}
+		it := experiment.Item{ID: strconv.Itoa(i + 1)}
 		ff := d.fields(e, p, frameworkItemKeys...)
 		if ff == nil {
 			q.Items = append(q.Items, it)

@@ -1,4 +1,4 @@
-package experiment
+package specfile
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/suggest"
 )
 
 // decoder turns a node tree into a Spec, collecting every mistake with its position. It also records where each
@@ -17,7 +20,7 @@ type decoder struct {
 	baseDir string
 	// noFiles refuses the keys that name files (workflow inputs).
 	noFiles bool
-	errs    Errors
+	errs    experiment.Errors
 	// notes are remarks that are not errors: keys accepted but without effect in silico.
 	notes []string
 	locs  map[string]loc
@@ -47,7 +50,7 @@ var keyHints = map[string]string{
 }
 
 func (d *decoder) errAt(n *node, path, format string, args ...any) {
-	e := &Error{File: d.file, Field: path, Msg: fmt.Sprintf(format, args...)}
+	e := &experiment.Error{File: d.file, Field: path, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		e.Line, e.Column = n.where()
 	}
@@ -56,7 +59,7 @@ func (d *decoder) errAt(n *node, path, format string, args ...any) {
 
 // noteAt records a remark about the value n at path, as "file:line:col: path: msg".
 func (d *decoder) noteAt(n *node, path, msg string) {
-	e := Error{File: d.file, Field: path, Msg: msg}
+	e := experiment.Error{File: d.file, Field: path, Msg: msg}
 	e.Line, e.Column = n.where()
 	d.notes = append(d.notes, e.Error())
 }
@@ -107,12 +110,15 @@ func (d *decoder) fields(n *node, path string, allowed ...string) map[string]*no
 }
 
 func (d *decoder) unknownKey(k *node, path string, allowed []string) {
-	hint := didYouMean(k.str, allowed)
+	hint := suggest.DidYouMean(k.str, allowed)
 	if h, ok := keyHints[k.str]; ok && slices.Contains(allowed, h) {
 		hint = fmt.Sprintf(" (did you mean %q?)", h)
 	}
 	d.errAt(k, child(path, k.str), "unknown key %q%s; accepted keys: %s", k.str, hint, strings.Join(allowed, ", "))
 }
+
+// text reads any scalar as the text written (numbers and booleans included), as a string type S.
+func text[S ~string](d *decoder, n *node, path string) S { return S(d.str(n, path)) }
 
 // str reads any scalar as the text written (numbers and booleans included).
 func (d *decoder) str(n *node, path string) string {
@@ -231,17 +237,17 @@ func (d *decoder) seeds(n *node, path string) []int64 {
 	return out
 }
 
-func (d *decoder) duration(n *node, path string) Duration {
+func (d *decoder) duration(n *node, path string) experiment.Duration {
 	if n == nil {
 		return 0
 	}
 	if n.kind == kindScalar && (n.scalar == scalarInt || n.scalar == scalarFloat) {
-		return Duration(time.Duration(n.num * float64(time.Second)))
+		return experiment.Duration(time.Duration(n.num * float64(time.Second)))
 	}
 	if n.kind == kindScalar && n.scalar == scalarString {
 		v, err := time.ParseDuration(strings.TrimSpace(n.str))
 		if err == nil {
-			return Duration(v)
+			return experiment.Duration(v)
 		}
 	}
 	d.errAt(n, path, "want a duration such as \"30s\" or \"2m\" (or a number of seconds), got %s", n.describe())
@@ -269,69 +275,4 @@ func (d *decoder) attributes(n *node, path string) map[string]string {
 		out[k.str] = v.str
 	}
 	return out
-}
-
-var optionKeys = []string{"id", "text", "weight", "ignored_for_scale"}
-
-// optionSet reads options in any accepted form: a list of options, a mapping id → option in file order, or
-// {options, delimiter, prepend_delimiter}. Options without an id or weight get their 1-based position.
-// Only what is written is recorded: src is the path in the file, res the path in the resolved Spec.
-func (d *decoder) optionSet(n *node, src, res, delim string) *OptionSet {
-	set := &OptionSet{Delimiter: delim}
-	inner, innerSrc := n, src
-	if n.kind == kindMap && n.get("options") != nil {
-		f := d.fields(n, src, "options", "delimiter", "prepend_delimiter")
-		if f == nil {
-			return set
-		}
-		if v, ok := f["delimiter"]; ok {
-			set.Delimiter = d.str(v, child(src, "delimiter"))
-		}
-		set.PrependDelimiter = d.boolean(f["prepend_delimiter"], child(src, "prepend_delimiter"))
-		inner, innerSrc = f["options"], child(src, "options")
-	}
-	d.mark(res, src, n)
-	resOpts := res + ".options"
-	d.mark(resOpts, innerSrc, inner)
-	add := func(i int, e *node, p, id string) {
-		o := Option{ID: id, Weight: i + 1}
-		d.mark(index(resOpts, i), p, e)
-		switch e.kind {
-		case kindScalar:
-			o.Text = e.str
-		case kindMap:
-			f := d.fields(e, p, optionKeys...)
-			if v, ok := f["id"]; ok {
-				if id != "" {
-					d.errAt(v, child(p, "id"), "the id of an option in a mapping is its key; remove this id")
-				}
-				o.ID = d.str(v, child(p, "id"))
-			}
-			o.Text = d.str(f["text"], child(p, "text"))
-			if v, ok := f["weight"]; ok {
-				o.Weight = d.integer(v, child(p, "weight"))
-			}
-			o.IgnoredForScale = d.boolean(f["ignored_for_scale"], child(p, "ignored_for_scale"))
-		default:
-			d.errAt(e, p, "want an option {id, text, weight} or its text, got %s", e.describe())
-		}
-		if o.ID == "" {
-			o.ID = strconv.Itoa(i + 1)
-		}
-		set.Options = append(set.Options, o)
-	}
-	switch inner.kind {
-	case kindSeq:
-		for i, e := range inner.vals {
-			add(i, e, index(innerSrc, i), "")
-		}
-	case kindMap:
-		for i, k := range inner.keys {
-			add(i, inner.vals[i], child(innerSrc, k.str), k.str)
-		}
-	case kindNull:
-	default:
-		d.errAt(inner, innerSrc, "want answer options: a list of {id, text, weight}, a mapping id → {text, weight}, or {options, delimiter, prepend_delimiter}; got %s", inner.describe())
-	}
-	return set
 }

@@ -1,4 +1,4 @@
-package experiment
+package specfile
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 const baseSpec = `name: test
@@ -55,7 +57,7 @@ func TestBaseSpecLoads(t *testing.T) {
 	if got, want := s.Summary(), "test · 2 models × 2 seeds × 2 items × 2 personas = 16 calls"; got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
 	}
-	if s.Models[0].Provider != ProviderOpenAI || s.Run.OnError != OnErrorWarn || s.Run.MaxParallelPasses != DefaultMaxParallelPasses {
+	if s.Models[0].Provider != experiment.ProviderOpenAI || s.Run.OnError != experiment.OnErrorWarn || s.Run.MaxParallelPasses != experiment.DefaultMaxParallelPasses {
 		t.Errorf("defaults not applied: %+v %+v", s.Models[0], s.Run)
 	}
 	if !s.Questionnaire.Items[1].Reversed || s.Questionnaire.Items[1].Scale != "E" {
@@ -233,11 +235,11 @@ func TestSpecMistakes(t *testing.T) {
 				}
 			}
 			_, err := Parse([]byte(doc), "spec.yaml", dir)
-			var errs Errors
+			var errs experiment.Errors
 			if !errors.As(err, &errs) {
 				t.Fatalf("Parse = %v, want Errors", err)
 			}
-			var got *Error
+			var got *experiment.Error
 			for _, e := range errs {
 				if e.Field == tc.field && strings.Contains(e.Msg, tc.msg) {
 					got = e

@@ -1,9 +1,11 @@
-package experiment
+package specfile
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 // frameworkFull uses every key the seed-000 framework documents for its experiment files.
@@ -56,16 +58,16 @@ func TestFrameworkEveryDocumentedKey(t *testing.T) {
 		{"description", s.Description == "one file with every documented key"},
 		{"parameters.seeds", len(s.Seeds) == 2 && s.Seeds[0] == 7 && s.Seeds[1] == 8},
 		{"models (map, ids in file order)", len(s.Models) == 4 && s.Models[0].ID == "gpt" && s.Models[3].ID == "gem"},
-		{"models.*.type openai + name_or_path + base_url", s.Models[0].Provider == ProviderOpenAI && s.Models[0].Name == "gpt-4o-mini" &&
+		{"models.*.type openai + name_or_path + base_url", s.Models[0].Provider == experiment.ProviderOpenAI && s.Models[0].Name == "gpt-4o-mini" &&
 			s.Models[0].BaseURL == "https://api.openai.com/v1"},
 		{"models.*.parameters", s.Models[0].Params.Temperature != nil && *s.Models[0].Params.Temperature == 0 &&
 			s.Models[0].Params.MaxTokens == 16 && *s.Models[0].Params.TopP == 1 && s.Models[0].Params.Stop[0] == "\n"},
 		{"models.*.type ollama + model", s.Models[1].Name == "qwen2.5" && s.Models[1].BaseURL == "http://localhost:11434/v1"},
 		{"models.*.type deepseek", s.Models[2].BaseURL == "https://api.deepseek.com/v1" && s.Models[2].APIKeyEnv == "DEEPSEEK_API_KEY"},
 		{"models.*.type google", strings.Contains(s.Models[3].BaseURL, "googleapis") && s.Models[3].APIKeyEnv == "GEMINI_API_KEY"},
-		{"prompt_template chat messages", s.Prompt.Type == PromptChat && len(s.Prompt.Messages) == 3 && s.Prompt.Messages[2].Role == RoleAssistant},
+		{"prompt_template chat messages", s.Prompt.Type == experiment.PromptChat && len(s.Prompt.Messages) == 3 && s.Prompt.Messages[2].Role == experiment.RoleAssistant},
 		{"demographic_profiles attributes + template", s.Personas[0].ID == "Optimistic Persona" && s.PersonaDescription(0) == "Ms Muller from Bonn is 18."},
-		{"demographic_profiles default template", s.Personas[1].Template == DefaultPersonaTemplate},
+		{"demographic_profiles default template", s.Personas[1].Template == experiment.DefaultPersonaTemplate},
 		{"questionnaire.name", s.Questionnaire.Name == "BFI"},
 		{"questionnaire.general_instruction", s.Questionnaire.Instruction == "Rate each statement."},
 		{"questionnaire.attributes.dimension", len(s.Questionnaire.Scales) == 2 && s.Questionnaire.Scales[1].Name == "Agreeableness"},
@@ -110,12 +112,12 @@ func TestFrameworkSeedsAndNoteVariants(t *testing.T) {
 		seeds  []int64
 		notes  int
 	}{
-		{`{}`, []int64{DefaultSeed}, 0},
-		{`{"seeds": null}`, []int64{DefaultSeed}, 0},
-		{`{"seeds": []}`, []int64{DefaultSeed}, 0},
+		{`{}`, []int64{experiment.DefaultSeed}, 0},
+		{`{"seeds": null}`, []int64{experiment.DefaultSeed}, 0},
+		{`{"seeds": []}`, []int64{experiment.DefaultSeed}, 0},
 		{`{"seeds": "5"}`, []int64{5}, 0},
-		{`{"lazy_load_models": false}`, []int64{DefaultSeed}, 1},
-		{`{"lazy_load_models": null}`, []int64{DefaultSeed}, 0},
+		{`{"lazy_load_models": false}`, []int64{experiment.DefaultSeed}, 1},
+		{`{"lazy_load_models": null}`, []int64{experiment.DefaultSeed}, 0},
 	} {
 		s, err := Parse([]byte(base(tc.params)), "f.json", t.TempDir())
 		if err != nil {

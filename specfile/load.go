@@ -1,0 +1,148 @@
+package specfile
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/silicolab/silico/experiment"
+)
+
+// Load reads the spec file at path (YAML or JSON, this project's format or the seed-000 framework's JSON) and
+// returns it resolved, defaulted and validated. Files it names (persona and item CSVs) are read relative to the
+// spec's directory. Every mistake is reported at once as Errors with file, line and field.
+func Load(path string) (*experiment.Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, experiment.Errors{{File: path, Msg: "cannot read the spec: " + unwrapPathError(err)}}
+	}
+	return Parse(data, path, filepath.Dir(path))
+}
+
+// unwrapPathError is the reason of a file error without the path, which the error names already.
+func unwrapPathError(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// Parse reads a spec from data; filename names it in errors, baseDir resolves the files it names. It accepts this
+// project's format (the JSON form of Spec plus conveniences: option maps, CSV personas and items, default prompt
+// and seeds) and the seed-000 framework's JSON (detected by prompt_template, demographic_profiles or parameters).
+// The result is resolved, defaulted and validated: parse → resolve → ApplyDefaults → Validate.
+func Parse(data []byte, filename, baseDir string) (*experiment.Spec, error) {
+	return parse(data, &decoder{file: filename, baseDir: baseDir, locs: map[string]loc{}}, nil)
+}
+
+// ParseInput reads a spec that arrived as a workflow input: exactly as Parse reads a file (the same keys, the
+// same errors, the same defaults), except that the top-level keys in control are not the spec's and are
+// skipped, and no file is read (a worker must not read files named by whoever started a run: inline them with
+// `starter validate --json`).
+func ParseInput(data []byte, name string, control ...string) (*experiment.Spec, error) {
+	return parse(data, &decoder{file: name, noFiles: true, locs: map[string]loc{}}, control)
+}
+
+func parse(data []byte, d *decoder, control []string) (*experiment.Spec, error) {
+	filename := d.file
+	root, perr := parseNodes(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), filename)
+	if perr != nil {
+		return nil, experiment.Errors{perr}
+	}
+	s := &experiment.Spec{}
+	if root.kind != kindMap {
+		d.errAt(root, "", "want a mapping with name, models, personas, questionnaire, ..., got %s", root.describe())
+		return nil, d.errs
+	}
+	root.drop(control)
+	if isFramework(root) {
+		d.framework(root, s)
+	} else {
+		specKeys.into(d, root, "", s)
+	}
+	if s.Name == "" && root.get("name") == nil && filename != "" {
+		base := filepath.Base(filename)
+		s.Name = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	s.ApplyDefaults()
+	var verrs experiment.Errors
+	if err := s.Validate(); err != nil {
+		verrs = err.(experiment.Errors)
+	}
+	errs := d.errs
+	for _, e := range verrs {
+		d.place(e, root)
+		if !coveredBy(e.Field, d.errs) {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		sortByPosition(errs)
+		return nil, errs
+	}
+	s.Notes = d.notes
+	return s, nil
+}
+
+// isFramework reports whether the file is the seed-000 framework's JSON.
+func isFramework(root *node) bool {
+	return root.get("prompt_template") != nil || root.get("demographic_profiles") != nil || root.get("parameters") != nil
+}
+
+// place gives a validation error the file position and source path of the nearest field the decoder recorded.
+func (d *decoder) place(e *experiment.Error, root *node) {
+	f := e.Field
+	for p := f; ; {
+		if l, ok := d.locs[p]; ok {
+			e.File, e.Line, e.Column = l.file, l.line, l.col
+			e.Field = l.path + f[len(p):]
+			// The source path may be more precise than the resolved one: a field under a renamed parent.
+			for q := e.Field; len(q) > len(l.path); {
+				if m, ok := d.locs[q]; ok && m.path == q {
+					e.File, e.Line, e.Column = m.file, m.line, m.col
+					break
+				}
+				k := strings.LastIndexAny(q, ".[")
+				if k <= 0 {
+					break
+				}
+				q = q[:k]
+			}
+			return
+		}
+		k := strings.LastIndexAny(p, ".[")
+		if k <= 0 {
+			break
+		}
+		p = p[:k]
+	}
+	e.File, e.Line, e.Column = d.file, root.line, root.col
+}
+
+// coveredBy reports whether a decoding error was already reported at field or one of its parents.
+func coveredBy(field string, errs experiment.Errors) bool {
+	for _, e := range errs {
+		if e.Field == field || strings.HasPrefix(field, e.Field+".") || strings.HasPrefix(field, e.Field+"[") || e.Field == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// sortByPosition orders the errors by file, line, column; errors without a position keep their order at the end.
+func sortByPosition(es experiment.Errors) {
+	slices.SortStableFunc(es, func(a, b *experiment.Error) int {
+		if (a.Line > 0) != (b.Line > 0) {
+			if a.Line > 0 {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+}
