@@ -119,6 +119,8 @@ type Activities struct {
 	SimSettingsFixed bool
 	// HeartbeatEvery is how often RunSeedPass reports progress (default 1s).
 	HeartbeatEvery time.Duration
+	// Observe hears of calls, retries and queued cells, for metrics. Optional.
+	Observe Observer
 
 	mu    sync.Mutex
 	specs map[string]*experiment.Spec

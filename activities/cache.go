@@ -278,6 +278,7 @@ func (p *passRun) serve(c experiment.Cell, msgs []experiment.Message, a cache.An
 		rec.CostUSD = llm.Cost(p.price, a.PromptTokens, a.CompletionTokens)
 	}
 	p.health.served(c.Index, p.clock.Now())
+	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: a.Text})
 	p.record(rec, nil)
 }

@@ -121,6 +121,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		workflowID: info.WorkflowExecution.ID,
 		health:     newHealth(spec.Run.MaxAttempts, time.Duration(spec.Run.StallTimeout), prev, in.ModelAnswered, clk.Now()),
 		memory:     newMemory(spec.Run.Cumulative, len(spec.Personas)),
+		obs:        a.observer(),
 	}
 	p.price, p.priced = llm.PriceFor(model)
 	if in.Budgeted {
@@ -192,6 +193,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	halt()
 	stopBG()
 	bg.Wait()
+	p.reportQueued(0)
 	// The answers that arrived are paid for and must be written even when the attempt was cancelled.
 	closeCtx, cancelClose := context.WithTimeout(runCtx, 30*time.Second)
 	werr := p.writer.Close(closeCtx)
@@ -261,12 +263,15 @@ type passRun struct {
 	limiter    *ratelimit.Limiter
 	writer     *store.Writer
 	cache      *passCache
-	health     *health
-	memory     *memory
-	budget     *budget
-	tally      tally
-	calls      sync.WaitGroup
-	halt       context.CancelFunc
+	obs        Observer
+	// queued is what the pass last reported to obs.Queued.
+	queued int
+	health *health
+	memory *memory
+	budget *budget
+	tally  tally
+	calls  sync.WaitGroup
+	halt   context.CancelFunc
 
 	mu     sync.Mutex
 	reason stopReason
@@ -485,6 +490,11 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 	cancel()
 	now := p.clock.Now()
 	latency := now.Sub(start)
+	outcome := "ok"
+	if err != nil {
+		outcome = string(llm.Classify(err).Class)
+	}
+	p.obs.Call(p.model.Name, outcome, latency)
 	// The permit is held until the outcome is recorded: with on_error=raise, the dispatcher must see the stop
 	// before the freed slot lets it send the next cell.
 	var used int
@@ -521,6 +531,7 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 	if p.priced {
 		rec.CostUSD = llm.Cost(p.price, resp.PromptTokens, resp.CompletionTokens)
 	}
+	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
 	// The record's cost is added to spent when it is counted; here only the reservation ends.
 	p.budget.settle(reserved, 0)
@@ -578,6 +589,7 @@ func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration,
 			p.stop(stopUnreachable)
 		}
 		p.tally.retried(1)
+		p.obs.Retried(p.model.Name)
 		return true
 	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
 		p.mu.Lock()
@@ -637,11 +649,21 @@ func (p *passRun) record(r store.Record, e *store.CacheEntry) {
 			t = store.CacheTally{Hits: 1}
 		}
 		p.writer.Tally(p.model.Name, t)
+		p.obs.Looked(p.model.Name, t)
 	}
 	p.tally.count(r)
 	p.budget.settle(0, r.Usage().CostUSD)
 	if r.Status == store.StatusFailed && p.spec.Run.OnError == experiment.OnErrorRaise {
 		p.stop(stopRaise)
+	}
+}
+
+// reportQueued tells the observer how many cells the pass has waiting now. Only the heartbeat goroutine and,
+// after it stopped, RunSeedPass call it.
+func (p *passRun) reportQueued(n int) {
+	if d := n - p.queued; d != 0 {
+		p.obs.Queued(p.model.Name, d)
+		p.queued = n
 	}
 }
 
@@ -678,6 +700,7 @@ func (p *passRun) heartbeat(ctx, bg context.Context) {
 			return
 		case <-t.C:
 			activity.RecordHeartbeat(ctx, p.progress())
+			p.reportQueued(max(0, p.tally.unfinished()-p.limiter.Stats().InFlight))
 			if p.health.stalled(p.clock.Now()) {
 				p.stop(stopStalled)
 			}

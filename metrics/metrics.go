@@ -1,6 +1,8 @@
 // Package metrics collects a worker's Prometheus metrics: the Temporal SDK's own (workflow and activity task
 // latencies, poll results, schedule-to-start times, sticky cache, requests to the server, ...), reported through
-// the SDK's tally handler into a registry of this worker's, and served in Prometheus's text format.
+// the SDK's tally handler into a registry of this worker's, and silico's own (Calls: model calls by outcome,
+// latency, 429s, retries, tokens, cost, money saved by the cache, cells waiting for limits), all served in
+// Prometheus's text format.
 package metrics
 
 import (
@@ -24,7 +26,9 @@ type Prometheus struct {
 	// Handler receives the SDK's metrics.
 	Handler client.MetricsHandler
 	// HTTP serves the metrics in Prometheus's text format.
-	HTTP  http.Handler
+	HTTP http.Handler
+	// Calls are silico's own metrics of model calls; give them to the activities (Activities.Observe).
+	Calls *Calls
 	scope io.Closer
 }
 
@@ -46,6 +50,7 @@ func NewPrometheus(onError func(error)) *Prometheus {
 	return &Prometheus{
 		Handler: sdktally.NewMetricsHandler(sdktally.NewPrometheusNamingScope(scope)),
 		HTTP:    reporter.HTTPHandler(),
+		Calls:   newCalls(reg),
 		scope:   closer,
 	}
 }

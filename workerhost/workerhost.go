@@ -42,6 +42,8 @@ type Config struct {
 	KeyEnvAllow []string
 	// MaxConcurrentPasses caps the RunSeedPass activities this worker runs at once. Optional: defaults to 16.
 	MaxConcurrentPasses int
+	// Observe hears of model calls, for metrics (metrics.Prometheus.Calls). Optional.
+	Observe activities.Observer
 }
 
 // NewHTTPClient returns the HTTP client for model endpoints: no overall timeout (each call has its own), and
@@ -107,6 +109,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		HasSimulator:     cfg.SimURL != "",
 		SimSettingsFixed: cfg.SimSettingsFixed,
 		Shares:           shares{c},
+		Observe:          cfg.Observe,
 	})
 	return w, nil
 }

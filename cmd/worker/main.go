@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
@@ -149,6 +150,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return usageError{err}
 	}
 
+	var observe activities.Observer // nil unless metrics are served
 	if o.metricsAddr != "" {
 		m := metrics.NewPrometheus(func(err error) { zl.Warn("metric not served", zap.Error(err)) })
 		defer m.Close()
@@ -157,6 +159,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		case err == nil:
 			defer stop()
 			copts.MetricsHandler = m.Handler
+			observe = m.Calls
 			zl.Info("serving metrics", zap.String("url", "http://"+o.metricsAddr+"/metrics"))
 		case flagSet(fs, "metrics-addr"):
 			return fmt.Errorf("serve metrics: %w", err)
@@ -202,6 +205,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		OutputAnywhere:      o.outputAnywhere,
 		KeyEnvAllow:         allow,
 		MaxConcurrentPasses: o.passes,
+		Observe:             observe,
 	})
 	if err != nil {
 		return err
