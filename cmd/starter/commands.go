@@ -149,21 +149,23 @@ what has finished, the rest marked NotRun.`,
 
 func newDevCmd() *cobra.Command {
 	var (
-		conn connFlags
-		simS experiment.SimulatorSettings
+		conn     connFlags
+		simS     experiment.SimulatorSettings
+		noWorker bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Keep an embedded server, Web UI, worker and simulator up until Ctrl-C",
 		Long: `Dev runs the embedded Temporal server (state in --state-dir), its Web UI, a worker and the model simulator
-until interrupted, so runs can be started with the temporal CLI or any client and browsed in the UI.`,
+until interrupted, so runs can be started with the temporal CLI or any client and browsed in the UI.
+--no-worker serves the server and UI alone, for workers started elsewhere (` + "`worker --address`" + `).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !conn.embedded() {
 				return withCode(exitUsage, errors.New("dev runs its own server: drop --address"))
 			}
 			ctx := cmd.Context()
-			sess, err := open(ctx, &conn, sessionOptions{worker: true, sim: &simS, sharedSim: true}, cmd.ErrOrStderr())
+			sess, err := open(ctx, &conn, sessionOptions{worker: !noWorker, sim: &simS, sharedSim: true}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -174,7 +176,11 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			if u := sess.dev.UIURL(); u != "" {
 				fmt.Fprintf(out, "Web UI           %s\n", u)
 			}
-			fmt.Fprintf(out, "Simulator        %s (settings from the --sim-* flags; a spec's simulator block does not apply here)\n", sess.simURL)
+			if noWorker {
+				fmt.Fprintf(out, "Workers          none here: start them with `worker --address %s`\n", sess.dev.FrontendHostPort())
+			} else {
+				fmt.Fprintf(out, "Simulator        %s (settings from the --sim-* flags; a spec's simulator block does not apply here)\n", sess.simURL)
+			}
 			fmt.Fprintf(out, "Task queue       %s\n\n", workflows.TaskQueue)
 			fmt.Fprintf(out, "Start a run:\n  starter validate --json SPEC > spec.json\n")
 			fmt.Fprintf(out, "  temporal workflow start --address %s --task-queue %s --type ExperimentWorkflow \\\n"+
@@ -186,6 +192,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 		},
 	}
 	conn.register(cmd)
+	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "serve the Temporal server and UI only: no worker, no simulator")
 	// Runs started through dev share one simulator, so its settings are flags here, not a spec's simulator block.
 	cmd.Flags().Var((*durationFlag)(&simS.Latency), "sim-latency", "simulator: latency of every call (e.g. 300ms)")
 	cmd.Flags().Var((*durationFlag)(&simS.Jitter), "sim-jitter", "simulator: uniform jitter around the latency")
