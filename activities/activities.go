@@ -9,6 +9,8 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,6 +135,15 @@ type PrepareInput struct {
 	Spec  json.RawMessage `json:",omitempty"`
 	// RetryFailed removes the run's failed records first, so that its passes call those cells again.
 	RetryFailed bool `json:",omitempty"`
+	// SpecDigest starts a run whose spec the starter saved in the results store beforehand (a spec of any size,
+	// which no workflow input could carry): the SHA-256, in hex, of the saved bytes (SpecDigest).
+	SpecDigest string `json:",omitempty"`
+}
+
+// SpecDigest is the digest of a saved spec by which a workflow input refers to it.
+func SpecDigest(saved []byte) string {
+	sum := sha256.Sum256(saved)
+	return hex.EncodeToString(sum[:])
 }
 
 // Plan is what ExperimentWorkflow needs to know of a run's spec. PrepareRun decides it once and Temporal records
@@ -164,7 +175,9 @@ const inputName = "workflow input"
 
 // InputControlKeys are the top-level keys of ExperimentWorkflow's input that are not the spec's: the workflow's
 // own settings beside the spec (see workflows.Input). One list, so the workflow and PrepareRun never disagree.
-func InputControlKeys() []string { return []string{"run_id", "output", "state", "retry_failed"} }
+func InputControlKeys() []string {
+	return []string{"run_id", "output", "state", "retry_failed", "spec_digest"}
+}
 
 // PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
 // value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
@@ -178,7 +191,7 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	if err != nil {
 		return Plan{}, err
 	}
-	if hasSpec(in.Spec) { // a fresh start, not a continuation: check and warn once per run
+	if hasSpec(in.Spec) || in.SpecDigest != "" { // a fresh start, not a continuation: check and warn once per run
 		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails
 		// the run before any call is paid for.
 		var ctl struct {
@@ -208,6 +221,9 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 
 // prepareSpec decodes, validates and saves the input's spec, or loads the saved one when the input has none.
 func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experiment.Spec, error) {
+	if in.SpecDigest != "" && !hasSpec(in.Spec) {
+		return a.savedSpec(ctx, in.RunID, in.SpecDigest)
+	}
 	if !hasSpec(in.Spec) {
 		s, err := a.spec(ctx, in.RunID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -216,23 +232,63 @@ func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experim
 		}
 		return s, err
 	}
-	s, err := specfile.ParseInput(in.Spec, inputName, InputControlKeys()...)
+	s, _, err := SaveSpec(ctx, a.Store, in.RunID, in.Spec)
+	switch {
+	case errors.Is(err, ErrInvalidSpec):
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
+	case errors.Is(err, store.ErrSpecConflict):
+		// Retrying cannot help: the store holds another spec's results under this id.
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
+			in.RunID, err), ClassInvalidSpec, err)
+	case err != nil:
+		return nil, err
+	}
+	return s, nil
+}
+
+// ErrInvalidSpec wraps the errors of a spec that does not decode or validate.
+var ErrInvalidSpec = errors.New("invalid spec")
+
+// SpecSaver saves a run's spec; every store.Store is one.
+type SpecSaver interface {
+	SaveRun(ctx context.Context, run string, spec []byte) error
+}
+
+// SaveSpec decodes raw (a workflow input's JSON: spec keys and control keys) with the spec files' decoder and
+// saves its resolved form under run, and returns the spec and the digest of the saved bytes. PrepareRun saves an
+// inline spec this way, and a starter saves a spec it passes by reference this way, so both save the same bytes.
+// A spec that does not decode is ErrInvalidSpec; another spec saved under run is store.ErrSpecConflict.
+func SaveSpec(ctx context.Context, st SpecSaver, run string, raw json.RawMessage) (*experiment.Spec, string, error) {
+	s, err := specfile.ParseInput(raw, inputName, InputControlKeys()...)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), ClassInvalidSpec, err)
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("encode spec: %w", err)
+		return nil, "", fmt.Errorf("encode spec: %w", err)
 	}
-	if err := a.Store.SaveRun(ctx, in.RunID, b); err != nil {
-		if errors.Is(err, store.ErrSpecConflict) {
-			// Retrying cannot help: the store holds another spec's results under this id.
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
-				in.RunID, err), ClassInvalidSpec, err)
-		}
-		return nil, fmt.Errorf("save run %s: %w", in.RunID, err)
+	if err := st.SaveRun(ctx, run, b); err != nil {
+		return nil, "", fmt.Errorf("save run %s: %w", run, err)
 	}
-	return s, nil
+	return s, SpecDigest(b), nil
+}
+
+// savedSpec loads the spec a starter saved for run, after checking that it is the one the input names.
+func (a *Activities) savedSpec(ctx context.Context, run, digest string) (*experiment.Spec, error) {
+	b, err := a.Store.LoadRun(ctx, run)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the input refers to a spec by its digest, "+
+			"and the results store has none saved under this id: the starter saves it in the store the workers use (--store)", run),
+			ClassInvalidSpec, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", run, err)
+	}
+	if got := SpecDigest(b); got != digest {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the results store holds a spec with digest %s, "+
+			"the input names %s; start the run under a new id (starter run --new)", run, got, digest), ClassInvalidSpec, nil)
+	}
+	return a.spec(ctx, run)
 }
 
 // hasSpec reports whether a workflow input holds spec keys, not only control keys.

@@ -66,6 +66,9 @@ type Input struct {
 	// RetryFailed makes a new execution of a finished run: its failed cells are cleared and called again, and
 	// the outputs rewritten. Input{RunID: id, RetryFailed: true} with no spec retries run id from the store.
 	RetryFailed bool `json:"retry_failed,omitempty"`
+	// SpecDigest refers to a spec saved in the results store under RunID instead of carrying it (a spec of any
+	// size; histories stay small): activities.SpecDigest of the saved bytes. The input then has no spec keys.
+	SpecDigest string `json:"spec_digest,omitempty"`
 }
 
 // inputControl is the control part of an Input's JSON.
@@ -74,6 +77,7 @@ type inputControl struct {
 	Output      string `json:"output,omitempty"`
 	State       *State `json:"state,omitempty"`
 	RetryFailed bool   `json:"retry_failed,omitempty"`
+	SpecDigest  string `json:"spec_digest,omitempty"`
 }
 
 // UnmarshalJSON keeps the input as it is and reads its control keys. It never fails: an input that is not a
@@ -81,7 +85,8 @@ type inputControl struct {
 func (in *Input) UnmarshalJSON(b []byte) error {
 	var c inputControl
 	_ = json.Unmarshal(b, &c)
-	*in = Input{Spec: bytes.Clone(b), RunID: c.RunID, Output: c.Output, State: c.State, RetryFailed: c.RetryFailed}
+	*in = Input{Spec: bytes.Clone(b), RunID: c.RunID, Output: c.Output, State: c.State, RetryFailed: c.RetryFailed,
+		SpecDigest: c.SpecDigest}
 	return nil
 }
 
@@ -96,7 +101,8 @@ func (in Input) MarshalJSON() ([]byte, error) {
 	for _, k := range activities.InputControlKeys() {
 		delete(obj, k)
 	}
-	ctl, err := json.Marshal(inputControl{RunID: in.RunID, Output: in.Output, State: in.State, RetryFailed: in.RetryFailed})
+	ctl, err := json.Marshal(inputControl{RunID: in.RunID, Output: in.Output, State: in.State, RetryFailed: in.RetryFailed,
+		SpecDigest: in.SpecDigest})
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +206,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	if r.in.State == nil {
 		prep.Spec = r.in.Spec
 		prep.RetryFailed = r.in.RetryFailed
+		prep.SpecDigest = r.in.SpecDigest
 	}
 	if err := workflow.ExecuteActivity(prepareCtx(ctx), a.PrepareRun, prep).Get(ctx, &r.plan); err != nil {
 		var app *temporal.ApplicationError

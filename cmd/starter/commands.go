@@ -35,6 +35,11 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
 					continue
 				}
+				if in, err := workflows.NewInput(spec, "", ""); err == nil {
+					if note := tooLargeNote(in); note != "" {
+						fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", path, note)
+					}
+				}
 				if asJSON {
 					enc := json.NewEncoder(out)
 					enc.SetIndent("", "  ")

@@ -218,6 +218,11 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 	if err != nil {
 		return err
 	}
+	if !attached {
+		if in, err = startInput(ctx, sess, id, in); err != nil {
+			return err
+		}
+	}
 	run, err := c.ExecuteWorkflow(ctx, opts, workflows.ExperimentWorkflow, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
