@@ -112,6 +112,9 @@ type Config struct {
 	Models []string
 	// RequestLog receives one JSON line per request (a Request), written under a mutex. Optional.
 	RequestLog io.Writer
+	// Forget keeps no request in memory (Requests returns none): a simulator that serves a run of millions of
+	// calls would otherwise hold every entry. Tests leave it off to read Requests; RequestLog still gets them all.
+	Forget bool
 	// Now is the clock of the rate limits and the request log. Optional: defaults to time.Now.
 	Now func() time.Time
 }
@@ -341,7 +344,9 @@ func (s *Server) send(req Request, write func()) {
 	}
 	s.logMu.Lock()
 	i := len(s.log)
-	s.log = append(s.log, req)
+	if !s.cfg.Forget {
+		s.log = append(s.log, req)
+	}
 	s.logMu.Unlock()
 
 	if write != nil {
@@ -358,7 +363,9 @@ func (s *Server) send(req Request, write func()) {
 	}
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	s.log[i].Done = req.Done
+	if !s.cfg.Forget {
+		s.log[i].Done = req.Done
+	}
 	if line != nil && s.logErr == nil {
 		if _, err := s.cfg.RequestLog.Write(line); err != nil {
 			s.logErr = fmt.Errorf("sim: write request log: %w", err)

@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
 
-	cfg := sim.Config{}
+	cfg := sim.Config{Forget: true} // a standalone simulator serves any number of calls: its log is --request-log
 	set := map[string]bool{}
 	if *configPath != "" {
 		c, err := sim.LoadConfig(*configPath)
@@ -94,6 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return usageError{err}
 		}
 		cfg = c
+		cfg.Forget = true
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	} else {
 		fs.VisitAll(func(f *flag.Flag) { set[f.Name] = true })

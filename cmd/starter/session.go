@@ -246,7 +246,7 @@ func (s *session) openStore(ctx context.Context) error {
 
 // startSim serves the model simulator on loopback for models with provider "sim".
 func (s *session) startSim(set *experiment.SimulatorSettings) error {
-	cfg := sim.Config{}
+	cfg := sim.Config{Forget: true} // the request log goes to --sim-request-log only
 	if set != nil {
 		cfg.Latency = sim.Latency{Fixed: time.Duration(set.Latency), Jitter: time.Duration(set.Jitter)}
 		cfg.RPM, cfg.TPM = set.RPM, set.TPM

@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	}
 
 	if o.simOn {
-		url, stopSim, err := startSim(sim.Config{Latency: sim.Latency{Fixed: o.simLatency, Jitter: o.simJitter}})
+		url, stopSim, err := startSim(sim.Config{Forget: true, Latency: sim.Latency{Fixed: o.simLatency, Jitter: o.simJitter}})
 		if err != nil {
 			return err
 		}
