@@ -38,8 +38,9 @@ var migrations = []string{
 	`SELECT 1;`,
 }
 
-// mmapSize is the most of a store's file that each connection maps into memory.
-const mmapSize = 1 << 30
+// mmapSize is the most of a store's file that each connection maps into memory. Mapped pages count in the
+// process's resident memory once read, so the map is bounded: it covers the hot part of a large store.
+const mmapSize = 64 << 20
 
 // busyTimeout is how long a statement waits for another connection or process holding the write lock.
 // A batch of a few hundred records commits in milliseconds, so this is only reached when something is stuck.
