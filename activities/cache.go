@@ -263,20 +263,8 @@ func (p *passRun) request(c experiment.Cell, msgs []experiment.Message) llm.Requ
 // serve records cell c answered from the cache. Its cost is what the call would have cost: the run counts it as
 // saved, not spent.
 func (p *passRun) serve(c experiment.Cell, msgs []experiment.Message, a cache.Answer) {
-	m := experiment.Match(a.Text, p.spec.OptionsFor(c.Item))
-	rec := store.Record{
-		Index:            c.Index,
-		Status:           m.Status,
-		OptionID:         m.OptionID,
-		Raw:              a.Text,
-		Candidates:       joinCandidates(m.Candidates),
-		PromptTokens:     a.PromptTokens,
-		CompletionTokens: a.CompletionTokens,
-		Cached:           true,
-	}
-	if p.priced {
-		rec.CostUSD = llm.Cost(p.price, a.PromptTokens, a.CompletionTokens)
-	}
+	rec := p.answerRecord(c, a)
+	rec.Cached = true
 	p.health.served(c.Index, p.clock.Now())
 	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: a.Text})

@@ -516,37 +516,41 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 	used = resp.PromptTokens + p.maxTokens()
 	p.observe(resp.RateLimit)
 	p.limiter.Succeeded()
-	m := experiment.Match(resp.Text, p.spec.OptionsFor(c.Item))
-	rec := store.Record{
-		Index:            c.Index,
-		Status:           m.Status,
-		OptionID:         m.OptionID,
-		Raw:              resp.Text,
-		Candidates:       joinCandidates(m.Candidates),
-		PromptTokens:     resp.PromptTokens,
-		CompletionTokens: resp.CompletionTokens,
-		LatencyMS:        float64(latency.Microseconds()) / 1000,
-		Attempts:         p.health.answer(c.Index, now),
-	}
-	if p.priced {
-		rec.CostUSD = llm.Cost(p.price, resp.PromptTokens, resp.CompletionTokens)
-	}
+	answer := cache.Answer{Text: resp.Text, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
+	rec := p.answerRecord(c, answer)
+	rec.LatencyMS = float64(latency.Microseconds()) / 1000
+	rec.Attempts = p.health.answer(c.Index, now)
 	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
 	// The record's cost is added to spent when it is counted; here only the reservation ends.
 	p.budget.settle(reserved, 0)
 	var entry *store.CacheEntry
 	if key != nil {
-		e := cache.Entry(*key, p.model.Name, p.in.RunID,
-			cache.Answer{Text: resp.Text, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}, now)
+		e := cache.Entry(*key, p.model.Name, p.in.RunID, answer, now)
 		entry = &e
 	}
 	p.record(rec, entry)
 	return false
 }
 
-// joinCandidates is how a record keeps an unparsed answer's tied options.
-func joinCandidates(c []string) string { return strings.Join(c, ",") }
+// answerRecord is the record of cell c answered with a: the text matched to the item's options, the tokens, and
+// the cost at the model's price.
+func (p *passRun) answerRecord(c experiment.Cell, a cache.Answer) store.Record {
+	m := experiment.Match(a.Text, p.spec.OptionsFor(c.Item))
+	rec := store.Record{
+		Index:            c.Index,
+		Status:           m.Status,
+		OptionID:         m.OptionID,
+		Raw:              a.Text,
+		Candidates:       strings.Join(m.Candidates, ","),
+		PromptTokens:     a.PromptTokens,
+		CompletionTokens: a.CompletionTokens,
+	}
+	if p.priced {
+		rec.CostUSD = llm.Cost(p.price, a.PromptTokens, a.CompletionTokens)
+	}
+	return rec
+}
 
 // observe pauses the model's gates when the provider says a budget of its window is used up.
 func (p *passRun) observe(rl llm.RateLimitInfo) {
