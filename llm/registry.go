@@ -85,8 +85,11 @@ func NewRegistry(hc *http.Client, getenv func(string) string, simBaseURL string,
 }
 
 // keyEnvAllowed reports whether name matches the allow-list.
-func (r *Registry) keyEnvAllowed(name string) bool {
-	for _, p := range r.keyAllow {
+func (r *Registry) keyEnvAllowed(name string) bool { return KeyEnvAllowed(r.keyAllow, name) }
+
+// KeyEnvAllowed reports whether the environment variable name matches one of the allow-list's patterns.
+func KeyEnvAllowed(patterns []string, name string) bool {
+	for _, p := range patterns {
 		if ok, _ := path.Match(p, name); ok {
 			return true
 		}

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
@@ -35,10 +38,8 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
 					continue
 				}
-				if in, err := workflows.NewInput(spec, "", ""); err == nil {
-					if note := tooLargeNote(in); note != "" {
-						fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", path, note)
-					}
+				for _, note := range startNotes(spec, os.Getenv) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", path, note)
 				}
 				if asJSON {
 					enc := json.NewEncoder(out)
@@ -60,6 +61,32 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the resolved spec as JSON")
 	return cmd
+}
+
+// startNotes are what would make a valid spec fail when a run starts, as far as this machine can tell: a spec too
+// large for a workflow input, an api_key_env that workers refuse by default, or one that is not set here (the
+// embedded mode's worker reads keys from this environment).
+func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
+	var notes []string
+	if in, err := workflows.NewInput(spec, "", ""); err == nil {
+		if note := tooLargeNote(in); note != "" {
+			notes = append(notes, note)
+		}
+	}
+	allow, _ := llm.ParseKeyEnvAllow(cmp.Or(getenv("SILICO_API_KEY_ENV_ALLOW"), llm.DefaultKeyEnvAllow))
+	for i, m := range spec.Models {
+		switch {
+		case m.APIKeyEnv == "":
+		case !llm.KeyEnvAllowed(allow, m.APIKeyEnv):
+			notes = append(notes, fmt.Sprintf("models[%d].api_key_env: workers read only variables matching %s unless started "+
+				"with --api-key-env-allow (or SILICO_API_KEY_ENV_ALLOW) naming %s; without it every call of model %s fails",
+				i, strings.Join(allow, ", "), m.APIKeyEnv, m.ID))
+		case getenv(m.APIKeyEnv) == "":
+			notes = append(notes, fmt.Sprintf("models[%d].api_key_env: %s is not set here; a run in this process (no --address) "+
+				"reads it here, a cluster's workers read their own", i, m.APIKeyEnv))
+		}
+	}
+	return notes
 }
 
 func newStatusCmd() *cobra.Command {

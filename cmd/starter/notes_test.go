@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
+)
+
+func TestStartNotesSayWhatWouldFailAtStart(t *testing.T) {
+	spec, err := specfile.Load(cliQuickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENAI_API_KEY": "sk-test"}
+	getenv := func(k string) string { return env[k] }
+	if notes := startNotes(spec, getenv); len(notes) != 0 {
+		t.Fatalf("the quickstart has notes: %q", notes)
+	}
+	spec.Models = append(spec.Models,
+		experiment.Model{ID: "hf", Name: "x", APIKeyEnv: "HF_TOKEN"},
+		experiment.Model{ID: "oa", Name: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY"},
+		experiment.Model{ID: "an", Name: "claude", APIKeyEnv: "ANTHROPIC_API_KEY"})
+	spec.Questionnaire.Items[0].Text = strings.Repeat("long ", 500_000)
+	notes := strings.Join(startNotes(spec, getenv), "\n")
+	for _, want := range []string{"more than a Temporal workflow input may carry", "models[1].api_key_env: workers read only variables matching *_API_KEY",
+		"models[3].api_key_env: ANTHROPIC_API_KEY is not set here"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "models[2]") {
+		t.Errorf("a set, allowed key got a note:\n%s", notes)
+	}
+	env["SILICO_API_KEY_ENV_ALLOW"] = "*_API_KEY,HF_TOKEN"
+	if strings.Contains(strings.Join(startNotes(spec, getenv), "\n"), "models[1].api_key_env: workers read only") {
+		t.Error("a variable the allow-list names still gets the allow-list note")
+	}
+}
