@@ -79,11 +79,15 @@ func TestKeyOfPictures(t *testing.T) {
 		t.Error("the same bytes by URL and inline give different keys")
 	}
 	for name, r := range map[string]llm.Request{
-		"no picture":      baseRequest(),
-		"changed bytes":   withImage("https://img.test/a.png", "bbbb", "auto"),
-		"changed inline":  withImage("data:image/png;base64,BBBB", "bbbb", "auto"),
-		"another detail":  withImage("https://img.test/a.png", "aaaa", "low"),
-		"another message": func() llm.Request { r := withImage("x", "aaaa", "auto"); r.Messages[0].Images, r.Messages[1].Images = r.Messages[1].Images, nil; return r }(),
+		"no picture":     baseRequest(),
+		"changed bytes":  withImage("https://img.test/a.png", "bbbb", "auto"),
+		"changed inline": withImage("data:image/png;base64,BBBB", "bbbb", "auto"),
+		"another detail": withImage("https://img.test/a.png", "aaaa", "low"),
+		"another message": func() llm.Request {
+			r := withImage("x", "aaaa", "auto")
+			r.Messages[0].Images, r.Messages[1].Images = r.Messages[1].Images, nil
+			return r
+		}(),
 	} {
 		if Key(ep, r) == byURL {
 			t.Errorf("%s: same key as the original picture", name)
