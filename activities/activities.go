@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
@@ -119,6 +120,9 @@ type Activities struct {
 	SimSettingsFixed bool
 	// HeartbeatEvery is how often RunSeedPass reports progress (default 1s).
 	HeartbeatEvery time.Duration
+	// Images fetches the pictures of cells: one per worker process, shared by its passes (its LRU and its
+	// downloads under way serve them all). nil: each pass gets its own.
+	Images *imagefetch.Fetcher
 
 	mu    sync.Mutex
 	specs map[string]*experiment.Spec
