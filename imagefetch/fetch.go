@@ -85,6 +85,7 @@ const (
 	DefaultMaxTries   = 4
 	DefaultBackoff    = 250 * time.Millisecond
 	DefaultTryTimeout = 30 * time.Second
+	DefaultFailureTTL = time.Minute
 	// MaxBytes is the largest picture accepted (providers refuse larger ones anyway).
 	MaxBytes = 20 << 20
 )
@@ -102,12 +103,15 @@ type Config struct {
 	Backoff time.Duration
 	// TryTimeout bounds one download.
 	TryTimeout time.Duration
+	// FailureTTL is how long a permanent failure (404, not an image) is remembered, so that the cells that
+	// share a missing picture cost one download, and a picture put in place later is found again.
+	FailureTTL time.Duration
 }
 
 // Fetcher downloads pictures. It is safe for concurrent use.
 type Fetcher struct {
 	cfg     Config
-	cache   *lru.Cache[string, Image]
+	cache   *lru.Cache[string, entry]
 	flights singleflight.Group
 }
 
@@ -128,7 +132,10 @@ func New(cfg Config) *Fetcher {
 	if cfg.TryTimeout <= 0 {
 		cfg.TryTimeout = DefaultTryTimeout
 	}
-	c, err := lru.New[string, Image](cfg.Entries)
+	if cfg.FailureTTL <= 0 {
+		cfg.FailureTTL = DefaultFailureTTL
+	}
+	c, err := lru.New[string, entry](cfg.Entries)
 	if err != nil {
 		panic(err) // only for a size ≤ 0, excluded above
 	}
@@ -145,17 +152,21 @@ func (f *Fetcher) Get(ctx context.Context, ref string, slots *semaphore.Weighted
 	if strings.HasPrefix(ref, "data:") {
 		return DecodeDataURL(ref)
 	}
-	if im, ok := f.cache.Get(ref); ok {
-		return im, nil
+	if e, ok := f.cached(ref); ok {
+		return e.im, e.err
 	}
 	fctx := context.WithoutCancel(ctx)
 	ch := f.flights.DoChan(ref, func() (any, error) {
-		if im, ok := f.cache.Get(ref); ok { // landed between the lookup and the flight
-			return im, nil
+		if e, ok := f.cached(ref); ok { // landed between the lookup and the flight
+			return e.im, e.err
 		}
 		im, err := f.download(fctx, ref, slots)
-		if err == nil {
-			f.cache.Add(ref, im)
+		var fe *Error
+		switch {
+		case err == nil:
+			f.cache.Add(ref, entry{im: im})
+		case errors.As(err, &fe) && fe.Permanent:
+			f.cache.Add(ref, entry{err: err, until: time.Now().Add(f.cfg.FailureTTL)})
 		}
 		return im, err
 	})
@@ -168,6 +179,22 @@ func (f *Fetcher) Get(ctx context.Context, ref string, slots *semaphore.Weighted
 	case <-ctx.Done():
 		return Image{}, ctx.Err()
 	}
+}
+
+// entry is what the LRU holds of a URL: its picture, or a permanent failure until a time.
+type entry struct {
+	im    Image
+	err   error
+	until time.Time
+}
+
+// cached is the LRU's entry of url, unless it is a failure that has expired.
+func (f *Fetcher) cached(url string) (entry, bool) {
+	e, ok := f.cache.Get(url)
+	if !ok || (e.err != nil && !time.Now().Before(e.until)) {
+		return entry{}, false
+	}
+	return e, true
 }
 
 // DecodeDataURL reads a data URL of a picture (data:image/png;base64,...).

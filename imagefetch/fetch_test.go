@@ -166,9 +166,16 @@ func TestRetries(t *testing.T) {
 		if !errors.As(err, &e) || e.Permanent || e.Tries != DefaultMaxTries || e.Code() != "http_502" {
 			t.Errorf("502 every time: err = %v, want http_502 after %d tries", err, DefaultMaxTries)
 		}
-		// A failure is not cached: the next request tries again.
+		// A permanent failure is remembered for FailureTTL, a transient one not at all.
+		if _, err := f.Get(ctx, "https://img.test/gone.png", slots); err == nil || srv.count("https://img.test/gone.png") != 1 {
+			t.Errorf("a 404 asked again at once: err %v after %d downloads, want the remembered 404 after 1", err, srv.count("https://img.test/gone.png"))
+		}
+		time.Sleep(DefaultFailureTTL)
 		if _, err := f.Get(ctx, "https://img.test/gone.png", slots); err != nil {
-			t.Errorf("404 then 200: %v", err)
+			t.Errorf("a 404 asked again after FailureTTL (now served): %v", err)
+		}
+		if _, err := f.Get(ctx, "https://img.test/down.png", slots); err != nil {
+			t.Errorf("5xx asked again (now served): %v", err)
 		}
 	})
 }

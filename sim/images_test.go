@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/silicolab/silico/llm"
 )
 
 func pngOf(t *testing.T, w, h int) []byte {
@@ -22,7 +24,7 @@ func pngOf(t *testing.T, w, h int) []byte {
 }
 
 // The examples of OpenAI's vision guide, and the edges of its scaling.
-func TestImageTokens(t *testing.T) {
+func TestImageTokens(t *testing.T) { // the accounting lives in llm; the simulator charges it
 	for _, tc := range []struct {
 		w, h   int
 		detail string
@@ -35,7 +37,7 @@ func TestImageTokens(t *testing.T) {
 		{512, 512, "high", 255}, // never scaled up: 1 tile
 		{513, 100, "", 425},     // 2 tiles
 	} {
-		if got := ImageTokens(tc.w, tc.h, tc.detail); got != tc.want {
+		if got := llm.ImageTokens(tc.w, tc.h, tc.detail); got != tc.want {
 			t.Errorf("ImageTokens(%d, %d, %q) = %d, want %d", tc.w, tc.h, tc.detail, got, tc.want)
 		}
 	}
