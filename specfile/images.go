@@ -57,20 +57,24 @@ func (d *decoder) images(n *node, path string) []string {
 
 // image resolves one reference written at n.
 func (d *decoder) image(n *node, path, ref string) (string, bool) {
-	if strings.TrimSpace(ref) == "" {
-		d.errAt(n, path, "empty; want an https URL, an http URL of localhost, or a file path relative to the spec")
+	u, msg := d.resolveImage(ref)
+	if msg != "" {
+		d.errAt(n, path, "%s", msg)
 		return "", false
+	}
+	return u, true
+}
+
+// resolveImage is the resolved form of a picture reference, or what is wrong with it.
+func (d *decoder) resolveImage(ref string) (string, string) {
+	if strings.TrimSpace(ref) == "" {
+		return "", "empty; want an https URL, an http URL of localhost, or a file path relative to the spec"
 	}
 	if strings.Contains(ref, "://") || strings.HasPrefix(ref, "data:") {
-		if msg := experiment.CheckImageRef(ref); msg != "" {
-			d.errAt(n, path, "%s", msg)
-			return "", false
-		}
-		return ref, true
+		return ref, experiment.CheckImageRef(ref)
 	}
 	if d.noFiles {
-		d.errAt(n, path, "%q is a file path; files are not read from a workflow input: the starter inlines them (`starter validate --json` shows the result)", ref)
-		return "", false
+		return "", fmt.Sprintf("%q is a file path; files are not read from a workflow input: the starter inlines them (`starter validate --json` shows the result)", ref)
 	}
 	name := ref
 	if !filepath.IsAbs(ref) {
@@ -78,15 +82,13 @@ func (d *decoder) image(n *node, path, ref string) (string, bool) {
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {
-		d.errAt(n, path, "cannot read %s: %s (the path is relative to the spec's directory; URLs must start with https://)", name, unwrapPathError(err))
-		return "", false
+		return "", fmt.Sprintf("cannot read %s: %s (the path is relative to the spec's directory; URLs must start with https://)", name, unwrapPathError(err))
 	}
 	u, err := DataURL(data)
 	if err != nil {
-		d.errAt(n, path, "%s: %v", name, err)
-		return "", false
+		return "", fmt.Sprintf("%s: %v", name, err)
 	}
-	return u, true
+	return u, ""
 }
 
 // DataURL is the data URL of an image file's bytes. It fails unless they are a PNG, JPEG or GIF image.

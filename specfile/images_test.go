@@ -97,3 +97,31 @@ func TestImageErrors(t *testing.T) {
 		t.Errorf("a file in a workflow input: err = %v", err)
 	}
 }
+
+// An items CSV may give each item one picture in an image column, resolved as in the spec.
+func TestImageColumnOfItemsCSV(t *testing.T) {
+	dir := t.TempDir()
+	writePNG(t, dir, "face.png")
+	csv := "id,text,image\nf,Rate this face,face.png\nad,Rate this ad,https://img.example/ad.png\nq,No picture,\nbad,Plain http,http://img.example/x.png\n"
+	if err := os.WriteFile(filepath.Join(dir, "items.csv"), []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "name: csv\nmodels: [{name: m}]\npersonas: [{id: a}]\nquestionnaire: {options: [No, Yes], items: {file: items.csv}}\n"
+	_, err := Parse([]byte(doc), filepath.Join(dir, "spec.yaml"), dir)
+	want := filepath.Join(dir, "items.csv") + `:5:3: questionnaire.items[3].image: "http://img.example/x.png" is plain http`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "items.csv"), []byte(strings.TrimSuffix(csv, "bad,Plain http,http://img.example/x.png\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse([]byte(doc), filepath.Join(dir, "spec.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := s.Questionnaire.Items
+	if len(items[0].Images) != 1 || !strings.HasPrefix(items[0].Images[0], "data:image/png;base64,") ||
+		len(items[1].Images) != 1 || items[1].Images[0] != "https://img.example/ad.png" || len(items[2].Images) != 0 {
+		t.Errorf("images %.60q %q %q", items[0].Images, items[1].Images, items[2].Images)
+	}
+}
