@@ -73,9 +73,9 @@ func newPassImages(f *imagefetch.Fetcher, spec *experiment.Spec, m experiment.Mo
 }
 
 // resolve fetches the pictures on msgs and returns the messages as sent (each picture as a data URL under
-// transport inline, as its URL under url) and the pictures' facts. Under on_failure raise a picture that
-// cannot be fetched fails the cell with an *imagefetch.Error; under skip it is left out and noted. The cell's
-// pictures are fetched side by side.
+// transport inline, as its URL under url; a data URL stays as it is) and the pictures' facts. Under on_failure
+// raise a picture that cannot be fetched fails the cell with an *imagefetch.Error; under skip it is left out and
+// noted. The cell's pictures are fetched side by side.
 func (pi *passImages) resolve(ctx context.Context, msgs []experiment.Message) ([]experiment.Message, pictures, error) {
 	var ps pictures
 	if pi == nil {
@@ -121,7 +121,7 @@ func (pi *passImages) resolve(ctx context.Context, msgs []experiment.Message) ([
 				continue
 			}
 			ps.sha = append(ps.sha, r.im.SHA256)
-			if pi.transport == experiment.ImageURL {
+			if pi.transport == experiment.ImageURL || strings.HasPrefix(ref, "data:") {
 				out[i].Images = append(out[i].Images, ref)
 			} else {
 				out[i].Images = append(out[i].Images, r.im.DataURL())

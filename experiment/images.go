@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -50,13 +51,7 @@ var (
 
 // ImageTransport is how model m receives pictures: its own setting, else run.image_transport, else inline.
 func (s *Spec) ImageTransport(m Model) ImageTransport {
-	switch {
-	case m.ImageTransport != "":
-		return m.ImageTransport
-	case s.Run.ImageTransport != "":
-		return s.Run.ImageTransport
-	}
-	return ImageInline
+	return cmp.Or(m.ImageTransport, s.Run.ImageTransport, ImageInline)
 }
 
 // HasImages says whether any item or persona shows a picture.
