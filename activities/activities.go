@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
@@ -123,6 +124,9 @@ type Activities struct {
 	HeartbeatEvery time.Duration
 	// Observe hears of calls, retries and queued cells, for metrics. Optional.
 	Observe Observer
+	// Images fetches the pictures of cells: one per worker process, shared by its passes (its LRU and its
+	// downloads under way serve them all). nil: each pass gets its own.
+	Images *imagefetch.Fetcher
 
 	mu    sync.Mutex
 	specs map[string]*experiment.Spec

@@ -59,7 +59,8 @@ type passCache struct {
 type lookup struct {
 	msgs []experiment.Message
 	key  store.CacheKey
-	err  error         // the prompt could not be rendered
+	err  error         // the prompt could not be rendered, or a picture fetched (imageError)
+	pics pictures      // the pictures of msgs
 	hit  *cache.Answer // served from the cache
 	// taken says another run is calling the same request: wait for its answer.
 	taken bool
@@ -191,6 +192,7 @@ func (p *passRun) lookUp(ctx context.Context, cells []int) map[int]lookup {
 	pc := p.cache
 	batch := make(map[int]lookup, len(cells))
 	keys := make([]store.CacheKey, 0, len(cells))
+	rendered := make(map[int][]experiment.Message, len(cells))
 	for _, i := range cells {
 		c := p.spec.Cell(i)
 		msgs, err := p.spec.Render(c, p.memory.of(c.Persona))
@@ -198,8 +200,25 @@ func (p *passRun) lookUp(ctx context.Context, cells []int) map[int]lookup {
 			batch[i] = lookup{err: err}
 			continue
 		}
-		k := pc.key(p.request(c, msgs))
-		batch[i] = lookup{msgs: msgs, key: k}
+		rendered[i] = msgs
+	}
+	// A picture's digest is part of the key: the window's pictures are fetched side by side first.
+	pics, errs := p.images.resolveAll(ctx, rendered)
+	for _, i := range cells {
+		msgs, ok := rendered[i]
+		if !ok {
+			continue
+		}
+		if err := errs[i]; err != nil {
+			if ctx.Err() != nil {
+				batch[i] = lookup{stopped: true}
+			} else {
+				batch[i] = lookup{err: imageError{err}}
+			}
+			continue
+		}
+		k := pc.key(p.request(p.spec.Cell(i), msgs, pics[i]))
+		batch[i] = lookup{msgs: msgs, key: k, pics: pics[i]}
 		keys = append(keys, k)
 	}
 	found, err := cache.Lookup(ctx, pc.st, keys)
@@ -250,21 +269,26 @@ func (p *passRun) lookUp(ctx context.Context, cells []int) map[int]lookup {
 }
 
 // request is the call of cell c with msgs.
-func (p *passRun) request(c experiment.Cell, msgs []experiment.Message) llm.Request {
-	return llm.Request{
+func (p *passRun) request(c experiment.Cell, msgs []experiment.Message, pics pictures) llm.Request {
+	r := llm.Request{
 		Model:    p.model.Name,
 		Messages: msgs,
 		Seed:     p.spec.Seeds[c.Seed],
 		Params:   p.model.Params,
 		CellID:   p.spec.CellID(c),
 	}
+	if len(pics.sha) > 0 {
+		r.ImageSHA256, r.ImageDetail = pics.sha, p.spec.Image.Detail
+	}
+	return r
 }
 
 // serve records cell c answered from the cache. Its cost is what the call would have cost: the run counts it as
 // saved, not spent.
-func (p *passRun) serve(c experiment.Cell, msgs []experiment.Message, a cache.Answer) {
+func (p *passRun) serve(c experiment.Cell, msgs []experiment.Message, a cache.Answer, pics pictures) {
 	rec := p.answerRecord(c, a)
 	rec.Cached = true
+	pics.stamp(&rec)
 	p.health.served(c.Index, p.clock.Now())
 	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: a.Text})

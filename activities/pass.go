@@ -151,6 +151,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	lim.StartEmpty = true // see ratelimit's package doc: passes never assume the provider's bucket is full
 	p.limiter = ratelimit.New(lim, clk)
 	p.cache = newPassCache(a.Store, spec.CachePolicy(model), model, in.RunID, in.Pass.Index, p.log)
+	p.images = newPassImages(a.Images, spec, model)
 	p.writer = store.NewWriter(a.Store, in.RunID, store.WriterOptions{CacheFailed: func(n int, err error) {
 		p.log.Error("RESPONSE CACHE WRITE FAILED: the answers are recorded, but not cached", "entries", n, "error", err)
 	}})
@@ -190,6 +191,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	}
 	p.calls.Wait()
 	p.cache.wait()
+	p.images.wait()
 	halt()
 	stopBG()
 	bg.Wait()
@@ -266,6 +268,7 @@ type passRun struct {
 	obs        Observer
 	// queued is what the pass last reported to obs.Queued.
 	queued int
+	images *passImages
 	health *health
 	memory *memory
 	budget *budget
@@ -367,7 +370,9 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 			return
 		}
 		c := p.spec.Cell(idx)
+		p.images.prefetch(dctx, p.spec, q.peek(p.images.ahead()))
 		var msgs []experiment.Message
+		var pics pictures
 		var err error
 		var key *store.CacheKey
 		if p.cache.reads() {
@@ -379,7 +384,7 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 			case l.err != nil:
 				err = l.err
 			case l.hit != nil:
-				p.serve(c, l.msgs, *l.hit)
+				p.serve(c, l.msgs, *l.hit, l.pics)
 				q.done()
 				continue
 			case l.taken:
@@ -387,20 +392,29 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 				q.retry(idx, p.clock.Now().Add(claimPoll))
 				continue
 			}
-			msgs = l.msgs
+			msgs, pics = l.msgs, l.pics
 			if p.cache.writes() {
 				key = &l.key
 			}
 		} else {
 			msgs, err = p.spec.Render(c, p.memory.of(c.Persona))
+			if err == nil {
+				msgs, pics, err = p.images.resolve(dctx, msgs)
+				if err != nil {
+					err = imageError{err}
+				}
+			}
 			if err == nil && p.cache.writes() {
-				k := p.cache.key(p.request(c, msgs))
+				k := p.cache.key(p.request(c, msgs, pics))
 				key = &k
 			}
 		}
 		if err != nil {
-			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
-				ErrorMessage: "render prompt: " + err.Error(), Attempts: 0}, nil)
+			if dctx.Err() != nil {
+				q.done()
+				return // stopping: the cell stays unfinished for the next attempt
+			}
+			p.record(unprepared(idx, err), nil)
 			q.done()
 			continue
 		}
@@ -417,7 +431,7 @@ func (p *passRun) dispatch(dctx, runCtx context.Context, cells []int) {
 		}
 		p.tally.called()
 		p.calls.Go(func() {
-			if p.call(runCtx, c, msgs, key, permit, cost) {
+			if p.call(runCtx, c, msgs, pics, key, permit, cost) {
 				q.retry(idx, p.retryAt(idx))
 			} else {
 				q.done()
@@ -479,14 +493,14 @@ func (p *passRun) reserveBudget(ctx context.Context, cost float64) bool {
 
 // call makes one request for cell c and records its outcome, and its answer in the response cache under key
 // when key is set. It reports whether the cell must be tried again.
-func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, key *store.CacheKey, permit *ratelimit.Permit, reserved float64) (again bool) {
+func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment.Message, pics pictures, key *store.CacheKey, permit *ratelimit.Permit, reserved float64) (again bool) {
 	timeout := time.Duration(p.spec.Run.CallTimeout)
 	if timeout <= 0 {
 		timeout = experiment.DefaultCallTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	start := p.clock.Now()
-	resp, err := p.client.Chat(cctx, p.request(c, msgs))
+	resp, err := p.client.Chat(cctx, p.request(c, msgs, pics))
 	cancel()
 	now := p.clock.Now()
 	latency := now.Sub(start)
@@ -520,6 +534,7 @@ func (p *passRun) call(ctx context.Context, c experiment.Cell, msgs []experiment
 	rec := p.answerRecord(c, answer)
 	rec.LatencyMS = float64(latency.Microseconds()) / 1000
 	rec.Attempts = p.health.answer(c.Index, now)
+	pics.stamp(&rec)
 	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(c.Persona, experiment.Turn{User: msgs[len(msgs)-1].Content, Assistant: resp.Text})
 	// The record's cost is added to spent when it is counted; here only the reservation ends.

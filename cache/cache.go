@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -90,13 +91,38 @@ type keyMaterial struct {
 	Messages []experiment.Message `json:"messages"`
 	Seed     int64                `json:"seed"`
 	Params   experiment.Params    `json:"params"`
+	// Images are the pictures by the digests of their bytes, each as "<message index>:<sha256>", and their
+	// detail: never their URLs or data URLs, so a changed picture is another key under either transport and
+	// the same bytes are the same key under both. Absent without pictures, so such keys are as before.
+	Images      []string `json:"images,omitempty"`
+	ImageDetail string   `json:"image_detail,omitempty"`
+}
+
+// imageKeys places req's picture digests on their messages.
+func imageKeys(req llm.Request) []string {
+	if len(req.ImageSHA256) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(req.ImageSHA256))
+	for i, m := range req.Messages {
+		for range m.Images {
+			if len(out) < len(req.ImageSHA256) {
+				out = append(out, strconv.Itoa(i)+":"+req.ImageSHA256[len(out)])
+			}
+		}
+	}
+	return out
 }
 
 // Key is the cache key of req sent to endpoint (see Endpoint). req.CellID is not part of it: two cells that
 // send the same request share one answer.
 func Key(endpoint string, req llm.Request) store.CacheKey {
-	b, err := json.Marshal(keyMaterial{Version: version, Endpoint: endpoint, Model: req.Model, Messages: req.Messages,
-		Seed: req.Seed, Params: req.Params})
+	km := keyMaterial{Version: version, Endpoint: endpoint, Model: req.Model, Messages: req.Messages,
+		Seed: req.Seed, Params: req.Params, Images: imageKeys(req)}
+	if len(km.Images) > 0 {
+		km.ImageDetail = req.ImageDetail
+	}
+	b, err := json.Marshal(km)
 	if err != nil {
 		// Strings, numbers and slices of them always marshal.
 		panic(fmt.Sprintf("cache: key: %v", err))

@@ -62,6 +62,42 @@ func TestKeyCoversEverythingThatDecidesTheAnswer(t *testing.T) {
 	}
 }
 
+// A picture is keyed by the digest of its bytes: changed bytes are another key under either transport, while the
+// same bytes sent inline or by URL are one key.
+func TestKeyOfPictures(t *testing.T) {
+	const ep = "https://api.openai.com/v1"
+	withImage := func(ref, sha, detail string) llm.Request {
+		r := baseRequest()
+		r.Messages[1].Images = []string{ref}
+		r.ImageSHA256 = []string{sha}
+		r.ImageDetail = detail
+		return r
+	}
+	byURL := Key(ep, withImage("https://img.test/a.png", "aaaa", "auto"))
+	inline := Key(ep, withImage("data:image/png;base64,AAAA", "aaaa", "auto"))
+	if byURL != inline {
+		t.Error("the same bytes by URL and inline give different keys")
+	}
+	for name, r := range map[string]llm.Request{
+		"no picture":     baseRequest(),
+		"changed bytes":  withImage("https://img.test/a.png", "bbbb", "auto"),
+		"changed inline": withImage("data:image/png;base64,BBBB", "bbbb", "auto"),
+		"another detail": withImage("https://img.test/a.png", "aaaa", "low"),
+		"another message": func() llm.Request {
+			r := withImage("x", "aaaa", "auto")
+			r.Messages[0].Images, r.Messages[1].Images = r.Messages[1].Images, nil
+			return r
+		}(),
+	} {
+		if Key(ep, r) == byURL {
+			t.Errorf("%s: same key as the original picture", name)
+		}
+	}
+	if Key(ep, baseRequest()) != Key(ep, func() llm.Request { r := baseRequest(); r.ImageDetail = "high"; return r }()) {
+		t.Error("a detail without pictures changed the key")
+	}
+}
+
 func TestEndpoint(t *testing.T) {
 	for _, c := range []struct {
 		m    experiment.Model

@@ -25,6 +25,7 @@
 package estimate
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -58,6 +59,9 @@ type ModelEstimate struct {
 	// PromptTokens are exact tiktoken counts of every rendered prompt, as the provider reports them in
 	// usage.prompt_tokens. In cumulative mode they are an upper bound: earlier answers count as max_tokens each.
 	PromptTokens int `json:"prompt_tokens"`
+	// ImageTokens is the part of PromptTokens that pictures cost, at OpenAI's vision rates (llm.ImageTokens).
+	// Pictures given by URL are not counted (their size is unknown without downloading them; a note says so).
+	ImageTokens int `json:"image_tokens,omitempty"`
 	// MaxCompletionTokens is cells × max_tokens (experiment.DefaultMaxTokens when the model sets none).
 	MaxCompletionTokens int `json:"max_completion_tokens"`
 	// MinCostUSD assumes one completion token per call (and, in cumulative mode, one-token earlier answers);
@@ -81,6 +85,7 @@ type Estimate struct {
 	SavedMinUSD         float64 `json:"saved_min_usd,omitempty"`
 	SavedMaxUSD         float64 `json:"saved_max_usd,omitempty"`
 	PromptTokens        int     `json:"prompt_tokens"`
+	ImageTokens         int     `json:"image_tokens,omitempty"`
 	MaxCompletionTokens int     `json:"max_completion_tokens"`
 	MinCostUSD          float64 `json:"min_cost_usd"`
 	MaxCostUSD          float64 `json:"max_cost_usd"`
@@ -109,6 +114,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		}
 	}
 	c := counter{spec: spec, tok: tok, grids: map[string]*grid{}}
+	pics := countImages(spec)
 	var est Estimate
 	for _, m := range spec.Models {
 		g, err := c.grid(m.Name)
@@ -122,7 +128,8 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 			maxTok = experiment.DefaultMaxTokens
 		}
 		me.MaxCompletionTokens = me.Cells * maxTok
-		perSeed, perSeedMin := g.plain, g.plain
+		perSeed, perSeedMin := g.plain+pics.tokens, g.plain+pics.tokens
+		me.ImageTokens = seeds * pics.tokens
 		if spec.Run.Cumulative {
 			// Item k of a persona carries k earlier turns: their user messages (counted exactly) and answers of
 			// at most max_tokens tokens, at least one.
@@ -141,18 +148,23 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		est.Models = append(est.Models, me)
 	}
 	est.total(spec)
+	if pics.byURL > 0 {
+		est.Notes = append(est.Notes, fmt.Sprintf("%d pictures given by URL are not counted in the prompt tokens "+
+			"(their sizes are known only once downloaded); files named in the spec are", pics.byURL*len(spec.Seeds)*len(spec.Models)))
+	}
 	return est, nil
 }
 
 // total sums the models' figures into the estimate's and combines their wall times.
 func (e *Estimate) total(spec *experiment.Spec) {
-	e.Cells, e.Cached, e.Calls, e.PromptTokens, e.MaxCompletionTokens = 0, 0, 0, 0, 0
+	e.Cells, e.Cached, e.Calls, e.PromptTokens, e.MaxCompletionTokens, e.ImageTokens = 0, 0, 0, 0, 0, 0
 	e.MinCostUSD, e.MaxCostUSD, e.SavedMinUSD, e.SavedMaxUSD = 0, 0, 0, 0
 	for _, me := range e.Models {
 		e.Cells += me.Cells
 		e.Cached += me.Cached
 		e.Calls += me.Calls
 		e.PromptTokens += me.PromptTokens
+		e.ImageTokens += me.ImageTokens
 		e.MaxCompletionTokens += me.MaxCompletionTokens
 		e.MinCostUSD += me.MinCostUSD
 		e.MaxCostUSD += me.MaxCostUSD
@@ -176,6 +188,7 @@ func (e Estimate) WithCache(spec *experiment.Spec, held map[string]int) Estimate
 			me.SavedMinUSD, me.SavedMaxUSD = me.MinCostUSD*(1-left), me.MaxCostUSD*(1-left)
 			me.MinCostUSD, me.MaxCostUSD = me.MinCostUSD*left, me.MaxCostUSD*left
 			me.PromptTokens = int(float64(me.PromptTokens) * left)
+			me.ImageTokens = int(float64(me.ImageTokens) * left)
 			me.MaxCompletionTokens = int(float64(me.MaxCompletionTokens) * left)
 			me.MinWall, me.LimitedBy = wallBound(spec.Models[i], me.Calls, me.PromptTokens+me.MaxCompletionTokens)
 		}
@@ -339,4 +352,52 @@ func cut(text string) int {
 		}
 	}
 	return len(text)
+}
+
+// imageCount is what the pictures of one seed's cells cost: tokens of those whose size is known (data URLs: the
+// files the starter inlined), and how many cell pictures are given by URL.
+type imageCount struct{ tokens, byURL int }
+
+// countImages sizes the pictures of every (item, persona) cell once per distinct picture. A persona's pictures
+// are sent with each of its items, an item's with each persona.
+func countImages(spec *experiment.Spec) imageCount {
+	if !spec.HasImages() {
+		return imageCount{}
+	}
+	sized := map[string]int{}
+	cost := func(refs []string) imageCount {
+		var c imageCount
+		for _, ref := range refs {
+			if !strings.HasPrefix(ref, "data:") {
+				c.byURL++
+				continue
+			}
+			n, ok := sized[ref]
+			if !ok {
+				if _, payload, found := strings.Cut(ref, ";base64,"); found {
+					if data, err := base64.StdEncoding.DecodeString(payload); err == nil {
+						if w, h, err := llm.ImageSize(data); err == nil {
+							n = llm.ImageTokens(w, h, spec.Image.Detail)
+						}
+					}
+				}
+				sized[ref] = n
+			}
+			c.tokens += n
+		}
+		return c
+	}
+	var total imageCount
+	items, personas := len(spec.Questionnaire.Items), len(spec.Personas)
+	for _, it := range spec.Questionnaire.Items {
+		c := cost(it.Images)
+		total.tokens += personas * c.tokens
+		total.byURL += personas * c.byURL
+	}
+	for _, p := range spec.Personas {
+		c := cost(p.Images)
+		total.tokens += items * c.tokens
+		total.byURL += items * c.byURL
+	}
+	return total
 }

@@ -1,9 +1,14 @@
 package estimate
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -313,5 +318,54 @@ func TestLineSplitExact(t *testing.T) {
 				t.Fatalf("%s: %q: line-by-line count %d, whole-text count %d", model, text, got, want)
 			}
 		}
+	}
+}
+
+// Pictures in files (inlined as data URLs) add their image tokens to every cell that shows them; pictures given
+// by URL are noted, not counted.
+func TestImageTokens(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 1024, 1024))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "face.png"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := `name: pictures
+seeds: [1, 2]
+models: [{name: gpt-4o-mini, params: {max_tokens: 5}}]
+personas: [{id: a}, {id: b, image: face.png}]
+questionnaire:
+  options: [No, Yes]
+  items:
+    - {text: Rate this face, image: face.png}
+    - {text: Rate this ad, images: ["https://img.example/ad.png"]}
+`
+	plain := strings.NewReplacer(", image: face.png", "", `images: ["https://img.example/ad.png"]`, "id: x").Replace(doc)
+	withPics, err := specfile.Parse([]byte(doc), filepath.Join(dir, "spec.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := specfile.Parse([]byte(plain), filepath.Join(dir, "spec.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenizer(t)
+	est, err := Compute(withPics, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := Compute(without, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per seed: the face item with both personas (2 × 765), persona b's face with both items (2 × 765).
+	const want = 2 * (4 * 765)
+	if est.ImageTokens != want || est.PromptTokens-base.PromptTokens != want {
+		t.Errorf("image tokens %d (prompt tokens %d more than without pictures), want %d", est.ImageTokens, est.PromptTokens-base.PromptTokens, want)
+	}
+	if !strings.Contains(strings.Join(est.Notes, "\n"), "4 pictures given by URL are not counted") {
+		t.Errorf("notes %q: want the pictures given by URL noted", est.Notes)
 	}
 }

@@ -1,7 +1,7 @@
 package experiment
 
 import (
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -72,14 +72,14 @@ func TestRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(got, tc.want) {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Render =\n%q\nwant\n%q", got, tc.want)
 			}
 			// Without Validate (a spec fresh from JSON), Render compiles on the fly and agrees.
 			s2 := minimalSpec()
 			s2.Prompt = tc.prompt
 			got2, err := s2.Render(c, tc.history)
-			if err != nil || !slices.Equal(got2, tc.want) {
+			if err != nil || !reflect.DeepEqual(got2, tc.want) {
 				t.Errorf("Render without Validate = %q, %v", got2, err)
 			}
 		})

@@ -28,6 +28,8 @@ type Spec struct {
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Simulator configures the built-in simulator for models with provider "sim" (in-process runs only).
 	Simulator *SimulatorSettings `json:"simulator,omitempty"`
+	// Image says how the pictures of items and personas are fetched (see images.go).
+	Image ImageSettings `json:"image,omitzero"`
 	// Notes are remarks of specfile.Parse that are not errors ("file:line:col: field: text"), such as a key of the
 	// seed-000 framework's files that is accepted but has no effect here. Commands print them; they are never
 	// serialised, so they do not change the spec's hash or its run.
@@ -62,6 +64,8 @@ type Model struct {
 	Price *Price `json:"price,omitempty"`
 	// Cache is this model's response cache policy; empty: run.cache.
 	Cache CachePolicy `json:"cache,omitempty"`
+	// ImageTransport is how this model receives pictures; empty: run.image_transport.
+	ImageTransport ImageTransport `json:"image_transport,omitempty"`
 }
 
 // Params are the sampling parameters sent with every call of a model.
@@ -95,6 +99,10 @@ type Prompt struct {
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Images are the pictures Render attaches to a user message (references as the resolved spec has them:
+	// https or loopback http URLs, or data URLs). Never part of a spec's prompt, so never serialised: the
+	// response cache keys pictures by the digests of their bytes (see cache.Key).
+	Images []string `json:"-"`
 }
 
 // Persona is one simulated respondent.
@@ -104,6 +112,9 @@ type Persona struct {
 	Attributes map[string]string `json:"attributes,omitempty"`
 	// Template renders the persona description, default DefaultPersonaTemplate.
 	Template string `json:"template,omitempty"`
+	// Images are pictures of the persona (https URLs, loopback http URLs or data URLs once resolved; a spec
+	// file may name files, which the starter inlines).
+	Images []string `json:"images,omitempty"`
 }
 
 // DefaultPersonaTemplate is the persona template of the seed-000 framework.
@@ -153,6 +164,8 @@ type Item struct {
 	Reversed bool `json:"reversed,omitempty"`
 	// Options replace the questionnaire's default options for this item.
 	Options *OptionSet `json:"options,omitempty"`
+	// Images are the pictures the item shows, as Persona.Images.
+	Images []string `json:"images,omitempty"`
 }
 
 // RunSettings say how the grid runs. Zero values mean the defaults noted.
@@ -176,6 +189,8 @@ type RunSettings struct {
 	ChunkSize int `json:"chunk_size,omitempty"`
 	// Cache is the response cache policy of every model that sets none (default read_write).
 	Cache CachePolicy `json:"cache,omitempty"`
+	// ImageTransport is how pictures are sent to models that set none (default inline).
+	ImageTransport ImageTransport `json:"image_transport,omitempty"`
 }
 
 // Defaults of RunSettings.

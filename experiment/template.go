@@ -317,6 +317,7 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 		for i, t := range rt.msgs {
 			out[i] = Message{Role: rt.roles[i], Content: rt.render(t, c.Item, c.Persona)}
 		}
+		rt.attachImages(out, 0, c)
 		return out, nil
 	}
 	if !rt.chat || len(rt.msgs) < 2 || rt.roles[0] != RoleSystem {
@@ -330,6 +331,7 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 	for i := 1; i < len(rt.msgs); i++ {
 		out = append(out, Message{Role: rt.roles[i], Content: rt.render(rt.msgs[i], c.Item, c.Persona)})
 	}
+	rt.attachImages(out, 2*len(history), c)
 	return out, nil
 }
 

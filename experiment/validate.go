@@ -82,6 +82,9 @@ func (s *Spec) ApplyDefaults() {
 	if r.StallTimeout == 0 {
 		r.StallTimeout = Duration(DefaultStallTimeout)
 	}
+	if s.HasImages() {
+		s.Image.applyDefaults()
+	}
 }
 
 // Validate checks a resolved spec: every part of the grid present, ids unique, references resolved, numbers in
@@ -121,6 +124,7 @@ func (s *Spec) check() Errors {
 	s.checkQuestionnaire(&errs)
 	s.checkRun(&errs)
 	s.checkSimulator(&errs)
+	s.checkImages(&errs)
 	return errs
 }
 

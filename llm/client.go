@@ -34,6 +34,11 @@ type Request struct {
 	Params experiment.Params
 	// CellID, when set, is sent as the X-Silico-Cell header.
 	CellID string
+	// ImageSHA256 are the digests of the pictures the messages carry (Message.Images, as sent: data URLs or
+	// URLs), in order. They are what the response cache keys pictures by, whatever the transport.
+	ImageSHA256 []string
+	// ImageDetail is the detail level sent with every picture ("auto", "low", "high"; empty: none sent).
+	ImageDetail string
 }
 
 // Response is a successful call's answer.
@@ -177,6 +182,17 @@ func chatRequest(req Request) openai.ChatCompletionRequest {
 	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
 	for i, m := range req.Messages {
 		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+		if len(m.Images) == 0 {
+			continue
+		}
+		// A message with pictures is a list of parts: its text, then each picture.
+		parts := make([]openai.ChatMessagePart, 0, 1+len(m.Images))
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: m.Content})
+		for _, u := range m.Images {
+			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
+				ImageURL: &openai.ChatMessageImageURL{URL: u, Detail: openai.ImageURLDetail(req.ImageDetail)}})
+		}
+		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, MultiContent: parts}
 	}
 	seed := int(req.Seed)
 	out := openai.ChatCompletionRequest{

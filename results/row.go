@@ -55,13 +55,16 @@ type Row struct {
 	LatencyMS        float64 `json:"latency_ms"`
 	Attempts         int     `json:"attempts"`
 	Cached           bool    `json:"cached"`
+	// ImageSHA256 are the SHA-256 digests of the pictures the cell sent, joined with ','; empty without pictures.
+	ImageSHA256 string `json:"image_sha256"`
 }
 
 // Header returns the CSV header: the column names in order, the same as the JSON keys.
 func Header() []string {
 	return []string{"run_id", "index", "cell_id", "model", "seed", "item_id", "item_text", "scale", "reversed",
 		"persona_id", "status", "option_id", "option_text", "score", "raw", "error_class", "error_code",
-		"error_message", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "cached"}
+		"error_message", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "cached",
+		"image_sha256"}
 }
 
 // Positions in Header of the columns that are facts of one run rather than of the cell.
@@ -99,6 +102,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		LatencyMS:        r.LatencyMS,
 		Attempts:         r.Attempts,
 		Cached:           r.Cached,
+		ImageSHA256:      r.ImageSHA256,
 	}
 	if r.OptionID != "" {
 		for _, o := range spec.OptionsFor(c.Item).Options {
@@ -130,7 +134,8 @@ func (r Row) Values() []string {
 	return []string{r.RunID, strconv.Itoa(r.Index), r.CellID, r.Model, strconv.FormatInt(r.Seed, 10), r.ItemID,
 		r.ItemText, r.Scale, strconv.FormatBool(r.Reversed), r.PersonaID, r.Status, r.OptionID, r.OptionText, score,
 		r.Raw, r.ErrorClass, r.ErrorCode, r.ErrorMessage, strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens),
-		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.FormatBool(r.Cached)}
+		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.FormatBool(r.Cached),
+		r.ImageSHA256}
 }
 
 // CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column
@@ -174,13 +179,14 @@ type rowJSON struct {
 	LatencyMS        json.Number `json:"latency_ms"`
 	Attempts         int         `json:"attempts"`
 	Cached           bool        `json:"cached"`
+	ImageSHA256      string      `json:"image_sha256"`
 }
 
 func (r Row) jsonForm() rowJSON {
 	return rowJSON{r.RunID, r.Index, r.CellID, r.Model, r.Seed, r.ItemID, r.ItemText, r.Scale, r.Reversed,
 		r.PersonaID, r.Status, r.OptionID, r.OptionText, r.Score, r.Raw, r.ErrorClass, r.ErrorCode,
 		r.ErrorMessage, r.PromptTokens, r.CompletionTokens, json.Number(formatCost(r.CostUSD)), json.Number(formatLatency(r.LatencyMS)),
-		r.Attempts, r.Cached}
+		r.Attempts, r.Cached, r.ImageSHA256}
 }
 
 // MarshalJSON writes the row as one results.jsonl line (without the newline): keys in column order, cost and

@@ -167,14 +167,25 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgs := make([]chatMessage, len(req.Messages))
+	var images []imagePart
 	for i, m := range req.Messages {
-		msgs[i] = chatMessage{Role: m.Role, Name: m.Name, Content: string(m.Content)}
+		msgs[i] = chatMessage{Role: m.Role, Name: m.Name, Content: m.Content.Text}
+		images = append(images, m.Content.Images...)
 	}
 	tc := s.counterFor(req.Model)
 	prompt, err := tc.chatPromptTokens(msgs)
 	if err != nil {
 		s.internalError(w, &rec, err)
 		return
+	}
+	if len(images) > 0 {
+		n, param, err := s.imageTokens(r.Context(), images)
+		if err != nil {
+			s.badRequest(w, &rec, param, err.Error())
+			return
+		}
+		rec.Images, rec.ImageTokens = len(images), n
+		prompt += n
 	}
 	maxTokens := req.MaxCompletionTokens
 	if maxTokens == 0 {

@@ -139,6 +139,9 @@ type Request struct {
 	Status           int `json:"status"`
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// Images is how many pictures the request carried; ImageTokens what they cost (part of PromptTokens).
+	Images      int `json:"images,omitempty"`
+	ImageTokens int `json:"image_tokens,omitempty"`
 	// Fault names the injected fault or the limit that refused the call (the Fault* constants); empty otherwise.
 	Fault string `json:"fault,omitempty"`
 	// Done is when the handler finished, by Config.Now: its response was written and flushed to the connection,

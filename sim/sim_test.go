@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -528,7 +529,7 @@ func TestContentPartsAndTokenInputs(t *testing.T) {
 	parts := map[string]any{"model": "m", "seed": 2, "messages": []any{
 		map[string]any{"role": "user", "content": []any{
 			map[string]string{"type": "text", "text": ipipPrompt[:40]},
-			map[string]any{"type": "image_url", "image_url": map[string]string{"url": "data:,"}},
+			map[string]any{"type": "image_url", "image_url": map[string]string{"url": "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngOf(t, 2, 2))}},
 			map[string]string{"type": "text", "text": ipipPrompt[40:]},
 		}}}}
 	var got [2]string

@@ -31,8 +31,18 @@ type requestMessage struct {
 	Content messageContent `json:"content"`
 }
 
-// messageContent is a message's content: a string, or an array of parts whose text parts are joined.
-type messageContent string
+// messageContent is a message's content: a string, or an array of parts whose text parts are joined and whose
+// image_url parts are kept.
+type messageContent struct {
+	Text   string
+	Images []imagePart
+}
+
+// imagePart is an image_url part: a URL or a data URL, and its detail.
+type imagePart struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail"`
+}
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *messageContent) UnmarshalJSON(b []byte) error {
@@ -42,24 +52,31 @@ func (c *messageContent) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		*c = messageContent(s)
+		*c = messageContent{Text: s}
 	case len(b) > 0 && b[0] == '[':
 		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type     string     `json:"type"`
+			Text     string     `json:"text"`
+			ImageURL *imagePart `json:"image_url"`
 		}
 		if err := json.Unmarshal(b, &parts); err != nil {
 			return err
 		}
 		var sb strings.Builder
 		for _, p := range parts {
-			if p.Type == "text" {
+			switch p.Type {
+			case "text":
 				sb.WriteString(p.Text)
+			case "image_url":
+				if p.ImageURL == nil || p.ImageURL.URL == "" {
+					return fmt.Errorf("an image_url part needs image_url.url")
+				}
+				c.Images = append(c.Images, *p.ImageURL)
 			}
 		}
-		*c = messageContent(sb.String())
+		c.Text = sb.String()
 	case string(b) == "null":
-		*c = ""
+		*c = messageContent{}
 	default:
 		return fmt.Errorf("message content must be a string or an array of parts, not %.20s", b)
 	}

@@ -104,7 +104,7 @@ func (d *decoder) personaCSV(n *node, template string) []experiment.Persona {
 	return out
 }
 
-var itemColumns = []string{"id", "text", "scale", "reversed", "keyed"}
+var itemColumns = []string{"id", "text", "scale", "reversed", "keyed", "image"}
 
 // itemCSV reads items from a CSV with columns id, text, scale and reversed (true/false) or keyed (+/-).
 func (d *decoder) itemCSV(n *node) []experiment.Item {
@@ -175,6 +175,13 @@ func (d *decoder) itemCSV(n *node) []experiment.Item {
 			default:
 				d.errs = append(d.errs, &experiment.Error{File: name, Line: lines[r], Column: col["reversed"] + 1, Field: res + ".reversed",
 					Msg: fmt.Sprintf("reversed %q: want true or false", cell("reversed"))})
+			}
+		}
+		if ref := cell("image"); ref != "" { // one picture: a URL or a path relative to the spec
+			if u, msg := d.resolveImage(ref); msg != "" {
+				d.errs = append(d.errs, &experiment.Error{File: name, Line: lines[r], Column: col["image"] + 1, Field: res + ".image", Msg: msg})
+			} else {
+				it.Images = []string{u}
 			}
 		}
 		out = append(out, it)

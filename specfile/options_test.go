@@ -1,7 +1,7 @@
 package specfile
 
 import (
-	"slices"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -102,7 +102,7 @@ func TestRenderConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	got, _ := s.Render(s.Cell(7), nil)
-	if !slices.Equal(got, want) {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("render changed")
 	}
 }

@@ -21,6 +21,7 @@ var specKeys = table[experiment.Spec]{
 	field("run", func(s *experiment.Spec) *experiment.RunSettings { return &s.Run }, runKeys.decode),
 	field("budget_usd", func(s *experiment.Spec) *float64 { return &s.BudgetUSD }, (*decoder).number),
 	field("simulator", func(s *experiment.Spec) **experiment.SimulatorSettings { return &s.Simulator }, simulatorKeys.decodePtr),
+	field("image", func(s *experiment.Spec) *experiment.ImageSettings { return &s.Image }, imageKeys.decode),
 }
 
 var modelKeys = table[experiment.Model]{
@@ -36,6 +37,7 @@ var modelKeys = table[experiment.Model]{
 	field("burst", func(m *experiment.Model) *float64 { return &m.Burst }, (*decoder).number),
 	field("price", func(m *experiment.Model) **experiment.Price { return &m.Price }, priceKeys.decodePtr),
 	field("cache", func(m *experiment.Model) *experiment.CachePolicy { return &m.Cache }, text[experiment.CachePolicy]),
+	field("image_transport", func(m *experiment.Model) *experiment.ImageTransport { return &m.ImageTransport }, text[experiment.ImageTransport]),
 	refused[experiment.Model]("api_key", (*decoder).noSecret),
 }
 
@@ -66,6 +68,8 @@ var personaKeys = table[experiment.Persona]{
 	field("id", func(p *experiment.Persona) *string { return &p.ID }, (*decoder).str),
 	field("attributes", func(p *experiment.Persona) *map[string]string { return &p.Attributes }, (*decoder).attributes),
 	field("template", func(p *experiment.Persona) *string { return &p.Template }, (*decoder).str),
+	field("images", func(p *experiment.Persona) *[]string { return &p.Images }, (*decoder).images),
+	imageAlias(func(p *experiment.Persona) *[]string { return &p.Images }),
 }
 
 // personaMapKeys are the keys of a persona written as a mapping value: its id is its key.
@@ -104,6 +108,8 @@ var itemKeys = table[experiment.Item]{
 	field("scale", func(it *experiment.Item) *string { return &it.Scale }, (*decoder).str),
 	field("reversed", func(it *experiment.Item) *bool { return &it.Reversed }, (*decoder).boolean),
 	field("options", func(it *experiment.Item) **experiment.OptionSet { return &it.Options }, itemOptions),
+	field("images", func(it *experiment.Item) *[]string { return &it.Images }, (*decoder).images),
+	imageAlias(func(it *experiment.Item) *[]string { return &it.Images }),
 }
 
 var runKeys = table[experiment.RunSettings]{
@@ -116,6 +122,7 @@ var runKeys = table[experiment.RunSettings]{
 	field("stall_timeout", func(r *experiment.RunSettings) *experiment.Duration { return &r.StallTimeout }, (*decoder).duration),
 	field("chunk_size", func(r *experiment.RunSettings) *int { return &r.ChunkSize }, (*decoder).integer),
 	field("cache", func(r *experiment.RunSettings) *experiment.CachePolicy { return &r.Cache }, text[experiment.CachePolicy]),
+	field("image_transport", func(r *experiment.RunSettings) *experiment.ImageTransport { return &r.ImageTransport }, text[experiment.ImageTransport]),
 }
 
 var simulatorKeys = table[experiment.SimulatorSettings]{

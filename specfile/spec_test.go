@@ -3,7 +3,7 @@ package specfile
 import (
 	"encoding/json"
 	"errors"
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +50,7 @@ func TestLoadFrameworkExample(t *testing.T) {
 		{Role: "system", Content: "Answer as: Ms Muller is 18 years old and very open minded.\nRate each statement."},
 		{Role: "user", Content: "Question: I see myself as someone who is talkative.\nAnswer Options: 1. Disagree strongly, 2. Disagree a little, 3. Neutral, 4. Agree a little, 5. Agree strongly\nAnswer:"},
 	}
-	if !slices.Equal(msgs, want) {
+	if !reflect.DeepEqual(msgs, want) {
 		t.Errorf("Render =\n%q\nwant\n%q", msgs, want)
 	}
 }

@@ -86,6 +86,7 @@ func TestTablesMatchJSONTags(t *testing.T) {
 	check(reflect.TypeFor[experiment.RunSettings](), tableProblems(runKeys))
 	check(reflect.TypeFor[experiment.SimulatorSettings](), tableProblems(simulatorKeys))
 	check(reflect.TypeFor[experiment.SimulatorFaults](), tableProblems(faultKeys))
+	check(reflect.TypeFor[experiment.ImageSettings](), tableProblems(imageKeys))
 
 	var walk func(typ reflect.Type, path string)
 	walk = func(typ reflect.Type, path string) {
@@ -188,9 +189,9 @@ questionnaire: {items: [{text: Q, options: [A, B]}]}
 func TestTableMessages(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{modelKeys.what("models"), "models {id, name, provider, ...}"},
-		{itemKeys.what("items"), "items {id, text, scale, reversed, options}"},
-		{personaKeys.what("personas"), "personas {id, attributes, template}"},
-		{strings.Join(personaMapKeys.names(nil), ","), "attributes,template"},
+		{itemKeys.what("items"), "items {id, text, scale, ...}"},
+		{personaKeys.what("personas"), "personas {id, attributes, template, images}"},
+		{strings.Join(personaMapKeys.names(nil), ","), "attributes,template,images"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
@@ -198,11 +199,11 @@ func TestTableMessages(t *testing.T) {
 	}
 	// api_key is refused with its own message, and listed among the accepted keys only where it is written.
 	_, err := Parse([]byte(strings.Replace(baseSpec, "api_key_env: OPENAI_API_KEY", "api_key: sk-1\n    rmp: 1", 1)), "spec.yaml", t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "accepted keys: id, name, provider, base_url, api_key_env, params, max_concurrency, rpm, tpm, burst, price, cache, api_key") || strings.Count(err.Error(), "api_key_env, e.g.") != 1 {
+	if err == nil || !strings.Contains(err.Error(), "accepted keys: id, name, provider, base_url, api_key_env, params, max_concurrency, rpm, tpm, burst, price, cache, image_transport, api_key") || strings.Count(err.Error(), "api_key_env, e.g.") != 1 {
 		t.Errorf("a model with api_key and an unknown key: %v", err)
 	}
 	_, err = Parse([]byte(strings.Replace(baseSpec, "api_key_env: OPENAI_API_KEY", "rmp: 1", 1)), "spec.yaml", t.TempDir())
-	if err == nil || !strings.HasSuffix(err.Error(), "burst, price, cache") {
+	if err == nil || !strings.HasSuffix(err.Error(), "burst, price, cache, image_transport") {
 		t.Errorf("a model with an unknown key: %v", err)
 	}
 }

@@ -69,6 +69,8 @@ var pgMigrations = []string{
 		misses  BIGINT NOT NULL DEFAULT 0,
 		invalid BIGINT NOT NULL DEFAULT 0
 	);`,
+	// the digests of the pictures a cell sent
+	`ALTER TABLE silico_cells ADD COLUMN image_sha256 TEXT NOT NULL DEFAULT '';`,
 }
 
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all
@@ -77,7 +79,7 @@ const pgMigrateLock = 0x5111c0
 
 // pgCellColumns are the columns Records and Scan read, in the order scanPGRecord takes them.
 const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
-	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, error_code`
+	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, error_code, image_sha256`
 
 // pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
 // of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A
@@ -88,13 +90,13 @@ const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, err
 const pgUpsert = `WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)
 INSERT INTO silico_cells (run, ` + pgCellColumns + `)
 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[], $15::text[])
+	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[], $15::text[], $16::text[])
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
 	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached, error_code = excluded.error_code
+	cached = excluded.cached, error_code = excluded.error_code, image_sha256 = excluded.image_sha256
 WHERE excluded.status <> 'failed' OR silico_cells.status = 'failed'`
 
 // Postgres is the results store in a PostgreSQL database, shared by any number of worker processes on any
@@ -275,7 +277,7 @@ func (p *Postgres) Write(ctx context.Context, run string, b Batch) error {
 	if len(b.Records) > 0 {
 		c := newPGColumns(mergeByIndex(b.Records))
 		q.Queue(pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
-			c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode)
+			c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode, c.imageSHA256)
 	}
 	if len(b.Cache) > 0 {
 		// Sorted by key, so that two batches writing the same keys lock them in one order.
@@ -350,7 +352,7 @@ func mergeByIndex(recs []Record) []Record {
 type pgColumns struct {
 	idx, promptTokens, completionTokens, attempts               []int64
 	status, optionID, raw, candidates, errorClass, errorMessage []string
-	errorCode                                                   []string
+	errorCode, imageSHA256                                      []string
 	costUSD, latencyMS                                          []float64
 	cached                                                      []bool
 }
@@ -360,7 +362,7 @@ func newPGColumns(recs []Record) pgColumns {
 	c := pgColumns{
 		idx: make([]int64, n), promptTokens: make([]int64, n), completionTokens: make([]int64, n), attempts: make([]int64, n),
 		status: make([]string, n), optionID: make([]string, n), raw: make([]string, n), candidates: make([]string, n),
-		errorClass: make([]string, n), errorMessage: make([]string, n), errorCode: make([]string, n),
+		errorClass: make([]string, n), errorMessage: make([]string, n), errorCode: make([]string, n), imageSHA256: make([]string, n),
 		costUSD: make([]float64, n), latencyMS: make([]float64, n), cached: make([]bool, n),
 	}
 	for i, r := range recs {
@@ -369,6 +371,7 @@ func newPGColumns(recs []Record) pgColumns {
 		c.status[i], c.optionID[i], c.raw[i], c.candidates[i] = r.Status, r.OptionID, r.Raw, r.Candidates
 		c.errorClass[i], c.errorMessage[i], c.errorCode[i] = r.ErrorClass, r.ErrorMessage, r.ErrorCode
 		c.costUSD[i], c.latencyMS[i], c.cached[i] = r.CostUSD, r.LatencyMS, r.Cached
+		c.imageSHA256[i] = r.ImageSHA256
 	}
 	return c
 }
@@ -408,7 +411,7 @@ func scanPGRecords(rows pgx.Rows, out []Record) ([]Record, error) {
 	for rows.Next() {
 		var r Record
 		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
-			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ErrorCode); err != nil {
+			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ErrorCode, &r.ImageSHA256); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

@@ -35,6 +35,8 @@ type Record struct {
 	// Cached says the answer came from the response cache: no call was made, its tokens and its cost (what the
 	// call would have cost) were not spent.
 	Cached bool `json:"cached,omitempty"`
+	// ImageSHA256 are the hex SHA-256 digests of the pictures the cell sent, in the order sent, joined with ','.
+	ImageSHA256 string `json:"image_sha256,omitempty"`
 }
 
 // Usage is what the record's call consumed. A cell answered from the response cache consumed nothing: its cost

@@ -25,7 +25,7 @@ var ErrSpecConflict = errors.New("a different spec is already saved under this r
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
-const schemaVersion = 3
+const schemaVersion = 4
 
 // migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
 var migrations = []string{
@@ -36,6 +36,8 @@ var migrations = []string{
 	 UPDATE runs SET elapsed_ms = 0;`,
 	// 2 → 3: the response cache, whose tables the schema creates.
 	`SELECT 1;`,
+	// 3 → 4: the digests of the pictures a cell sent.
+	`ALTER TABLE cells ADD COLUMN image_sha256 TEXT NOT NULL DEFAULT '';`,
 }
 
 // mmapSize is the most of a store's file that each connection maps into memory: none. Mapped pages count in the
@@ -71,6 +73,7 @@ CREATE TABLE IF NOT EXISTS cells (
 	latency_ms        REAL    NOT NULL DEFAULT 0,
 	attempts          INTEGER NOT NULL DEFAULT 0,
 	cached            INTEGER NOT NULL DEFAULT 0,
+	image_sha256      TEXT    NOT NULL DEFAULT '',
 	PRIMARY KEY (run, idx)
 ) WITHOUT ROWID;
 -- The response cache: one answer per request digest, written by run at created (Unix milliseconds).
@@ -92,17 +95,17 @@ CREATE TABLE IF NOT EXISTS cache_tally (
 `
 
 const cellColumns = `idx, status, option_id, raw, candidates, error_class, error_code, error_message,
-	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached`
+	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, image_sha256`
 
 const upsertCell = `INSERT INTO cells (run, ` + cellColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_code = excluded.error_code,
 	error_message = excluded.error_message,
 	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached
+	cached = excluded.cached, image_sha256 = excluded.image_sha256
 WHERE excluded.status <> 'failed' OR cells.status = 'failed'`
 
 // scanPage is how many records Scan reads per query. Between pages no connection or read transaction is
@@ -425,7 +428,7 @@ func putCells(ctx context.Context, tx *sql.Tx, run string, recs []Record) error 
 	for i := range recs {
 		r := &recs[i]
 		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
-			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached); err != nil {
+			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached, r.ImageSHA256); err != nil {
 			return fmt.Errorf("cell %d: %w", r.Index, err)
 		}
 	}
@@ -502,7 +505,7 @@ func scanRecords(rows *sql.Rows, out []Record) ([]Record, error) {
 	for rows.Next() {
 		var r Record
 		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorCode, &r.ErrorMessage,
-			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached); err != nil {
+			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ImageSHA256); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/workflows"
 )
@@ -110,6 +111,8 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		SimSettingsFixed: cfg.SimSettingsFixed,
 		Shares:           shares{c},
 		Observe:          cfg.Observe,
+		// One fetcher per worker process: its LRU and its downloads under way serve every pass.
+		Images: imagefetch.New(imagefetch.Config{Client: hc}),
 	})
 	return w, nil
 }

@@ -182,6 +182,9 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 		}
 		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
+	if est.ImageTokens > 0 {
+		fmt.Fprintf(&b, "  note: %s of the prompt tokens are pictures, at OpenAI's vision rates\n", thousands(est.ImageTokens))
+	}
 	for _, n := range est.Notes {
 		b.WriteString("  note: " + n + "\n")
 	}

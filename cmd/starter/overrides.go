@@ -101,6 +101,12 @@ func newPromptCmd() *cobra.Command {
 			fmt.Fprintf(out, "# cell %s\n", spec.CellID(c))
 			for _, m := range msgs {
 				fmt.Fprintf(out, "\n[%s]\n%s\n", m.Role, m.Content)
+				for _, ref := range m.Images {
+					if len(ref) > 60 && strings.HasPrefix(ref, "data:") {
+						ref = fmt.Sprintf("%s… (%d bytes of base64, a file the spec names)", ref[:40], len(ref))
+					}
+					fmt.Fprintf(out, "[image] %s\n", ref)
+				}
 			}
 			return nil
 		},
