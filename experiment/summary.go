@@ -31,6 +31,10 @@ func (s *Spec) Hash() string {
 
 // Summary describes the grid in one line: "IPIP-50 · 2 models × 3 seeds × 50 items × 20 personas = 6,000 calls".
 func (s *Spec) Summary() string {
+	if s.IsEmbed() {
+		return fmt.Sprintf("%s · embed %s × %s = %s", s.Name, count(len(s.Models), "model"),
+			count(s.numEmbedTexts(), s.Embed.Texts+" text"), count(s.NumCells(), "vector"))
+	}
 	return fmt.Sprintf("%s · %s × %s × %s × %s = %s", s.Name,
 		count(len(s.Models), "model"), count(len(s.Seeds), "seed"), count(len(s.Questionnaire.Items), "item"),
 		count(len(s.Personas), "persona"), count(s.NumCells(), "call"))

@@ -41,6 +41,8 @@ type Source interface {
 type Summary struct {
 	RunID string `json:"run_id"`
 	Name  string `json:"name"`
+	// Kind is "embed" for an embed spec's run (outputs of ExportEmbed), empty for a chat run.
+	Kind string `json:"kind,omitempty"`
 	// Cells is the number of cells of the grid; OK + Unparsed + Failed == Cells (cells never run count as failed).
 	Cells    int `json:"cells"`
 	OK       int `json:"ok"`
@@ -175,6 +177,14 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	files = nil
 	syncDir(dir)
 	return s, nil
+}
+
+// ExportFor is the export of spec's kind: Export, or ExportEmbed for an embed spec.
+func ExportFor(spec *experiment.Spec) func(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (Summary, error) {
+	if spec != nil && spec.IsEmbed() {
+		return ExportEmbed
+	}
+	return Export
 }
 
 // walk calls emit for every cell of spec in index order: the cell's record from src, or a NotRun record when
