@@ -33,12 +33,15 @@ func (s *Spec) Hash() string {
 func (s *Spec) Summary() string {
 	if s.IsEmbed() {
 		return fmt.Sprintf("%s · embed %s × %s = %s", s.Name, count(len(s.Models), "model"),
-			count(s.numEmbedTexts(), s.Embed.Texts+" text"), count(s.NumCells(), "vector"))
+			count(s.numEmbedTexts(), embedNoun[s.Embed.Texts]), count(s.NumCells(), "vector"))
 	}
 	return fmt.Sprintf("%s · %s × %s × %s × %s = %s", s.Name,
 		count(len(s.Models), "model"), count(len(s.Seeds), "seed"), count(len(s.Questionnaire.Items), "item"),
 		count(len(s.Personas), "persona"), count(s.NumCells(), "call"))
 }
+
+// embedNoun names one text of each source in Summary.
+var embedNoun = map[string]string{EmbedItems: "item", EmbedPersonas: "persona", EmbedPrompts: "prompt", EmbedCSV: "text"}
 
 func count(n int, noun string) string {
 	if n != 1 {
