@@ -214,52 +214,42 @@ func commonLength(entries []store.CacheEntry) int {
 	return best
 }
 
-// pack groups the pending cells into requests in submission order: each distinct text once, at most
-// max_inputs_per_request texts and max_tokens_per_request tokens per request. A text longer than the token
-// limit on its own is recorded failed (ClassTextTooLong) and never sent.
+// pack groups the pending cells into requests in submission order (experiment.PackTexts): each distinct text
+// once, at most max_inputs_per_request texts and max_tokens_per_request tokens per request. A text longer than
+// the token limit on its own is recorded failed (ClassTextTooLong) and never sent.
 func (p *passRun) pack(es *embedState, pending []int) []*embedBatch {
-	maxIn := max(1, p.spec.Embed.MaxInputsPerRequest)
-	maxTok := max(1, p.spec.Embed.MaxTokensPerRequest)
-	type group struct {
-		cells  []int
-		tokens int
-	}
 	var order []string
-	groups := map[string]*group{}
+	var tokens []int
+	cells := map[string][]int{}
 	for _, idx := range pending {
 		t := p.textOf(es, idx)
-		if g, ok := groups[t]; ok {
-			g.cells = append(g.cells, idx)
-			continue
+		if _, ok := cells[t]; !ok {
+			order = append(order, t)
+			tokens = append(tokens, p.countTokens(t))
 		}
-		groups[t] = &group{cells: []int{idx}, tokens: p.countTokens(t)}
-		order = append(order, t)
+		cells[t] = append(cells[t], idx)
 	}
-	var out []*embedBatch
-	cur := &embedBatch{}
-	for _, t := range order {
-		g := groups[t]
-		if g.tokens > maxTok {
-			msg := fmt.Sprintf("text has %d tokens, more than embed.max_tokens_per_request (%d): it fits in no request; "+
-				"shorten the text or raise max_tokens_per_request (at most what the model accepts)", g.tokens, maxTok)
-			for _, idx := range g.cells {
-				p.health.finished(idx, p.clock.Now())
-				p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong,
-					ErrorCode: "text_too_long", ErrorMessage: msg, PromptTokens: g.tokens}, nil)
-			}
-			continue
+	maxTok := p.spec.Embed.MaxTokensPerRequest
+	groups, tooLong := experiment.PackTexts(tokens, p.spec.Embed.MaxInputsPerRequest, maxTok)
+	for _, i := range tooLong {
+		msg := fmt.Sprintf("text has %d tokens, more than embed.max_tokens_per_request (%d): it fits in no request; "+
+			"shorten the text or raise max_tokens_per_request (at most what the model accepts)", tokens[i], maxTok)
+		for _, idx := range cells[order[i]] {
+			p.health.finished(idx, p.clock.Now())
+			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong,
+				ErrorCode: "text_too_long", ErrorMessage: msg}, nil)
 		}
-		if len(cur.texts) > 0 && (len(cur.texts) >= maxIn || cur.total+g.tokens > maxTok) {
-			out = append(out, cur)
-			cur = &embedBatch{}
-		}
-		cur.texts = append(cur.texts, t)
-		cur.cells = append(cur.cells, g.cells)
-		cur.tokens = append(cur.tokens, g.tokens)
-		cur.total += g.tokens
 	}
-	if len(cur.texts) > 0 {
-		out = append(out, cur)
+	out := make([]*embedBatch, len(groups))
+	for bi, g := range groups {
+		b := &embedBatch{}
+		for _, i := range g {
+			b.texts = append(b.texts, order[i])
+			b.cells = append(b.cells, cells[order[i]])
+			b.tokens = append(b.tokens, tokens[i])
+			b.total += tokens[i]
+		}
+		out[bi] = b
 	}
 	return out
 }

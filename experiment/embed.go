@@ -224,3 +224,29 @@ func (s *Spec) checkKind(errs *Errors) (personas, items bool) {
 
 // EmbedInputID is the id of the i-th (0-based) CSV text without an id column: its row number.
 func EmbedInputID(i int) string { return strconv.Itoa(i + 1) }
+
+// PackTexts groups texts, given by their token counts in submission order, into requests: each request takes
+// the next texts while it has fewer than maxInputs and their tokens stay within maxTokens. A text longer than
+// maxTokens on its own fits in no request: it is listed in tooLong and left out. Both lists hold indexes into
+// tokens.
+func PackTexts(tokens []int, maxInputs, maxTokens int) (batches [][]int, tooLong []int) {
+	maxInputs, maxTokens = max(1, maxInputs), max(1, maxTokens)
+	var cur []int
+	total := 0
+	for i, n := range tokens {
+		if n > maxTokens {
+			tooLong = append(tooLong, i)
+			continue
+		}
+		if len(cur) > 0 && (len(cur) >= maxInputs || total+n > maxTokens) {
+			batches = append(batches, cur)
+			cur, total = nil, 0
+		}
+		cur = append(cur, i)
+		total += n
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches, tooLong
+}
