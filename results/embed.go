@@ -25,6 +25,10 @@ const (
 	VectorIndexFile = "embeddings.csv"
 )
 
+// MaxSimilarityTexts bounds the texts of a similarity matrix: its size grows with their square (5,000 texts
+// make a CSV of about 225 MB per model). A run with more texts writes none; compute them from the vectors.
+const MaxSimilarityTexts = 5000
+
 // SimilarityFile is the name of the text × text cosine-similarity matrix of one model.
 func SimilarityFile(modelID string) string { return "similarity_" + modelID + ".csv" }
 
@@ -55,7 +59,8 @@ var vectorIndexHeader = []string{"index", "model", "text_id", "source", "status"
 
 // ExportEmbed writes the outputs of an embed spec's run into dir: embeddings.parquet (vectors), embeddings.csv
 // (the index: one row per vector, without it), one similarity_<model>.csv per model (text × text cosine
-// similarity, texts in submission order, empty where a vector is missing) and summary.json. Files are written
+// similarity, texts in submission order, empty where a vector is missing; only up to MaxSimilarityTexts texts)
+// and summary.json. Files are written
 // as Export writes them: whole or not at all, summary.json last.
 func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (Summary, error) {
 	if spec == nil || !spec.IsEmbed() {
@@ -129,6 +134,9 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 	}
 	n := len(texts)
 	for m, model := range spec.Models {
+		if n > MaxSimilarityTexts {
+			break
+		}
 		f, err := create(SimilarityFile(model.ID))
 		if err != nil {
 			return Summary{}, fmt.Errorf("results: export: %w", err)

@@ -313,9 +313,11 @@ func printSummary(w io.Writer, res workflows.Result) {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
 	if s.Kind == experiment.KindEmbed {
-		sims := make([]string, len(s.Models))
-		for i, m := range s.Models {
-			sims[i] = results.SimilarityFile(m.Model)
+		var sims []string
+		for _, m := range s.Models {
+			if len(s.Models) > 0 && s.Cells/len(s.Models) <= results.MaxSimilarityTexts {
+				sims = append(sims, results.SimilarityFile(m.Model))
+			}
 		}
 		fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{"+strings.Join(append([]string{results.VectorsFile,
 			results.VectorIndexFile}, append(sims, results.SummaryFile)...), ",")+"}"))
