@@ -71,11 +71,8 @@ func VectorEntry(key store.CacheKey, model, run string, v Vector, now time.Time)
 // decode, names another key or version, has another length than dims, or holds a value that is not finite, is
 // ErrInvalid.
 func ReadVector(e store.CacheEntry, key store.CacheKey, dims int) (Vector, error) {
-	if e.Key != key {
-		return Vector{}, fmt.Errorf("%w: stored under %s, looked up as %s", ErrInvalid, e.Key, key)
-	}
-	if sha256.Sum256(e.Value) != e.Sum {
-		return Vector{}, fmt.Errorf("%w %s: checksum mismatch", ErrInvalid, key)
+	if err := checkEntry(e, key); err != nil {
+		return Vector{}, err
 	}
 	b := e.Value
 	if len(b) < vectorHeader || b[0] != vectorMagic || b[1] != vectorVersion {

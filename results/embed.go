@@ -3,7 +3,6 @@ package results
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -73,19 +72,9 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %w", err)
 	}
-	var files []*atomicFile
-	defer func() {
-		for _, f := range files {
-			f.abort()
-		}
-	}()
-	create := func(name string) (*atomicFile, error) {
-		f, err := createAtomic(dir, name)
-		if err == nil {
-			files = append(files, f)
-		}
-		return f, err
-	}
+	out := &outputSet{dir: dir}
+	defer out.abort()
+	create := out.create
 	sum := newSummarizer(spec, runID, elapsed)
 	rows := make([]VectorRow, 0, spec.NumCells())
 	xf, err := create(VectorIndexFile)
@@ -151,25 +140,12 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 	}
 	s := sum.summary()
 	s.Kind = experiment.KindEmbed
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)
+	if err := writeSummary(mf, s); err != nil {
+		return Summary{}, err
 	}
-	if _, err := mf.w.Write(append(b, '\n')); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)
+	if err := out.commit(); err != nil {
+		return Summary{}, err
 	}
-	for _, f := range files {
-		if err := f.finish(); err != nil {
-			return Summary{}, fmt.Errorf("results: export: %w", err)
-		}
-	}
-	for _, f := range files {
-		if err := f.rename(); err != nil {
-			return Summary{}, fmt.Errorf("results: export: %w", err)
-		}
-	}
-	files = nil
-	syncDir(dir)
 	return s, nil
 }
 
