@@ -439,7 +439,9 @@ const exportHeartbeatEvery = 2 * time.Second
 // ExportHeartbeatTimeout is the heartbeat timeout the workflow gives ExportResults.
 const ExportHeartbeatTimeout = 10 * time.Second
 
-// ExportResults writes results.jsonl, results.csv and summary.json of the run in submission order.
+// ExportResults writes the run's outputs in submission order: results.jsonl, results.csv, summary.json and the
+// analyses (see results.Export), or for an embed spec the vectors, their index and similarity matrices (see
+// results.ExportEmbed).
 func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportOutput, error) {
 	dir, err := a.outputDir(in)
 	if err != nil {
@@ -468,7 +470,7 @@ func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportO
 			}
 		}
 	})
-	sum, err := results.Export(ctx, a.Store, s, in.RunID, dir, in.Elapsed)
+	sum, err := results.ExportFor(s)(ctx, a.Store, s, in.RunID, dir, in.Elapsed)
 	stopHB()
 	hb.Wait()
 	if err != nil {

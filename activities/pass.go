@@ -165,7 +165,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	bgCtx, stopBG := context.WithCancel(runCtx)
 	bg.Go(func() { p.heartbeat(ctx, bgCtx) })
 	bg.Go(func() { p.refreshShares(bgCtx) })
-	if p.cache.claims() {
+	if p.cache.claims() && !spec.IsEmbed() { // an embed pass claims nothing (see dispatchEmbed)
 		bg.Go(func() { p.renewClaims(bgCtx) })
 	}
 	bg.Go(func() {
@@ -180,13 +180,16 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		}
 	})
 
-	if spec.Run.Cumulative {
+	switch {
+	case spec.IsEmbed():
+		p.dispatchEmbed(dctx, runCtx)
+	case spec.Run.Cumulative:
 		perItem := len(spec.Personas)
 		for start := in.Pass.Start; start < in.Pass.End && dctx.Err() == nil; start += perItem {
 			// The next item needs this item's answers: each item's personas run side by side, items in order.
 			p.dispatch(dctx, runCtx, p.pending(start, start+perItem))
 		}
-	} else {
+	default:
 		p.dispatch(dctx, runCtx, p.pending(in.Pass.Start, in.Pass.End))
 	}
 	p.calls.Wait()
@@ -330,7 +333,7 @@ func (p *passRun) loadFinished(ctx context.Context) error {
 	for _, r := range done {
 		p.tally.count(r)
 		p.budget.settle(0, r.Usage().CostUSD)
-		if r.Status != store.StatusFailed {
+		if r.Status != store.StatusFailed && p.spec.Run.Cumulative {
 			c := p.spec.Cell(r.Index)
 			// done is in index order, so each persona's turns come back in item order.
 			p.memory.add(c.Persona, experiment.Turn{User: p.userMessage(c), Assistant: r.Raw})
@@ -580,6 +583,16 @@ func (p *passRun) observe(rl llm.RateLimitInfo) {
 
 // failed handles a failed request by its class. It reports whether the cell must be tried again.
 func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration, now time.Time) (again bool) {
+	return p.failedRequest(c.Index, e, latency, now, func(tries Tries) {
+		p.logFailure(c, e)
+		p.record(failedRecord(c.Index, e, tries), nil)
+	})
+}
+
+// failedRequest handles a failed request by its class; key names the request in health (a cell, or the first
+// cell of an embeddings batch) and fail records what the request was for as failed with its tries. It reports
+// whether the request must be sent again.
+func (p *passRun) failedRequest(key int, e *llm.Error, latency time.Duration, now time.Time, fail func(Tries)) (again bool) {
 	switch {
 	case e.Class.Retryable():
 		if e.Class == llm.ClassRateLimited {
@@ -596,11 +609,10 @@ func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration,
 			}
 			p.mu.Unlock()
 		}
-		v, tries := p.health.failure(c.Index, e, latency, now)
+		v, tries := p.health.failure(key, e, latency, now)
 		switch v {
 		case cellFailed:
-			p.logFailure(c, e)
-			p.record(failedRecord(c.Index, e, tries), nil)
+			fail(tries)
 			return false
 		case storm:
 			p.stop(stopStorm)
@@ -619,10 +631,9 @@ func (p *passRun) failed(c experiment.Cell, e *llm.Error, latency time.Duration,
 		p.stop(stopFatal)
 		return false
 	default:
-		tries := p.health.finished(c.Index, now)
+		tries := p.health.finished(key, now)
 		tries.LatencyMS = float64(latency.Microseconds()) / 1000
-		p.logFailure(c, e)
-		p.record(failedRecord(c.Index, e, tries), nil)
+		fail(tries)
 		return false
 	}
 }

@@ -162,11 +162,8 @@ var ErrInvalid = errors.New("cache: invalid entry")
 // Read validates e as the entry of key and returns its answer. An entry whose bytes do not match its checksum,
 // that does not decode, or that names another key or format version, is ErrInvalid.
 func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
-	if e.Key != key {
-		return Answer{}, fmt.Errorf("%w: stored under %s, looked up as %s", ErrInvalid, e.Key, key)
-	}
-	if sha256.Sum256(e.Value) != e.Sum {
-		return Answer{}, fmt.Errorf("%w %s: checksum mismatch", ErrInvalid, key)
+	if err := checkEntry(e, key); err != nil {
+		return Answer{}, err
 	}
 	v := e.Value
 	if len(v) < headerSize || v[0] != version {
@@ -190,6 +187,17 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 		return Answer{}, fmt.Errorf("%w %s: text is not UTF-8", ErrInvalid, key)
 	}
 	return Answer{Text: string(text), PromptTokens: int(prompt), CompletionTokens: int(completion)}, nil
+}
+
+// checkEntry checks that e is stored under key and that its bytes match its checksum.
+func checkEntry(e store.CacheEntry, key store.CacheKey) error {
+	if e.Key != key {
+		return fmt.Errorf("%w: stored under %s, looked up as %s", ErrInvalid, e.Key, key)
+	}
+	if sha256.Sum256(e.Value) != e.Sum {
+		return fmt.Errorf("%w %s: checksum mismatch", ErrInvalid, key)
+	}
+	return nil
 }
 
 // Getter reads entries by key; every store.Store is one.

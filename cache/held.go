@@ -17,6 +17,9 @@ const heldBatch = 500
 // the persona's earlier answers, so a persona's cells count as held up to its first item the cache lacks: after
 // that the history would hold a fresh answer, unknown before the run.
 func Held(ctx context.Context, g Getter, spec *experiment.Spec) (map[string]int, error) {
+	if spec.IsEmbed() {
+		return heldVectors(ctx, g, spec)
+	}
 	held := make(map[string]int, len(spec.Models))
 	perItem := len(spec.Personas)
 	n := spec.NumCells()
@@ -74,6 +77,43 @@ func Held(ctx context.Context, g Getter, spec *experiment.Spec) (map[string]int,
 				}
 			case spec.Run.Cumulative:
 				broken[c.Persona] = true
+			}
+		}
+	}
+	return held, nil
+}
+
+// heldVectors counts, by model id, the texts of an embed spec whose vectors the cache holds (valid entries of
+// the dimensions asked for, any length when the spec asks none).
+func heldVectors(ctx context.Context, g Getter, spec *experiment.Spec) (map[string]int, error) {
+	held := make(map[string]int, len(spec.Models))
+	texts, err := spec.EmbedTexts()
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	for _, m := range spec.Models {
+		if !spec.CachePolicy(m).Reads() {
+			continue
+		}
+		keys := make([]store.CacheKey, len(texts))
+		for i, t := range texts {
+			keys[i] = VectorKey(Endpoint(m), m.Name, t.Text, spec.Embed.Dimensions)
+		}
+		valid := map[store.CacheKey]bool{}
+		for start := 0; start < len(keys); start += heldBatch {
+			entries, err := g.CacheGet(ctx, keys[start:min(len(keys), start+heldBatch)])
+			if err != nil {
+				return nil, fmt.Errorf("cache: look up vectors of model %s: %w", m.ID, err)
+			}
+			for _, e := range entries {
+				if _, err := ReadVector(e, e.Key, spec.Embed.Dimensions); err == nil {
+					valid[e.Key] = true
+				}
+			}
+		}
+		for _, k := range keys {
+			if valid[k] {
+				held[m.ID]++
 			}
 		}
 	}

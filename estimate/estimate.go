@@ -106,6 +106,9 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 	if spec == nil || tok == nil {
 		return Estimate{}, errors.New("estimate: nil spec or tokenizer")
 	}
+	if spec.IsEmbed() {
+		return computeEmbed(spec, tok)
+	}
 	items, personas, seeds := len(spec.Questionnaire.Items), len(spec.Personas), len(spec.Seeds)
 	if spec.Run.Cumulative && items > 0 && personas > 0 {
 		// The runner renders with a history; fail here, as it would, when the prompt cannot carry one.

@@ -17,6 +17,9 @@ type Cell struct {
 
 // NumCells is the number of model calls of the grid.
 func (s *Spec) NumCells() int {
+	if s.IsEmbed() {
+		return len(s.Models) * s.numEmbedTexts()
+	}
 	return len(s.Models) * len(s.Seeds) * len(s.Questionnaire.Items) * len(s.Personas)
 }
 
@@ -53,6 +56,9 @@ func (p Pass) Len() int { return p.End - p.Start }
 // Passes plans the passes in submission order. Cumulative runs are never chunked: a persona's memory runs
 // through the whole (model, seed).
 func (s *Spec) Passes() []Pass {
+	if s.IsEmbed() {
+		return s.embedPasses()
+	}
 	perItem := len(s.Personas)
 	perSeed := len(s.Questionnaire.Items) * perItem
 	itemsPerChunk := len(s.Questionnaire.Items)

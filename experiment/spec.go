@@ -16,8 +16,10 @@ import (
 
 // Spec is one experiment: models × seeds × items × personas, and how to run it.
 type Spec struct {
-	Name          string        `json:"name"`
-	Description   string        `json:"description,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Kind is chat (default: models answer the questionnaire) or embed (models embed texts; see Embed).
+	Kind          string        `json:"kind,omitempty"`
 	Seeds         []int64       `json:"seeds"`
 	Models        []Model       `json:"models"`
 	Prompt        Prompt        `json:"prompt"`
@@ -30,6 +32,8 @@ type Spec struct {
 	Simulator *SimulatorSettings `json:"simulator,omitempty"`
 	// Image says how the pictures of items and personas are fetched (see images.go).
 	Image ImageSettings `json:"image,omitzero"`
+	// Embed says which texts a kind: embed spec embeds and how requests are packed.
+	Embed *EmbedSettings `json:"embed,omitempty"`
 	// Notes are remarks of specfile.Parse that are not errors ("file:line:col: field: text"), such as a key of the
 	// seed-000 framework's files that is accepted but has no effect here. Commands print them; they are never
 	// serialised, so they do not change the spec's hash or its run.

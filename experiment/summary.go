@@ -31,10 +31,17 @@ func (s *Spec) Hash() string {
 
 // Summary describes the grid in one line: "IPIP-50 · 2 models × 3 seeds × 50 items × 20 personas = 6,000 calls".
 func (s *Spec) Summary() string {
+	if s.IsEmbed() {
+		return fmt.Sprintf("%s · embed %s × %s = %s", s.Name, count(len(s.Models), "model"),
+			count(s.numEmbedTexts(), embedNoun[s.Embed.Texts]), count(s.NumCells(), "vector"))
+	}
 	return fmt.Sprintf("%s · %s × %s × %s × %s = %s", s.Name,
 		count(len(s.Models), "model"), count(len(s.Seeds), "seed"), count(len(s.Questionnaire.Items), "item"),
 		count(len(s.Personas), "persona"), count(s.NumCells(), "call"))
 }
+
+// embedNoun names one text of each source in Summary.
+var embedNoun = map[string]string{EmbedItems: "item", EmbedPersonas: "persona", EmbedPrompts: "prompt", EmbedCSV: "text"}
 
 func count(n int, noun string) string {
 	if n != 1 {

@@ -60,6 +60,9 @@ func (s *Spec) ApplyDefaults() {
 			o.Delimiter = "\n"
 		}
 	}
+	if s.IsEmbed() {
+		s.applyEmbedDefaults()
+	}
 	r := &s.Run
 	if r.MaxConcurrency == 0 {
 		r.MaxConcurrency = DefaultMaxConcurrency
@@ -120,8 +123,14 @@ func (s *Spec) check() Errors {
 	}
 	s.checkModels(&errs)
 	s.checkPrompt(&errs)
-	s.checkPersonas(&errs)
-	s.checkQuestionnaire(&errs)
+	needPersonas, needItems := s.checkKind(&errs)
+	if needPersonas {
+		s.checkPersonas(&errs)
+	}
+	if needItems {
+		// Answer options matter only where prompts are rendered.
+		s.checkQuestionnaire(&errs, !s.IsEmbed() || s.Embed.Texts == EmbedPrompts)
+	}
 	s.checkRun(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
@@ -292,12 +301,12 @@ func (s *Spec) checkPersonas(errs *Errors) {
 	}
 }
 
-func (s *Spec) checkQuestionnaire(errs *Errors) {
+func (s *Spec) checkQuestionnaire(errs *Errors, needOptions bool) {
 	q := &s.Questionnaire
 	needDefault := false
 	for _, it := range q.Items {
 		if it.Options == nil {
-			needDefault = true
+			needDefault = needOptions
 		}
 	}
 	if len(q.Options.Options) > 0 || needDefault {

@@ -41,6 +41,8 @@ type Source interface {
 type Summary struct {
 	RunID string `json:"run_id"`
 	Name  string `json:"name"`
+	// Kind is "embed" for an embed spec's run (outputs of ExportEmbed), empty for a chat run.
+	Kind string `json:"kind,omitempty"`
 	// Cells is the number of cells of the grid; OK + Unparsed + Failed == Cells (cells never run count as failed).
 	Cells    int `json:"cells"`
 	OK       int `json:"ok"`
@@ -81,19 +83,9 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %w", err)
 	}
-	var files []*atomicFile
-	defer func() {
-		for _, f := range files {
-			f.abort()
-		}
-	}()
-	create := func(name string) (*atomicFile, error) {
-		f, err := createAtomic(dir, name)
-		if err == nil {
-			files = append(files, f)
-		}
-		return f, err
-	}
+	out := &outputSet{dir: dir}
+	defer out.abort()
+	create := out.create
 	jf, err := create(JSONLFile)
 	if err != nil {
 		return Summary{}, fmt.Errorf("results: export: %w", err)
@@ -155,26 +147,72 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		}
 	}
 	s := a.Summary
+	if err := writeSummary(mf, s); err != nil {
+		return Summary{}, err
+	}
+	if err := out.commit(); err != nil {
+		return Summary{}, err
+	}
+	return s, nil
+}
+
+// outputSet is the files of one export, each written under a temporary name: commit puts them all in place,
+// in the order they were created (summary.json last: its presence means the export completed); abort removes
+// what commit did not place.
+type outputSet struct {
+	dir   string
+	files []*atomicFile
+}
+
+func (o *outputSet) create(name string) (*atomicFile, error) {
+	f, err := createAtomic(o.dir, name)
+	if err != nil {
+		return nil, err
+	}
+	o.files = append(o.files, f)
+	return f, nil
+}
+
+func (o *outputSet) commit() error {
+	for _, f := range o.files {
+		if err := f.finish(); err != nil {
+			return fmt.Errorf("results: export: %w", err)
+		}
+	}
+	for _, f := range o.files {
+		if err := f.rename(); err != nil {
+			return fmt.Errorf("results: export: %w", err)
+		}
+	}
+	o.files = nil
+	syncDir(o.dir)
+	return nil
+}
+
+func (o *outputSet) abort() {
+	for _, f := range o.files {
+		f.abort()
+	}
+}
+
+// writeSummary writes s as summary.json into f.
+func writeSummary(f *atomicFile, s Summary) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)
+		return fmt.Errorf("results: export: %s: %w", SummaryFile, err)
 	}
-	if _, err := mf.w.Write(append(b, '\n')); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", SummaryFile, err)
+	if _, err := f.w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("results: export: %s: %w", SummaryFile, err)
 	}
-	for _, f := range files {
-		if err := f.finish(); err != nil {
-			return Summary{}, fmt.Errorf("results: export: %w", err)
-		}
+	return nil
+}
+
+// ExportFor is the export of spec's kind: Export, or ExportEmbed for an embed spec.
+func ExportFor(spec *experiment.Spec) func(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (Summary, error) {
+	if spec != nil && spec.IsEmbed() {
+		return ExportEmbed
 	}
-	for _, f := range files { // summary.json is last: its presence means the export completed
-		if err := f.rename(); err != nil {
-			return Summary{}, fmt.Errorf("results: export: %w", err)
-		}
-	}
-	files = nil
-	syncDir(dir)
-	return s, nil
+	return Export
 }
 
 // walk calls emit for every cell of spec in index order: the cell's record from src, or a NotRun record when

@@ -419,7 +419,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	vecs := make([][]float32, len(in))
 	for i, x := range in {
-		vecs[i] = embed(x, dims)
+		vecs[i] = embed(req.Model, x, dims)
 	}
 	u := embeddingUsage{PromptTokens: prompt, TotalTokens: prompt}
 	var body []byte
@@ -449,10 +449,19 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	s.send(rec, func() { writeJSON(w, http.StatusOK, body) })
 }
 
-// embed returns a deterministic unit vector of dims for the input: normal components drawn from a stream seeded
-// with the input's hash, normalised.
-func embed(x embedInput, dims int) []float32 {
-	h := fnvString(fnvOffset, x.text)
+// Embedding is the simulator's vector of text from model with dims dimensions: what /v1/embeddings answers for
+// it, whatever else the request carries.
+func Embedding(model, text string, dims int) []float32 {
+	return embed(model, embedInput{text: text}, dims)
+}
+
+// embed returns a deterministic unit vector of dims for the input from model: normal components drawn from a
+// stream seeded with the hash of the model name and the input, normalised. It depends on nothing else (not the
+// request's other inputs, nor the order they come in), so a batch packed another way gets the same vectors, and
+// two models give different ones.
+func embed(model string, x embedInput, dims int) []float32 {
+	h := fnvString(fnvOffset, model)
+	h = fnvString(h, "\x00"+x.text)
 	for _, t := range x.tokens {
 		h = fnvUint64(h, uint64(t))
 	}

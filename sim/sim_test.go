@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -376,6 +377,20 @@ func TestEmbeddings(t *testing.T) {
 	}
 	if sim, _ := floats.Data[0].DotProduct(&floats.Data[1]); sim > 0.5 {
 		t.Errorf("different texts: cosine %v, want near 0", sim)
+	}
+	// A text's vector depends on the model and the text only: not on the other inputs of its request.
+	alone, err := client.CreateEmbeddings(t.Context(), openai.EmbeddingRequestStrings{
+		Input: texts[1:2], Model: "text-embedding-3-small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(alone.Data[0].Embedding, floats.Data[1].Embedding) ||
+		!slices.Equal(Embedding("text-embedding-3-small", texts[1], DefaultDimensions), floats.Data[1].Embedding) {
+		t.Error("a text's vector changed with the request it was sent in")
+	}
+	other := Embedding("text-embedding-3-large", texts[1], DefaultDimensions)
+	if slices.Equal(other, floats.Data[1].Embedding) {
+		t.Error("two models gave the same vector for a text")
 	}
 	enc, err := loadEncoding("cl100k_base")
 	if err != nil {

@@ -188,3 +188,51 @@ func (d *decoder) itemCSV(n *node) []experiment.Item {
 	}
 	return out
 }
+
+// embedCSV reads the texts of an embed spec from one column of a CSV file, ids from idColumn or the row number.
+func (d *decoder) embedCSV(n *node, column, idColumn string) []experiment.EmbedInput {
+	const path = "embed.file"
+	name, header, rows, lines, ok := d.readCSV(n, path)
+	if !ok {
+		return nil
+	}
+	find := func(want, key string) int {
+		for i, h := range header {
+			if strings.EqualFold(h, want) {
+				return i
+			}
+		}
+		d.errs = append(d.errs, &experiment.Error{File: name, Line: 1, Column: 1, Field: "embed." + key,
+			Msg: fmt.Sprintf("no column %q in the header%s; columns: %s", want, suggest.DidYouMean(want, header), strings.Join(header, ", "))})
+		return -1
+	}
+	if column == "" {
+		d.errAt(n, "embed.column", "missing: name the CSV column that holds the texts (columns: %s)", strings.Join(header, ", "))
+		return nil
+	}
+	textCol, idCol := find(column, "column"), -1
+	if idColumn != "" {
+		idCol = find(idColumn, "id_column")
+	}
+	if textCol < 0 || (idColumn != "" && idCol < 0) {
+		return nil
+	}
+	out := make([]experiment.EmbedInput, 0, len(rows))
+	for r, row := range rows {
+		in := experiment.EmbedInput{ID: experiment.EmbedInputID(r)}
+		if textCol < len(row) {
+			in.Text = row[textCol]
+		}
+		if idCol >= 0 && idCol < len(row) {
+			in.ID = strings.TrimSpace(row[idCol])
+		}
+		if strings.TrimSpace(in.Text) == "" {
+			d.errs = append(d.errs, &experiment.Error{File: name, Line: lines[r], Column: 1, Field: "embed.column",
+				Msg: fmt.Sprintf("row %d has no text in column %q; every row needs a text to embed", r+1, column)})
+		}
+		res := index("embed.inputs", len(out))
+		d.locs[res] = loc{file: name, path: res, line: lines[r], col: 1}
+		out = append(out, in)
+	}
+	return out
+}

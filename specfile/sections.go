@@ -13,6 +13,7 @@ import (
 var specKeys = table[experiment.Spec]{
 	field("name", func(s *experiment.Spec) *string { return &s.Name }, (*decoder).str),
 	field("description", func(s *experiment.Spec) *string { return &s.Description }, (*decoder).str),
+	field("kind", func(s *experiment.Spec) *string { return &s.Kind }, (*decoder).str),
 	field("seeds", func(s *experiment.Spec) *[]int64 { return &s.Seeds }, (*decoder).seeds),
 	field("models", func(s *experiment.Spec) *[]experiment.Model { return &s.Models }, listOf(modelKeys, "models")),
 	field("prompt", func(s *experiment.Spec) *experiment.Prompt { return &s.Prompt }, prompt),
@@ -22,6 +23,32 @@ var specKeys = table[experiment.Spec]{
 	field("budget_usd", func(s *experiment.Spec) *float64 { return &s.BudgetUSD }, (*decoder).number),
 	field("simulator", func(s *experiment.Spec) **experiment.SimulatorSettings { return &s.Simulator }, simulatorKeys.decodePtr),
 	field("image", func(s *experiment.Spec) *experiment.ImageSettings { return &s.Image }, imageKeys.decode),
+	field("embed", func(s *experiment.Spec) **experiment.EmbedSettings { return &s.Embed }, embed),
+}
+
+var embedKeys = table[experiment.EmbedSettings]{
+	field("texts", func(e *experiment.EmbedSettings) *string { return &e.Texts }, (*decoder).str),
+	field("file", func(e *experiment.EmbedSettings) *string { return &e.File }, (*decoder).str),
+	field("column", func(e *experiment.EmbedSettings) *string { return &e.Column }, (*decoder).str),
+	field("id_column", func(e *experiment.EmbedSettings) *string { return &e.IDColumn }, (*decoder).str),
+	field("inputs", func(e *experiment.EmbedSettings) *[]experiment.EmbedInput { return &e.Inputs }, listOf(embedInputKeys, "embed inputs")),
+	field("max_inputs_per_request", func(e *experiment.EmbedSettings) *int { return &e.MaxInputsPerRequest }, (*decoder).integer),
+	field("max_tokens_per_request", func(e *experiment.EmbedSettings) *int { return &e.MaxTokensPerRequest }, (*decoder).integer),
+	field("dimensions", func(e *experiment.EmbedSettings) *int { return &e.Dimensions }, (*decoder).integer),
+}
+
+var embedInputKeys = table[experiment.EmbedInput]{
+	field("id", func(e *experiment.EmbedInput) *string { return &e.ID }, (*decoder).str),
+	field("text", func(e *experiment.EmbedInput) *string { return &e.Text }, (*decoder).str),
+}
+
+// embed reads the embed section; texts: csv with a file reads the file's texts into inputs.
+func embed(d *decoder, n *node, path string) *experiment.EmbedSettings {
+	e := embedKeys.decodePtr(d, n, path)
+	if e != nil && e.Texts == experiment.EmbedCSV && e.File != "" && len(e.Inputs) == 0 {
+		e.Inputs = d.embedCSV(n.get("file"), e.Column, e.IDColumn)
+	}
+	return e
 }
 
 var modelKeys = table[experiment.Model]{

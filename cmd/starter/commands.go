@@ -166,7 +166,7 @@ what has finished, the rest marked NotRun.`,
 			if err != nil {
 				return err
 			}
-			sum, err := results.Export(ctx, s.store, spec, args[0], output, elapsed)
+			sum, err := results.ExportFor(spec)(ctx, s.store, spec, args[0], output, elapsed)
 			if err != nil {
 				return err
 			}

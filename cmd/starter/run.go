@@ -280,7 +280,7 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	}
 	// A completed run is exported again where this command asks, when its store is at hand.
 	if attached && spec != nil && sess.store != nil && output != "" && output != res.OutputDir {
-		sum, err := results.Export(ctx, sess.store, spec, res.RunID, output, time.Duration(res.Summary.ElapsedSeconds*float64(time.Second)))
+		sum, err := results.ExportFor(spec)(ctx, sess.store, spec, res.RunID, output, time.Duration(res.Summary.ElapsedSeconds*float64(time.Second)))
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
@@ -301,8 +301,12 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 
 func printSummary(w io.Writer, res workflows.Result) {
 	s := res.Summary
-	fmt.Fprintf(w, "Done: %d cells in %s: %d ok, %d unparsed, %d failed\n", s.Cells,
-		(time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(100*time.Millisecond), s.OK, s.Unparsed, s.Failed)
+	elapsed := (time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(100 * time.Millisecond)
+	if s.Kind == experiment.KindEmbed {
+		fmt.Fprintf(w, "Done: %d vectors (models × texts) in %s: %d ok, %d failed\n", s.Cells, elapsed, s.OK, s.Failed)
+	} else {
+		fmt.Fprintf(w, "Done: %d cells in %s: %d ok, %d unparsed, %d failed\n", s.Cells, elapsed, s.OK, s.Unparsed, s.Failed)
+	}
 	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost $%.4f\n", s.PromptTokens, s.CompletionTokens, s.CostUSD)
 	if s.Cached > 0 {
 		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · $%.4f saved\n", s.Cached, s.SavedUSD)
@@ -312,6 +316,17 @@ func printSummary(w io.Writer, res workflows.Result) {
 	}
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
+	}
+	if s.Kind == experiment.KindEmbed {
+		var sims []string
+		for _, m := range s.Models {
+			if len(s.Models) > 0 && s.Cells/len(s.Models) <= results.MaxSimilarityTexts {
+				sims = append(sims, results.SimilarityFile(m.Model))
+			}
+		}
+		fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{"+strings.Join(append([]string{results.VectorsFile,
+			results.VectorIndexFile}, append(sims, results.SummaryFile)...), ",")+"}"))
+		return
 	}
 	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{results.jsonl,results.csv,scales.csv,reliability.csv,items.csv,agreement.csv,summary.json}"))
 }

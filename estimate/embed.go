@@ -1,0 +1,53 @@
+package estimate
+
+import (
+	"fmt"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+)
+
+// computeEmbed sizes an embed spec: a model's cells are its texts, its calls the requests they pack into
+// (experiment.PackTexts, each distinct text once, as a pass packs them), its prompt tokens the tiktoken counts
+// of the distinct texts sent. Embeddings have no completion, so the cost is exact for a priced model, and the
+// wall-time bound counts requests against rpm and tokens against tpm.
+func computeEmbed(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
+	texts, err := spec.EmbedTexts()
+	if err != nil {
+		return Estimate{}, fmt.Errorf("estimate: %w", err)
+	}
+	var est Estimate
+	var tooLong int
+	for _, m := range spec.Models {
+		var tokens []int
+		seen := map[string]bool{}
+		for _, t := range texts {
+			if !seen[t.Text] {
+				seen[t.Text] = true
+				tokens = append(tokens, tok.Count(m.Name, t.Text))
+			}
+		}
+		batches, long := experiment.PackTexts(tokens, spec.Embed.MaxInputsPerRequest, spec.Embed.MaxTokensPerRequest)
+		tooLong = max(tooLong, len(long))
+		me := ModelEstimate{Model: m.ID, Name: m.Name, Cells: len(texts), Calls: len(batches)}
+		for _, b := range batches {
+			for _, i := range b {
+				me.PromptTokens += tokens[i]
+			}
+		}
+		if price, ok := llm.PriceFor(m); ok {
+			me.Priced = true
+			me.MinCostUSD = llm.Cost(price, me.PromptTokens, 0)
+			me.MaxCostUSD = me.MinCostUSD
+		}
+		me.MinWall, me.LimitedBy = wallBound(m, me.Calls, me.PromptTokens)
+		est.Models = append(est.Models, me)
+	}
+	est.total(spec)
+	est.Notes = append([]string{fmt.Sprintf("embed: cells are texts, calls are requests of at most %d texts and %d tokens, each distinct text sent once",
+		spec.Embed.MaxInputsPerRequest, spec.Embed.MaxTokensPerRequest)}, est.Notes...)
+	if tooLong > 0 {
+		est.Notes = append(est.Notes, fmt.Sprintf("embed: %d texts are longer than max_tokens_per_request and will fail without a call", tooLong))
+	}
+	return est, nil
+}
