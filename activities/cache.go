@@ -297,18 +297,11 @@ func (p *passRun) serve(c experiment.Cell, msgs []experiment.Message, a cache.An
 
 // renewClaims keeps the pass's claims alive until ctx ends.
 func (p *passRun) renewClaims(ctx context.Context) {
-	t := time.NewTicker(claimTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := p.cache.st.CacheRenew(ctx, p.cache.owner, p.clock.Now().Add(claimTTL)); err != nil && ctx.Err() == nil {
-				p.log.Warn("response cache: renewing claims failed", "error", err)
-			}
+	tick(ctx, claimTTL/3, func() {
+		if err := p.cache.st.CacheRenew(ctx, p.cache.owner, p.clock.Now().Add(claimTTL)); err != nil && ctx.Err() == nil {
+			p.log.Warn("response cache: renewing claims failed", "error", err)
 		}
-	}
+	})
 }
 
 // releaseClaims drops the claims the pass still holds (cells it did not finish), so other runs need not wait for

@@ -722,33 +722,31 @@ func (p *passRun) heartbeat(ctx, bg context.Context) {
 	if every <= 0 {
 		every = time.Second
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-bg.Done():
-			return
-		case <-t.C:
-			activity.RecordHeartbeat(ctx, p.progress())
-			p.reportQueued(max(0, p.tally.unfinished()-p.limiter.Stats().InFlight))
-			if p.health.stalled(p.clock.Now()) {
-				p.stop(stopStalled)
-			}
+	tick(bg, every, func() {
+		activity.RecordHeartbeat(ctx, p.progress())
+		p.reportQueued(max(0, p.tally.unfinished()-p.limiter.Stats().InFlight))
+		if p.health.stalled(p.clock.Now()) {
+			p.stop(stopStalled)
 		}
-	}
+	})
 }
 
 // refreshShares picks up a grown share every shareEvery until ctx ends. It runs apart from the heartbeat, so a
 // slow query can never delay a heartbeat past its timeout.
 func (p *passRun) refreshShares(ctx context.Context) {
-	t := time.NewTicker(shareEvery)
+	tick(ctx, shareEvery, func() { p.refreshShare(ctx) })
+}
+
+// tick calls fn every d until ctx ends. The pass's background loops (heartbeat, shares, claims) are ticks.
+func tick(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.refreshShare(ctx)
+			fn()
 		}
 	}
 }
