@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkInsert100k inserts 100,000 records into a fresh file: in batches (one transaction per batch, as
-// Writer does) and with one transaction per record (what seed 004's cache did). Run it with
+// Writer does) and with one transaction per record (what a cache that commits each entry does). Run it with
 //
 //	go test -run '^$' -bench Insert100k -benchtime 3x ./store/
 func BenchmarkInsert100k(b *testing.B) {

@@ -69,7 +69,7 @@ func runOK(t *testing.T, bin, dir, reqLog string) (verb, id string) {
 	return m[1], m[2]
 }
 
-// TestKillMidRunResumes is issue 3's kill -9 case: a run killed mid-way and run again finishes, requests none of
+// TestKillMidRunResumes is the kill -9 case: a run killed mid-way and run again finishes, requests none of
 // the cells it had recorded before the kill, and writes the same cell columns as an uninterrupted run.
 func TestKillMidRunResumes(t *testing.T) {
 	bin := starterBin(t)
