@@ -11,6 +11,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -165,28 +166,44 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 	if err := checkEntry(e, key); err != nil {
 		return Answer{}, err
 	}
-	v := e.Value
-	if len(v) < headerSize || v[0] != version {
-		return Answer{}, fmt.Errorf("%w %s: not a version %d entry", ErrInvalid, key, version)
+	v, err := body(e.Value, key, []byte{version}, fmt.Sprintf("a version %d entry", version))
+	if err != nil {
+		return Answer{}, err
 	}
-	if store.CacheKey(v[1:headerSize]) != key {
-		return Answer{}, fmt.Errorf("%w %s: written under key %x", ErrInvalid, key, v[1:headerSize])
+	prompt, v, err := count(v, key, "prompt token count")
+	if err != nil {
+		return Answer{}, err
 	}
-	v = v[headerSize:]
-	prompt, n := binary.Uvarint(v)
-	if n <= 0 || prompt > math.MaxInt32 {
-		return Answer{}, fmt.Errorf("%w %s: bad prompt token count", ErrInvalid, key)
+	completion, text, err := count(v, key, "completion token count")
+	if err != nil {
+		return Answer{}, err
 	}
-	v = v[n:]
-	completion, n := binary.Uvarint(v)
-	if n <= 0 || completion > math.MaxInt32 {
-		return Answer{}, fmt.Errorf("%w %s: bad completion token count", ErrInvalid, key)
-	}
-	text := v[n:]
 	if !utf8.Valid(text) {
 		return Answer{}, fmt.Errorf("%w %s: text is not UTF-8", ErrInvalid, key)
 	}
 	return Answer{Text: string(text), PromptTokens: int(prompt), CompletionTokens: int(completion)}, nil
+}
+
+// body checks that an entry's value v starts with prefix and then key, and returns what follows; what names the
+// format for the error.
+func body(v []byte, key store.CacheKey, prefix []byte, what string) ([]byte, error) {
+	head := len(prefix) + len(key)
+	if len(v) < head || !bytes.Equal(v[:len(prefix)], prefix) {
+		return nil, fmt.Errorf("%w %s: not %s", ErrInvalid, key, what)
+	}
+	if store.CacheKey(v[len(prefix):head]) != key {
+		return nil, fmt.Errorf("%w %s: written under key %x", ErrInvalid, key, v[len(prefix):head])
+	}
+	return v[head:], nil
+}
+
+// count reads a varint count of at most math.MaxInt32 from the front of b and returns it and the rest.
+func count(b []byte, key store.CacheKey, what string) (uint64, []byte, error) {
+	n, size := binary.Uvarint(b)
+	if size <= 0 || n > math.MaxInt32 {
+		return 0, nil, fmt.Errorf("%w %s: bad %s", ErrInvalid, key, what)
+	}
+	return n, b[size:], nil
 }
 
 // checkEntry checks that e is stored under key and that its bytes match its checksum.

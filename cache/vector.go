@@ -74,27 +74,21 @@ func ReadVector(e store.CacheEntry, key store.CacheKey, dims int) (Vector, error
 	if err := checkEntry(e, key); err != nil {
 		return Vector{}, err
 	}
-	b := e.Value
-	if len(b) < vectorHeader || b[0] != vectorMagic || b[1] != vectorVersion {
-		return Vector{}, fmt.Errorf("%w %s: not a version %d embedding entry", ErrInvalid, key, vectorVersion)
+	b, err := body(e.Value, key, []byte{vectorMagic, vectorVersion}, fmt.Sprintf("a version %d embedding entry", vectorVersion))
+	if err != nil {
+		return Vector{}, err
 	}
-	if store.CacheKey(b[2:vectorHeader]) != key {
-		return Vector{}, fmt.Errorf("%w %s: written under key %x", ErrInvalid, key, b[2:vectorHeader])
+	prompt, b, err := count(b, key, "prompt token count")
+	if err != nil {
+		return Vector{}, err
 	}
-	b = b[vectorHeader:]
-	prompt, n := binary.Uvarint(b)
-	if n <= 0 || prompt > math.MaxInt32 {
-		return Vector{}, fmt.Errorf("%w %s: bad prompt token count", ErrInvalid, key)
-	}
-	b = b[n:]
-	d, n := binary.Uvarint(b)
-	if n <= 0 || d == 0 || d > math.MaxInt32 || uint64(len(b)-n) != 4*d {
+	d, b, err := count(b, key, "dimensions")
+	if err != nil || d == 0 || uint64(len(b)) != 4*d {
 		return Vector{}, fmt.Errorf("%w %s: bad dimensions", ErrInvalid, key)
 	}
 	if dims > 0 && int(d) != dims {
 		return Vector{}, fmt.Errorf("%w %s: %d dimensions, the model's vectors have %d", ErrInvalid, key, d, dims)
 	}
-	b = b[n:]
 	v := make([]float32, d)
 	for i := range v {
 		f := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
