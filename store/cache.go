@@ -131,6 +131,40 @@ func lastEntries(entries []CacheEntry) []CacheEntry {
 	return out
 }
 
+// statRows are the rows of a query of both back ends' drivers (*sql.Rows, pgx.Rows).
+type statRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanHeld reads rows of (model, entries, bytes).
+func scanHeld(rows statRows) (map[string]CacheStats, error) {
+	held := map[string]CacheStats{}
+	for rows.Next() {
+		var st CacheStats
+		if err := rows.Scan(&st.Model, &st.Entries, &st.Bytes); err != nil {
+			return nil, err
+		}
+		held[st.Model] = st
+	}
+	return held, rows.Err()
+}
+
+// scanTallies reads rows of (model, hits, misses, invalid).
+func scanTallies(rows statRows) (map[string]CacheTally, error) {
+	tallies := map[string]CacheTally{}
+	for rows.Next() {
+		var m string
+		var t CacheTally
+		if err := rows.Scan(&m, &t.Hits, &t.Misses, &t.Invalid); err != nil {
+			return nil, err
+		}
+		tallies[m] = t
+	}
+	return tallies, rows.Err()
+}
+
 // mergeStats joins per-model holdings and tallies into one list sorted by model name.
 func mergeStats(held map[string]CacheStats, tallies map[string]CacheTally) []CacheStats {
 	for m, t := range tallies {

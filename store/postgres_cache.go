@@ -97,38 +97,22 @@ func (p *Postgres) CacheRelease(ctx context.Context, owner string) error {
 
 // CacheStats returns the holdings and lookup counts of every model, by model name.
 func (p *Postgres) CacheStats(ctx context.Context) ([]CacheStats, error) {
-	held := map[string]CacheStats{}
 	rows, err := p.pool.Query(ctx, "SELECT model, count(*), coalesce(sum(length(value)), 0)::bigint FROM silico_cache GROUP BY model")
 	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
-	for rows.Next() {
-		var st CacheStats
-		if err := rows.Scan(&st.Model, &st.Entries, &st.Bytes); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: cache stats: %w", err)
-		}
-		held[st.Model] = st
-	}
+	held, err := scanHeld(rows)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
-	tallies := map[string]CacheTally{}
 	rows, err = p.pool.Query(ctx, "SELECT model, hits, misses, invalid FROM silico_cache_tally")
 	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var m string
-		var t CacheTally
-		if err := rows.Scan(&m, &t.Hits, &t.Misses, &t.Invalid); err != nil {
-			return nil, fmt.Errorf("store: cache stats: %w", err)
-		}
-		tallies[m] = t
-	}
-	if err := rows.Err(); err != nil {
+	tallies, err := scanTallies(rows)
+	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
 	return mergeStats(held, tallies), nil

@@ -206,37 +206,22 @@ func execCount(ctx context.Context, begin func(context.Context) (*sql.Tx, func()
 
 // CacheStats returns the holdings and lookup counts of every model, by model name.
 func (s *SQLite) CacheStats(ctx context.Context) ([]CacheStats, error) {
-	held := map[string]CacheStats{}
 	rows, err := s.db.QueryContext(ctx, "SELECT model, count(*), coalesce(sum(length(value)), 0) FROM cache GROUP BY model")
 	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
-	for rows.Next() {
-		var st CacheStats
-		if err := rows.Scan(&st.Model, &st.Entries, &st.Bytes); err != nil {
-			_ = rows.Close()
-			return nil, fmt.Errorf("store: cache stats: %w", err)
-		}
-		held[st.Model] = st
-	}
-	if err := rows.Close(); err != nil {
+	held, err := scanHeld(rows)
+	_ = rows.Close()
+	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
-	tallies := map[string]CacheTally{}
 	rows, err = s.db.QueryContext(ctx, "SELECT model, hits, misses, invalid FROM cache_tally")
 	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
 	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		var m string
-		var t CacheTally
-		if err := rows.Scan(&m, &t.Hits, &t.Misses, &t.Invalid); err != nil {
-			return nil, fmt.Errorf("store: cache stats: %w", err)
-		}
-		tallies[m] = t
-	}
-	if err := rows.Err(); err != nil {
+	tallies, err := scanTallies(rows)
+	if err != nil {
 		return nil, fmt.Errorf("store: cache stats: %w", err)
 	}
 	return mergeStats(held, tallies), nil
