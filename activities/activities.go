@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
@@ -66,22 +67,13 @@ var NonRetryableTypes = []string{
 	ClassInvalidSpec, ClassBudgetExhausted, ClassUnreachable, ClassStalled, ClassClientSetup, ClassOutputRefused,
 }
 
-// Retry backoff of a pass: InitialRetryInterval doubled per attempt, at most MaxRetryInterval. The workflow's
-// retry policy uses the same numbers; a pass also uses them as the floor of its next delay, because a provider's
-// Retry-After can be a few milliseconds and attempts must not burn out within a second of a 429 storm.
+// Retry backoff of a pass's attempts: InitialRetryInterval doubled per attempt, at most MaxRetryInterval (the
+// workflow's retry policy). An attempt ends early only when its worker stops or the store fails: a provider outage
+// is waited out inside the attempt, behind the endpoint's breaker.
 const (
 	InitialRetryInterval = time.Second
 	MaxRetryInterval     = time.Minute
 )
-
-// RetryDelay is the delay before attempt+1 of a pass: the provider's Retry-After, but at least the backoff.
-func RetryDelay(attempt int, retryAfter time.Duration) time.Duration {
-	backoff := MaxRetryInterval
-	if attempt >= 1 && attempt <= 7 {
-		backoff = min(MaxRetryInterval, InitialRetryInterval<<(attempt-1))
-	}
-	return max(retryAfter, backoff)
-}
 
 // Store is what the activities need of the results store.
 type Store interface {
@@ -127,6 +119,11 @@ type Activities struct {
 	// Images fetches the pictures of cells: one per worker process, shared by its passes (its LRU and its
 	// downloads under way serve them all). nil: each pass gets its own.
 	Images *imagefetch.Fetcher
+	// Breakers holds the circuit breakers of the model endpoints, one per endpoint and model name, shared by every
+	// pass of this worker. nil: the Activities makes its own set on first use.
+	Breakers *breaker.Set
+	// Outages tells a run's workflow when its models' providers go down and come back. Optional.
+	Outages Outages
 
 	mu    sync.Mutex
 	specs map[string]*experiment.Spec

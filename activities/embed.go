@@ -12,7 +12,6 @@ import (
 	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
-	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
 )
@@ -30,7 +29,7 @@ type embedBatch struct {
 	total  int
 }
 
-// key is the batch's name in health: its first cell.
+// key is the batch's name to the judge: its first cell.
 func (b *embedBatch) key() int { return b.cells[0][0] }
 
 // cellID names the batch in the X-Silico-Cell header: its cells' indexes, comma-separated, so a server's log
@@ -63,27 +62,27 @@ type embedState struct {
 // text once), and each request goes through the limiter's gates like a chat call (1 request, its tokens) and is
 // tried again as health decides. Each request's vectors are written as it lands. The pass claims nothing in the
 // cache: a text is cheap to embed twice, and a claim per text would cost more than the calls it saves.
-func (p *passRun) dispatchEmbed(dctx, runCtx context.Context) {
+func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 	es := &embedState{dims: p.spec.Embed.Dimensions, keys: map[string]store.CacheKey{}}
 	texts, err := p.spec.EmbedTexts()
 	if err != nil {
 		for _, idx := range p.pending(p.in.Pass.Start, p.in.Pass.End) {
-			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
+			p.rec.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
 				ErrorMessage: err.Error()}, nil)
 		}
 		return
 	}
 	es.texts = texts
 	pending := p.pending(p.in.Pass.Start, p.in.Pass.End)
-	if p.cache.reads() || p.cache.writes() {
+	if p.cu != nil {
 		for _, idx := range pending {
 			t := p.textOf(es, idx)
 			if _, ok := es.keys[t]; !ok {
-				es.keys[t] = cache.VectorKey(p.cache.endpoint, p.model.Name, t, p.spec.Embed.Dimensions)
+				es.keys[t] = cache.VectorKey(p.prep.endpoint, p.model.Name, t, p.spec.Embed.Dimensions)
 			}
 		}
 	}
-	if p.cache.reads() {
+	if p.cu.reads() {
 		pending = p.serveVectors(dctx, es, pending)
 	}
 	batches := p.pack(es, pending)
@@ -99,27 +98,22 @@ func (p *passRun) dispatchEmbed(dctx, runCtx context.Context) {
 		}
 		b := batches[bi]
 		cost := 0.0
-		if p.budget != nil && p.priced {
-			cost = llm.Cost(p.price, b.total, 0)
-		}
-		if !p.reserveBudget(dctx, cost) {
-			q.done()
-			return
+		if p.budget != nil && p.rec.priced {
+			cost = llm.Cost(p.rec.price, b.total, 0)
 		}
 		tokens := 0
 		if p.in.Limits.TPM > 0 {
 			tokens = b.total
 		}
-		permit, err := p.limiter.Acquire(dctx, tokens)
-		if err != nil {
-			p.budget.settle(cost, 0)
+		adm, ok := p.admit.admit(dctx, cost, tokens)
+		if !ok {
 			q.done()
 			return
 		}
 		p.tally.called()
 		p.calls.Go(func() {
-			if p.embedCall(runCtx, es, b, permit, cost) {
-				q.retry(bi, p.retryAt(b.key()))
+			if again, at := p.embedCall(runCtx, es, b, adm); again {
+				q.retry(bi, at)
 			} else {
 				q.done()
 			}
@@ -128,7 +122,7 @@ func (p *passRun) dispatchEmbed(dctx, runCtx context.Context) {
 }
 
 // textOf is the text of cell idx of the pass.
-func (p *passRun) textOf(es *embedState, idx int) string {
+func (p *pass) textOf(es *embedState, idx int) string {
 	_, t := p.spec.EmbedCell(idx)
 	return es.texts[t].Text
 }
@@ -139,7 +133,7 @@ const vectorLookup = 512
 // serveVectors records the cells whose vectors the cache holds and returns the others. An entry that fails
 // validation (checksum, key, version, not finite, or another length than the model's vectors) is a miss, and is
 // replaced when the fresh vector is written.
-func (p *passRun) serveVectors(ctx context.Context, es *embedState, pending []int) []int {
+func (p *pass) serveVectors(ctx context.Context, es *embedState, pending []int) []int {
 	keys := make([]store.CacheKey, 0, len(es.keys))
 	seen := map[store.CacheKey]bool{}
 	for _, idx := range pending {
@@ -151,7 +145,7 @@ func (p *passRun) serveVectors(ctx context.Context, es *embedState, pending []in
 	}
 	var entries []store.CacheEntry
 	for i := 0; i < len(keys); i += vectorLookup {
-		got, err := p.cache.st.CacheGet(ctx, keys[i:min(len(keys), i+vectorLookup)])
+		got, err := p.cu.st.CacheGet(ctx, keys[i:min(len(keys), i+vectorLookup)])
 		if err != nil {
 			p.log.Warn("response cache: lookup failed; the texts are embedded again", "error", err)
 			return pending
@@ -179,18 +173,18 @@ func (p *passRun) serveVectors(ctx context.Context, es *embedState, pending []in
 		v, ok := found[k]
 		if !ok {
 			if invalid[k] {
-				p.writer.Tally(p.model.Name, store.CacheTally{Invalid: 1})
+				p.rec.invalid(1)
 			}
 			rest = append(rest, idx)
 			continue
 		}
 		rec := store.Record{Index: idx, Status: store.StatusOK, Raw: results.EncodeVector(v.Values),
 			PromptTokens: v.PromptTokens, Cached: true}
-		if p.priced {
-			rec.CostUSD = llm.Cost(p.price, v.PromptTokens, 0)
+		if p.rec.priced {
+			rec.CostUSD = llm.Cost(p.rec.price, v.PromptTokens, 0)
 		}
-		p.health.served(idx, now)
-		p.record(rec, nil)
+		p.judge.served(idx, now)
+		p.rec.record(rec, nil)
 	}
 	return rest
 }
@@ -217,7 +211,7 @@ func commonLength(entries []store.CacheEntry) int {
 // pack groups the pending cells into requests in submission order (experiment.PackTexts): each distinct text
 // once, at most max_inputs_per_request texts and max_tokens_per_request tokens per request. A text longer than
 // the token limit on its own is recorded failed (ClassTextTooLong) and never sent.
-func (p *passRun) pack(es *embedState, pending []int) []*embedBatch {
+func (p *pass) pack(es *embedState, pending []int) []*embedBatch {
 	var order []string
 	var tokens []int
 	cells := map[string][]int{}
@@ -235,8 +229,8 @@ func (p *passRun) pack(es *embedState, pending []int) []*embedBatch {
 		msg := fmt.Sprintf("text has %d tokens, more than embed.max_tokens_per_request (%d): it fits in no request; "+
 			"shorten the text or raise max_tokens_per_request (at most what the model accepts)", tokens[i], maxTok)
 		for _, idx := range cells[order[i]] {
-			p.health.finished(idx, p.clock.Now())
-			p.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong,
+			p.judge.finished(nil, idx, p.clock.Now())
+			p.rec.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong,
 				ErrorCode: "text_too_long", ErrorMessage: msg}, nil)
 		}
 	}
@@ -255,7 +249,7 @@ func (p *passRun) pack(es *embedState, pending []int) []*embedBatch {
 }
 
 // countTokens is a text's tiktoken count for the model (a character estimate without a tokenizer).
-func (p *passRun) countTokens(t string) int {
+func (p *pass) countTokens(t string) int {
 	if p.a.Tokenizer == nil {
 		return max(1, len(t)/4)
 	}
@@ -263,38 +257,27 @@ func (p *passRun) countTokens(t string) int {
 }
 
 // embedCall sends one batch and records its vectors, each with its cache entry. It reports whether the batch
-// must be sent again.
-func (p *passRun) embedCall(ctx context.Context, es *embedState, b *embedBatch, permit *ratelimit.Permit, reserved float64) (again bool) {
-	timeout := time.Duration(p.spec.Run.CallTimeout)
-	if timeout <= 0 {
-		timeout = experiment.DefaultCallTimeout
+// must be sent again, and from when.
+func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm admission) (again bool, at time.Time) {
+	if !p.brk.Current(adm.ticket) {
+		p.admit.abandon(adm) // the breaker opened while the batch waited for the limiter
+		return true, p.clock.Now()
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	start := p.clock.Now()
-	resp, err := p.client.Embed(cctx, llm.EmbedRequest{Model: p.model.Name, Input: b.texts,
-		Dimensions: p.spec.Embed.Dimensions, CellID: b.cellID()})
-	cancel()
-	now := p.clock.Now()
-	latency := now.Sub(start)
+	resp, r := p.call.embed(ctx, llm.EmbedRequest{Model: p.model.Name, Input: b.texts,
+		Dimensions: p.spec.Embed.Dimensions, CellID: b.cellID()}, es.check)
 	used := b.total
-	defer func() { permit.Release(used) }()
-	if err == nil {
-		err = es.check(resp.Vectors)
-	}
-	if err != nil {
-		e := llm.Classify(err)
-		if e.Class == llm.ClassTransport {
-			used = -1 // it may have been served and billed
-			p.budget.settle(reserved, reserved)
-		} else {
-			p.budget.settle(reserved, 0)
+	defer func() { adm.permit.Release(used) }()
+	if r.err != nil {
+		used = p.settleFailed(adm, r.err)
+		if used == 0 {
+			used = b.total // a refused embeddings request is charged as sent, as before
 		}
-		return p.failedRequest(b.key(), e, latency, now, func(tries Tries) {
+		return p.failed(adm.ticket, b.key(), r, func(tries Tries) {
 			p.log.Warn("embeddings request failed", "model", p.model.ID, "texts", len(b.texts),
-				"class", string(e.Class), "error", e.Message)
+				"class", string(r.err.Class), "error", r.err.Message)
 			for _, cs := range b.cells {
 				for _, idx := range cs {
-					p.record(failedRecord(idx, e, tries), nil)
+					p.rec.record(failedRecord(idx, r.err, tries), nil)
 				}
 			}
 		})
@@ -302,10 +285,9 @@ func (p *passRun) embedCall(ctx context.Context, es *embedState, b *embedBatch, 
 	if resp.PromptTokens > 0 {
 		used = resp.PromptTokens
 	}
-	p.observe(resp.RateLimit)
-	p.limiter.Succeeded()
-	p.budget.settle(reserved, 0)
-	attempts := p.health.answer(b.key(), now)
+	p.answered(resp.RateLimit)
+	p.budget.settle(adm.reserved, 0)
+	attempts := p.judge.answer(adm.ticket, b.key(), r.at)
 	for i, cs := range b.cells {
 		tokens := b.tokens[i]
 		if resp.PromptTokens > 0 && b.total > 0 {
@@ -315,23 +297,23 @@ func (p *passRun) embedCall(ctx context.Context, es *embedState, b *embedBatch, 
 		raw := results.EncodeVector(resp.Vectors[i])
 		for j, idx := range cs {
 			rec := store.Record{Index: idx, Status: store.StatusOK, Raw: raw,
-				LatencyMS: float64(latency.Microseconds()) / 1000, Attempts: attempts}
+				LatencyMS: float64(r.latency.Microseconds()) / 1000, Attempts: attempts}
 			if j == 0 { // a repeated text was sent and paid for once
 				rec.PromptTokens = tokens
-				if p.priced {
-					rec.CostUSD = llm.Cost(p.price, tokens, 0)
+				if p.rec.priced {
+					rec.CostUSD = llm.Cost(p.rec.price, tokens, 0)
 				}
 			}
-			if j == 0 && p.cache.writes() {
+			if j == 0 && p.cu.writes() {
 				e := cache.VectorEntry(es.keys[b.texts[i]], p.model.Name, p.in.RunID,
-					cache.Vector{Values: resp.Vectors[i], PromptTokens: tokens}, now)
-				p.record(rec, &e)
+					cache.Vector{Values: resp.Vectors[i], PromptTokens: tokens}, r.at)
+				p.rec.record(rec, &e)
 				continue
 			}
-			p.record(rec, nil)
+			p.rec.record(rec, nil)
 		}
 	}
-	return false
+	return false, time.Time{}
 }
 
 // check validates a batch's vectors: every one finite and of the model's length. The first answer fixes the

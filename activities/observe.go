@@ -3,6 +3,7 @@ package activities
 import (
 	"time"
 
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
@@ -21,6 +22,9 @@ type Observer interface {
 	Queued(model string, delta int)
 	// Looked counts cache lookups of cells that finished.
 	Looked(model string, t store.CacheTally)
+	// Breaker is the state of the model endpoint's circuit breaker, reported by every running pass of the model
+	// about once a second.
+	Breaker(model string, st breaker.State)
 }
 
 // nopObserver is the Observer of a worker without metrics.
@@ -31,6 +35,7 @@ func (nopObserver) Used(string, usage.Usage)           {}
 func (nopObserver) Retried(string)                     {}
 func (nopObserver) Queued(string, int)                 {}
 func (nopObserver) Looked(string, store.CacheTally)    {}
+func (nopObserver) Breaker(string, breaker.State)      {}
 
 func (a *Activities) observer() Observer {
 	if a.Observe == nil {

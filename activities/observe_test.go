@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
 
-// recorder is an Observer that keeps what it hears.
-type recorder struct {
+// observed is an Observer that keeps what it hears.
+type observed struct {
 	mu        sync.Mutex
 	outcomes  map[string]int
 	used      usage.Usage
@@ -24,7 +25,7 @@ type recorder struct {
 	looked    store.CacheTally
 }
 
-func (r *recorder) Call(_, outcome string, _ time.Duration) {
+func (r *observed) Call(_, outcome string, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.outcomes == nil {
@@ -33,15 +34,17 @@ func (r *recorder) Call(_, outcome string, _ time.Duration) {
 	r.outcomes[outcome]++
 }
 
-func (r *recorder) Used(_ string, u usage.Usage) { r.mu.Lock(); r.used.Add(u); r.mu.Unlock() }
-func (r *recorder) Retried(string)               { r.mu.Lock(); r.retried++; r.mu.Unlock() }
-func (r *recorder) Looked(_ string, t store.CacheTally) {
+func (r *observed) Used(_ string, u usage.Usage) { r.mu.Lock(); r.used.Add(u); r.mu.Unlock() }
+func (r *observed) Retried(string)               { r.mu.Lock(); r.retried++; r.mu.Unlock() }
+func (r *observed) Looked(_ string, t store.CacheTally) {
 	r.mu.Lock()
 	r.looked.Add(t)
 	r.mu.Unlock()
 }
 
-func (r *recorder) Queued(_ string, d int) {
+func (r *observed) Breaker(string, breaker.State) {}
+
+func (r *observed) Queued(_ string, d int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.queued += d
@@ -67,7 +70,7 @@ func TestObserverHearsEveryCall(t *testing.T) {
 	spec := testSpec(srv.URL, 4, 4)
 	spec.Run.Cache = "off"
 	h := newHarness(t, spec)
-	rec := &recorder{}
+	rec := &observed{}
 	h.acts.Observe = rec
 	if _, err := h.runPass(ratelimit.Limits{Concurrency: 1}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -290,31 +292,65 @@ func TestACellThatAlwaysFailsUsesItsTriesAndTheOthersFinish(t *testing.T) {
 	}
 }
 
-func TestAStormEndsTheAttemptAndGivesTriesBack(t *testing.T) {
-	fm := &fakeModel{}
-	fm.rule = func(string, int) (int, string, map[string]string, string) {
-		return 503, `{"error":{"message":"overloaded"}}`, nil, ""
+// outageModel answers every request with 503 while down is set, and counts the requests it refused so.
+type outageModel struct {
+	fakeModel
+	down    atomic.Bool
+	refused atomic.Int64
+}
+
+func newOutageModel() *outageModel {
+	m := &outageModel{}
+	m.rule = func(string, int) (int, string, map[string]string, string) {
+		if m.down.Load() {
+			m.refused.Add(1)
+			return 503, `{"error":{"message":"service unavailable","code":"service_unavailable"}}`, nil, ""
+		}
+		return 0, "", nil, ""
 	}
+	return m
+}
+
+// TestAnOutageIsWaitedOutInsideTheAttempt: the provider answers 503 to everything for a while. The breaker opens
+// after a few distinct cells failed, the pass waits in its attempt sending one probe at a time, and when the
+// provider is back every cell is answered in the same attempt: no cell was charged a try (run.max_attempts is
+// 2, which the outage's requests would use up many times over), and the outage cost a handful of requests.
+func TestAnOutageIsWaitedOutInsideTheAttempt(t *testing.T) {
+	fm := newOutageModel()
+	fm.down.Store(true)
 	srv := httptest.NewServer(fm)
 	defer srv.Close()
 	spec := testSpec(srv.URL, 4, 4)
 	spec.Run.MaxAttempts = 2
 	h := newHarness(t, spec)
-	_, err := h.runPass(ratelimit.Limits{Concurrency: 8})
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != "ServerError" || app.NonRetryable() || app.NextRetryDelay() < time.Second {
-		t.Fatalf("got %v, want a retryable ServerError with a delay of at least 1s", err)
-	}
-	if got := h.records(); len(got) != 0 {
-		t.Fatalf("%d cells recorded in a storm, want none (the provider failed, not the cells)", len(got))
-	}
-	// The next attempt, with the provider healthy again, finishes every cell: no try was used up by the storm.
-	fm.rule = nil
-	h.reset()
+	h.acts.Breakers = breaker.NewSet(ratelimit.SystemClock(), breaker.Policy{ProbeFirst: 20 * time.Millisecond,
+		ProbeMax: 100 * time.Millisecond})
+	const outage = 800 * time.Millisecond
+	var up sync.WaitGroup
+	up.Go(func() {
+		time.Sleep(outage)
+		fm.down.Store(false)
+	})
+	defer up.Wait()
 	res, err := h.runPass(ratelimit.Limits{Concurrency: 8})
-	if err != nil || res.OK != 16 {
-		t.Fatalf("after the storm: %+v, %v; want 16 ok", res, err)
+	if err != nil {
+		t.Fatalf("the outage ended the attempt: %v", err)
 	}
+	if res.OK != 16 || res.Failed != 0 {
+		t.Fatalf("result %+v, want all 16 cells answered after the outage", res)
+	}
+	for i, r := range h.records() {
+		if r.Status != store.StatusOK {
+			t.Errorf("cell %d = %+v, want answered", i, r)
+		}
+	}
+	// At most the 16 cells go before 8 distinct failures trip the breaker, then one probe per backoff step: 16,
+	// 32, 64, then at least every 80 ms (100 ms less its jitter) until the 800 ms are over: at most 16+3+10.
+	// Retrying cell by cell for that long would have sent several times as many.
+	if n := fm.refused.Load(); n < 8 || n > 16+3+10 {
+		t.Errorf("%d requests during the outage, want the tripping ones and about one per probe step", n)
+	}
+	t.Logf("%d requests refused during a %v outage; %d in all", fm.refused.Load(), outage, len(fm.requested()))
 }
 
 func TestTriesCarryAcrossAttempts(t *testing.T) {
@@ -500,26 +536,6 @@ func TestCumulativeMemoryPerPersona(t *testing.T) {
 	}
 	if fm.seen["m/7/1/p1"] != 2 {
 		t.Errorf("p1's first item requested %d times, want 2", fm.seen["m/7/1/p1"])
-	}
-}
-
-func TestRetryDelayHonoursRetryAfterAboveTheBackoff(t *testing.T) {
-	for _, c := range []struct {
-		attempt    int
-		retryAfter time.Duration
-		want       time.Duration
-	}{
-		{1, 0, time.Second},
-		{1, 2 * time.Second, 2 * time.Second},
-		{1, 33 * time.Millisecond, time.Second},
-		{3, 33 * time.Millisecond, 4 * time.Second},
-		{7, 0, time.Minute},
-		{30, 0, time.Minute},
-		{30, 5 * time.Minute, 5 * time.Minute},
-	} {
-		if got := RetryDelay(c.attempt, c.retryAfter); got != c.want {
-			t.Errorf("RetryDelay(%d, %v) = %v, want %v", c.attempt, c.retryAfter, got, c.want)
-		}
 	}
 }
 

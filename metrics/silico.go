@@ -5,6 +5,7 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
@@ -21,6 +22,9 @@ type Calls struct {
 	saved   *prom.CounterVec
 	queued  *prom.GaugeVec
 	lookups *prom.CounterVec
+	down    *prom.GaugeVec
+	step    *prom.GaugeVec
+	probes  *prom.GaugeVec
 }
 
 // newCalls registers the metrics of calls with reg.
@@ -47,8 +51,15 @@ func newCalls(reg prom.Registerer) *Calls {
 			Help: "Cells of running passes waiting for the model's limits: neither finished nor in flight."}, model),
 		lookups: prom.NewCounterVec(prom.CounterOpts{Name: "silico_cache_lookups_total",
 			Help: "Response cache lookups of finished cells, by result: hit, miss or invalid."}, []string{"model", "result"}),
+		down: prom.NewGaugeVec(prom.GaugeOpts{Name: "silico_provider_down",
+			Help: "1 while the model endpoint's circuit breaker is open (the provider is taken to be down), else 0."}, model),
+		step: prom.NewGaugeVec(prom.GaugeOpts{Name: "silico_provider_probe_step",
+			Help: "Failed probes of the current outage: the backoff step of the next probe (0 when the provider is up)."}, model),
+		probes: prom.NewGaugeVec(prom.GaugeOpts{Name: "silico_provider_probes",
+			Help: "Probes sent in the current outage (0 when the provider is up)."}, model),
 	}
-	reg.MustRegister(c.calls, c.latency, c.limited, c.retries, c.tokens, c.cost, c.saved, c.queued, c.lookups)
+	reg.MustRegister(c.calls, c.latency, c.limited, c.retries, c.tokens, c.cost, c.saved, c.queued, c.lookups,
+		c.down, c.step, c.probes)
 	return c
 }
 
@@ -72,6 +83,17 @@ func (c *Calls) Used(model string, u usage.Usage) {
 	c.tokens.WithLabelValues(model, "prompt").Add(float64(u.PromptTokens))
 	c.tokens.WithLabelValues(model, "completion").Add(float64(u.CompletionTokens))
 	c.cost.WithLabelValues(model).Add(u.CostUSD)
+}
+
+// Breaker sets the state of the model endpoint's circuit breaker.
+func (c *Calls) Breaker(model string, st breaker.State) {
+	down := 0.0
+	if st.Open {
+		down = 1
+	}
+	c.down.WithLabelValues(model).Set(down)
+	c.step.WithLabelValues(model).Set(float64(st.Step))
+	c.probes.WithLabelValues(model).Set(float64(st.Probes))
 }
 
 // Retried counts a failed request whose cell is tried again.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
@@ -25,6 +26,8 @@ func TestSilicoMetricsAreServed(t *testing.T) {
 	c.Queued("gpt-4o-mini", 7)
 	c.Queued("gpt-4o-mini", -2)
 	c.Looked("gpt-4o-mini", store.CacheTally{Hits: 3, Misses: 1})
+	c.Breaker("gpt-4o-mini", breaker.State{Open: true, Step: 3, Probes: 4})
+	c.Breaker("sim-chat", breaker.State{})
 	body := scrape(t, srv.URL)
 	for _, want := range []string{
 		`silico_calls_total{model="gpt-4o-mini",outcome="ok"} 2`,
@@ -36,6 +39,10 @@ func TestSilicoMetricsAreServed(t *testing.T) {
 		`silico_cost_usd_total{model="gpt-4o-mini"} 0.25`,
 		`silico_saved_usd_total{model="gpt-4o-mini"} 0.5`,
 		`silico_cells_waiting{model="gpt-4o-mini"} 5`,
+		`silico_provider_down{model="gpt-4o-mini"} 1`,
+		`silico_provider_probe_step{model="gpt-4o-mini"} 3`,
+		`silico_provider_probes{model="gpt-4o-mini"} 4`,
+		`silico_provider_down{model="sim-chat"} 0`,
 		`silico_cache_lookups_total{model="gpt-4o-mini",result="hit"} 3`,
 		`silico_cache_lookups_total{model="gpt-4o-mini",result="miss"} 1`,
 		`silico_call_seconds_count{model="gpt-4o-mini"} 3`,

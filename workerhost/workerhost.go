@@ -13,8 +13,10 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -110,7 +112,10 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		HasSimulator:     cfg.SimURL != "",
 		SimSettingsFixed: cfg.SimSettingsFixed,
 		Shares:           shares{c},
-		Observe:          cfg.Observe,
+		Outages:          outages{c},
+		// One breaker per model endpoint for the whole worker: every pass calling it sees the same outage.
+		Breakers: breaker.NewSet(ratelimit.SystemClock(), breaker.Policy{}),
+		Observe:  cfg.Observe,
 		// One fetcher per worker process: its LRU and its downloads under way serve every pass.
 		Images: imagefetch.New(imagefetch.Config{Client: hc}),
 	})
@@ -130,4 +135,15 @@ func (s shares) Share(ctx context.Context, workflowID string, pass int) (activit
 		return activities.Share{}, fmt.Errorf("decode share of pass %d: %w", pass, err)
 	}
 	return sh, nil
+}
+
+// outages tells a run's workflow of its providers' outages with a signal: a few history events per outage (it
+// opened, each failed probe, it closed), which the workflow's progress query and the Web UI show.
+type outages struct{ c client.Client }
+
+func (o outages) Outage(ctx context.Context, workflowID string, out activities.Outage) error {
+	if err := o.c.SignalWorkflow(ctx, workflowID, "", activities.SignalOutage, out); err != nil {
+		return fmt.Errorf("signal outage of pass %d: %w", out.Pass, err)
+	}
+	return nil
 }

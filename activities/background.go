@@ -1,0 +1,134 @@
+package activities
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
+
+	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/experiment"
+)
+
+// background starts the loops that run beside a pass's dispatch: the heartbeat (progress, stall, outage reports),
+// the share refresh, the renewal of cache claims, and the watch for a stopping worker or a cancelled attempt. The
+// function it returns stops them and waits for them.
+func (p *pass) background(ctx, runCtx context.Context) (stop func()) {
+	var bg sync.WaitGroup
+	bgCtx, cancel := context.WithCancel(runCtx)
+	q := &queuedGauge{obs: p.obs, model: p.model.Name}
+	bg.Go(func() { p.heartbeat(ctx, bgCtx, q) })
+	bg.Go(func() { p.share.keep(bgCtx) })
+	if p.cu.claims() && !p.spec.IsEmbed() { // an embed pass claims nothing (see dispatchEmbed)
+		bg.Go(func() { p.cu.renew(bgCtx, p.clock, p.log) })
+	}
+	bg.Go(func() {
+		select {
+		case <-activity.GetWorkerStopChannel(ctx):
+			// A stopping worker (Ctrl-C, deploy) gives its activities WorkerStopTimeout before it cancels them:
+			// stop sending, and let the calls in flight land and be recorded.
+			p.stop.stop(stopWorker)
+		case <-ctx.Done():
+			p.stop.stop(stopCancelled)
+		case <-bgCtx.Done():
+		}
+	})
+	return func() {
+		cancel()
+		bg.Wait()
+		q.set(0)
+	}
+}
+
+// heartbeat reports progress, gives the pass up when it stalled, and tells the workflow and the metrics of the
+// endpoint's breaker, until bg ends. Heartbeats are also how a cancellation reaches the activity (through ctx).
+func (p *pass) heartbeat(ctx, bg context.Context, q *queuedGauge) {
+	every := p.a.HeartbeatEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	tick(bg, every, func() {
+		activity.RecordHeartbeat(ctx, p.progress())
+		q.set(max(0, p.tally.unfinished()-p.limiter.Stats().InFlight))
+		p.outage.check(bg, p.brk.State())
+		if p.judge.stalled(p.clock.Now()) {
+			p.stop.stop(stopStalled)
+		}
+	})
+}
+
+// tick calls fn every d until ctx ends. The pass's background loops (heartbeat, shares, claims) are ticks.
+func tick(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
+// queuedGauge tells the observer how many cells of the pass wait for the model's limits. Only the heartbeat
+// goroutine and, after it stopped, the stop of the background call it.
+type queuedGauge struct {
+	obs   Observer
+	model string
+	n     int
+}
+
+func (q *queuedGauge) set(n int) {
+	if d := n - q.n; d != 0 {
+		q.obs.Queued(q.model, d)
+		q.n = n
+	}
+}
+
+// SignalOutage is the signal by which a pass tells its run's workflow that its model's provider went down, that
+// a probe failed, or that the provider is back: the workflow's progress query and the Web UI show it.
+const SignalOutage = "outage"
+
+// Outage is the payload of SignalOutage: the breaker of a pass's model endpoint as it stands.
+type Outage struct {
+	Pass  int
+	Model string // the model's id in the spec
+	State breaker.State
+}
+
+// Outages tells a run's workflow about outages of its models' providers. Optional: without it the workflow's
+// progress does not show them (the pass's heartbeat details still do).
+type Outages interface {
+	Outage(ctx context.Context, workflowID string, o Outage) error
+}
+
+// outageWatch reports each change of the breaker a pass sees (opened, a failed probe moved the next one, closed)
+// to the workflow and to the metrics. Only the heartbeat goroutine calls it.
+type outageWatch struct {
+	rep        Outages
+	workflowID string
+	pass       int
+	model      experiment.Model
+	obs        Observer
+	log        log.Logger
+	last       breaker.State
+}
+
+func (w *outageWatch) check(ctx context.Context, st breaker.State) {
+	w.obs.Breaker(w.model.Name, st)
+	if st.Open == w.last.Open && st.Step == w.last.Step && st.Since.Equal(w.last.Since) {
+		return
+	}
+	w.last = st
+	if w.rep == nil || w.workflowID == "" {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := w.rep.Outage(sctx, w.workflowID, Outage{Pass: w.pass, Model: w.model.ID, State: st}); err != nil && ctx.Err() == nil {
+		w.log.Debug("telling the workflow of the provider's state failed; the heartbeat details still show it", "error", err)
+	}
+}

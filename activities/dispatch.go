@@ -1,0 +1,201 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/store"
+)
+
+// dispatch calls the given cells, each once it is prepared (or served from the cache) and admitted, and tries
+// failed ones again as the judge decides. It returns when every cell finished or dctx ended (the stopper); calls
+// in flight are owned by p.calls and use runCtx.
+func (p *pass) dispatch(dctx, runCtx context.Context, cells []int) {
+	q := newCellQueue(p.clock, cells)
+	for {
+		idx, ok := q.next(dctx)
+		if !ok {
+			return
+		}
+		p.images.prefetch(dctx, p.spec, q.peek(p.images.ahead()))
+		var pc prepared
+		if p.window != nil {
+			l := p.window.take(dctx, idx, q.peek(2*lookAhead))
+			switch {
+			case l.stopped:
+				q.done()
+				return
+			case l.err == nil && l.hit != nil:
+				p.serve(l.prepared, *l.hit)
+				q.done()
+				continue
+			case l.err == nil && l.taken:
+				// Another run is calling this very request: its answer will be in the cache.
+				q.retry(idx, p.clock.Now().Add(claimPoll))
+				continue
+			}
+			pc = l.prepared
+		} else if pc, ok = p.prep.prepare(dctx, idx); !ok {
+			q.done()
+			return // stopping: the cell stays unfinished for the next attempt
+		}
+		if pc.err != nil {
+			if dctx.Err() != nil {
+				q.done()
+				return
+			}
+			p.rec.record(unprepared(idx, pc.err), nil)
+			q.done()
+			continue
+		}
+		adm, ok := p.admit.admit(dctx, p.admit.chatCost(pc.msgs), p.admit.chatTokens(pc.msgs))
+		if !ok {
+			q.done()
+			return // stopping: the cell stays unfinished for the next attempt
+		}
+		p.tally.called()
+		p.calls.Go(func() {
+			if again, at := p.send(runCtx, pc, adm); again {
+				q.retry(idx, at)
+			} else {
+				q.done()
+			}
+		})
+	}
+}
+
+// send makes the request of an admitted cell and records its outcome (with its answer in the response cache when
+// the pass writes it). It reports whether the cell must be tried again, and from when.
+func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool, at time.Time) {
+	if !p.brk.Current(adm.ticket) {
+		// The breaker opened while the cell waited for the limiter: during an outage only the probe goes.
+		p.admit.abandon(adm)
+		return true, p.clock.Now()
+	}
+	r := p.call.chat(ctx, pc.req)
+	// The permit is held until the outcome is recorded: with on_error=raise, the dispatcher must see the stop
+	// before the freed slot lets it send the next cell.
+	var used int
+	defer func() { adm.permit.Release(used) }()
+	if r.err != nil {
+		used = p.settleFailed(adm, r.err)
+		c := pc.cell
+		return p.failed(adm.ticket, c.Index, r, func(t Tries) {
+			p.logFailure(c, r.err)
+			p.rec.record(failedRecord(c.Index, r.err, t), nil)
+		})
+	}
+	// Providers charge a request's max_tokens against TPM when it arrives and do not refund what the completion
+	// left unused, so only the prompt estimate is trued up.
+	used = r.resp.PromptTokens + maxTokens(p.model)
+	p.answered(r.resp.RateLimit)
+	answer := cache.Answer{Text: r.resp.Text, PromptTokens: r.resp.PromptTokens, CompletionTokens: r.resp.CompletionTokens}
+	rec := p.rec.answerRecord(pc.cell, answer)
+	rec.LatencyMS = float64(r.latency.Microseconds()) / 1000
+	rec.Attempts = p.judge.answer(adm.ticket, pc.cell.Index, r.at)
+	pc.pics.stamp(&rec)
+	p.obs.Used(p.model.Name, rec.Usage())
+	p.memory.add(pc.cell.Persona, experiment.Turn{User: pc.msgs[len(pc.msgs)-1].Content, Assistant: r.resp.Text})
+	// The record's cost is added to spent when it is counted; here only the reservation ends.
+	p.budget.settle(adm.reserved, 0)
+	var entry *store.CacheEntry
+	if p.cu.writes() {
+		e := cache.Entry(pc.key, p.model.Name, p.in.RunID, answer, r.at)
+		entry = &e
+	}
+	p.rec.record(rec, entry)
+	return false, time.Time{}
+}
+
+// settleFailed ends the budget reservation of a failed request and returns the tokens to release its permit
+// with: a call that timed out or lost its connection may still have been served and billed, so its tokens and
+// its cost stay counted.
+func (p *pass) settleFailed(adm admission, e *llm.Error) (used int) {
+	if e.Class == llm.ClassTransport {
+		p.budget.settle(adm.reserved, adm.reserved)
+		return -1
+	}
+	p.budget.settle(adm.reserved, 0)
+	return 0
+}
+
+// answered notes an answer's sign of the account's state: the gates pause when the provider says a budget of its
+// window is used up, and a lowered concurrency grows back.
+func (p *pass) answered(rl llm.RateLimitInfo) {
+	now := p.clock.Now()
+	if rl.RemainingRequests == 0 && rl.ResetRequests > 0 {
+		p.limiter.PauseUntil(now.Add(rl.ResetRequests))
+	}
+	if rl.RemainingTokens == 0 && rl.ResetTokens > 0 {
+		p.limiter.PauseUntil(now.Add(rl.ResetTokens))
+	}
+	p.limiter.Succeeded()
+}
+
+// failed handles a failed request by its class; key names the request to the judge (a cell, or the first cell of
+// an embeddings batch) and fail records what the request was for as failed with its tries. It reports whether
+// the request must be sent again, and from when.
+func (p *pass) failed(tk breaker.Ticket, key int, r reply, fail func(Tries)) (again bool, at time.Time) {
+	e := r.err
+	switch {
+	case e.Class.Retryable():
+		if e.Class == llm.ClassRateLimited {
+			// The account's state, not the cell's: wait as the provider asks, and send less at once.
+			pause := e.RetryAfter
+			if pause <= 0 {
+				pause = defaultRateLimitPause
+			}
+			p.limiter.PauseUntil(r.at.Add(pause))
+			p.limiter.Backoff()
+		}
+		j := p.judge.failure(tk, key, e, r.latency, r.at, p.tally.unfinished())
+		switch j.verdict {
+		case cellFailed:
+			fail(j.tries)
+			return false, time.Time{}
+		case unreachable:
+			p.stop.stop(stopUnreachable)
+		}
+		if j.tripped {
+			p.log.Warn("the provider is down: no cell is sent but a probe until it answers; no cell is charged",
+				"model", p.model.ID, "cause", e.Error(), "state", p.brk.State().Describe(r.at))
+		}
+		p.tally.retried(1)
+		p.obs.Retried(p.model.Name)
+		return true, j.at
+	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
+		p.judge.serving(tk)
+		p.stop.fail(e)
+		return false, time.Time{}
+	default:
+		tries := p.judge.finished(&tk, key, r.at)
+		tries.LatencyMS = float64(r.latency.Microseconds()) / 1000
+		fail(tries)
+		return false, time.Time{}
+	}
+}
+
+// serve records a cell answered from the cache. Its cost is what the call would have cost: the run counts it as
+// saved, not spent.
+func (p *pass) serve(pc prepared, a cache.Answer) {
+	rec := p.rec.answerRecord(pc.cell, a)
+	rec.Cached = true
+	pc.pics.stamp(&rec)
+	p.judge.served(pc.cell.Index, p.clock.Now())
+	p.obs.Used(p.model.Name, rec.Usage())
+	p.memory.add(pc.cell.Persona, experiment.Turn{User: pc.msgs[len(pc.msgs)-1].Content, Assistant: a.Text})
+	p.rec.record(rec, nil)
+}
+
+func (p *pass) logFailure(c experiment.Cell, e *llm.Error) {
+	if p.spec.Run.OnError == experiment.OnErrorIgnore {
+		return
+	}
+	p.log.Warn("model call failed", "model", p.model.ID, "seed", p.spec.Seeds[c.Seed],
+		"item", p.spec.Questionnaire.Items[c.Item].ID, "persona", p.spec.Personas[c.Persona].ID,
+		"class", string(e.Class), "error", e.Message)
+}

@@ -1,0 +1,312 @@
+package activities
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/llm"
+)
+
+// Pacing of retries inside an attempt.
+const (
+	// cellRetryBase and cellRetryMax bound the delay before a cell whose failure was charged to it is tried
+	// again: base doubled per try. Short, because an isolated 5xx or reset is usually gone at once; a provider
+	// that keeps failing opens the breaker instead.
+	cellRetryBase = 250 * time.Millisecond
+	cellRetryMax  = 8 * time.Second
+	// unreachableFor is how long an endpoint that never answered (connection refused, DNS or TLS failure) is
+	// tried before its model is given up. Long enough to ride out a server that is starting.
+	unreachableFor = 2 * time.Second
+	// defaultRateLimitPause is the pause after a 429 that names no Retry-After.
+	defaultRateLimitPause = time.Second
+)
+
+// cellRetryDelay is the delay before the next try of a cell that failed transiently for the n-th time (n ≥ 1).
+func cellRetryDelay(n int) time.Duration {
+	if n > 6 {
+		return cellRetryMax
+	}
+	return min(cellRetryMax, cellRetryBase<<(n-1))
+}
+
+// verdict is what a failed request means for its cell.
+type verdict int
+
+const (
+	retryCell   verdict = iota // try the cell again at the judgement's time
+	cellFailed                 // the cell used up its tries: record it failed
+	unreachable                // the endpoint never answered: give the model up
+)
+
+// judgement is the judge's decision on one failed request.
+type judgement struct {
+	verdict verdict
+	tries   Tries
+	// at is when the cell may be tried again (retryCell).
+	at time.Time
+	// tripped says the failure opened the endpoint's breaker: the provider is down, not the cell.
+	tripped bool
+}
+
+// judge decides what each outcome of a pass's requests means: an answer; the cell's own failure, charged to its
+// tries; or the provider's failure (an outage, a wall of rate limits), charged to no cell and told to the
+// endpoint's breaker, which every pass of the endpoint on this worker shares. It also keeps what a pass must
+// carry across attempts: each unfinished cell's tries, whether the endpoint ever answered, when a cell last
+// finished (the stall clock) and the last failure.
+//
+// A failure is charged to its cell only when the breaker admitted the request while closed, is still closed in
+// that generation, and the failure did not trip it. The charges made since the pass's last answer are
+// provisional: when the breaker opens before an answer confirms them, they are given back, since those cells
+// were failing for the provider's reason.
+type judge struct {
+	maxTries int
+	stall    time.Duration
+	brk      *breaker.Breaker
+	keyOf    func(cell int) string // names a cell to the breaker, unique among the passes that share it
+
+	mu    sync.Mutex
+	tries map[int]Tries // unfinished cells that failed
+	// pending holds the tries charged since the last answer, per cell, in breaker generation pendingGen.
+	pending    map[int]int
+	pendingGen uint64
+	// answered says the endpoint sent an HTTP response at least once in this pass (any status), or the
+	// workflow says the model answered in an earlier pass.
+	answered bool
+	// firstRefused is when a never-answered endpoint first refused a call.
+	firstRefused time.Time
+	lastFinished time.Time
+	last         *llm.Error
+}
+
+func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf func(int) string, prev Progress,
+	modelAnswered bool, now time.Time) *judge {
+	j := &judge{
+		maxTries:     max(1, maxTries),
+		stall:        stall,
+		brk:          brk,
+		keyOf:        keyOf,
+		tries:        prev.Tries,
+		pending:      map[int]int{},
+		pendingGen:   brk.Generation(),
+		answered:     prev.Answered || modelAnswered,
+		lastFinished: prev.LastFinished,
+	}
+	if j.tries == nil {
+		j.tries = map[int]Tries{}
+	}
+	if j.lastFinished.IsZero() {
+		j.lastFinished = now
+	}
+	if prev.LastClass != "" {
+		j.last = &llm.Error{Class: llm.Class(prev.LastClass), Message: prev.LastMessage}
+	}
+	return j
+}
+
+// settle gives back the provisional charges when the breaker changed generation since they were made: it
+// opened (and perhaps closed again) before an answer confirmed them. Call with j.mu held.
+func (j *judge) settle() {
+	gen := j.brk.Generation()
+	if gen == j.pendingGen {
+		return
+	}
+	for c, n := range j.pending {
+		if t, ok := j.tries[c]; ok {
+			t.Transient = max(0, t.Transient-n)
+			j.tries[c] = t
+		}
+	}
+	clear(j.pending)
+	j.pendingGen = gen
+}
+
+// answer notes an answered request of cell and returns the requests the cell took.
+func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) int {
+	j.brk.Report(tk, breaker.Outcome{Kind: breaker.Answered})
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	j.answered = true
+	j.lastFinished = now
+	clear(j.pending) // the endpoint answers: the failures since the last answer were the cells' own
+	t := j.tries[cell]
+	delete(j.tries, cell)
+	return t.Sent + 1
+}
+
+// served notes a cell finished from the response cache: progress, but no sign of the endpoint's health.
+func (j *judge) served(cell int, now time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lastFinished = now
+	delete(j.tries, cell)
+	delete(j.pending, cell)
+}
+
+// finished notes a cell finished without an answer: a permanent failure (the endpoint answered, refusing the
+// request itself), or one that never reached the endpoint (a prompt that did not render, a text too long). It
+// returns what the cell's tries were. tk is nil when no request was sent.
+func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time) Tries {
+	if tk != nil {
+		j.brk.Report(*tk, breaker.Outcome{Kind: breaker.Answered})
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	j.lastFinished = now
+	t := j.tries[cell]
+	delete(j.tries, cell)
+	delete(j.pending, cell)
+	if tk != nil {
+		j.answered = true
+		t.Sent++
+	}
+	return t
+}
+
+// failure decides what a transient failure (rate limit included) of cell's request means. pool is how many
+// cells of the pass are unfinished.
+func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
+	j.mu.Lock()
+	answered := j.answered || e.Status != 0
+	j.mu.Unlock()
+	kind := breaker.Transient
+	switch {
+	case e.Class == llm.ClassRateLimited:
+		kind = breaker.RateLimited
+	case neverConnected(e) && !answered:
+		return j.refused(tk, cell, e, latency, now)
+	case neverConnected(e):
+		kind = breaker.Refused // an endpoint that answered before and refuses now is down
+	}
+	v := j.brk.Report(tk, breaker.Outcome{Key: j.keyOf(cell), Kind: kind, Pool: pool, RetryAfter: e.RetryAfter,
+		Cause: breaker.Cause{Class: string(e.Class), Status: e.Status, Code: e.Code, Message: e.Message}})
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	j.last = e
+	j.answered = answered
+	t := j.tries[cell]
+	t.Sent++
+	t.LatencyMS = float64(latency.Microseconds()) / 1000
+	if v.Charge && t.Transient < j.maxTries {
+		t.Transient++
+		j.pending[cell]++
+	}
+	j.tries[cell] = t
+	switch {
+	case v.Charge && t.Transient >= j.maxTries && v.Alone:
+		// Only this cell fails while the endpoint answers others: its failure is its own.
+		delete(j.tries, cell)
+		delete(j.pending, cell)
+		return judgement{verdict: cellFailed, tries: t}
+	case v.Charge:
+		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryDelay(t.Transient))}
+	}
+	// Not the cell's: a rate limit (the limiter's pause decides), a call that landed after the breaker opened,
+	// or the failure that opened it. The breaker's admission decides when it goes again.
+	return judgement{verdict: retryCell, tries: t, at: now, tripped: v.Tripped}
+}
+
+// refused handles a refused connection (or DNS or TLS failure) of an endpoint that never answered: no try is
+// charged, and after unreachableFor the model is given up.
+func (j *judge) refused(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time) judgement {
+	j.brk.Release(tk)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.last = e
+	t := j.tries[cell]
+	t.Sent++
+	t.LatencyMS = float64(latency.Microseconds()) / 1000
+	j.tries[cell] = t
+	if j.firstRefused.IsZero() {
+		j.firstRefused = now
+	}
+	if now.Sub(j.firstRefused) >= unreachableFor {
+		return judgement{verdict: unreachable, tries: t}
+	}
+	return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryDelay(t.Sent))}
+}
+
+// neverConnected reports failures that mean no connection to the endpoint could be made at all.
+func neverConnected(e *llm.Error) bool {
+	if e.Status != 0 {
+		return false
+	}
+	switch e.Code {
+	case llm.CodeConnectionRefused, llm.CodeDNS, llm.CodeTLS:
+		return true
+	}
+	return false
+}
+
+// stalled reports whether nothing finished for the stall timeout.
+func (j *judge) stalled(now time.Time) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stall > 0 && now.Sub(j.lastFinished) >= j.stall
+}
+
+// lastError is the last failure seen, over all attempts; nil when none.
+func (j *judge) lastError() *llm.Error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.last
+}
+
+// triesOf returns the tries cell has used so far.
+func (j *judge) triesOf(cell int) Tries {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	return j.tries[cell]
+}
+
+// save writes what the next attempt must know into p: the tries as they stand now, provisional charges given
+// back when the breaker opened since, and the breaker's state.
+func (j *judge) save(p *Progress, now time.Time) {
+	st := j.brk.State()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	p.Tries = make(map[int]Tries, len(j.tries))
+	for c, t := range j.tries {
+		p.Tries[c] = t
+	}
+	p.Answered = j.answered
+	p.LastFinished = j.lastFinished
+	if j.last != nil {
+		p.LastClass, p.LastMessage = string(j.last.Class), j.last.Message
+	}
+	p.Outage = st
+	p.Provider = st.Describe(now)
+}
+
+// stallMessage says why a stalled pass gave up: during an outage, since when the provider has been down.
+func (j *judge) stallMessage(model string, now time.Time) string {
+	st := j.brk.State()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if st.Open {
+		return fmt.Sprintf("gave up: the provider of model %s has been down since %s (%s), %s without an answer "+
+			"(run.stall_timeout %s); run again with --retry-failed once it is back",
+			model, st.Since.Local().Format(time.TimeOnly), st.Cause, now.Sub(j.lastFinished).Round(time.Second), j.stall)
+	}
+	msg := fmt.Sprintf("gave up: no cell of model %s finished for %s", model, j.stall)
+	if j.last != nil {
+		msg += "; last failure: " + j.last.Error()
+	}
+	return msg
+}
+
+// serving tells the breaker that tk's request got an answer that shows the endpoint serving, though not one the
+// cell can use (an auth or quota refusal, which ends the model by itself).
+func (j *judge) serving(tk breaker.Ticket) {
+	j.brk.Report(tk, breaker.Outcome{Kind: breaker.Answered})
+	j.mu.Lock()
+	j.answered = true
+	j.mu.Unlock()
+}

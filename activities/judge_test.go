@@ -1,0 +1,125 @@
+package activities
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
+)
+
+var err503 = &llm.Error{Class: llm.ClassServerError, Status: 503, Code: "service_unavailable"}
+
+func newTestJudge(maxTries int, prev Progress, answered bool) (*judge, *breaker.Breaker) {
+	b := breaker.New(ratelimit.SystemClock(), breaker.Policy{Rand: func() float64 { return 0.5 }})
+	return newJudge(maxTries, 15*time.Minute, b, func(c int) string { return string(rune('a' + c)) }, prev, answered, time.Now()), b
+}
+
+func admitted(t *testing.T, b *breaker.Breaker) breaker.Ticket {
+	t.Helper()
+	tk, err := b.Admit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// A cell failing alone while the endpoint answers others is charged each time and fails at its last try.
+func TestJudgeChargesACellThatFailsAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j, b := newTestJudge(3, Progress{}, true)
+		var got judgement
+		for i := range 3 {
+			j.answer(admitted(t, b), 5, time.Now()) // another cell answers between the tries
+			got = j.failure(admitted(t, b), 0, err503, time.Millisecond, time.Now(), 10)
+			if i < 2 && (got.verdict != retryCell || got.tries.Transient != i+1 || got.at.Sub(time.Now()) != cellRetryDelay(i+1)) {
+				t.Fatalf("try %d: %+v, want a retry after %v with %d tries charged", i+1, got, cellRetryDelay(i+1), i+1)
+			}
+		}
+		if got.verdict != cellFailed || got.tries.Transient != 3 || got.tries.Sent != 3 {
+			t.Fatalf("third try: %+v, want the cell failed after 3 tries", got)
+		}
+	})
+}
+
+// When the breaker opens, the tries charged since the last answer are given back, and nothing after is charged.
+func TestJudgeGivesTheStreaksTriesBackWhenTheBreakerOpens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j, b := newTestJudge(10, Progress{}, true)
+		late := admitted(t, b) // in flight while the others fail
+		for c := range breaker.DefaultStormCells - 1 {
+			if got := j.failure(admitted(t, b), c, err503, 0, time.Now(), 100); got.tries.Transient != 1 {
+				t.Fatalf("cell %d before the trip: %+v, want one provisional try", c, got)
+			}
+		}
+		got := j.failure(admitted(t, b), 7, err503, 0, time.Now(), 100)
+		if !got.tripped || got.tries.Transient != 0 || got.verdict != retryCell {
+			t.Fatalf("the tripping failure: %+v, want tripped and uncharged", got)
+		}
+		for c := range breaker.DefaultStormCells {
+			if tr := j.triesOf(c); tr.Transient != 0 || tr.Sent != 1 {
+				t.Errorf("cell %d after the trip: %+v, want its try given back and its request counted", c, tr)
+			}
+		}
+		if got := j.failure(late, 9, err503, 0, time.Now(), 100); got.tries.Transient != 0 || got.tripped {
+			t.Errorf("a call that landed after the trip: %+v, want not charged", got)
+		}
+		var pr Progress
+		j.save(&pr, time.Now())
+		if !pr.Outage.Open || pr.Provider == "" || pr.Tries[0].Transient != 0 {
+			t.Errorf("saved progress %+v: want the open breaker, its description and no try charged", pr)
+		}
+	})
+}
+
+// A cell at its last try is not failed while other cells are failing too: the failures may be the provider's.
+func TestJudgeDoesNotFailACellWhileOthersFailToo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j, b := newTestJudge(1, Progress{}, true)
+		j.failure(admitted(t, b), 1, err503, 0, time.Now(), 100)
+		if got := j.failure(admitted(t, b), 0, err503, 0, time.Now(), 100); got.verdict != retryCell {
+			t.Fatalf("cell 0 at its last try while cell 1 fails too: %+v, want a retry", got)
+		}
+		j.answer(admitted(t, b), 2, time.Now())
+		if got := j.failure(admitted(t, b), 0, err503, 0, time.Now(), 100); got.verdict != cellFailed {
+			t.Fatalf("cell 0 failing alone after an answer: %+v, want failed", got)
+		}
+	})
+}
+
+// A refused connection of an endpoint that never answered charges nothing and gives the model up after
+// unreachableFor; once the endpoint answered, a refused connection opens the breaker at once.
+func TestJudgeRefusedConnections(t *testing.T) {
+	refused := &llm.Error{Class: llm.ClassTransport, Code: llm.CodeConnectionRefused}
+	synctest.Test(t, func(t *testing.T) {
+		j, b := newTestJudge(10, Progress{}, false)
+		if got := j.failure(admitted(t, b), 0, refused, 0, time.Now(), 10); got.verdict != retryCell || got.tries.Transient != 0 {
+			t.Fatalf("first refusal: %+v", got)
+		}
+		time.Sleep(unreachableFor)
+		if got := j.failure(admitted(t, b), 1, refused, 0, time.Now(), 10); got.verdict != unreachable {
+			t.Fatalf("refused for %v: %+v, want unreachable", unreachableFor, got)
+		}
+		if b.State().Open {
+			t.Error("an endpoint that never answered opened the breaker")
+		}
+
+		j2, b2 := newTestJudge(10, Progress{}, true)
+		if got := j2.failure(admitted(t, b2), 0, refused, 0, time.Now(), 10); !got.tripped || !b2.State().Open {
+			t.Fatalf("refused after answering: %+v, want the breaker open", got)
+		}
+	})
+}
+
+// A new attempt's judge continues each cell's tries from the heartbeat.
+func TestJudgeContinuesTheTriesOfTheLastHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j, b := newTestJudge(3, Progress{Tries: map[int]Tries{4: {Transient: 2, Sent: 5}}}, true)
+		got := j.failure(admitted(t, b), 4, err503, 0, time.Now(), 10)
+		if got.verdict != cellFailed || got.tries.Sent != 6 {
+			t.Fatalf("%+v, want the cell failed at its third try, its sixth request", got)
+		}
+	})
+}

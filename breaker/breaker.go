@@ -1,0 +1,417 @@
+// Package breaker is the circuit breaker of a model endpoint: it notices when the provider, not the cells, is
+// failing (an outage), stops every call to it but one probe at growing intervals, and lets the calls go again at
+// the first answer.
+//
+// The state machine is gobreaker's (closed → open → half-open with one request → closed, and a generation that
+// changes with every state, so that the outcome of a request admitted in an earlier state is known to be stale).
+// What gobreaker does not do, and a durable pass needs, is here: the wait before a probe grows (1 s, 2 s, 4 s …
+// about a minute, with jitter) instead of being fixed; admission blocks until a call may go instead of refusing
+// it; the clock is injected; and the state can be saved in an activity's heartbeat and restored by the next
+// attempt, on any worker, so that an outage's backoff continues instead of starting over.
+//
+// The policy of what trips it (distinct cells failing in a row with no answer between, a refused connection to an
+// endpoint that answered before, a wall of rate limits) is the caller's classification passed to Report; the
+// breaker only counts.
+package breaker
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Clock is the time the breaker runs on; ratelimit.Clock satisfies it.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// Kind is what an outcome says about the endpoint.
+type Kind int
+
+const (
+	// Answered is any response that shows the endpoint serving: an answer, or a refusal of the request itself
+	// (400, 404, 422). It closes an open breaker.
+	Answered Kind = iota
+	// Transient is a failure that may be the cell's or the provider's: a 5xx, a reset, a timeout, a malformed
+	// body. Distinct cells failing so in a row, with no answer between, trip the breaker.
+	Transient
+	// RateLimited is a 429 that is not a quota: the account's state, never a cell's. A wall of them trips it.
+	RateLimited
+	// Refused is a refused connection to an endpoint that answered before: it trips the breaker at once.
+	Refused
+)
+
+// Policy says when the breaker trips and how it probes. The zero value of a field means its default.
+type Policy struct {
+	// StormCells is how many distinct cells must fail transiently in a row, with no answer in between, before
+	// the failures are taken for the provider's (default 8). Report's pool lowers it for a pass with fewer
+	// unfinished cells, never below 2: one cell failing again and again never trips the breaker.
+	StormCells int
+	// StormRateLimits is how many rate limits in a row, with no answer between, trip it (default 8).
+	StormRateLimits int
+	// ProbeFirst is the wait before the first probe (default 1 s); each failed probe doubles it, up to ProbeMax
+	// (default 1 min).
+	ProbeFirst, ProbeMax time.Duration
+	// Jitter spreads each wait by up to ± this fraction of it (default 0.2), so that the breakers of many
+	// workers do not probe a recovering provider at the same instant.
+	Jitter float64
+	// Rand returns a number in [0, 1) for the jitter. Optional: math/rand/v2.
+	Rand func() float64
+}
+
+// Defaults of Policy.
+const (
+	DefaultStormCells      = 8
+	DefaultStormRateLimits = 8
+	DefaultProbeFirst      = time.Second
+	DefaultProbeMax        = time.Minute
+	DefaultJitter          = 0.2
+)
+
+func (p Policy) withDefaults() Policy {
+	if p.StormCells <= 0 {
+		p.StormCells = DefaultStormCells
+	}
+	if p.StormRateLimits <= 0 {
+		p.StormRateLimits = DefaultStormRateLimits
+	}
+	if p.ProbeFirst <= 0 {
+		p.ProbeFirst = DefaultProbeFirst
+	}
+	if p.ProbeMax <= 0 {
+		p.ProbeMax = DefaultProbeMax
+	}
+	if p.Jitter == 0 {
+		p.Jitter = DefaultJitter
+	}
+	if p.Rand == nil {
+		p.Rand = rand.Float64
+	}
+	return p
+}
+
+// Wait is the wait before the probe after step failed probes (step 0: the first probe), without jitter.
+func (p Policy) Wait(step int) time.Duration {
+	p = p.withDefaults()
+	d := p.ProbeFirst
+	for range step {
+		if d >= p.ProbeMax {
+			break
+		}
+		d *= 2
+	}
+	return min(d, p.ProbeMax)
+}
+
+// Cause describes the failure that opened the breaker, for people: "HTTP 503", "connection refused".
+type Cause struct {
+	Class   string `json:"class,omitempty"`
+	Status  int    `json:"status,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// String is the cause as a progress line shows it: "503 service unavailable", "connection refused".
+func (c Cause) String() string {
+	switch {
+	case c.Status != 0 && c.Code != "":
+		return fmt.Sprintf("%d %s", c.Status, c.Code)
+	case c.Status != 0:
+		return fmt.Sprint(c.Status)
+	case c.Code != "":
+		return c.Code
+	case c.Class != "":
+		return c.Class
+	}
+	return "failing"
+}
+
+// State is what a breaker knows of an outage: the zero value is a closed breaker. It travels in heartbeat
+// details, so a new attempt of a pass continues the backoff where the last one was.
+type State struct {
+	// Open says the endpoint is taken to be down: no call goes but the probe.
+	Open bool `json:"open,omitempty"`
+	// Since is when the outage began (the first trip; failed probes do not move it).
+	Since time.Time `json:"since,omitzero"`
+	// Step counts the probes that failed in this outage: the backoff exponent.
+	Step int `json:"step,omitempty"`
+	// NextProbe is when the next probe may be sent.
+	NextProbe time.Time `json:"next_probe,omitzero"`
+	// Probes counts the probes sent in this outage.
+	Probes int   `json:"probes,omitempty"`
+	Cause  Cause `json:"cause,omitzero"`
+}
+
+// Describe is the state as people read it: "provider down since 12:01:03 (503), next probe in 8s", "" when
+// closed.
+func (s State) Describe(now time.Time) string {
+	if !s.Open {
+		return ""
+	}
+	next := "now"
+	if d := s.NextProbe.Sub(now); d > 0 {
+		next = "in " + d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("provider down since %s (%s), next probe %s, no cell charged",
+		s.Since.Local().Format(time.TimeOnly), s.Cause, next)
+}
+
+// Ticket is the admission of one request: the generation it was admitted in, and whether it is the probe.
+// Every ticket Admit returns must end in exactly one Report or Release.
+type Ticket struct {
+	gen   uint64
+	probe bool
+}
+
+// Probe says the ticket's request is the probe of an open breaker.
+func (t Ticket) Probe() bool { return t.probe }
+
+// Outcome is what one request's result says, as the caller classified it.
+type Outcome struct {
+	// Key names the cell (unique across the passes sharing the breaker).
+	Key  string
+	Kind Kind
+	// Pool is how many unfinished cells the reporting pass has: a pass with fewer than Policy.StormCells trips
+	// on that many distinct failures (at least 2).
+	Pool int
+	// RetryAfter is the provider's requested wait, if any: the next probe waits at least so long.
+	RetryAfter time.Duration
+	Cause      Cause
+}
+
+// Verdict is what the breaker makes of a reported outcome.
+type Verdict struct {
+	// Charge says the failure counts against the cell's tries: its ticket was admitted while the breaker was
+	// closed, in the current generation, and the failure did not trip the breaker. Rate limits and refused
+	// connections are never charged, nor anything that lands after the breaker opened.
+	Charge bool
+	// Alone says no other cell has failed since the last answer: a cell that used up its tries may then be
+	// recorded failed. While others fail too, the failures may yet turn out to be the provider's.
+	Alone bool
+	// Tripped says this outcome opened the breaker (or, for a probe, kept it open).
+	Tripped bool
+}
+
+// Breaker is the circuit breaker of one endpoint, safe for concurrent use. Create it with New.
+type Breaker struct {
+	clk Clock
+	pol Policy
+
+	mu    sync.Mutex
+	st    State
+	gen   uint64
+	probe bool // the probe of this open period is out
+	// seen says an outcome was reported: a restored state then no longer applies.
+	seen bool
+	// streak holds the cells that failed transiently since the last answer; limited counts the rate limits.
+	streak  map[string]bool
+	limited int
+	changed chan struct{} // closed and replaced on every change of state
+}
+
+// New returns a closed breaker.
+func New(clk Clock, p Policy) *Breaker {
+	return &Breaker{clk: clk, pol: p.withDefaults(), streak: map[string]bool{}, changed: make(chan struct{})}
+}
+
+// notify wakes the waiters of Admit. Call with b.mu held.
+func (b *Breaker) notify() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// Admit returns once a request may be sent: at once while the breaker is closed; while it is open, when this
+// caller is the probe (the first to ask once NextProbe has come) or when the breaker closed. It returns ctx's
+// error when ctx ends first.
+func (b *Breaker) Admit(ctx context.Context) (Ticket, error) {
+	b.mu.Lock()
+	for {
+		if !b.st.Open {
+			t := Ticket{gen: b.gen}
+			b.mu.Unlock()
+			return t, nil
+		}
+		now := b.clk.Now()
+		if !b.probe && !now.Before(b.st.NextProbe) {
+			b.probe = true
+			b.st.Probes++
+			t := Ticket{gen: b.gen, probe: true}
+			b.mu.Unlock()
+			return t, nil
+		}
+		ch := b.changed
+		var timer <-chan time.Time
+		if !b.probe {
+			timer = b.clk.After(b.st.NextProbe.Sub(now))
+		}
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return Ticket{}, ctx.Err()
+		case <-ch:
+		case <-timer:
+		}
+		b.mu.Lock()
+	}
+}
+
+// Current reports whether t may still be sent: the breaker is closed in t's generation, or t is the probe of
+// the open period it was admitted in. A request admitted while closed must not be sent once the breaker opened.
+func (b *Breaker) Current(t Ticket) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return t.gen == b.gen && (t.probe || !b.st.Open)
+}
+
+// Release ends a ticket whose request was never sent. A probe's turn passes to the next caller at once.
+func (b *Breaker) Release(t Ticket) {
+	if !t.probe {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t.gen == b.gen && b.probe {
+		b.probe = false
+		b.st.Probes--
+		b.notify()
+	}
+}
+
+// Report tells the breaker how t's request ended and returns what that means for its cell.
+func (b *Breaker) Report(t Ticket, o Outcome) Verdict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seen = true
+	now := b.clk.Now()
+	if o.Kind == Answered {
+		// Whatever generation it was sent in, an answer shows the endpoint serving.
+		if b.st.Open {
+			b.st = State{}
+			b.gen++
+			b.probe = false
+			b.notify()
+		}
+		clear(b.streak)
+		b.limited = 0
+		return Verdict{}
+	}
+	if t.gen != b.gen {
+		return Verdict{} // admitted before the breaker last changed: it says nothing of the cell or of now
+	}
+	if t.probe {
+		b.probe = false
+		b.st.Step++
+		b.st.NextProbe = now.Add(b.wait(b.st.Step, o.RetryAfter))
+		b.st.Cause = o.Cause
+		b.notify()
+		return Verdict{Tripped: true}
+	}
+	if b.st.Open {
+		return Verdict{} // cannot happen: closed-state tickets of this generation are not admitted while open
+	}
+	switch o.Kind {
+	case Refused:
+		b.trip(now, o)
+		return Verdict{Tripped: true}
+	case RateLimited:
+		b.limited++
+		if b.limited >= b.pol.StormRateLimits {
+			b.trip(now, o)
+			return Verdict{Tripped: true}
+		}
+		return Verdict{}
+	}
+	b.streak[o.Key] = true
+	need := b.pol.StormCells
+	if o.Pool > 0 {
+		need = max(2, min(need, o.Pool))
+	}
+	if len(b.streak) >= need {
+		b.trip(now, o)
+		return Verdict{Tripped: true}
+	}
+	return Verdict{Charge: true, Alone: len(b.streak) == 1}
+}
+
+// trip opens the breaker. Call with b.mu held.
+func (b *Breaker) trip(now time.Time, o Outcome) {
+	b.st = State{Open: true, Since: now, NextProbe: now.Add(b.wait(0, o.RetryAfter)), Cause: o.Cause}
+	b.gen++
+	b.probe = false
+	clear(b.streak)
+	b.limited = 0
+	b.notify()
+}
+
+// wait is the jittered wait before the probe after step failed probes, at least retryAfter.
+func (b *Breaker) wait(step int, retryAfter time.Duration) time.Duration {
+	d := b.pol.Wait(step)
+	j := 1 + b.pol.Jitter*(2*b.pol.Rand()-1)
+	return max(retryAfter, time.Duration(float64(d)*j))
+}
+
+// State returns the breaker's state now.
+func (b *Breaker) State() State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.st
+}
+
+// Generation changes whenever the breaker opens or closes: a caller that saw one generation knows from another
+// that an outage began or ended meanwhile.
+func (b *Breaker) Generation() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gen
+}
+
+// Restore puts an open state saved by an earlier attempt into a breaker that has heard of no request yet (a new
+// worker, or one whose breaker nothing used): the outage and its backoff continue where they were. A breaker
+// that has heard of requests knows better than a saved state, and keeps its own. It reports whether it applied.
+func (b *Breaker) Restore(s State) bool {
+	if !s.Open {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen || b.st.Open {
+		return false
+	}
+	s.Probes = max(0, s.Probes)
+	b.st = s
+	b.gen++
+	b.probe = false
+	b.seen = true
+	b.notify()
+	return true
+}
+
+// Set holds the breakers of a worker, one per endpoint key, so that every pass calling an endpoint shares one
+// breaker. Safe for concurrent use; the zero value is not usable: create it with NewSet.
+type Set struct {
+	clk Clock
+	pol Policy
+
+	mu sync.Mutex
+	m  map[string]*Breaker
+}
+
+// NewSet returns an empty Set whose breakers run on clk with policy p.
+func NewSet(clk Clock, p Policy) *Set {
+	return &Set{clk: clk, pol: p, m: map[string]*Breaker{}}
+}
+
+// For returns the breaker of key, creating it closed.
+func (s *Set) For(key string) *Breaker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[key]
+	if !ok {
+		b = New(s.clk, s.pol)
+		s.m[key] = b
+	}
+	return b
+}

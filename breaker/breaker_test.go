@@ -1,0 +1,259 @@
+package breaker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// bubbleClock is the real clock, which inside a synctest bubble is the bubble's fake one.
+type bubbleClock struct{}
+
+func (bubbleClock) Now() time.Time                         { return time.Now() }
+func (bubbleClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// noJitter makes every wait exactly Policy.Wait.
+func noJitter() float64 { return 0.5 }
+
+func newTest() *Breaker { return New(bubbleClock{}, Policy{Rand: noJitter}) }
+
+func admit(t *testing.T, b *Breaker) Ticket {
+	t.Helper()
+	tk, err := b.Admit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func fail(b *Breaker, tk Ticket, cell int) Verdict {
+	return b.Report(tk, Outcome{Key: fmt.Sprint("c", cell), Kind: Transient, Cause: Cause{Status: 503}})
+}
+
+func TestDistinctCellsInARowTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTest()
+		// One cell failing again and again is the cell's failure: charged, alone, never a trip.
+		for range 20 {
+			v := fail(b, admit(t, b), 0)
+			if !v.Charge || !v.Alone || v.Tripped {
+				t.Fatalf("one cell failing: verdict %+v, want charged, alone, no trip", v)
+			}
+		}
+		// An answer between failures clears the streak.
+		b.Report(admit(t, b), Outcome{Key: "c99", Kind: Answered})
+		for i := range DefaultStormCells - 1 {
+			if v := fail(b, admit(t, b), i); !v.Charge || v.Tripped || v.Alone != (i == 0) {
+				t.Fatalf("failure %d of %d: %+v, want charged without a trip (alone only for the first)", i+1, DefaultStormCells, v)
+			}
+		}
+		b.Report(admit(t, b), Outcome{Key: "c99", Kind: Answered})
+		if b.State().Open {
+			t.Fatal("open after an answer")
+		}
+		var last Verdict
+		for i := range DefaultStormCells {
+			last = fail(b, admit(t, b), i)
+		}
+		if !last.Tripped || last.Charge || !b.State().Open {
+			t.Fatalf("after %d distinct cells in a row: verdict %+v, state %+v; want tripped, not charged, open",
+				DefaultStormCells, last, b.State())
+		}
+		if got := b.State().Cause.String(); got != "503" {
+			t.Errorf("cause %q, want 503", got)
+		}
+	})
+}
+
+func TestAPoolSmallerThanTheStormTripsSooner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTest()
+		o := Outcome{Key: "a", Kind: Transient, Pool: 3}
+		b.Report(admit(t, b), o)
+		o.Key = "b"
+		b.Report(admit(t, b), o)
+		o.Key = "c"
+		if v := b.Report(admit(t, b), o); !v.Tripped {
+			t.Fatalf("3 of a pool of 3 failed: %+v, want a trip", v)
+		}
+		// A pool of one never trips on one cell: the floor is two distinct cells.
+		b2 := newTest()
+		for range 10 {
+			if v := b2.Report(admit(t, b2), Outcome{Key: "a", Kind: Transient, Pool: 1}); v.Tripped {
+				t.Fatal("one cell tripped the breaker")
+			}
+		}
+	})
+}
+
+func TestLateOutcomesAreNotCharged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTest()
+		inFlight := make([]Ticket, 4)
+		for i := range inFlight {
+			inFlight[i] = admit(t, b)
+		}
+		b.Report(admit(t, b), Outcome{Key: "x", Kind: Refused})
+		if !b.State().Open {
+			t.Fatal("a refused connection did not open the breaker")
+		}
+		for i, tk := range inFlight {
+			if b.Current(tk) {
+				t.Errorf("ticket %d admitted before the trip is still current", i)
+			}
+			if v := fail(b, tk, i); v.Charge || v.Tripped {
+				t.Errorf("a call that landed after the trip: %+v, want not charged", v)
+			}
+		}
+		if b.State().Step != 0 {
+			t.Errorf("late failures moved the backoff: %+v", b.State())
+		}
+	})
+}
+
+func TestRateLimitsAreNeverChargedAndAWallTrips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTest()
+		for i := range DefaultStormRateLimits {
+			v := b.Report(admit(t, b), Outcome{Key: "a", Kind: RateLimited, Cause: Cause{Status: 429}})
+			if v.Charge {
+				t.Fatalf("429 %d charged", i)
+			}
+			if v.Tripped != (i == DefaultStormRateLimits-1) {
+				t.Fatalf("429 %d: tripped %v", i+1, v.Tripped)
+			}
+		}
+	})
+}
+
+func TestOpenAdmitsOneProbeAtGrowingIntervals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTest()
+		start := time.Now()
+		b.Report(admit(t, b), Outcome{Key: "x", Kind: Refused, Cause: Cause{Code: "connection_refused"}})
+		// Two passes wait at once: only one of them gets the probe.
+		type got struct {
+			tk Ticket
+			at time.Duration
+		}
+		ch := make(chan got, 2)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for range 2 {
+			go func() {
+				tk, err := b.Admit(ctx)
+				if err == nil {
+					ch <- got{tk, time.Since(start)}
+				}
+			}()
+		}
+		wantWaits := []time.Duration{1, 2, 4, 8, 16, 32, 60, 60}
+		elapsed := time.Duration(0)
+		for step, w := range wantWaits {
+			g := <-ch
+			elapsed += w * time.Second
+			if !g.tk.Probe() || g.at != elapsed {
+				t.Fatalf("probe %d: admitted at %v (probe %v), want the probe at %v", step+1, g.at, g.tk.Probe(), elapsed)
+			}
+			synctest.Wait()
+			select {
+			case o := <-ch:
+				t.Fatalf("a second caller was admitted while the probe was out: %+v", o)
+			default:
+			}
+			if v := fail(b, g.tk, 0); !v.Tripped || v.Charge {
+				t.Fatalf("failed probe: %+v, want tripped and not charged", v)
+			}
+			go func() {
+				tk, err := b.Admit(ctx)
+				if err == nil {
+					ch <- got{tk, time.Since(start)}
+				}
+			}()
+		}
+		st := b.State()
+		if st.Step != len(wantWaits) || st.Probes != len(wantWaits) || !st.Since.Equal(start) {
+			t.Errorf("state %+v, want step and probes %d since the start", st, len(wantWaits))
+		}
+		// The next probe is answered: the breaker closes and every waiter goes.
+		g := <-ch
+		b.Report(g.tk, Outcome{Key: "c0", Kind: Answered})
+		g = <-ch
+		if g.tk.Probe() || b.State().Open {
+			t.Fatalf("after an answer: ticket %+v, state %+v; want closed", g.tk, b.State())
+		}
+	})
+}
+
+func TestJitterStaysWithinItsFraction(t *testing.T) {
+	for _, r := range []float64{0, 0.999999} {
+		b := New(bubbleClock{}, Policy{Rand: func() float64 { return r }})
+		d := b.wait(3, 0)
+		lo, hi := time.Duration(float64(8*time.Second)*0.8), time.Duration(float64(8*time.Second)*1.2)
+		if d < lo || d > hi {
+			t.Errorf("rand %v: wait %v outside [%v, %v]", r, d, lo, hi)
+		}
+	}
+	b := newTest()
+	if d := b.wait(0, 5*time.Second); d != 5*time.Second {
+		t.Errorf("Retry-After 5s: wait %v, want 5s", d)
+	}
+}
+
+func TestReleasingTheProbePassesTheTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTest()
+		b.Report(admit(t, b), Outcome{Key: "x", Kind: Refused})
+		time.Sleep(time.Second)
+		p := admit(t, b)
+		if !p.Probe() {
+			t.Fatal("first caller after the wait is not the probe")
+		}
+		b.Release(p)
+		q := admit(t, b) // at once: the turn is free and due
+		if !q.Probe() || b.State().Probes != 1 {
+			t.Fatalf("after release: %+v, state %+v; want the next caller to probe, one probe counted", q, b.State())
+		}
+	})
+}
+
+func TestRestoreContinuesTheBackoffOnAFreshBreakerOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		saved := State{Open: true, Since: now.Add(-time.Minute), Step: 5, NextProbe: now.Add(20 * time.Second), Probes: 5,
+			Cause: Cause{Status: 503}}
+		b := newTest()
+		if !b.Restore(saved) {
+			t.Fatal("a fresh breaker refused the saved state")
+		}
+		tk := admit(t, b)
+		if waited := time.Since(now); !tk.Probe() || waited != 20*time.Second {
+			t.Fatalf("after restore: probe %v after %v, want the probe when the saved state said (20s)", tk.Probe(), waited)
+		}
+		fail(b, tk, 0)
+		if st := b.State(); st.Step != 6 || st.NextProbe.Sub(time.Now()) != 60*time.Second || !st.Since.Equal(saved.Since) {
+			t.Errorf("after a failed probe: %+v; want step 6, the next probe in 60s, the outage's start kept", st)
+		}
+		// A breaker that has heard of requests keeps its own state.
+		used := newTest()
+		used.Report(admit(t, used), Outcome{Key: "a", Kind: Answered})
+		if used.Restore(saved) || used.State().Open {
+			t.Error("a used breaker took a saved state")
+		}
+	})
+}
+
+func TestDescribe(t *testing.T) {
+	since := time.Date(2026, 12, 1, 12, 1, 3, 0, time.Local)
+	st := State{Open: true, Since: since, NextProbe: since.Add(8 * time.Second), Cause: Cause{Status: 503, Code: "service_unavailable"}}
+	got := st.Describe(since)
+	want := "provider down since 12:01:03 (503 service_unavailable), next probe in 8s, no cell charged"
+	if got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	if (State{}).Describe(since) != "" {
+		t.Error("a closed breaker describes itself")
+	}
+}
