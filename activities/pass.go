@@ -229,6 +229,7 @@ func (p *pass) pending(start, end int) []int {
 // progress is the heartbeat detail now: the counts, then the judge's state as it stands after them.
 func (p *pass) progress() Progress {
 	pr := p.tally.progress()
+	pr.Model = p.model.ID
 	p.judge.save(&pr, p.clock.Now())
 	return pr
 }

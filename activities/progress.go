@@ -54,7 +54,9 @@ type PassResult struct {
 // Progress is the heartbeat detail of RunSeedPass; a retried attempt starts from the last one recorded. Every
 // heartbeat is recorded after the state it carries changed, never from a copy taken before.
 type Progress struct {
-	Pass    int
+	Pass int
+	// Model is the id of the pass's model in the spec.
+	Model   string `json:",omitempty"`
 	Cells   int
 	Done    int
 	Failed  int

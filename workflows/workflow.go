@@ -161,6 +161,9 @@ type Progress struct {
 	Cached int `json:"cached"`
 	usage.Usage
 	Stopped string `json:"stopped,omitempty"`
+	// Outages are the running passes whose model's provider is down (its breaker open), by pass, as the passes
+	// last signalled.
+	Outages []activities.Outage `json:"outages,omitempty"`
 }
 
 // Result is what a finished run returns.
@@ -190,6 +193,9 @@ type runner struct {
 	running int
 	// runningByModel counts passes in flight per model index, for the limit shares.
 	runningByModel map[int]int
+	// outages holds the running passes whose provider is down, in pass order (activities.SignalOutage). A slice,
+	// not a map: workflow code iterates it.
+	outages []activities.Outage
 }
 
 // a is only a name for the activity methods: workflows never call through it, Temporal does, on the worker's
@@ -240,6 +246,17 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	}); err != nil {
 		return Result{}, err
 	}
+	outageCh := workflow.GetSignalChannel(ctx, activities.SignalOutage)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			var o activities.Outage
+			if !outageCh.Receive(gctx, &o) {
+				return
+			}
+			r.setOutage(o)
+			r.details(gctx)
+		}
+	})
 	r.details(ctx)
 
 	maxPar := max(1, r.plan.Run.MaxParallelPasses)
@@ -276,6 +293,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 			defer func() {
 				r.running--
 				r.runningByModel[p.Model]--
+				r.setOutage(activities.Outage{Pass: p.Index})
 			}()
 			r.runPass(gctx, p, sh)
 		})
@@ -449,14 +467,38 @@ func (r *runner) progress() Progress {
 	p.RunID = r.runID
 	p.PassesRunning = r.running
 	p.Stopped = r.state.Stopped
+	p.Outages = slices.Clone(r.outages)
 	return p
+}
+
+// setOutage records what a pass said of its provider: down (kept in pass order) or up (forgotten).
+func (r *runner) setOutage(o activities.Outage) {
+	i, found := slices.BinarySearchFunc(r.outages, o.Pass, func(x activities.Outage, pass int) int { return x.Pass - pass })
+	switch {
+	case found && o.State.Open:
+		r.outages[i] = o
+	case found:
+		r.outages = slices.Delete(r.outages, i, i+1)
+	case o.State.Open:
+		r.outages = slices.Insert(r.outages, i, o)
+	}
 }
 
 // details shows where the run stands in the Web UI.
 func (r *runner) details(ctx workflow.Context) {
 	t := r.state.Totals
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
-		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried))
+	d := fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
+		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried)
+	seen := map[string]bool{}
+	for _, o := range r.outages {
+		if seen[o.Model] {
+			continue
+		}
+		seen[o.Model] = true
+		d += fmt.Sprintf(" · %s: provider down since %s UTC (%s), next probe at %s UTC, no cell charged", o.Model,
+			o.State.Since.UTC().Format(time.TimeOnly), o.State.Cause, o.State.NextProbe.UTC().Format(time.TimeOnly))
+	}
+	workflow.SetCurrentDetails(ctx, d)
 }
 
 // prepareCtx runs PrepareRun: an invalid spec fails at once (non-retryable), a store that is down is retried.

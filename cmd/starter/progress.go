@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
@@ -31,6 +34,9 @@ type snapshot struct {
 	passesDone int
 	passes     int
 	usage      usage.Usage
+	// outages are the models whose provider is down, one line each, from the running passes' heartbeats (or the
+	// workflow's progress, which the passes signal).
+	outages map[string]breaker.State
 }
 
 // progressStore is what progress reads of the results store.
@@ -57,6 +63,9 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 			s.total, s.done, s.failed, s.retried, s.cached = p.Cells, p.CellsDone, p.Failed, p.Retried, p.Cached
 			s.passesDone, s.passes = p.PassesDone, p.Passes
 			s.usage = p.Usage
+			for _, o := range p.Outages {
+				s.addOutage(o.Model, o.State)
+			}
 		}
 	}
 	dc := converter.GetDefaultDataConverter()
@@ -73,6 +82,9 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 		s.retried += hb.Retried
 		s.cached += hb.Cached
 		s.usage.Add(hb.Usage)
+		if hb.Model != "" {
+			s.addOutage(hb.Model, hb.Outage)
+		}
 	}
 	if st != nil {
 		if s.total == 0 {
@@ -92,6 +104,28 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 	return s, nil
 }
 
+// addOutage notes the breaker state a pass reported for model; the latest news of an outage wins.
+func (s *snapshot) addOutage(model string, st breaker.State) {
+	if !st.Open {
+		return
+	}
+	if s.outages == nil {
+		s.outages = map[string]breaker.State{}
+	}
+	if cur, ok := s.outages[model]; !ok || st.NextProbe.After(cur.NextProbe) {
+		s.outages[model] = st
+	}
+}
+
+// outageLines says, per model in name order, that its provider is down and when it is probed next.
+func (s snapshot) outageLines(now time.Time) []string {
+	var out []string
+	for _, m := range slices.Sorted(maps.Keys(s.outages)) {
+		out = append(out, m+": "+s.outages[m].Describe(now))
+	}
+	return out
+}
+
 // line formats a snapshot: done/total, failures, retries, rate, ETA, tokens and money.
 func (s snapshot) line(rate float64) string {
 	eta := "?"
@@ -104,6 +138,9 @@ func (s snapshot) line(rate float64) string {
 		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD)
 	if s.cached > 0 {
 		line += fmt.Sprintf(" · %d cached, $%.4f saved", s.cached, s.usage.SavedUSD)
+	}
+	for _, o := range s.outageLines(time.Now()) {
+		line += " · " + o
 	}
 	return line
 }
@@ -146,8 +183,12 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			rate = float64(s.done-first) / el
 		}
 		if tty {
-			bar.Describe(fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%.4f", s.failed, s.retried, rate,
-				s.usage.Tokens(), s.usage.CostUSD))
+			desc := fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%.4f", s.failed, s.retried, rate,
+				s.usage.Tokens(), s.usage.CostUSD)
+			for _, o := range s.outageLines(time.Now()) {
+				desc += " · " + o
+			}
+			bar.Describe(desc)
 			_ = bar.Set(min(s.done, total))
 			continue
 		}
