@@ -3,9 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -147,34 +145,7 @@ func TestChaosAcrossWorkers(t *testing.T) {
 	if err := simProc.cmd.Process.Signal(os.Interrupt); err == nil {
 		simProc.wait(t, 30*time.Second)
 	}
-	const grace = 100 * time.Millisecond
-	firstAnswer := map[string]time.Time{}
-	limited := 0
-	var again []string
-	for _, e := range readRequestLog(t, simLog) {
-		if e.Endpoint != "/v1/chat/completions" || e.Cell == "" {
-			continue
-		}
-		if e.Status == http.StatusTooManyRequests {
-			limited++
-		}
-		at, answered := firstAnswer[e.Cell]
-		if !answered {
-			if e.Status == http.StatusOK && e.Fault == "" {
-				firstAnswer[e.Cell] = e.Done
-			}
-			continue
-		}
-		inFlight := false
-		for _, k := range kills {
-			if !at.Before(k.Add(-grace)) && at.Before(e.Time) && k.Before(e.Time) {
-				inFlight = true
-			}
-		}
-		if !inFlight {
-			again = append(again, fmt.Sprintf("%s (answered at %s, asked again at %s)", e.Cell, at.Format("15:04:05.000"), e.Time.Format("15:04:05.000")))
-		}
-	}
+	again, limited := askedAgain(t, simLog, kills, 100*time.Millisecond)
 	if limited > 0 {
 		t.Errorf("the simulator refused %d calls with 429: the workers together exceeded the model's rpm", limited)
 	}

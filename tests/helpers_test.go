@@ -68,6 +68,15 @@ func simulatorBin(t *testing.T) string {
 
 func buildBin(t *testing.T, b *build, name, pkg string) string {
 	t.Helper()
+	b.do(t, name, pkg)
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// do builds pkg into binDir/name once; it does not fail the test, so that builds can run in goroutines.
+func (b *build) do(t *testing.T, name, pkg string) {
 	b.once.Do(func() {
 		start := time.Now()
 		path := filepath.Join(binDir, name)
@@ -79,10 +88,6 @@ func buildBin(t *testing.T, b *build, name, pkg string) string {
 		b.path = path
 		t.Logf("built %s in %s", pkg, time.Since(start).Round(time.Millisecond))
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
 }
 
 // freePort returns a loopback port that was free a moment ago. The embedded server falls back to another free

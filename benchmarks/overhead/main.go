@@ -1,7 +1,11 @@
-// Command overhead measures what silico adds per model call: calls/s of a whole run (ExperimentWorkflow against
-// the simulator at zero latency) and of one RunSeedPass activity alone, beside a bare loop of go-openai calls
-// with the same messages, the same HTTP client settings and the same concurrency, against the same simulator, in
-// the same process. It prints a markdown table.
+// Command overhead measures what silico adds per model call: cells/s of a whole run (ExperimentWorkflow against
+// the simulator at zero latency), of its RunSeedPass as the server's history times it, and of one RunSeedPass
+// activity alone, beside a bare loop of go-openai calls with the same messages, the same HTTP client settings and
+// the same concurrency, against the same simulator, in the same process. Each is measured three ways: with the
+// response cache off, with the default policy on an empty cache (every cell called and written to the cache), and
+// as a new run served entirely from the cache the empty-cache run filled in the same round. Every round starts a
+// new server, simulator, worker and results store, and every run has a run id of its own; each ratio is taken to
+// the bare loop of the same round. It prints a markdown table.
 //
 //	go run ./benchmarks/overhead            # 5 rounds
 //	go run ./benchmarks/overhead --quick    # 1 round
@@ -15,9 +19,11 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
@@ -27,34 +33,39 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
 )
 
 func main() {
+	var o options
 	quick := flag.Bool("quick", false, "one round instead of --rounds")
-	rounds := flag.Int("rounds", 5, "rounds; each runs the bare loop, the workflow and the pass once")
-	items := flag.Int("items", 50, "items of the grid")
-	personas := flag.Int("personas", 40, "personas of the grid")
-	conc := flag.Int("concurrency", 16, "max_concurrency of the run and goroutines of the bare loop")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write CPU profiles of the first round to `prefix`.{bare,workflow,activity}.pprof")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds; each runs the bare loop, then the workflow and the pass alone in every cache mode")
+	flag.IntVar(&o.items, "items", 50, "items of the grid")
+	flag.IntVar(&o.personas, "personas", 40, "personas of the grid")
+	flag.IntVar(&o.conc, "concurrency", 16, "max_concurrency of the run and goroutines of the bare loop")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of the first round to `prefix`.{bare,workflow-<mode>,activity-<mode>}.pprof")
 	flag.Parse()
 	if *quick {
-		*rounds = 1
+		o.rounds = 1
 	}
-	if err := run(*rounds, *items, *personas, *conc); err != nil {
+	if err := run(o); err != nil {
 		log.Fatal(err)
 	}
 }
 
-var cpuProfile string
+type options struct {
+	rounds, items, personas, conc int
+	cpuProfile                    string
+}
 
 // profile runs f under the CPU profiler when round is 0 and --cpuprofile is set.
-func profile(round int, name string, f func() error) error {
-	if cpuProfile == "" || round != 0 {
+func (o options) profile(round int, name string, f func() error) error {
+	if o.cpuProfile == "" || round != 0 {
 		return f()
 	}
-	out, err := os.Create(cpuProfile + "." + name + ".pprof")
+	out, err := os.Create(o.cpuProfile + "." + name + ".pprof")
 	if err != nil {
 		return err
 	}
@@ -66,84 +77,52 @@ func profile(round int, name string, f func() error) error {
 	return f()
 }
 
-type sample struct{ bare, workflow, pass, activity float64 } // calls/s
+// cacheMode is one way a run meets the response cache. Each round measures the three in this order on a store of
+// its own, so that fill starts from an empty cache and hit is served by what fill wrote in the same round.
+type cacheMode struct {
+	name   string
+	policy experiment.CachePolicy
+	// cached is whether every cell must come from the cache (hit) or none may (off, fill).
+	cached bool
+	label  string
+}
 
-func run(rounds, items, personas, conc int) error {
-	ctx := context.Background()
-	st, err := bench.Start(sim.Config{})
-	if err != nil {
-		return err
+const nModes = 3
+
+// cacheModes are the modes in the order a round runs them.
+func cacheModes() [nModes]cacheMode {
+	return [nModes]cacheMode{
+		{"off", experiment.CacheOff, false, "off"},
+		{"fill", experiment.CacheReadWrite, false, "empty (default `read_write`: every cell called and written)"},
+		{"hit", experiment.CacheReadWrite, true, "all hits (a new run served from what the empty-cache run wrote: 0 calls)"},
 	}
-	defer st.Close()
+}
 
-	spec := bench.GridSpec(1, 1, items, personas)
-	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = conc, 1
+// sample is one round's cells/s: the bare loop, and per cache mode the whole run, its pass in the server's
+// history, and the pass alone.
+type sample struct {
+	bare             float64
+	run, pass, alone [nModes]float64
+}
+
+func run(o options) error {
+	spec := bench.GridSpec(1, 1, o.items, o.personas)
+	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = o.conc, 1
 	spec.Run.ChunkSize = max(spec.Run.ChunkSize, spec.NumCells()) // one pass
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	n := spec.NumCells()
 	reqs, err := bench.BareRequests(&spec)
 	if err != nil {
 		return err
 	}
-	oc := bench.BareClient(st.SimURL)
-	act, err := newActivities(st)
-	if err != nil {
-		return err
-	}
-
-	// Warm-up: connections, tokenizers, the worker's caches, the server's task queue.
-	if _, err := bench.Bare(ctx, oc, reqs[:min(len(reqs), 200)], conc); err != nil {
-		return err
-	}
-	warm := bench.GridSpec(1, 1, 5, 8)
-	warm.Run.MaxConcurrency = conc
-	if _, err := st.Run(ctx, "overhead-warmup", warm); err != nil {
-		return err
-	}
-
 	var samples []sample
-	for r := range rounds {
-		var s sample
-		var d time.Duration
-		if err := profile(r, "bare", func() (err error) {
-			d, err = bench.Bare(ctx, oc, reqs, conc)
-			return err
-		}); err != nil {
-			return err
-		}
-		s.bare = float64(n) / d.Seconds()
-
-		id := fmt.Sprintf("overhead-%d", r)
-		var res workflows.Result
-		if err := profile(r, "workflow", func() (err error) {
-			start := time.Now()
-			res, err = st.Run(ctx, id, spec)
-			s.workflow = float64(n) / time.Since(start).Seconds()
-			return err
-		}); err != nil {
-			return err
-		}
-		if got := res.Summary.OK + res.Summary.Unparsed; got != n {
-			return fmt.Errorf("%s: %d of %d cells answered: %+v", id, got, n, res.Summary.Errors)
-		}
-		pt, err := st.Passes(ctx, id)
+	for r := range o.rounds {
+		s, err := round(o, r, spec, reqs)
 		if err != nil {
-			return err
+			return fmt.Errorf("round %d: %w", r+1, err)
 		}
-		s.pass = float64(n) / pt.Wall.Seconds()
-
-		if err := profile(r, "activity", func() (err error) {
-			d, err = passAlone(act, fmt.Sprintf("overhead-activity-%d", r), spec, conc)
-			return err
-		}); err != nil {
-			return err
-		}
-		s.activity = float64(n) / d.Seconds()
 		samples = append(samples, s)
-		fmt.Fprintf(os.Stderr, "round %d: bare %.0f, workflow %.0f, pass %.0f, activity %.0f calls/s (load %s)\n",
-			r+1, s.bare, s.workflow, s.pass, s.activity, bench.Load())
 	}
 
 	med := func(f func(sample) float64) float64 {
@@ -153,19 +132,28 @@ func run(rounds, items, personas, conc int) error {
 		}
 		return bench.Median(xs)
 	}
-	bareM := med(func(s sample) float64 { return s.bare })
 	fmt.Printf("### Overhead: %d calls (1 model × 1 seed × %d items × %d personas), simulator at zero latency, concurrency %d\n\n",
-		n, items, personas, conc)
-	fmt.Printf("%s · rounds %d (median)\n\n", bench.Machine(), rounds)
-	fmt.Println("| what | calls/s | ratio to bare loop |")
-	fmt.Println("|---|---:|---:|")
-	row := func(name string, f func(sample) float64) {
-		fmt.Printf("| %s | %.0f | %.2f |\n", name, med(f), med(func(s sample) float64 { return f(s) / s.bare }))
+		spec.NumCells(), o.items, o.personas, o.conc)
+	fmt.Printf("%s · rounds %d (median)\n\n", bench.Machine(), o.rounds)
+	fmt.Println("| what | response cache | cells/s | ratio to bare loop |")
+	fmt.Println("|---|---|---:|---:|")
+	row := func(name, cache string, f func(sample) float64) {
+		fmt.Printf("| %s | %s | %.0f | %.2f |\n", name, cache, med(f), med(func(s sample) float64 { return f(s) / s.bare }))
 	}
-	fmt.Printf("| bare go-openai loop, %d goroutines | %.0f | 1.00 |\n", conc, bareM)
-	row("run: ExperimentWorkflow start → result (prepare, pass, export)", func(s sample) float64 { return s.workflow })
-	row("run: its RunSeedPass (server's started → completed)", func(s sample) float64 { return s.pass })
-	row("RunSeedPass alone (testsuite activity environment)", func(s sample) float64 { return s.activity })
+	fmt.Printf("| bare go-openai loop, %d goroutines | none | %.0f | 1.00 |\n", o.conc, med(func(s sample) float64 { return s.bare }))
+	modes := cacheModes()
+	for _, what := range []struct {
+		name string
+		f    func(sample, int) float64
+	}{
+		{"run: ExperimentWorkflow start → result (prepare, pass, export)", func(s sample, i int) float64 { return s.run[i] }},
+		{"run: its RunSeedPass (server's started → completed)", func(s sample, i int) float64 { return s.pass[i] }},
+		{"RunSeedPass alone (testsuite activity environment)", func(s sample, i int) float64 { return s.alone[i] }},
+	} {
+		for i, m := range modes {
+			row(what.name, m.label, func(s sample) float64 { return what.f(s, i) })
+		}
+	}
 
 	validated, decoded, err := renderCost(&spec)
 	if err != nil {
@@ -175,6 +163,108 @@ func run(rounds, items, personas, conc int) error {
 	fmt.Printf("| spec after Validate (templates compiled once) | %.1f |\n", validated)
 	fmt.Printf("| spec decoded from JSON as RunSeedPass loads it, not validated | %.1f |\n", decoded)
 	return nil
+}
+
+// round measures one round on a stack of its own (a new server, simulator, worker and results store, and a second
+// store for the pass alone): the bare loop, then the three cache modes as whole runs, then as passes alone.
+func round(o options, r int, spec experiment.Spec, reqs []openai.ChatCompletionRequest) (sample, error) {
+	ctx := context.Background()
+	var s sample
+	st, err := bench.Start(sim.Config{})
+	if err != nil {
+		return s, err
+	}
+	defer st.Close()
+	oc := bench.BareClient(st.SimURL)
+	alone, err := store.OpenSQLite(ctx, filepath.Join(st.Dir, "alone.db"))
+	if err != nil {
+		return s, err
+	}
+	defer alone.Close()
+	act, err := newActivities(alone, st.SimURL)
+	if err != nil {
+		return s, err
+	}
+
+	// Warm-up: connections, tokenizers, the worker's caches, the server's task queue. Its cells are requests of
+	// the measured grid too, so it must not fill the cache.
+	if _, err := bench.Bare(ctx, oc, reqs[:min(len(reqs), 200)], o.conc); err != nil {
+		return s, err
+	}
+	warm := bench.GridSpec(1, 1, 5, 8)
+	warm.Run.MaxConcurrency, warm.Run.Cache = o.conc, experiment.CacheOff
+	if _, err := st.Run(ctx, fmt.Sprintf("overhead-r%d-warmup", r), warm); err != nil {
+		return s, err
+	}
+
+	n := spec.NumCells()
+	var d time.Duration
+	if err := o.profile(r, "bare", func() (err error) {
+		d, err = bench.Bare(ctx, oc, reqs, o.conc)
+		return err
+	}); err != nil {
+		return s, err
+	}
+	s.bare = float64(n) / d.Seconds()
+
+	modes := cacheModes()
+	var first [][]string
+	for i, m := range modes {
+		sp := spec
+		sp.Run.Cache = m.policy
+		id := fmt.Sprintf("overhead-r%d-%s", r, m.name)
+		var res workflows.Result
+		if err := o.profile(r, "workflow-"+m.name, func() (err error) {
+			start := time.Now()
+			res, err = st.Run(ctx, id, sp)
+			s.run[i] = float64(n) / time.Since(start).Seconds()
+			return err
+		}); err != nil {
+			return s, err
+		}
+		if got := res.Summary.OK + res.Summary.Unparsed; got != n {
+			return s, fmt.Errorf("%s: %d of %d cells answered: %+v", id, got, n, res.Summary.Errors)
+		}
+		if want := cachedWant(m, n); res.Summary.Cached != want {
+			return s, fmt.Errorf("%s: %d cells from the cache, want %d", id, res.Summary.Cached, want)
+		}
+		cols, err := bench.CellColumns(res.OutputDir)
+		if err != nil {
+			return s, err
+		}
+		if first == nil {
+			first = cols
+		} else if !bench.SameRows(first, cols) {
+			return s, fmt.Errorf("%s: cell columns differ from the %s run's", id, modes[0].name)
+		}
+		pt, err := st.Passes(ctx, id)
+		if err != nil {
+			return s, err
+		}
+		s.pass[i] = float64(n) / pt.Wall.Seconds()
+	}
+	for i, m := range modes {
+		sp := spec
+		sp.Run.Cache = m.policy
+		if err := o.profile(r, "activity-"+m.name, func() (err error) {
+			d, err = passAlone(act, fmt.Sprintf("overhead-r%d-activity-%s", r, m.name), sp, o.conc, cachedWant(m, n))
+			return err
+		}); err != nil {
+			return s, err
+		}
+		s.alone[i] = float64(n) / d.Seconds()
+	}
+	fmt.Fprintf(os.Stderr, "round %d: bare %.0f; run off/fill/hit %.0f/%.0f/%.0f; its pass %.0f/%.0f/%.0f; pass alone %.0f/%.0f/%.0f cells/s (load %s)\n",
+		r+1, s.bare, s.run[0], s.run[1], s.run[2], s.pass[0], s.pass[1], s.pass[2], s.alone[0], s.alone[1], s.alone[2], bench.Load())
+	return s, nil
+}
+
+// cachedWant is how many of n cells a run in mode m must take from the cache.
+func cachedWant(m cacheMode, n int) int {
+	if m.cached {
+		return n
+	}
+	return 0
 }
 
 // renderCost times Spec.Render over every cell of a validated spec and of the same spec decoded from its JSON, as
@@ -204,21 +294,21 @@ func renderCost(spec *experiment.Spec) (validated, decoded float64, err error) {
 	return validated, decoded, err
 }
 
-func newActivities(st *bench.Stack) (*activities.Activities, error) {
+func newActivities(st *store.SQLite, simURL string) (*activities.Activities, error) {
 	tok, err := llm.NewTokenizer()
 	if err != nil {
 		return nil, err
 	}
 	return &activities.Activities{
-		Store:     st.Store,
-		Models:    llm.NewRegistry(workerhost.NewHTTPClient(), func(string) string { return "" }, st.SimURL),
+		Store:     st,
+		Models:    llm.NewRegistry(workerhost.NewHTTPClient(), func(string) string { return "" }, simURL),
 		Tokenizer: tok,
 	}, nil
 }
 
 // passAlone runs PrepareRun, then times RunSeedPass of the spec's only pass in Temporal's test activity
-// environment (no server involved).
-func passAlone(a *activities.Activities, runID string, spec experiment.Spec, conc int) (time.Duration, error) {
+// environment (no server involved); cached is how many cells must come from the response cache.
+func passAlone(a *activities.Activities, runID string, spec experiment.Spec, conc, cached int) (time.Duration, error) {
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := ts.NewTestActivityEnvironment()
@@ -245,8 +335,8 @@ func passAlone(a *activities.Activities, runID string, spec experiment.Spec, con
 	if err := v.Get(&res); err != nil {
 		return 0, err
 	}
-	if res.OK+res.Unparsed != passes[0].Len() {
-		return 0, fmt.Errorf("pass alone: %+v", res)
+	if res.OK+res.Unparsed != passes[0].Len() || res.Cached != cached {
+		return 0, fmt.Errorf("pass alone %s: %+v, want every cell answered and %d from the cache", runID, res, cached)
 	}
 	return d, nil
 }
