@@ -142,8 +142,8 @@ type Request struct {
 	// Cell is the value of the X-Silico-Cell header.
 	Cell string `json:"cell,omitempty"`
 	Seed int64  `json:"seed"`
-	// Status is the HTTP status sent; 0 when the connection was closed without a response (hang, drop) and 499
-	// when the client went away first.
+	// Status is the HTTP status sent; 0 when the connection was closed without a response (hang, drop, a refuse
+	// outage reaching a bare handler) and 499 when the client went away first.
 	Status           int `json:"status"`
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
