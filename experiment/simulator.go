@@ -12,7 +12,35 @@ type SimulatorSettings struct {
 	TPM int `json:"tpm,omitempty"`
 	// Faults are injected at these rates (0..1).
 	Faults SimulatorFaults `json:"faults,omitempty"`
+	// Outage is a window in which every model call fails the same way, then the provider recovers.
+	Outage *SimulatorOutage `json:"outage,omitempty"`
 }
+
+// SimulatorOutage is a provider outage: from After past the simulator's first model call, for For, every chat
+// and embeddings call fails as Kind says.
+type SimulatorOutage struct {
+	After Duration `json:"after,omitempty"`
+	For   Duration `json:"for,omitempty"`
+	// Kind is how calls fail: OutageStatus (the default) answers Status with a JSON error, OutageHTML answers an
+	// nginx error page, OutageRefuse closes the port (ECONNREFUSED). Refuse needs a simulator that owns its
+	// listener: the one `starter run` starts has it; a simulator elsewhere takes its settings from its own flags.
+	Kind string `json:"kind,omitempty"`
+	// Status of OutageStatus (429, 500, 502, 503, 504; 0: 503) or OutageHTML (500, 502, 503, 504; 0: 502).
+	// A 429 comes without Retry-After. Not allowed with OutageRefuse.
+	Status int `json:"status,omitempty"`
+}
+
+// The kinds of SimulatorOutage.
+const (
+	OutageStatus = "status"
+	OutageHTML   = "html"
+	OutageRefuse = "refuse"
+)
+
+var (
+	outageKinds    = []string{OutageStatus, OutageHTML, OutageRefuse}
+	outageStatuses = map[string][]int{OutageStatus: {429, 500, 502, 503, 504}, OutageHTML: {500, 502, 503, 504}}
+)
 
 // SimulatorFaults are the simulator's fault rates, and the cells it always fails.
 type SimulatorFaults struct {

@@ -160,6 +160,27 @@ func (s *Spec) checkSimulator(errs *Errors) {
 			errs.add("simulator.faults."+r.key, "%v is out of range; want a rate from 0 to 1", r.v)
 		}
 	}
+	if o := sim.Outage; o != nil {
+		if o.After < 0 {
+			errs.add("simulator.outage.after", "negative; want a duration such as \"10s\" from the first model call")
+		}
+		if o.For <= 0 {
+			errs.add("simulator.outage.for", "%v; want a positive duration such as \"90s\"", time.Duration(o.For))
+		}
+		kind := o.Kind
+		if kind == "" {
+			kind = OutageStatus
+		}
+		switch {
+		case !contains(outageKinds, kind):
+			errs.add("simulator.outage.kind", "unknown outage kind %q%s; want %s", o.Kind, suggest.DidYouMean(o.Kind, outageKinds), oneOf(outageKinds))
+		case kind == OutageRefuse && o.Status != 0:
+			errs.add("simulator.outage.status", "%d with kind refuse; a refused connection has no status, leave it out", o.Status)
+		case kind != OutageRefuse && o.Status != 0 && !slices.Contains(outageStatuses[kind], o.Status):
+			errs.add("simulator.outage.status", "%d; want one of %v for kind %s (0: %d)", o.Status, outageStatuses[kind], kind,
+				map[string]int{OutageStatus: 503, OutageHTML: 502}[kind])
+		}
+	}
 }
 
 // checkID reports an empty id, one with a '/' (cell ids join ids with '/'), and duplicates.

@@ -31,6 +31,12 @@ type fileConfig struct {
 	FaultSeed int64    `yaml:"fault_seed"`
 	HangFor   string   `yaml:"hang_for"`
 	Models    []string `yaml:"models"`
+	Outages   []struct {
+		After  string `yaml:"after"`
+		For    string `yaml:"for"`
+		Kind   string `yaml:"kind"`
+		Status int    `yaml:"status"`
+	} `yaml:"outages"`
 }
 
 // LoadConfig reads a simulator config from a YAML or JSON file. Every field is optional; unknown fields are
@@ -45,7 +51,10 @@ type fileConfig struct {
 //	fault_seed: 7
 //	hang_for: 5m
 //	models: [gpt-4o-mini, text-embedding-3-small]
+//	outages: [{after: 10s, for: 90s, kind: status, status: 503}, {after: 5m, for: 20s, kind: refuse}]
 //
+// An outage's kind is status (a JSON error, status 503 unless given), html (an nginx error page, 502 unless
+// given) or refuse (connections refused: only where the simulator owns its listener, see Serve).
 // RequestLog and Now are not read from files.
 func LoadConfig(path string) (Config, error) {
 	data, err := os.ReadFile(path)
@@ -60,16 +69,27 @@ func LoadConfig(path string) (Config, error) {
 		RPM: fc.RPM, TPM: fc.TPM, Burst: fc.Burst, FaultSeed: fc.FaultSeed, Models: fc.Models,
 		Faults: Faults(fc.Faults), FailCells: fc.FailCells,
 	}
-	var errs []error
-	for _, d := range []struct {
+	type duration struct {
 		field string
 		text  string
 		dst   *time.Duration
-	}{
+	}
+	durations := []duration{
 		{"latency.fixed", fc.Latency.Fixed, &cfg.Latency.Fixed},
 		{"latency.jitter", fc.Latency.Jitter, &cfg.Latency.Jitter},
 		{"hang_for", fc.HangFor, &cfg.HangFor},
-	} {
+	}
+	if len(fc.Outages) > 0 {
+		cfg.Outages = make([]Outage, len(fc.Outages))
+	}
+	for i, o := range fc.Outages {
+		cfg.Outages[i] = Outage{Kind: OutageKind(o.Kind), Status: o.Status}
+		durations = append(durations,
+			duration{fmt.Sprintf("outages[%d].after", i), o.After, &cfg.Outages[i].After},
+			duration{fmt.Sprintf("outages[%d].for", i), o.For, &cfg.Outages[i].For})
+	}
+	var errs []error
+	for _, d := range durations {
 		if d.text == "" {
 			continue
 		}

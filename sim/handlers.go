@@ -147,8 +147,12 @@ func (s *Server) newRecord(r *http.Request) Request {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	n := s.calls.Add(1)
 	rec := s.newRecord(r)
+	if o, ok := s.outageAt(rec.Time); ok {
+		s.failOutage(w, &rec, o) // before the call takes a number: see Config.Outages
+		return
+	}
+	n := s.calls.Add(1)
 	var req chatRequest
 	if err := decode(w, r, &req); err != nil {
 		s.badRequest(w, &rec, "", err.Error())
@@ -356,8 +360,12 @@ func parseEmbedInput(raw json.RawMessage) ([]embedInput, error) {
 const maxDimensions = 8192
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	n := s.calls.Add(1)
 	rec := s.newRecord(r)
+	if o, ok := s.outageAt(rec.Time); ok {
+		s.failOutage(w, &rec, o) // before the call takes a number: see Config.Outages
+		return
+	}
+	n := s.calls.Add(1)
 	var req embeddingRequest
 	if err := decode(w, r, &req); err != nil {
 		s.badRequest(w, &rec, "", err.Error())

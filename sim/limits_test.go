@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -345,6 +346,7 @@ fail_cells: [m/1/q7/p3, m/2/q7/p3]
 fault_seed: 7
 hang_for: 1m
 models: [gpt-4o-mini, text-embedding-3-small]
+outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}, {after: 10m, for: 1m, kind: refuse}]
 `)
 	cfg, err := LoadConfig(yml)
 	if err != nil {
@@ -363,6 +365,12 @@ models: [gpt-4o-mini, text-embedding-3-small]
 		t.Errorf("LoadConfig = %+v (models %v), want %+v", cfg, models, want)
 	}
 
+	if got, want := fmt.Sprint(cfg.Outages), fmt.Sprint([]Outage{{After: 10 * time.Second, For: 90 * time.Second},
+		{After: 5 * time.Minute, For: 20 * time.Second, Kind: OutageHTML, Status: 504},
+		{After: 10 * time.Minute, For: time.Minute, Kind: OutageRefuse}}); got != want {
+		t.Errorf("LoadConfig: outages %s, want %s", got, want)
+	}
+
 	js := write("sim.json", `{"rpm": 60, "latency": {"fixed": "5ms"}}`)
 	if cfg, err := LoadConfig(js); err != nil || cfg.RPM != 60 || cfg.Latency.Fixed != 5*time.Millisecond {
 		t.Errorf("LoadConfig(json) = %+v, %v", cfg, err)
@@ -372,9 +380,19 @@ models: [gpt-4o-mini, text-embedding-3-small]
 		"unknown.yaml":  "rpm: 5\nrmp: 6\n",
 		"duration.yaml": "hang_for: forever\n",
 		"rate.yaml":     "faults: {drop: 2}\n",
+		"outage.yaml":   "outages: [{after: 1s, for: soon}]\n",
+		"kind.yaml":     "outages: [{for: 1s, kind: reset}]\n",
 	} {
 		if _, err := LoadConfig(write(name, text)); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("LoadConfig(%s): err %v, want an error naming the file", name, err)
+		}
+	}
+	for name, want := range map[string]string{
+		"outage.yaml": `outages[0].for: "soon" is not a duration`,
+		"kind.yaml":   `outages[0].kind "reset"`,
+	} {
+		if _, err := LoadConfig(filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadConfig(%s): err %v, want it to say %q", name, err, want)
 		}
 	}
 }

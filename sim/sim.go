@@ -1,7 +1,8 @@
 // Package sim is an OpenAI-compatible model simulator served as an http.Handler: /v1/chat/completions (plain and
 // streamed), /v1/embeddings and /v1/models, with configurable latency, per-model RPM/TPM limits answered like a
-// provider (429 + Retry-After + x-ratelimit-* headers), injected faults (random ones at seeded rates, and cells
-// whose every request fails), deterministic answers chosen among the options in the prompt, usage counted with
+// provider (429 + Retry-After + x-ratelimit-* headers), injected faults (random ones at seeded rates, cells whose
+// every request fails, and outages: windows in which every call fails, served by Serve when they refuse
+// connections), deterministic answers chosen among the options in the prompt, usage counted with
 // tiktoken, and a request log that tests use to prove no finished cell was requested twice.
 //
 // A Server is safe for concurrent use. Its handlers respect the request's context: a client that goes away ends
@@ -115,7 +116,14 @@ type Config struct {
 	// Forget keeps no request in memory (Requests returns none): a simulator that serves a run of millions of
 	// calls would otherwise hold every entry. Tests leave it off to read Requests; RequestLog still gets them all.
 	Forget bool
-	// Now is the clock of the rate limits and the request log. Optional: defaults to time.Now.
+	// Outages are windows, counted from the first model call, in which every model call fails the same way (see
+	// Outage). They take precedence over everything else, limits included: a provider that is down neither counts
+	// calls against the account nor looks at them. A call in an outage takes no number in the fault sequence, so
+	// the calls outside the windows get the faults they would get without the outages: the n-th call answered
+	// outside every window has the fault of (FaultSeed, n) whatever number of calls the outages swallowed.
+	// Windows may not overlap. Optional.
+	Outages []Outage
+	// Now is the clock of the rate limits, the outages and the request log. Optional: defaults to time.Now.
 	Now func() time.Time
 }
 
@@ -134,8 +142,8 @@ type Request struct {
 	// Cell is the value of the X-Silico-Cell header.
 	Cell string `json:"cell,omitempty"`
 	Seed int64  `json:"seed"`
-	// Status is the HTTP status sent; 0 when the connection was closed without a response (hang, drop) and 499
-	// when the client went away first.
+	// Status is the HTTP status sent; 0 when the connection was closed without a response (hang, drop, a refuse
+	// outage reaching a bare handler) and 499 when the client went away first.
 	Status           int `json:"status"`
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
@@ -163,6 +171,7 @@ type Counters struct {
 	Malformed    int64
 	BadRequests  int64 // 4xx other than 429: unreadable body, missing model or input, unknown path
 	Cancelled    int64 // the client went away before the answer
+	Outage       int64 // model calls that arrived during an Outage (counted here only)
 	// PromptTokens and CompletionTokens are the usage of every 200 response (OK and Malformed).
 	PromptTokens, CompletionTokens int64
 }
@@ -178,11 +187,18 @@ type Server struct {
 	faultCum [7]float64
 	// failCells is the set of Config.FailCells.
 	failCells map[string]bool
+	// outages are Config.Outages with their defaults, in order of start.
+	outages []Outage
+
+	// first is the arrival of the first model call, by Config.Now: set once, then firstCall is closed.
+	firstOnce sync.Once
+	first     time.Time
+	firstCall chan struct{}
 
 	calls atomic.Uint64 // model calls, numbering faults
 	c     struct {
 		requests, ok, rateLimited, quota, serverErrors, hangs, drops, malformed, badRequests, cancelled,
-		promptTokens, completionTokens atomic.Int64
+		outage, promptTokens, completionTokens atomic.Int64
 	}
 
 	logMu  sync.Mutex
@@ -217,6 +233,9 @@ func New(cfg Config) (*Server, error) {
 		limits: newLimiter(cfg.RPM, cfg.TPM, cfg.Burst),
 		cl100k: newTokenCounter(loadCL100K),
 		o200k:  newTokenCounter(loadO200K), // loaded on first use: most simulated models use cl100k_base
+
+		outages:   sortedOutages(cfg.Outages),
+		firstCall: make(chan struct{}),
 	}
 	if len(cfg.FailCells) > 0 {
 		s.failCells = make(map[string]bool, len(cfg.FailCells))
@@ -271,6 +290,9 @@ func (c Config) validate() error {
 	if slices.Contains(c.FailCells, "") {
 		errs = append(errs, errors.New("fail_cells: an empty cell id would fail every request without the cell header"))
 	}
+	if err := validateOutages(c.Outages); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
 	}
@@ -311,6 +333,7 @@ func (s *Server) Counters() Counters {
 		Malformed:        s.c.malformed.Load(),
 		BadRequests:      s.c.badRequests.Load(),
 		Cancelled:        s.c.cancelled.Load(),
+		Outage:           s.c.outage.Load(),
 		PromptTokens:     s.c.promptTokens.Load(),
 		CompletionTokens: s.c.completionTokens.Load(),
 	}
@@ -322,6 +345,8 @@ func (s *Server) Counters() Counters {
 // earlier than the moment the client could have it. write may be nil.
 func (s *Server) send(req Request, write func()) {
 	switch {
+	case req.Fault == FaultOutage:
+		s.c.outage.Add(1)
 	case req.Fault == FaultHang:
 		s.c.hangs.Add(1)
 	case req.Fault == FaultDrop:

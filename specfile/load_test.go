@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/silicolab/silico/experiment"
 )
@@ -75,6 +76,29 @@ func TestSimulatorSettingsLoad(t *testing.T) {
 	f := s.Simulator.Faults
 	if f.Server503 != 0.1 || strings.Join(f.FailCells, ",") != "m2/1/i1/p1,m2/2/i2/p2" {
 		t.Errorf("simulator faults %+v, want server_503 0.1 and the two fail cells", f)
+	}
+	if s.Simulator.Outage != nil {
+		t.Errorf("simulator outage %+v, want none when the spec has none", s.Simulator.Outage)
+	}
+	for _, tc := range []struct {
+		outage string
+		want   experiment.SimulatorOutage
+	}{
+		{"{after: 10s, for: 90s, status: 503}", experiment.SimulatorOutage{After: experiment.Duration(10 * time.Second),
+			For: experiment.Duration(90 * time.Second), Status: 503}},
+		{"{after: 2, for: 5m, kind: refuse}", experiment.SimulatorOutage{After: experiment.Duration(2 * time.Second),
+			For: experiment.Duration(5 * time.Minute), Kind: experiment.OutageRefuse}},
+		{"{for: 20s, kind: html}", experiment.SimulatorOutage{For: experiment.Duration(20 * time.Second), Kind: experiment.OutageHTML}},
+	} {
+		doc := strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  outage: "+tc.outage, 1)
+		s, err := Parse([]byte(doc), "spec.yaml", t.TempDir())
+		if err != nil {
+			t.Errorf("outage %s: %v", tc.outage, err)
+			continue
+		}
+		if s.Simulator.Outage == nil || *s.Simulator.Outage != tc.want {
+			t.Errorf("outage %s = %+v, want %+v", tc.outage, s.Simulator.Outage, tc.want)
+		}
 	}
 }
 
@@ -156,6 +180,13 @@ func TestSpecMistakes(t *testing.T) {
 		{name: "no models", old: "§models:\n|prompt:", new: "models: []\n", field: "models", at: "models: []", msg: "at least one model"},
 		{name: "no items", old: "  items:\n    - {id: i1, text: I talk., scale: E}\n    - {id: i2, text: I listen., scale: E, reversed: true}\n", new: "  items: []\n", field: "questionnaire.items", at: "items: []", msg: "at least one item"},
 		{name: "simulator fault rate", old: "name: test", new: "name: test\nsimulator:\n  latency: 300ms\n  faults: {rate_limit: 1.5}", field: "simulator.faults.rate_limit", at: "rate_limit", msg: "from 0 to 1"},
+		{name: "simulator outage negative start", old: "name: test", new: "name: test\nsimulator:\n  outage: {after: -1s, for: 90s}", field: "simulator.outage.after", at: "after", msg: "negative"},
+		{name: "simulator outage without length", old: "name: test", new: "name: test\nsimulator:\n  outage: {after: 10s}", field: "simulator.outage.for", at: "outage:", msg: "positive duration"},
+		{name: "simulator outage bad duration", old: "name: test", new: "name: test\nsimulator:\n  outage: {after: 10s, for: long}", field: "simulator.outage.for", at: "for:", msg: "want a duration"},
+		{name: "simulator outage unknown kind", old: "name: test", new: "name: test\nsimulator:\n  outage: {for: 90s, kind: refused}", field: "simulator.outage.kind", at: "kind:", msg: `did you mean "refuse"?`},
+		{name: "simulator outage bad status", old: "name: test", new: "name: test\nsimulator:\n  outage: {for: 90s, status: 404}", field: "simulator.outage.status", at: "status:", msg: "want one of [429 500 502 503 504]"},
+		{name: "simulator outage refuse with status", old: "name: test", new: "name: test\nsimulator:\n  outage: {for: 90s, kind: refuse, status: 503}", field: "simulator.outage.status", at: "status:", msg: "no status"},
+		{name: "simulator outage unknown key", old: "name: test", new: "name: test\nsimulator:\n  outage: {for: 90s, stauts: 503}", field: "simulator.outage.stauts", at: "stauts", msg: `did you mean "status"?`},
 		{name: "simulator unknown key", old: "name: test", new: "name: test\nsimulator: {latency: 1s, rmp: 5}", field: "simulator.rmp", at: "rmp", msg: `did you mean "rpm"?`},
 		{name: "bad seed", old: "seeds: [1, 2]", new: "seeds: [1, x]", field: "seeds[1]", at: "seeds:", msg: "numeric string"},
 		{name: "duplicate seed", old: "seeds: [1, 2]", new: "seeds: [1, \"1\"]", field: "seeds[1]", at: "seeds:", msg: "duplicate seed"},

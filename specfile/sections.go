@@ -158,6 +158,14 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("rpm", func(s *experiment.SimulatorSettings) *int { return &s.RPM }, (*decoder).integer),
 	field("tpm", func(s *experiment.SimulatorSettings) *int { return &s.TPM }, (*decoder).integer),
 	field("faults", func(s *experiment.SimulatorSettings) *experiment.SimulatorFaults { return &s.Faults }, faultKeys.decode),
+	field("outage", func(s *experiment.SimulatorSettings) **experiment.SimulatorOutage { return &s.Outage }, outageKeys.decodePtr),
+}
+
+var outageKeys = table[experiment.SimulatorOutage]{
+	field("after", func(o *experiment.SimulatorOutage) *experiment.Duration { return &o.After }, (*decoder).duration),
+	field("for", func(o *experiment.SimulatorOutage) *experiment.Duration { return &o.For }, (*decoder).duration),
+	field("kind", func(o *experiment.SimulatorOutage) *string { return &o.Kind }, (*decoder).str),
+	field("status", func(o *experiment.SimulatorOutage) *int { return &o.Status }, (*decoder).integer),
 }
 
 var faultKeys = table[experiment.SimulatorFaults]{

@@ -4,6 +4,13 @@
 //
 //	simulator --addr 127.0.0.1:0 --latency 50ms --jitter 20ms --rpm 600 --fault-429 0.02
 //	simulator --fault-429 0 --fail-cell gpt/1/q7/p3 --request-log requests.jsonl
+//	simulator --outage-after 10s --outage-for 90s --outage-kind html    # nginx 502 pages for 90s, 10s in
+//	simulator --outage-after 10s --outage-for 90s --outage-kind refuse  # the port closed for 90s
+//
+// An outage (package sim's Outage) is counted from the first model call; during it every chat and embeddings call
+// fails the same way: --outage-kind status answers --outage-status (503 by default; 429 comes without Retry-After)
+// with a JSON error, html answers an nginx error page (502 by default), refuse closes the listening port so that
+// clients get ECONNREFUSED, and listens again on the same port at the end.
 //
 // With --config, the file's settings replace the flag defaults and flags given explicitly override the file.
 // Ctrl-C (or SIGTERM) stops it gracefully: calls in flight get --grace (5s) to finish.
@@ -18,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -74,6 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&failCells, "fail-cell", "answer every request of this cell (its X-Silico-Cell header) with 500; repeatable")
 	faultSeed := fs.Int64("fault-seed", 0, "seed of the fault sequence")
 	hangFor := fs.Duration("hang-for", sim.DefaultHangFor, "how long a hanging call lasts")
+	outageAfter := fs.Duration("outage-after", 0, "start the outage this long after the first model call")
+	outageFor := fs.Duration("outage-for", 0, "length of the outage (0 = no outage)")
+	outageKind := fs.String("outage-kind", string(sim.OutageStatus), "how calls fail during the outage: status, html or refuse")
+	outageStatus := fs.Int("outage-status", 0, "HTTP status of the outage (status: 429, 500, 502, 503 (default) or 504; html: 500, 502 (default), 503 or 504)")
 	grace := fs.Duration("grace", 5*time.Second, "how long calls in flight may take to finish after a stop signal")
 	models := fs.String("models", strings.Join(sim.DefaultModels(), ","), "comma-separated names listed by /v1/models")
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	cfg := sim.Config{Forget: true} // a standalone simulator serves any number of calls: its log is --request-log
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	set := map[string]bool{}
 	if *configPath != "" {
 		c, err := sim.LoadConfig(*configPath)
@@ -120,6 +132,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	apply("fault-seed", func() { cfg.FaultSeed = *faultSeed })
 	apply("hang-for", func() { cfg.HangFor = *hangFor })
 	apply("models", func() { cfg.Models = splitList(*models) })
+	// The outage flags describe one outage together; any of them given replaces the config file's outages.
+	if given["outage-after"] || given["outage-for"] || given["outage-kind"] || given["outage-status"] {
+		if *outageFor <= 0 {
+			return usageError{fmt.Errorf("--outage-for %v: an outage needs a positive length, e.g. --outage-for 90s", *outageFor)}
+		}
+		cfg.Outages = []sim.Outage{{After: *outageAfter, For: *outageFor, Kind: sim.OutageKind(*outageKind), Status: *outageStatus}}
+	}
 
 	if *requestLog != "" {
 		f, err := os.OpenFile(*requestLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -139,33 +158,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "http://%s\n", ln.Addr())
-	fmt.Fprintf(stderr, "simulator: OpenAI base URL http://%s/v1 (latency %v ± %v, rpm %d, tpm %d); Ctrl-C to stop\n",
-		ln.Addr(), cfg.Latency.Fixed, cfg.Latency.Jitter, cfg.RPM, cfg.TPM)
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	sv, err := sim.Serve(s, ln) // the simulator owns its listener, so refuse outages apply
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	fmt.Fprintf(stdout, "http://%s\n", sv.Addr())
+	fmt.Fprintf(stderr, "simulator: OpenAI base URL %s (latency %v ± %v, rpm %d, tpm %d); Ctrl-C to stop\n",
+		sv.URL(), cfg.Latency.Fixed, cfg.Latency.Jitter, cfg.RPM, cfg.TPM)
+	for _, o := range cfg.Outages {
+		fmt.Fprintf(stderr, "simulator: outage: %v\n", o)
+	}
 
 	select {
-	case err := <-served: // Serve returned before any shutdown: the listener failed
-		return fmt.Errorf("serve: %w", err)
+	case <-sv.Failed(): // the listener failed, or the port could not be listened on again after an outage
+		_ = sv.Close()
+		return fmt.Errorf("serve: %w", sv.Err())
 	case <-ctx.Done():
 	}
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
 	defer cancel()
-	shutErr := srv.Shutdown(shutCtx)
-	if shutErr != nil {
-		// Calls still in flight (hangs, long latencies) lose their connections; their handlers see it and return.
-		shutErr = errors.Join(shutErr, srv.Close())
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+	// Calls still in flight after the grace (hangs, long latencies) lose their connections; their handlers see it
+	// and return.
+	shutErr := sv.Shutdown(shutCtx)
+	if err := sv.Err(); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	c := s.Counters()
 	fmt.Fprintf(stderr, "simulator: %d requests: %d ok, %d rate limited, %d quota, %d server errors, %d hangs, "+
-		"%d drops, %d malformed; %d prompt + %d completion tokens\n", c.Requests, c.OK, c.RateLimited, c.Quota,
-		c.ServerErrors, c.Hangs, c.Drops, c.Malformed, c.PromptTokens, c.CompletionTokens)
+		"%d drops, %d malformed, %d in outages; %d prompt + %d completion tokens\n", c.Requests, c.OK, c.RateLimited,
+		c.Quota, c.ServerErrors, c.Hangs, c.Drops, c.Malformed, c.Outage, c.PromptTokens, c.CompletionTokens)
 	if err := s.RequestLogErr(); err != nil {
 		return err
 	}

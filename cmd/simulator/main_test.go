@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,6 +178,11 @@ func TestUsageErrors(t *testing.T) {
 		{"--fault-hang", "2"},
 		{"--config", bad},
 		{"--config", filepath.Join(t.TempDir(), "missing.yaml")},
+		{"--outage-kind", "html"},
+		{"--outage-for", "-1s"},
+		{"--outage-for", "1m", "--outage-kind", "reset"},
+		{"--outage-for", "1m", "--outage-status", "200"},
+		{"--outage-for", "1m", "--outage-kind", "refuse", "--outage-status", "503"},
 	} {
 		err := run(t.Context(), args, io.Discard, io.Discard)
 		var u usageError
@@ -250,5 +257,85 @@ func TestFailCellFlag(t *testing.T) {
 		if wantFault := r.Cell != "a/1/q3/p1"; (r.Fault == sim.FaultFailCell) != wantFault || r.Done.Before(r.Time) || r.Done.IsZero() {
 			t.Errorf("request log line %s: want fault %q only on the failing cells, and done set, not before time", l, sim.FaultFailCell)
 		}
+	}
+}
+
+// TestOutageFlags: an outage from the first call on, for an hour, answers every model call as its kind says, and
+// the model list as usual.
+func TestOutageFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		args        []string
+		status      int
+		contentType string
+		body        string
+	}{
+		{"503 by default", nil, 503, "application/json", `"type":"server_error"`},
+		{"429 wall", []string{"--outage-status", "429"}, 429, "application/json", `"code":"rate_limit_exceeded"`},
+		{"html", []string{"--outage-kind", "html"}, 502, "text/html", "<title>502 Bad Gateway</title>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0", "--outage-for", "1h"}, tc.args...)
+			url, stop := startRun(t, args...)
+			defer func() {
+				if err := stop(); err != nil {
+					t.Errorf("run after stop: %v", err)
+				}
+			}()
+			for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
+				resp, err := http.Post(url+path, "application/json",
+					strings.NewReader(`{"model":"a","input":"x","messages":[{"role":"user","content":"hi"}]}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.status || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.contentType) ||
+					!strings.Contains(string(b), tc.body) || resp.Header.Get("Retry-After") != "" {
+					t.Errorf("%s: %d %q %s (Retry-After %q), want %d %s containing %q and no Retry-After", path,
+						resp.StatusCode, resp.Header.Get("Content-Type"), b, resp.Header.Get("Retry-After"),
+						tc.status, tc.contentType, tc.body)
+				}
+			}
+			resp, err := http.Get(url + "/v1/models")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("/v1/models during the outage: %d, want 200", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// TestOutageRefuseFlag: with --outage-kind refuse the command closes its port once the first call has come, and
+// stops cleanly while it is closed.
+func TestOutageRefuseFlag(t *testing.T) {
+	url, stop := startRun(t, "--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0", "--outage-for", "1h",
+		"--outage-kind", "refuse")
+	addr := strings.TrimPrefix(url, "http://")
+	// The first call starts the outage; it loses its connection.
+	if resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"a","messages":[{"role":"user","content":"hi"}]}`)); err == nil {
+		resp.Body.Close()
+		t.Errorf("first call: %d, want its connection closed", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			break
+		}
+		if err == nil {
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dial %s: %v 10s into the outage, want ECONNREFUSED", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("run after stop in the outage: %v", err)
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -92,7 +90,7 @@ type session struct {
 	log    *zap.Logger
 	client client.Client
 	dev    *devserver.Server
-	sim    *http.Server
+	sim    *sim.Served
 	simURL string
 	simLog io.Closer
 	store  store.Store
@@ -101,7 +99,6 @@ type session struct {
 	shared *serverInfo
 	// attrs reports whether the server knows silico's search attributes.
 	attrs bool
-	done  chan error
 }
 
 // sessionOptions choose what a session starts in embedded mode.
@@ -256,6 +253,11 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 			Hang: set.Faults.Hang, Drop: set.Faults.Drop, Malformed: set.Faults.Malformed,
 		}
 		cfg.FailCells = set.Faults.FailCells
+		if o := set.Outage; o != nil {
+			// This simulator owns its listener (sim.Serve below), so every kind applies, refuse included.
+			cfg.Outages = []sim.Outage{{After: time.Duration(o.After), For: time.Duration(o.For),
+				Kind: sim.OutageKind(o.Kind), Status: o.Status}}
+		}
 	}
 	if s.flags.simLog != "" {
 		f, err := os.OpenFile(s.flags.simLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -277,10 +279,12 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 	if err != nil {
 		return fmt.Errorf("simulator listen on %s: %w", s.flags.simAddr, err)
 	}
-	s.simURL = "http://" + ln.Addr().String() + "/v1"
-	s.sim = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	s.done = make(chan error, 1)
-	go func() { s.done <- s.sim.Serve(ln) }()
+	s.sim, err = sim.Serve(h, ln)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("start simulator: %w", err)
+	}
+	s.simURL = s.sim.URL()
 	return nil
 }
 
@@ -376,9 +380,9 @@ func (s *session) Close() {
 	}
 	if s.sim != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = s.sim.Shutdown(ctx)
+		_ = s.sim.Shutdown(ctx) // calls still in flight after the grace lose their connections
 		cancel()
-		if err := <-s.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.sim.Err(); err != nil {
 			s.log.Warn("simulator stopped", zap.Error(err))
 		}
 	}

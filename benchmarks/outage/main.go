@@ -1,0 +1,318 @@
+// Command outage runs a grid through provider outages: 300 cells (1 model × 2 seeds × 30 items × 5 personas,
+// max_concurrency 8, max_parallel_passes 2, run.max_attempts 10, call_timeout 3s) on provider openai, whose
+// base_url is the simulator (50 ms ± 30 ms) served by sim.Serve, with one outage per case starting --after (500 ms:
+// the grid takes about a second without an outage) past the first call: 503s, nginx 502 pages and refused connections for 20 s, 90 s and 5 min, and a 60 s wall of 429s
+// without Retry-After. For each case it prints the cells answered and failed (with the error classes), the model
+// requests the simulator saw in all and during the outage, the most tries one cell was charged (results.jsonl's
+// attempts, and the simulator's requests per cell), the RunSeedPass attempts Temporal made, the wall time and the
+// time from the outage's end to the run's, as a markdown table.
+//
+//	go run ./benchmarks/outage                                     # every case, one after the other
+//	go run ./benchmarks/outage --cases none,503-20s,429-60s        # some of them
+//	go run ./benchmarks/outage --scale 0.1                         # every outage a tenth as long: a quick look
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/silicolab/silico/benchmarks/bench"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/store"
+)
+
+// outageCase is one row of the table; a zero outage.For is the case without an outage.
+type outageCase struct {
+	name, desc string
+	outage     sim.Outage
+}
+
+func cases() []outageCase {
+	out := []outageCase{{name: "none", desc: "no outage"}}
+	for _, k := range []struct {
+		name, desc string
+		kind       sim.OutageKind
+	}{{"503", "503 JSON", sim.OutageStatus}, {"html", "502 HTML (nginx)", sim.OutageHTML}, {"refuse", "refused connections", sim.OutageRefuse}} {
+		for _, d := range []struct {
+			name string
+			d    time.Duration
+		}{{"20s", 20 * time.Second}, {"90s", 90 * time.Second}, {"5m", 5 * time.Minute}} {
+			out = append(out, outageCase{name: k.name + "-" + d.name, desc: k.desc, outage: sim.Outage{For: d.d, Kind: k.kind}})
+		}
+	}
+	return append(out, outageCase{name: "429-60s", desc: "429 wall, no Retry-After",
+		outage: sim.Outage{For: time.Minute, Status: 429}})
+}
+
+func main() {
+	all := cases()
+	names := make([]string, len(all))
+	for i, c := range all {
+		names[i] = c.name
+	}
+	list := flag.String("cases", strings.Join(names, ","), "cases to run, comma-separated: "+strings.Join(names, ", "))
+	after := flag.Duration("after", 500*time.Millisecond, "start of each outage, from the simulator's first model call "+
+		"(the grid takes about a second without one: a later start would miss it)")
+	scale := flag.Float64("scale", 1, "multiply every outage's length by this (0.1: a 90s outage lasts 9s)")
+	latency := flag.Duration("latency", 50*time.Millisecond, "simulator latency of every call")
+	jitter := flag.Duration("jitter", 30*time.Millisecond, "uniform ± jitter of the latency")
+	timeout := flag.Duration("timeout", 20*time.Minute, "give a case up (and terminate its workflow) after this long")
+	flag.Parse()
+	if *scale <= 0 || *after < 0 {
+		log.Fatalf("--scale %v, --after %v: want a positive scale and a start >= 0", *scale, *after)
+	}
+	var run []outageCase
+	for n := range strings.SplitSeq(*list, ",") {
+		i := slices.IndexFunc(all, func(c outageCase) bool { return c.name == strings.TrimSpace(n) })
+		if i < 0 {
+			log.Fatalf("--cases: unknown case %q; want some of %s", n, strings.Join(names, ", "))
+		}
+		c := all[i]
+		c.outage.After = *after
+		c.outage.For = time.Duration(float64(c.outage.For) * *scale)
+		run = append(run, c)
+	}
+	if err := runAll(run, sim.Latency{Fixed: *latency, Jitter: *jitter}, *scale, *timeout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// outcome is what one case measured.
+type outcome struct {
+	ok, failed int
+	classes    map[string]int
+	// requests are the model calls the simulator saw; inOutage those answered with the outage (none of a refuse
+	// outage reach it: the kernel refuses them).
+	requests, inOutage int
+	// maxAttempts is the largest attempts of a row of results.jsonl, maxPerCell the most requests the simulator
+	// saw for one cell.
+	maxAttempts, maxPerCell int
+	passAttempts            []int
+	wall                    time.Duration
+	// afterOutage is from the outage's end to the run's end (negative: the run ended first); valid when hasOutage.
+	afterOutage time.Duration
+	hasOutage   bool
+	err         error
+}
+
+func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Duration) error {
+	st, err := bench.Start(sim.Config{}) // the stack's own simulator is unused: each case brings its own
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	loadStart := bench.Load()
+	out := make([]outcome, len(cases))
+	for i, c := range cases {
+		out[i] = runCase(st, c, lat, timeout, fmt.Sprintf("outage-%s-%d", c.name, time.Now().UnixNano()))
+		o := out[i]
+		fmt.Fprintf(os.Stderr, "%s: %d ok, %d failed %v, %d requests (%d in the outage), max attempts %d / %d per cell, "+
+			"pass attempts %v, %.1fs, %.1fs after the outage (err %v, load %s)\n", c.name, o.ok, o.failed, o.classes,
+			o.requests, o.inOutage, o.maxAttempts, o.maxPerCell, o.passAttempts, o.wall.Seconds(),
+			o.afterOutage.Seconds(), o.err, bench.Load())
+	}
+
+	fmt.Printf("### Outages: 1 model × 2 seeds × 30 items × 5 personas = 300 cells, max_concurrency 8, "+
+		"max_parallel_passes 2, run.max_attempts 10, call_timeout 3s, provider openai on the simulator at %v ± %v; "+
+		"each outage starts %v after the first call", lat.Fixed, lat.Jitter, cases[0].outage.After)
+	if scale != 1 {
+		fmt.Printf("; outage lengths × %v (the names say the unscaled length)", scale)
+	}
+	fmt.Printf("\n\n%s · load at start %s\n\n", bench.Machine(), loadStart)
+	fmt.Println("| outage | cells ok / failed | error classes of failed cells | requests: all / in the outage | " +
+		"most tries of one cell: attempts / requests | RunSeedPass attempts | wall (s) | outage end → run end (s) |")
+	fmt.Println("|---|---:|---|---:|---:|---|---:|---:|")
+	for i, c := range cases {
+		o := out[i]
+		name := c.desc
+		if c.outage.For > 0 {
+			name = fmt.Sprintf("%s, %v", c.desc, c.outage.For)
+		}
+		okFailed := fmt.Sprintf("%d / %d", o.ok, o.failed)
+		if o.err != nil {
+			okFailed += fmt.Sprintf(" (run: %v)", o.err)
+		}
+		inOutage := fmt.Sprint(o.inOutage)
+		switch {
+		case c.outage.For == 0:
+			inOutage = "–"
+		case c.outage.Kind == sim.OutageRefuse:
+			inOutage = "refused (unseen)"
+		}
+		attempts := "–"
+		if len(o.passAttempts) > 0 {
+			parts := make([]string, len(o.passAttempts))
+			for j, a := range o.passAttempts {
+				parts[j] = fmt.Sprint(a)
+			}
+			attempts = strings.Join(parts, " + ")
+		}
+		after := "–"
+		if o.hasOutage {
+			after = fmt.Sprintf("%.1f", o.afterOutage.Seconds())
+		}
+		fmt.Printf("| %s | %s | %s | %d / %s | %d / %d | %s | %.1f | %s |\n", name, okFailed, classes(o.classes),
+			o.requests, inOutage, o.maxAttempts, o.maxPerCell, attempts, o.wall.Seconds(), after)
+	}
+	return nil
+}
+
+// runCase serves a simulator with the case's outage, runs the grid under workflow id id and reads what happened.
+func runCase(st *bench.Stack, c outageCase, lat sim.Latency, timeout time.Duration, id string) outcome {
+	spec := bench.GridSpec(1, 2, 30, 5)
+	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses, spec.Run.MaxAttempts = 8, 2, 10
+	spec.Run.CallTimeout = experiment.Duration(3 * time.Second)
+	cfg := sim.Config{Latency: lat}
+	if c.outage.For > 0 {
+		cfg.Outages = []sim.Outage{c.outage}
+	}
+	s, err := sim.New(cfg)
+	if err != nil {
+		return outcome{err: err}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return outcome{err: err}
+	}
+	sv, err := sim.Serve(s, ln)
+	if err != nil {
+		_ = ln.Close()
+		return outcome{err: err}
+	}
+	defer func() { _ = sv.Close() }()
+	spec.Models[0].Provider, spec.Models[0].BaseURL = experiment.ProviderOpenAI, sv.URL()
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	res, runErr := st.Run(ctx, id, spec)
+	end := time.Now()
+	o := outcome{wall: end.Sub(start), classes: map[string]int{}, err: runErr}
+	bg, cancelBg := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelBg()
+	if runErr != nil {
+		// A run given up here must not go on sending calls into the next case.
+		_ = st.Client.TerminateWorkflow(bg, id, "", "benchmark case timed out")
+	}
+	o.passAttempts, err = passAttempts(bg, st, id)
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	if first, ok := s.FirstCall(); ok && c.outage.For > 0 {
+		o.hasOutage = true
+		o.afterOutage = end.Sub(first.Add(c.outage.After + c.outage.For))
+	}
+	perCell := map[string]int{}
+	for _, r := range s.Requests() {
+		if r.Endpoint != "/v1/chat/completions" {
+			continue
+		}
+		o.requests++
+		if r.Fault == sim.FaultOutage {
+			o.inOutage++
+		}
+		perCell[r.Cell]++
+		o.maxPerCell = max(o.maxPerCell, perCell[r.Cell])
+	}
+	if err := sv.Err(); err != nil && o.err == nil {
+		o.err = err
+	}
+	if runErr == nil {
+		if err := countRows(filepath.Join(res.OutputDir, results.JSONLFile), &o); err != nil && o.err == nil {
+			o.err = err
+		}
+	}
+	return o
+}
+
+// passAttempts reads the attempts of each RunSeedPass activity of workflow id from its history: the attempt
+// number of its ActivityTaskStarted event (written when the last attempt ends), or of the pending activity.
+func passAttempts(ctx context.Context, st *bench.Stack, id string) ([]int, error) {
+	iter := st.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var order []int64
+	attempts := map[int64]int{}
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			return nil, err
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "RunSeedPass" {
+				order = append(order, ev.GetEventId())
+				attempts[ev.GetEventId()] = 0
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			a := ev.GetActivityTaskStartedEventAttributes()
+			if _, ok := attempts[a.GetScheduledEventId()]; ok {
+				attempts[a.GetScheduledEventId()] = int(a.GetAttempt())
+			}
+		}
+	}
+	out := make([]int, len(order))
+	for i, e := range order {
+		out[i] = attempts[e]
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no RunSeedPass activity in the history")
+	}
+	return out, nil
+}
+
+// countRows reads results.jsonl into o's counts and its largest attempts.
+func countRows(path string, o *outcome) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return results.ReadJSONL(f, func(r results.Row) error {
+		o.maxAttempts = max(o.maxAttempts, r.Attempts)
+		if r.Status == store.StatusFailed {
+			o.failed++
+			class := r.ErrorClass
+			if class == "" {
+				class = "(empty)"
+			}
+			o.classes[class]++
+		} else {
+			o.ok++
+		}
+		return nil
+	})
+}
+
+// classes writes "ServerError 21, Transport 3", most frequent first.
+func classes(m map[string]int) string {
+	if len(m) == 0 {
+		return "–"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
