@@ -2,6 +2,7 @@ package activities
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -68,8 +69,9 @@ type judge struct {
 
 	mu    sync.Mutex
 	tries map[int]Tries // unfinished cells that failed
-	// pending holds the tries charged since the last answer, per cell, in breaker generation pendingGen.
-	pending    map[int]int
+	// pending holds the tries charged and not yet confirmed by an answer, per cell, in breaker generation
+	// pendingGen.
+	pending    map[int]charge
 	pendingGen uint64
 	// answered says the endpoint sent an HTTP response at least once in this pass (any status), or the
 	// workflow says the model answered in an earlier pass.
@@ -80,6 +82,12 @@ type judge struct {
 	last         *llm.Error
 }
 
+// charge is the provisional tries of one cell: how many, and when the last was charged.
+type charge struct {
+	n    int
+	last time.Time
+}
+
 func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf func(int) string, prev Progress,
 	modelAnswered bool, now time.Time) *judge {
 	j := &judge{
@@ -88,7 +96,7 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 		brk:          brk,
 		keyOf:        keyOf,
 		tries:        prev.Tries,
-		pending:      map[int]int{},
+		pending:      map[int]charge{},
 		pendingGen:   brk.Generation(),
 		answered:     prev.Answered || modelAnswered,
 		lastFinished: prev.LastFinished,
@@ -112,9 +120,9 @@ func (j *judge) settle() {
 	if gen == j.pendingGen {
 		return
 	}
-	for c, n := range j.pending {
+	for c, ch := range j.pending {
 		if t, ok := j.tries[c]; ok {
-			t.Transient = max(0, t.Transient-n)
+			t.Transient = max(0, t.Transient-ch.n)
 			j.tries[c] = t
 		}
 	}
@@ -130,7 +138,8 @@ func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) int {
 	j.settle()
 	j.answered = true
 	j.lastFinished = now
-	clear(j.pending) // the endpoint answers: the failures since the last answer were the cells' own
+	// The endpoint answered a request admitted after these failures: they were the cells' own.
+	maps.DeleteFunc(j.pending, func(_ int, ch charge) bool { return !ch.last.After(tk.At()) })
 	t := j.tries[cell]
 	delete(j.tries, cell)
 	return t.Sent + 1
@@ -194,7 +203,7 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	t.LatencyMS = float64(latency.Microseconds()) / 1000
 	if v.Charge && t.Transient < j.maxTries {
 		t.Transient++
-		j.pending[cell]++
+		j.pending[cell] = charge{n: j.pending[cell].n + 1, last: now}
 	}
 	j.tries[cell] = t
 	switch {

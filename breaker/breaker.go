@@ -17,7 +17,9 @@ package breaker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -164,10 +166,14 @@ func (s State) Describe(now time.Time) string {
 type Ticket struct {
 	gen   uint64
 	probe bool
+	at    time.Time // when it was admitted: an answer to it says the endpoint served from then on
 }
 
 // Probe says the ticket's request is the probe of an open breaker.
 func (t Ticket) Probe() bool { return t.probe }
+
+// At is when the ticket was admitted.
+func (t Ticket) At() time.Time { return t.at }
 
 // Outcome is what one request's result says, as the caller classified it.
 type Outcome struct {
@@ -206,15 +212,17 @@ type Breaker struct {
 	probe bool // the probe of this open period is out
 	// seen says an outcome was reported: a restored state then no longer applies.
 	seen bool
-	// streak holds the cells that failed transiently since the last answer; limited counts the rate limits.
-	streak  map[string]bool
-	limited int
+	// streak holds the cells that failed transiently with no answer since, each with the time of its last
+	// failure; limited holds the times of the rate limits. An answer clears only what failed before its request
+	// was admitted: a call sent before the provider went down and answered after says nothing of now.
+	streak  map[string]time.Time
+	limited []time.Time
 	changed chan struct{} // closed and replaced on every change of state
 }
 
 // New returns a closed breaker.
 func New(clk Clock, p Policy) *Breaker {
-	return &Breaker{clk: clk, pol: p.withDefaults(), streak: map[string]bool{}, changed: make(chan struct{})}
+	return &Breaker{clk: clk, pol: p.withDefaults(), streak: map[string]time.Time{}, changed: make(chan struct{})}
 }
 
 // notify wakes the waiters of Admit. Call with b.mu held.
@@ -230,7 +238,7 @@ func (b *Breaker) Admit(ctx context.Context) (Ticket, error) {
 	b.mu.Lock()
 	for {
 		if !b.st.Open {
-			t := Ticket{gen: b.gen}
+			t := Ticket{gen: b.gen, at: b.clk.Now()}
 			b.mu.Unlock()
 			return t, nil
 		}
@@ -238,7 +246,7 @@ func (b *Breaker) Admit(ctx context.Context) (Ticket, error) {
 		if !b.probe && !now.Before(b.st.NextProbe) {
 			b.probe = true
 			b.st.Probes++
-			t := Ticket{gen: b.gen, probe: true}
+			t := Ticket{gen: b.gen, probe: true, at: now}
 			b.mu.Unlock()
 			return t, nil
 		}
@@ -287,15 +295,19 @@ func (b *Breaker) Report(t Ticket, o Outcome) Verdict {
 	b.seen = true
 	now := b.clk.Now()
 	if o.Kind == Answered {
-		// Whatever generation it was sent in, an answer shows the endpoint serving.
-		if b.st.Open {
+		switch {
+		case t.probe && t.gen == b.gen, b.st.Open && t.at.After(b.st.Since):
+			// The probe, or a request admitted after the outage began, was answered: the endpoint is back.
 			b.st = State{}
 			b.gen++
 			b.probe = false
+			clear(b.streak)
+			b.limited = nil
 			b.notify()
+		case !b.st.Open:
+			maps.DeleteFunc(b.streak, func(_ string, failed time.Time) bool { return !failed.After(t.at) })
+			b.limited = slices.DeleteFunc(b.limited, func(limited time.Time) bool { return !limited.After(t.at) })
 		}
-		clear(b.streak)
-		b.limited = 0
 		return Verdict{}
 	}
 	if t.gen != b.gen {
@@ -317,14 +329,14 @@ func (b *Breaker) Report(t Ticket, o Outcome) Verdict {
 		b.trip(now, o)
 		return Verdict{Tripped: true}
 	case RateLimited:
-		b.limited++
-		if b.limited >= b.pol.StormRateLimits {
+		b.limited = append(b.limited, now)
+		if len(b.limited) >= b.pol.StormRateLimits {
 			b.trip(now, o)
 			return Verdict{Tripped: true}
 		}
 		return Verdict{}
 	}
-	b.streak[o.Key] = true
+	b.streak[o.Key] = now
 	need := b.pol.StormCells
 	if o.Pool > 0 {
 		need = max(2, min(need, o.Pool))
@@ -342,7 +354,7 @@ func (b *Breaker) trip(now time.Time, o Outcome) {
 	b.gen++
 	b.probe = false
 	clear(b.streak)
-	b.limited = 0
+	b.limited = nil
 	b.notify()
 }
 

@@ -257,3 +257,34 @@ func TestDescribe(t *testing.T) {
 		t.Error("a closed breaker describes itself")
 	}
 }
+
+// An answer to a request admitted before the failures began says nothing of now: it neither clears the streak
+// nor closes an open breaker. One admitted after them does both.
+func TestStaleAnswersProveNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTest()
+		early := admit(t, b)
+		early2 := admit(t, b)
+		time.Sleep(time.Millisecond)
+		for i := range DefaultStormCells - 1 {
+			fail(b, admit(t, b), i)
+		}
+		b.Report(early, Outcome{Key: "x", Kind: Answered})
+		if v := fail(b, admit(t, b), 7); !v.Tripped {
+			t.Fatalf("the 8th distinct failure after a stale answer: %+v, want a trip", v)
+		}
+		b.Report(early2, Outcome{Key: "y", Kind: Answered})
+		if !b.State().Open {
+			t.Fatal("an answer to a request sent before the outage closed the breaker")
+		}
+		// A fresh answer clears the streak: the failures before it were the cells' own.
+		c := newTest()
+		time.Sleep(time.Millisecond)
+		fail(c, admit(t, c), 0)
+		time.Sleep(time.Millisecond)
+		c.Report(admit(t, c), Outcome{Key: "z", Kind: Answered})
+		if v := fail(c, admit(t, c), 1); !v.Alone {
+			t.Fatalf("after a fresh answer: %+v, want cell 1 alone in a new streak", v)
+		}
+	})
+}

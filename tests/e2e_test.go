@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
@@ -40,6 +42,8 @@ type stack struct {
 	sim    *sim.Server
 	simURL string
 	out    string
+	// breaker is the policy of the workers' endpoint breakers (zero: the defaults).
+	breaker breaker.Policy
 }
 
 // newWorker starts one more worker on the stack; t.Cleanup stops it (Stop is idempotent).
@@ -50,6 +54,7 @@ func (s *stack) newWorker(t *testing.T) worker.Worker {
 		Getenv:     func(string) string { return "" },
 		SimURL:     s.simURL,
 		OutputRoot: s.out,
+		Breaker:    s.breaker,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,26 +77,58 @@ func newStackWorkers(t *testing.T, cfg sim.Config, workers int) *stack {
 
 // newStackWrapped is newStackWorkers with the simulator behind wrap (nil: none), to change what it answers.
 func newStackWrapped(t *testing.T, cfg sim.Config, workers int, wrap func(http.Handler) http.Handler) *stack {
+	return newStackWith(t, cfg, stackOptions{workers: workers, wrap: wrap})
+}
+
+// stackOptions change what newStackWith builds.
+type stackOptions struct {
+	workers int
+	// wrap puts the simulator behind a handler (nil: none).
+	wrap func(http.Handler) http.Handler
+	// owned serves the simulator on a listener it owns (sim.Serve), which its refuse outages need; wrap is then
+	// not used.
+	owned bool
+	// breaker is the workers' breaker policy.
+	breaker breaker.Policy
+}
+
+func newStackWith(t *testing.T, cfg sim.Config, o stackOptions) *stack {
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	simSrv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h http.Handler = simSrv
-	if wrap != nil {
-		h = wrap(simSrv)
+	var simURL string
+	if o.owned {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sv, err := sim.Serve(simSrv, ln)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sv.Close() })
+		simURL = sv.URL()
+	} else {
+		var h http.Handler = simSrv
+		if o.wrap != nil {
+			h = o.wrap(simSrv)
+		}
+		hs := httptest.NewServer(h)
+		t.Cleanup(hs.Close)
+		simURL = hs.URL + "/v1"
 	}
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
 	dir := t.TempDir()
 	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s := &stack{client: ts.GetDefaultClient(), store: st, sim: simSrv, simURL: hs.URL + "/v1", out: filepath.Join(dir, "out")}
-	for range workers {
+	s := &stack{client: ts.GetDefaultClient(), store: st, sim: simSrv, simURL: simURL, out: filepath.Join(dir, "out"),
+		breaker: o.breaker}
+	for range o.workers {
 		s.newWorker(t)
 	}
 	return s

@@ -47,6 +47,9 @@ type Config struct {
 	MaxConcurrentPasses int
 	// Observe hears of model calls, for metrics (metrics.Prometheus.Calls). Optional.
 	Observe activities.Observer
+	// Breaker is the policy of the model endpoints' circuit breakers: when they open and how they probe.
+	// Optional: the zero value is breaker's defaults (8 cells, probes 1 s doubling to 1 min). Tests shorten it.
+	Breaker breaker.Policy
 }
 
 // NewHTTPClient returns the HTTP client for model endpoints: no overall timeout (each call has its own), and
@@ -114,7 +117,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		Shares:           shares{c},
 		Outages:          outages{c},
 		// One breaker per model endpoint for the whole worker: every pass calling it sees the same outage.
-		Breakers: breaker.NewSet(ratelimit.SystemClock(), breaker.Policy{}),
+		Breakers: breaker.NewSet(ratelimit.SystemClock(), cfg.Breaker),
 		Observe:  cfg.Observe,
 		// One fetcher per worker process: its LRU and its downloads under way serve every pass.
 		Images: imagefetch.New(imagefetch.Config{Client: hc}),
