@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/workflows"
@@ -26,8 +27,8 @@ func TestUnhappyPathRuns(t *testing.T) {
 		cfg   sim.Config
 		spec  func() experiment.Spec
 		check func(t *testing.T, res workflows.Result)
-		// attempts says a pass must have needed more than one attempt.
-		attempts bool
+		// signalled says the run's passes must have signalled an outage to the workflow.
+		signalled bool
 	}{{
 		name: "rate-limited",
 		// Most calls get 429s: walls of them open the endpoint's breaker, and the passes wait them out inside their
@@ -43,6 +44,24 @@ func TestUnhappyPathRuns(t *testing.T) {
 				t.Errorf("summary %+v, want every cell answered", res.Summary)
 			}
 		},
+	}, {
+		name: "outage",
+		// The provider is down for 3 s from its 20th call on: the breaker opens, the passes signal the workflow,
+		// probe, and finish when it is back.
+		cfg: sim.Config{Latency: sim.Latency{Fixed: 5 * time.Millisecond}, Outages: []sim.Outage{{After: 10 * time.Millisecond,
+			For: 3 * time.Second, Status: 503}}},
+		spec: func() experiment.Spec {
+			s := gridSpec(1, 2, 10, 4)
+			s.Run.MaxConcurrency = 4
+			s.Run.MaxAttempts = 2
+			return s
+		},
+		check: func(t *testing.T, res workflows.Result) {
+			if res.Summary.Failed != 0 {
+				t.Errorf("summary %+v, want every cell answered after the outage", res.Summary)
+			}
+		},
+		signalled: true,
 	}, {
 		name: "raise",
 		cfg:  sim.Config{Faults: sim.Faults{ServerError500: 0.3}, FaultSeed: 3},
@@ -93,8 +112,8 @@ func TestUnhappyPathRuns(t *testing.T) {
 			id := "history-" + c.name
 			res := s.run(t, id, c.spec())
 			c.check(t, res)
-			if c.attempts && maxAttempt(t, s.client, id) < 2 {
-				t.Errorf("no pass of %s needed a second attempt; the case must exercise Temporal's retries", id)
+			if c.signalled && signals(t, s.client, id) == 0 {
+				t.Errorf("no pass of %s signalled an outage; the case must exercise the outage path", id)
 			}
 			if *historyDir != "" {
 				writeHistory(t, s.client, id, filepath.Join(*historyDir, c.name+".json"))
@@ -137,18 +156,18 @@ func TestContinuedRunHistory(t *testing.T) {
 	}
 }
 
-// maxAttempt is the highest attempt number of an activity in the history of workflow id.
-func maxAttempt(t *testing.T, c client.Client, id string) int32 {
+// signals counts the outage signals in the history of workflow id.
+func signals(t *testing.T, c client.Client, id string) int {
 	t.Helper()
 	iter := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var n int32
+	n := 0
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
-			n = max(n, a.GetAttempt())
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == activities.SignalOutage {
+			n++
 		}
 	}
 	return n
