@@ -455,18 +455,7 @@ func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportO
 	// not after the whole start-to-close timeout.
 	hbCtx, stopHB := context.WithCancel(ctx)
 	var hb sync.WaitGroup
-	hb.Go(func() {
-		t := time.NewTicker(exportHeartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	})
+	hb.Go(func() { tick(hbCtx, exportHeartbeatEvery, func() { activity.RecordHeartbeat(ctx) }) })
 	sum, err := results.ExportFor(s)(ctx, a.Store, s, in.RunID, dir, in.Elapsed)
 	stopHB()
 	hb.Wait()

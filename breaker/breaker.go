@@ -22,13 +22,9 @@ import (
 	"slices"
 	"sync"
 	"time"
-)
 
-// Clock is the time the breaker runs on; ratelimit.Clock satisfies it.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
+	"github.com/silicolab/silico/ratelimit"
+)
 
 // Kind is what an outcome says about the endpoint.
 type Kind int
@@ -203,7 +199,7 @@ type Verdict struct {
 
 // Breaker is the circuit breaker of one endpoint, safe for concurrent use. Create it with New.
 type Breaker struct {
-	clk Clock
+	clk ratelimit.Clock
 	pol Policy
 
 	mu    sync.Mutex
@@ -221,7 +217,7 @@ type Breaker struct {
 }
 
 // New returns a closed breaker.
-func New(clk Clock, p Policy) *Breaker {
+func New(clk ratelimit.Clock, p Policy) *Breaker {
 	return &Breaker{clk: clk, pol: p.withDefaults(), streak: map[string]time.Time{}, changed: make(chan struct{})}
 }
 
@@ -404,7 +400,7 @@ func (b *Breaker) Restore(s State) bool {
 // Set holds the breakers of a worker, one per endpoint key, so that every pass calling an endpoint shares one
 // breaker. Safe for concurrent use; the zero value is not usable: create it with NewSet.
 type Set struct {
-	clk Clock
+	clk ratelimit.Clock
 	pol Policy
 
 	mu sync.Mutex
@@ -412,7 +408,7 @@ type Set struct {
 }
 
 // NewSet returns an empty Set whose breakers run on clk with policy p.
-func NewSet(clk Clock, p Policy) *Set {
+func NewSet(clk ratelimit.Clock, p Policy) *Set {
 	return &Set{clk: clk, pol: p, m: map[string]*Breaker{}}
 }
 

@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -24,13 +23,10 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/silicolab/silico/benchmarks/bench"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
-	"github.com/silicolab/silico/store"
 )
 
 // faultCase is one row of the matrix.
@@ -78,12 +74,12 @@ func main() {
 
 // outcome is what one case measured.
 type outcome struct {
-	cells, ok, failed int
-	classes           map[string]int
-	attempts          []int // Temporal attempts of each RunSeedPass activity, in schedule order
-	resent            int   // cells sent again after a usable 200
-	wall              time.Duration
-	err               error
+	cells int
+	bench.Rows
+	attempts []int // Temporal attempts of each RunSeedPass activity, in schedule order
+	resent   int   // cells sent again after a usable 200
+	wall     time.Duration
+	err      error
 }
 
 func run(cases []faultCase, lat sim.Latency, seed int64, timeout time.Duration) error {
@@ -98,7 +94,7 @@ func run(cases []faultCase, lat sim.Latency, seed int64, timeout time.Duration) 
 		out[i] = runCase(st, c, lat, seed, timeout, fmt.Sprintf("faults-%s-%d", c.name, time.Now().UnixNano()))
 		o := out[i]
 		fmt.Fprintf(os.Stderr, "%s: %d ok, %d failed %v, pass attempts %v, %d re-sent after a 200, %.1fs (err %v, load %s)\n",
-			c.name, o.ok, o.failed, o.classes, o.attempts, o.resent, o.wall.Seconds(), o.err, bench.Load())
+			c.name, o.OK, o.Failed, o.Classes, o.attempts, o.resent, o.wall.Seconds(), o.err, bench.Load())
 	}
 
 	fmt.Printf("### Faults: 1 model × 2 seeds × 30 items × 5 personas = 300 cells (the last case: one pass of 100), "+
@@ -109,7 +105,7 @@ func run(cases []faultCase, lat sim.Latency, seed int64, timeout time.Duration) 
 	fmt.Println("|---|---:|---|---|---:|---:|")
 	for i, c := range cases {
 		o := out[i]
-		okFailed := fmt.Sprintf("%d / %d", o.ok, o.failed)
+		okFailed := fmt.Sprintf("%d / %d", o.OK, o.Failed)
 		if o.err != nil {
 			okFailed += fmt.Sprintf(" (run: %v)", o.err)
 		}
@@ -121,7 +117,7 @@ func run(cases []faultCase, lat sim.Latency, seed int64, timeout time.Duration) 
 			}
 			attempts = strings.Join(parts, " + ")
 		}
-		fmt.Printf("| %s | %s | %s | %s | %d | %.1f |\n", c.desc, okFailed, classes(o.classes), attempts, o.resent, o.wall.Seconds())
+		fmt.Printf("| %s | %s | %s | %s | %d | %.1f |\n", c.desc, okFailed, bench.Classes(o.Classes), attempts, o.resent, o.wall.Seconds())
 	}
 	return nil
 }
@@ -169,20 +165,22 @@ func runCase(st *bench.Stack, c faultCase, lat sim.Latency, seed int64, timeout 
 	defer cancel()
 	start := time.Now()
 	res, runErr := st.Run(ctx, id, spec)
-	o := outcome{cells: spec.NumCells(), wall: time.Since(start), classes: map[string]int{}, err: runErr}
+	o := outcome{cells: spec.NumCells(), wall: time.Since(start), err: runErr}
 	bg, cancelBg := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelBg()
 	if runErr != nil {
 		// A run given up here must not go on sending calls into the next case.
 		_ = st.Client.TerminateWorkflow(bg, id, "", "benchmark case timed out")
 	}
-	o.attempts, err = passAttempts(bg, st, id)
+	o.attempts, err = bench.PassAttempts(bg, st, id)
 	if err != nil && o.err == nil {
 		o.err = err
 	}
 	o.resent = len(sim.RequestedAfterAnswer(s.Requests()))
 	if runErr == nil {
-		if err := countRows(filepath.Join(res.OutputDir, results.JSONLFile), &o); err != nil && o.err == nil {
+		rows, err := bench.CountRows(filepath.Join(res.OutputDir, results.JSONLFile))
+		o.Rows = rows
+		if err != nil && o.err == nil {
 			o.err = err
 		}
 	}
@@ -197,82 +195,4 @@ func closedPort() (int, error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	return port, l.Close()
-}
-
-// passAttempts reads the attempts of each RunSeedPass activity of workflow id from its history: the attempt
-// number of its ActivityTaskStarted event (written when the last attempt ends), or of the pending activity.
-func passAttempts(ctx context.Context, st *bench.Stack, id string) ([]int, error) {
-	iter := st.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var order []int64
-	attempts := map[int64]int{}
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			return nil, err
-		}
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "RunSeedPass" {
-				order = append(order, ev.GetEventId())
-				attempts[ev.GetEventId()] = 0
-			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			a := ev.GetActivityTaskStartedEventAttributes()
-			if _, ok := attempts[a.GetScheduledEventId()]; ok {
-				attempts[a.GetScheduledEventId()] = int(a.GetAttempt())
-			}
-		}
-	}
-	out := make([]int, len(order))
-	for i, e := range order {
-		out[i] = attempts[e]
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no RunSeedPass activity in the history")
-	}
-	return out, nil
-}
-
-// countRows reads results.jsonl into o's counts.
-func countRows(path string, o *outcome) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return results.ReadJSONL(f, func(r results.Row) error {
-		if r.Status == store.StatusFailed {
-			o.failed++
-			class := r.ErrorClass
-			if class == "" {
-				class = "(empty)"
-			}
-			o.classes[class]++
-		} else {
-			o.ok++
-		}
-		return nil
-	})
-}
-
-// classes writes "ServerError 21, Transport 3", most frequent first.
-func classes(m map[string]int) string {
-	if len(m) == 0 {
-		return "–"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		return strings.Compare(a, b)
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }

@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -25,13 +24,10 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/silicolab/silico/benchmarks/bench"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
-	"github.com/silicolab/silico/store"
 )
 
 // outageCase is one row of the table; a zero outage.For is the case without an outage.
@@ -92,8 +88,7 @@ func main() {
 
 // outcome is what one case measured.
 type outcome struct {
-	ok, failed int
-	classes    map[string]int
+	bench.Rows
 	// requests are the model calls the simulator saw; inOutage those answered with the outage (none of a refuse
 	// outage reach it: the kernel refuses them).
 	requests, inOutage int
@@ -120,8 +115,8 @@ func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Dur
 		out[i] = runCase(st, c, lat, timeout, fmt.Sprintf("outage-%s-%d", c.name, time.Now().UnixNano()))
 		o := out[i]
 		fmt.Fprintf(os.Stderr, "%s: %d ok, %d failed %v, %d requests (%d in the outage), max attempts %d / %d per cell, "+
-			"pass attempts %v, %.1fs, %.1fs after the outage (err %v, load %s)\n", c.name, o.ok, o.failed, o.classes,
-			o.requests, o.inOutage, o.maxAttempts, o.maxPerCell, o.passAttempts, o.wall.Seconds(),
+			"pass attempts %v, %.1fs, %.1fs after the outage (err %v, load %s)\n", c.name, o.OK, o.Failed, o.Classes,
+			o.requests, o.inOutage, o.MaxAttempts, o.maxPerCell, o.passAttempts, o.wall.Seconds(),
 			o.afterOutage.Seconds(), o.err, bench.Load())
 	}
 
@@ -141,7 +136,7 @@ func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Dur
 		if c.outage.For > 0 {
 			name = fmt.Sprintf("%s, %v", c.desc, c.outage.For)
 		}
-		okFailed := fmt.Sprintf("%d / %d", o.ok, o.failed)
+		okFailed := fmt.Sprintf("%d / %d", o.OK, o.Failed)
 		if o.err != nil {
 			okFailed += fmt.Sprintf(" (run: %v)", o.err)
 		}
@@ -164,8 +159,8 @@ func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Dur
 		if o.hasOutage {
 			after = fmt.Sprintf("%.1f", o.afterOutage.Seconds())
 		}
-		fmt.Printf("| %s | %s | %s | %d / %s | %d / %d | %s | %.1f | %s |\n", name, okFailed, classes(o.classes),
-			o.requests, inOutage, o.maxAttempts, o.maxPerCell, attempts, o.wall.Seconds(), after)
+		fmt.Printf("| %s | %s | %s | %d / %s | %d / %d | %s | %.1f | %s |\n", name, okFailed, bench.Classes(o.Classes),
+			o.requests, inOutage, o.MaxAttempts, o.maxPerCell, attempts, o.wall.Seconds(), after)
 	}
 	return nil
 }
@@ -200,14 +195,14 @@ func runCase(st *bench.Stack, c outageCase, lat sim.Latency, timeout time.Durati
 	start := time.Now()
 	res, runErr := st.Run(ctx, id, spec)
 	end := time.Now()
-	o := outcome{wall: end.Sub(start), classes: map[string]int{}, err: runErr}
+	o := outcome{wall: end.Sub(start), err: runErr}
 	bg, cancelBg := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelBg()
 	if runErr != nil {
 		// A run given up here must not go on sending calls into the next case.
 		_ = st.Client.TerminateWorkflow(bg, id, "", "benchmark case timed out")
 	}
-	o.passAttempts, err = passAttempts(bg, st, id)
+	o.passAttempts, err = bench.PassAttempts(bg, st, id)
 	if err != nil && o.err == nil {
 		o.err = err
 	}
@@ -231,88 +226,11 @@ func runCase(st *bench.Stack, c outageCase, lat sim.Latency, timeout time.Durati
 		o.err = err
 	}
 	if runErr == nil {
-		if err := countRows(filepath.Join(res.OutputDir, results.JSONLFile), &o); err != nil && o.err == nil {
+		rows, err := bench.CountRows(filepath.Join(res.OutputDir, results.JSONLFile))
+		o.Rows = rows
+		if err != nil && o.err == nil {
 			o.err = err
 		}
 	}
 	return o
-}
-
-// passAttempts reads the attempts of each RunSeedPass activity of workflow id from its history: the attempt
-// number of its ActivityTaskStarted event (written when the last attempt ends), or of the pending activity.
-func passAttempts(ctx context.Context, st *bench.Stack, id string) ([]int, error) {
-	iter := st.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var order []int64
-	attempts := map[int64]int{}
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			return nil, err
-		}
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "RunSeedPass" {
-				order = append(order, ev.GetEventId())
-				attempts[ev.GetEventId()] = 0
-			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			a := ev.GetActivityTaskStartedEventAttributes()
-			if _, ok := attempts[a.GetScheduledEventId()]; ok {
-				attempts[a.GetScheduledEventId()] = int(a.GetAttempt())
-			}
-		}
-	}
-	out := make([]int, len(order))
-	for i, e := range order {
-		out[i] = attempts[e]
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no RunSeedPass activity in the history")
-	}
-	return out, nil
-}
-
-// countRows reads results.jsonl into o's counts and its largest attempts.
-func countRows(path string, o *outcome) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return results.ReadJSONL(f, func(r results.Row) error {
-		o.maxAttempts = max(o.maxAttempts, r.Attempts)
-		if r.Status == store.StatusFailed {
-			o.failed++
-			class := r.ErrorClass
-			if class == "" {
-				class = "(empty)"
-			}
-			o.classes[class]++
-		} else {
-			o.ok++
-		}
-		return nil
-	})
-}
-
-// classes writes "ServerError 21, Transport 3", most frequent first.
-func classes(m map[string]int) string {
-	if len(m) == 0 {
-		return "–"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		return strings.Compare(a, b)
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
