@@ -34,7 +34,7 @@ func TestJudgeChargesACellThatFailsAlone(t *testing.T) {
 		for i := range 3 {
 			j.answer(admitted(t, b), 5, time.Now()) // another cell answers between the tries
 			got = j.failure(admitted(t, b), 0, err503, time.Millisecond, time.Now(), 10)
-			if i < 2 && (got.verdict != retryCell || got.tries.Transient != i+1 || got.at.Sub(time.Now()) != cellRetryDelay(i+1)) {
+			if i < 2 && (got.verdict != retryCell || got.tries.Transient != i+1 || time.Until(got.at) != cellRetryDelay(i+1)) {
 				t.Fatalf("try %d: %+v, want a retry after %v with %d tries charged", i+1, got, cellRetryDelay(i+1), i+1)
 			}
 		}

@@ -233,7 +233,7 @@ func TestRestoreContinuesTheBackoffOnAFreshBreakerOnly(t *testing.T) {
 			t.Fatalf("after restore: probe %v after %v, want the probe when the saved state said (20s)", tk.Probe(), waited)
 		}
 		fail(b, tk, 0)
-		if st := b.State(); st.Step != 6 || st.NextProbe.Sub(time.Now()) != 60*time.Second || !st.Since.Equal(saved.Since) {
+		if st := b.State(); st.Step != 6 || time.Until(st.NextProbe) != 60*time.Second || !st.Since.Equal(saved.Since) {
 			t.Errorf("after a failed probe: %+v; want step 6, the next probe in 60s, the outage's start kept", st)
 		}
 		// A breaker that has heard of requests keeps its own state.

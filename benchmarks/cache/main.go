@@ -134,7 +134,6 @@ func lookups(ctx context.Context, s namedStore, n, rounds int) error {
 	}
 	// The point-read loops touch a sample: one query per key is slow enough that all n would take long.
 	sample := keys[:min(n, 20_000)]
-	type result struct{ name, what string }
 	// One read of every entry first, so that every measurement finds the file in the page cache.
 	if _, err := s.st.CacheGet(ctx, keys); err != nil {
 		return err

@@ -92,11 +92,11 @@ type outcome struct {
 	// requests are the model calls the simulator saw; inOutage those answered with the outage (none of a refuse
 	// outage reach it: the kernel refuses them).
 	requests, inOutage int
-	// maxAttempts is the largest attempts of a row of results.jsonl, maxPerCell the most requests the simulator
-	// saw for one cell.
-	maxAttempts, maxPerCell int
-	passAttempts            []int
-	wall                    time.Duration
+	// maxPerCell is the most requests the simulator saw for one cell (Rows.MaxAttempts: the largest attempts of
+	// a row of results.jsonl).
+	maxPerCell   int
+	passAttempts []int
+	wall         time.Duration
 	// afterOutage is from the outage's end to the run's end (negative: the run ended first); valid when hasOutage.
 	afterOutage time.Duration
 	hasOutage   bool
