@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
@@ -72,7 +73,13 @@ func embedSpec(url string, texts []string, maxInputs, maxTokens int) experiment.
 
 func newEmbedHarness(t *testing.T, texts []string, maxInputs, maxTokens int) (*harness, *embedLog) {
 	t.Helper()
-	srv, err := sim.New(sim.Config{})
+	return newEmbedHarnessOn(t, sim.Config{}, texts, maxInputs, maxTokens)
+}
+
+// newEmbedHarnessOn is newEmbedHarness against a simulator configured so.
+func newEmbedHarnessOn(t *testing.T, cfg sim.Config, texts []string, maxInputs, maxTokens int) (*harness, *embedLog) {
+	t.Helper()
+	srv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,5 +229,44 @@ func TestEmbedInvalidCachedVectorsAreMisses(t *testing.T) {
 		if _, err := cache.ReadVector(e, e.Key, sim.DefaultDimensions); err != nil {
 			t.Errorf("entry not replaced: %v", err)
 		}
+	}
+}
+
+// TestAnEmbedPassWaitsOutAnOutage: embeddings requests go through the same breaker as chat calls. The provider is
+// down for the first 600 ms; with run.max_attempts 2 every text is embedded all the same, since no failure of the
+// outage is charged, and the outage costs a few requests, not a retry of every batch.
+func TestAnEmbedPassWaitsOutAnOutage(t *testing.T) {
+	var texts []string
+	for i := range 40 {
+		texts = append(texts, fmt.Sprintf("Statement number %d about myself.", i))
+	}
+	cfg := sim.Config{Outages: []sim.Outage{{After: 0, For: 600 * time.Millisecond, Status: 503}}}
+	h, lg := newEmbedHarnessOn(t, cfg, texts, 2, 8191)
+	h.spec.Run.MaxAttempts = 2
+	h.acts.Breakers = breaker.NewSet(ratelimit.SystemClock(), breaker.Policy{ProbeFirst: 20 * time.Millisecond,
+		ProbeMax: 100 * time.Millisecond})
+	raw, err := json.Marshal(h.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.acts.PrepareRun(context.Background(), PrepareInput{RunID: "run2", Spec: raw}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.spec.Passes()[0]
+	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, PassInput{RunID: "run2", Pass: p, Limits: ratelimit.Limits{Concurrency: 4}})
+	var res PassResult
+	if err == nil {
+		err = v.Get(&res)
+	}
+	if err != nil || res.OK != 40 || res.Failed != 0 {
+		t.Fatalf("result %+v, %v; want all 40 texts embedded after the outage", res, err)
+	}
+	// 20 requests of 2 texts; during the outage: at most 4 in flight and 4 more before 8 distinct batches failed
+	// (fewer: the pass has 20), then one probe per step (20, 40, 80, then every 80-120 ms over 600 ms).
+	if n := len(lg.requests()); n > 20+8+10 {
+		t.Errorf("%d requests, want the 20 batches and a few during the outage", n)
+	}
+	if c := lg.h.(*sim.Server).Counters(); c.Outage == 0 {
+		t.Errorf("the simulator answered no request with its outage (%+v): the test tests nothing", c)
 	}
 }
