@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/specfile"
@@ -496,5 +497,28 @@ func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
 	}
 	if len(m2.started) != 20 {
 		t.Errorf("the continued run started %d passes, want the remaining 20", len(m2.started))
+	}
+}
+
+// The outages the passes signal are kept in pass order, replaced by later news, and forgotten when the provider
+// is back; the progress query returns them.
+func TestOutagesInPassOrder(t *testing.T) {
+	r := &runner{}
+	down := func(pass, step int) activities.Outage {
+		return activities.Outage{Pass: pass, Model: "m0", State: breaker.State{Open: true, Step: step}}
+	}
+	r.setOutage(down(3, 0))
+	r.setOutage(down(1, 0))
+	r.setOutage(down(2, 0))
+	r.setOutage(down(3, 2))
+	r.setOutage(activities.Outage{Pass: 2}) // pass 2's provider answered again
+	r.setOutage(activities.Outage{Pass: 7}) // news of a pass never down changes nothing
+	got := r.progress().Outages
+	if len(got) != 2 || got[0].Pass != 1 || got[1].Pass != 3 || got[1].State.Step != 2 {
+		t.Fatalf("outages %+v, want passes 1 and 3 (step 2), in that order", got)
+	}
+	got[0].Pass = 99
+	if r.outages[0].Pass != 1 {
+		t.Error("the progress query shares the runner's slice")
 	}
 }
