@@ -43,20 +43,21 @@ func (ad *admitter) admit(ctx context.Context, cost float64, tokens int) (admiss
 	if !ad.reserveBudget(ctx, cost) {
 		return admission{}, false
 	}
+	// The limiter first: a pass waiting for its own gates holds no probe that every pass of the endpoint needs.
+	permit, err := ad.limiter.Acquire(ctx, tokens)
+	if err != nil {
+		ad.budget.settle(cost, 0)
+		return admission{}, false
+	}
 	tk, err := ad.brk.Admit(ctx)
 	if err != nil {
+		permit.Release(0)
 		ad.budget.settle(cost, 0)
 		return admission{}, false
 	}
 	if g := ad.brk.Generation(); g != ad.gen {
 		ad.gen = g
 		ad.limiter.Backoff()
-	}
-	permit, err := ad.limiter.Acquire(ctx, tokens)
-	if err != nil {
-		ad.brk.Release(tk)
-		ad.budget.settle(cost, 0)
-		return admission{}, false
 	}
 	return admission{permit: permit, ticket: tk, reserved: cost}, true
 }

@@ -21,6 +21,7 @@ func (p *pass) background(ctx, runCtx context.Context) (stop func()) {
 	q := &queuedGauge{obs: p.obs, model: p.model.Name}
 	bg.Go(func() { p.heartbeat(ctx, bgCtx, q) })
 	bg.Go(func() { p.share.keep(bgCtx) })
+	bg.Go(func() { p.outage.watch(bgCtx, p.brk, p.heartbeatEvery()) })
 	if p.cu.claims() && !p.spec.IsEmbed() { // an embed pass claims nothing (see dispatchEmbed)
 		bg.Go(func() { p.cu.renew(bgCtx, p.clock, p.log) })
 	}
@@ -42,21 +43,23 @@ func (p *pass) background(ctx, runCtx context.Context) (stop func()) {
 	}
 }
 
-// heartbeat reports progress, gives the pass up when it stalled, and tells the workflow and the metrics of the
-// endpoint's breaker, until bg ends. Heartbeats are also how a cancellation reaches the activity (through ctx).
+// heartbeat reports progress and gives the pass up when it stalled, until bg ends. Heartbeats are also how a cancellation reaches the activity (through ctx).
 func (p *pass) heartbeat(ctx, bg context.Context, q *queuedGauge) {
-	every := p.a.HeartbeatEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	tick(bg, every, func() {
+	tick(bg, p.heartbeatEvery(), func() {
 		activity.RecordHeartbeat(ctx, p.progress())
 		q.set(max(0, p.tally.unfinished()-p.limiter.Stats().InFlight))
-		p.outage.check(bg, p.brk.State())
 		if p.judge.stalled(p.clock.Now()) {
 			p.stop.stop(stopStalled)
 		}
 	})
+}
+
+// heartbeatEvery is how often the pass heartbeats (default 1 s).
+func (p *pass) heartbeatEvery() time.Duration {
+	if p.a.HeartbeatEvery > 0 {
+		return p.a.HeartbeatEvery
+	}
+	return time.Second
 }
 
 // tick calls fn every d until ctx ends. The pass's background loops (heartbeat, shares, claims) are ticks.
@@ -106,7 +109,8 @@ type Outages interface {
 }
 
 // outageWatch reports each change of the breaker a pass sees (opened, a failed probe moved the next one, closed)
-// to the workflow and to the metrics. Only the heartbeat goroutine calls it.
+// to the workflow and to the metrics. It runs in a goroutine of its own, so a slow signal never delays a
+// heartbeat; a signal that failed is sent again, with the state as it is then, on the next tick.
 type outageWatch struct {
 	rep        Outages
 	workflowID string
@@ -117,18 +121,26 @@ type outageWatch struct {
 	last       breaker.State
 }
 
+func (w *outageWatch) watch(ctx context.Context, b *breaker.Breaker, every time.Duration) {
+	tick(ctx, every, func() { w.check(ctx, b.State()) })
+}
+
 func (w *outageWatch) check(ctx context.Context, st breaker.State) {
 	w.obs.Breaker(w.model.Name, st)
 	if st.Open == w.last.Open && st.Step == w.last.Step && st.Since.Equal(w.last.Since) {
 		return
 	}
-	w.last = st
 	if w.rep == nil || w.workflowID == "" {
+		w.last = st
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := w.rep.Outage(sctx, w.workflowID, Outage{Pass: w.pass, Model: w.model.ID, State: st}); err != nil && ctx.Err() == nil {
-		w.log.Debug("telling the workflow of the provider's state failed; the heartbeat details still show it", "error", err)
+	if err := w.rep.Outage(sctx, w.workflowID, Outage{Pass: w.pass, Model: w.model.ID, State: st}); err != nil {
+		if ctx.Err() == nil {
+			w.log.Debug("telling the workflow of the provider's state failed; the heartbeat details still show it", "error", err)
+		}
+		return
 	}
+	w.last = st
 }

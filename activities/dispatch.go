@@ -57,7 +57,6 @@ func (p *pass) dispatch(dctx, runCtx context.Context, cells []int) {
 			q.done()
 			return // stopping: the cell stays unfinished for the next attempt
 		}
-		p.tally.called()
 		p.calls.Go(func() {
 			if again, at := p.send(runCtx, pc, adm); again {
 				q.retry(idx, at)
@@ -76,6 +75,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 		p.admit.abandon(adm)
 		return true, p.clock.Now()
 	}
+	p.tally.called()
 	r := p.call.chat(ctx, pc.req)
 	// The permit is held until the outcome is recorded: with on_error=raise, the dispatcher must see the stop
 	// before the freed slot lets it send the next cell.
@@ -84,7 +84,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 	if r.err != nil {
 		used = p.settleFailed(adm, r.err)
 		c := pc.cell
-		return p.failed(adm.ticket, c.Index, r, func(t Tries) {
+		return p.failed(adm.ticket, c.Index, r, p.tally.unfinished(), func(t Tries) {
 			p.logFailure(c, r.err)
 			p.rec.record(failedRecord(c.Index, r.err, t), nil)
 		})
@@ -137,9 +137,9 @@ func (p *pass) answered(rl llm.RateLimitInfo) {
 }
 
 // failed handles a failed request by its class; key names the request to the judge (a cell, or the first cell of
-// an embeddings batch) and fail records what the request was for as failed with its tries. It reports whether
+// an embeddings batch), pool is how many such requests the pass has unfinished, and fail records what the request was for as failed with its tries. It reports whether
 // the request must be sent again, and from when.
-func (p *pass) failed(tk breaker.Ticket, key int, r reply, fail func(Tries)) (again bool, at time.Time) {
+func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(Tries)) (again bool, at time.Time) {
 	e := r.err
 	switch {
 	case e.Class.Retryable():
@@ -152,7 +152,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, fail func(Tries)) (ag
 			p.limiter.PauseUntil(r.at.Add(pause))
 			p.limiter.Backoff()
 		}
-		j := p.judge.failure(tk, key, e, r.latency, r.at, p.tally.unfinished())
+		j := p.judge.failure(tk, key, e, r.latency, r.at, pool)
 		switch j.verdict {
 		case cellFailed:
 			fail(j.tries)
@@ -172,7 +172,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, fail func(Tries)) (ag
 		p.stop.fail(e)
 		return false, time.Time{}
 	default:
-		tries := p.judge.finished(&tk, key, r.at)
+		tries := p.judge.finished(&tk, key, r.at, e.Status != 0)
 		tries.LatencyMS = float64(r.latency.Microseconds()) / 1000
 		fail(tries)
 		return false, time.Time{}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/silicolab/silico/cache"
@@ -55,6 +56,8 @@ type embedState struct {
 	// answer showed. Zero until known; guarded by mu once requests are out.
 	mu   sync.Mutex
 	dims int
+	// left counts the requests not finished yet: the breaker's pool for this pass.
+	left atomic.Int64
 }
 
 // dispatchEmbed embeds the unfinished texts of the pass: cached vectors are served, the rest are packed into
@@ -86,6 +89,7 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 		pending = p.serveVectors(dctx, es, pending)
 	}
 	batches := p.pack(es, pending)
+	es.left.Store(int64(len(batches)))
 	ids := make([]int, len(batches))
 	for i := range ids {
 		ids[i] = i
@@ -110,11 +114,11 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 			q.done()
 			return
 		}
-		p.tally.called()
 		p.calls.Go(func() {
 			if again, at := p.embedCall(runCtx, es, b, adm); again {
 				q.retry(bi, at)
 			} else {
+				es.left.Add(-1)
 				q.done()
 			}
 		})
@@ -229,7 +233,7 @@ func (p *pass) pack(es *embedState, pending []int) []*embedBatch {
 		msg := fmt.Sprintf("text has %d tokens, more than embed.max_tokens_per_request (%d): it fits in no request; "+
 			"shorten the text or raise max_tokens_per_request (at most what the model accepts)", tokens[i], maxTok)
 		for _, idx := range cells[order[i]] {
-			p.judge.finished(nil, idx, p.clock.Now())
+			p.judge.finished(nil, idx, p.clock.Now(), false)
 			p.rec.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong,
 				ErrorCode: "text_too_long", ErrorMessage: msg}, nil)
 		}
@@ -263,6 +267,7 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 		p.admit.abandon(adm) // the breaker opened while the batch waited for the limiter
 		return true, p.clock.Now()
 	}
+	p.tally.called()
 	resp, r := p.call.embed(ctx, llm.EmbedRequest{Model: p.model.Name, Input: b.texts,
 		Dimensions: p.spec.Embed.Dimensions, CellID: b.cellID()}, es.check)
 	used := b.total
@@ -272,7 +277,7 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 		if used == 0 {
 			used = b.total // a refused embeddings request is charged as sent, as before
 		}
-		return p.failed(adm.ticket, b.key(), r, func(tries Tries) {
+		return p.failed(adm.ticket, b.key(), r, int(es.left.Load()), func(tries Tries) {
 			p.log.Warn("embeddings request failed", "model", p.model.ID, "texts", len(b.texts),
 				"class", string(r.err.Class), "error", r.err.Message)
 			for _, cs := range b.cells {

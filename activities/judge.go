@@ -69,8 +69,8 @@ type judge struct {
 
 	mu    sync.Mutex
 	tries map[int]Tries // unfinished cells that failed
-	// pending holds the tries charged and not yet confirmed by an answer, per cell, in breaker generation
-	// pendingGen.
+	// pending holds the tries charged and not yet confirmed by an answer, per cell, made when the breaker had
+	// counted pendingGen outages.
 	pending    map[int]charge
 	pendingGen uint64
 	// answered says the endpoint sent an HTTP response at least once in this pass (any status), or the
@@ -97,7 +97,7 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 		keyOf:        keyOf,
 		tries:        prev.Tries,
 		pending:      map[int]charge{},
-		pendingGen:   brk.Generation(),
+		pendingGen:   brk.Outages(),
 		answered:     prev.Answered || modelAnswered,
 		lastFinished: prev.LastFinished,
 	}
@@ -113,10 +113,10 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 	return j
 }
 
-// settle gives back the provisional charges when the breaker changed generation since they were made: it
-// opened (and perhaps closed again) before an answer confirmed them. Call with j.mu held.
+// settle gives back the provisional charges when the breaker saw an outage since they were made (it opened, and
+// perhaps closed again, before an answer confirmed them). Call with j.mu held.
 func (j *judge) settle() {
-	gen := j.brk.Generation()
+	gen := j.brk.Outages()
 	if gen == j.pendingGen {
 		return
 	}
@@ -154,12 +154,16 @@ func (j *judge) served(cell int, now time.Time) {
 	delete(j.pending, cell)
 }
 
-// finished notes a cell finished without an answer: a permanent failure (the endpoint answered, refusing the
-// request itself), or one that never reached the endpoint (a prompt that did not render, a text too long). It
-// returns what the cell's tries were. tk is nil when no request was sent.
-func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time) Tries {
-	if tk != nil {
+// finished notes a cell finished without an answer: a permanent failure (served: the endpoint answered, refusing
+// the request itself; or a request the client refused to send), or one that never reached the endpoint (a prompt
+// that did not render, a text too long). It returns what the cell's tries were. tk is nil when no request was
+// made.
+func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served bool) Tries {
+	switch {
+	case tk != nil && served:
 		j.brk.Report(*tk, breaker.Outcome{Kind: breaker.Answered})
+	case tk != nil:
+		j.brk.Release(*tk)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -169,17 +173,17 @@ func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time) Tries {
 	delete(j.tries, cell)
 	delete(j.pending, cell)
 	if tk != nil {
-		j.answered = true
+		j.answered = j.answered || served
 		t.Sent++
 	}
 	return t
 }
 
-// failure decides what a transient failure (rate limit included) of cell's request means. pool is how many
-// cells of the pass are unfinished.
+// failure decides what a transient failure (rate limit included) of cell's request means. pool is how many units
+// (cells, or an embed pass's requests) of the pass are unfinished.
 func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
 	j.mu.Lock()
-	answered := j.answered || e.Status != 0
+	answered := j.answered || e.Status != 0 || j.brk.Served()
 	j.mu.Unlock()
 	kind := breaker.Transient
 	switch {
@@ -190,34 +194,50 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	case neverConnected(e):
 		kind = breaker.Refused // an endpoint that answered before and refuses now is down
 	}
-	v := j.brk.Report(tk, breaker.Outcome{Key: j.keyOf(cell), Kind: kind, Pool: pool, RetryAfter: e.RetryAfter,
-		Cause: breaker.Cause{Class: string(e.Class), Status: e.Status, Code: e.Code, Message: e.Message}})
+	v := j.brk.Report(tk, breaker.Outcome{Key: j.keyOf(cell), Kind: kind, Pool: pool, Unavailable: unavailable(e.Status),
+		RetryAfter: e.RetryAfter, Cause: breaker.Cause{Class: string(e.Class), Status: e.Status, Code: e.Code, Message: e.Message}})
 
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.settle()
 	j.last = e
-	j.answered = answered
+	j.answered = j.answered || answered
 	t := j.tries[cell]
 	t.Sent++
 	t.LatencyMS = float64(latency.Microseconds()) / 1000
-	if v.Charge && t.Transient < j.maxTries {
+	if v.Charge {
 		t.Transient++
 		j.pending[cell] = charge{n: j.pending[cell].n + 1, last: now}
 	}
 	j.tries[cell] = t
 	switch {
-	case v.Charge && t.Transient >= j.maxTries && v.Alone:
-		// Only this cell fails while the endpoint answers others: its failure is its own.
+	case v.Charge && t.Transient >= j.maxTries:
 		delete(j.tries, cell)
 		delete(j.pending, cell)
 		return judgement{verdict: cellFailed, tries: t}
+	case v.Charge && v.Tripped:
+		// The last cells of the pass met what may be an outage: the breaker paces their next tries.
+		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryBase), tripped: true}
 	case v.Charge:
 		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryDelay(t.Transient))}
+	case tk.Probe():
+		// A failed probe's cell waits a moment, so that the next probe is another cell: a cell that fails on its
+		// own must not keep the breaker open by being the only one ever probed.
+		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryBase), tripped: v.Tripped}
 	}
 	// Not the cell's: a rate limit (the limiter's pause decides), a call that landed after the breaker opened,
 	// or the failure that opened it. The breaker's admission decides when it goes again.
 	return judgement{verdict: retryCell, tries: t, at: now, tripped: v.Tripped}
+}
+
+// unavailable reports the statuses by which a provider says it cannot serve at all, which no request of a cell's
+// own causes.
+func unavailable(status int) bool {
+	switch status {
+	case 502, 503, 504, 529:
+		return true
+	}
+	return false
 }
 
 // refused handles a refused connection (or DNS or TLS failure) of an endpoint that never answered: no try is

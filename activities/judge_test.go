@@ -74,17 +74,44 @@ func TestJudgeGivesTheStreaksTriesBackWhenTheBreakerOpens(t *testing.T) {
 	})
 }
 
-// A cell at its last try is not failed while other cells are failing too: the failures may be the provider's.
-func TestJudgeDoesNotFailACellWhileOthersFailToo(t *testing.T) {
+// Two cells left that always get a 500, with nothing else to answer: their failures are their own, so each is
+// recorded failed after its tries; they never open the breaker and keep it open (a 500 is a request's failure,
+// unlike a 503).
+func TestJudgeFailsTheLastCellsThatAlwaysFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(1, Progress{}, true)
-		j.failure(admitted(t, b), 1, err503, 0, time.Now(), 100)
-		if got := j.failure(admitted(t, b), 0, err503, 0, time.Now(), 100); got.verdict != retryCell {
-			t.Fatalf("cell 0 at its last try while cell 1 fails too: %+v, want a retry", got)
+		j, b := newTestJudge(3, Progress{}, true)
+		err500 := &llm.Error{Class: llm.ClassServerError, Status: 500}
+		failed := map[int]bool{}
+		for i := 0; len(failed) < 2 && i < 20; i++ {
+			c := i % 2
+			if failed[c] {
+				continue
+			}
+			if got := j.failure(admitted(t, b), c, err500, 0, time.Now(), 2-len(failed)); got.verdict == cellFailed {
+				failed[c] = true
+			}
 		}
-		j.answer(admitted(t, b), 2, time.Now())
-		if got := j.failure(admitted(t, b), 0, err503, 0, time.Now(), 100); got.verdict != cellFailed {
-			t.Fatalf("cell 0 failing alone after an answer: %+v, want failed", got)
+		if len(failed) != 2 || b.State().Open {
+			t.Fatalf("failed %v, breaker %+v; want both cells failed after their tries and the breaker closed", failed, b.State())
+		}
+	})
+}
+
+// The last cell of a pass getting 503s opens the breaker, which paces its tries; as one cell cannot tell an outage
+// from its own failure, the tries are charged, and the cell ends failed after them.
+func TestJudgeTheLastCellGettingUnavailableIsPacedAndCharged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j, b := newTestJudge(3, Progress{}, true)
+		got := j.failure(admitted(t, b), 0, err503, 0, time.Now(), 1)
+		if !got.tripped || got.tries.Transient != 1 || !b.State().Open || time.Until(got.at) != cellRetryBase {
+			t.Fatalf("%+v, breaker %+v; want the breaker open, one try charged, the cell back after %v", got, b.State(), cellRetryBase)
+		}
+		var last judgement
+		for range 2 {
+			last = j.failure(admitted(t, b), 0, err503, 0, time.Now(), 1) // each admission waits for the probe's time
+		}
+		if last.verdict != cellFailed || last.tries.Sent != 3 {
+			t.Fatalf("third try: %+v, want the cell failed after 3 requests", last)
 		}
 	})
 }
@@ -109,6 +136,14 @@ func TestJudgeRefusedConnections(t *testing.T) {
 		j2, b2 := newTestJudge(10, Progress{}, true)
 		if got := j2.failure(admitted(t, b2), 0, refused, 0, time.Now(), 10); !got.tripped || !b2.State().Open {
 			t.Fatalf("refused after answering: %+v, want the breaker open", got)
+		}
+		// Another pass of the endpoint, which never had an answer of its own, probes the open breaker: a refused
+		// probe moves the backoff on, it does not give the model up or probe again at once.
+		j3 := newJudge(10, 15*time.Minute, b2, func(c int) string { return "other" }, Progress{}, false, time.Now())
+		time.Sleep(2 * unreachableFor)
+		probe := admitted(t, b2)
+		if got := j3.failure(probe, 0, refused, 0, time.Now(), 10); got.verdict == unreachable || b2.State().Step != 1 {
+			t.Fatalf("a refused probe: %+v, breaker %+v; want the backoff at step 1, not unreachable", got, b2.State())
 		}
 	})
 }

@@ -45,8 +45,9 @@ const (
 // Policy says when the breaker trips and how it probes. The zero value of a field means its default.
 type Policy struct {
 	// StormCells is how many distinct cells must fail transiently in a row, with no answer in between, before
-	// the failures are taken for the provider's (default 8). Report's pool lowers it for a pass with fewer
-	// unfinished cells, never below 2: one cell failing again and again never trips the breaker.
+	// the failures are taken for the provider's (default 8). Failures that say the provider is unavailable
+	// trip it on fewer when the pass has fewer unfinished cells (Outcome.Unavailable); others never do, so one
+	// or two cells that always get a 500 are recorded failed after their tries instead of waited on.
 	StormCells int
 	// StormRateLimits is how many rate limits in a row, with no answer between, trip it (default 8).
 	StormRateLimits int
@@ -141,6 +142,9 @@ type State struct {
 	// Probes counts the probes sent in this outage.
 	Probes int   `json:"probes,omitempty"`
 	Cause  Cause `json:"cause,omitzero"`
+	// Few says the outage showed on fewer cells than Policy.StormCells (the last cells of a pass answered "503"):
+	// it cannot be told from those cells' own failure, so they are charged as they fail, at the probes' pace.
+	Few bool `json:"few,omitempty"`
 }
 
 // Describe is the state as people read it: "provider down since 12:01:03 (503), next probe in 8s", "" when
@@ -153,8 +157,12 @@ func (s State) Describe(now time.Time) string {
 	if d := s.NextProbe.Sub(now); d > 0 {
 		next = "in " + d.Round(time.Second).String()
 	}
-	return fmt.Sprintf("provider down since %s (%s), next probe %s, no cell charged",
-		s.Since.Local().Format(time.TimeOnly), s.Cause, next)
+	charged := "no cell charged"
+	if s.Few {
+		charged = "the cells probed are charged"
+	}
+	return fmt.Sprintf("provider down since %s (%s), next probe %s, %s",
+		s.Since.Local().Format(time.TimeOnly), s.Cause, next, charged)
 }
 
 // Ticket is the admission of one request: the generation it was admitted in, and whether it is the probe.
@@ -176,8 +184,11 @@ type Outcome struct {
 	// Key names the cell (unique across the passes sharing the breaker).
 	Key  string
 	Kind Kind
-	// Pool is how many unfinished cells the reporting pass has: a pass with fewer than Policy.StormCells trips
-	// on that many distinct failures (at least 2).
+	// Unavailable says the failure's status is the provider saying it cannot serve (502, 503, 504, 529), not
+	// one that a cell's own request can cause (500, a timeout, a reset). Only such failures trip the breaker on
+	// fewer than Policy.StormCells distinct cells: on Pool of them, down to one.
+	Unavailable bool
+	// Pool is how many unfinished units (cells, or an embed pass's requests) the reporting pass has.
 	Pool int
 	// RetryAfter is the provider's requested wait, if any: the next probe waits at least so long.
 	RetryAfter time.Duration
@@ -190,9 +201,6 @@ type Verdict struct {
 	// closed, in the current generation, and the failure did not trip the breaker. Rate limits and refused
 	// connections are never charged, nor anything that lands after the breaker opened.
 	Charge bool
-	// Alone says no other cell has failed since the last answer: a cell that used up its tries may then be
-	// recorded failed. While others fail too, the failures may yet turn out to be the provider's.
-	Alone bool
 	// Tripped says this outcome opened the breaker (or, for a probe, kept it open).
 	Tripped bool
 }
@@ -202,12 +210,14 @@ type Breaker struct {
 	clk ratelimit.Clock
 	pol Policy
 
-	mu    sync.Mutex
-	st    State
-	gen   uint64
-	probe bool // the probe of this open period is out
-	// seen says an outcome was reported: a restored state then no longer applies.
-	seen bool
+	mu  sync.Mutex
+	st  State
+	gen uint64
+	// outages counts the trips that were not Few: the tries charged before one of them are given back.
+	outages uint64
+	probe   bool // the probe of this open period is out
+	// seen says an outcome was reported: a restored state then no longer applies. served says an answer was.
+	seen, served bool
 	// streak holds the cells that failed transiently with no answer since, each with the time of its last
 	// failure; limited holds the times of the rate limits. An answer clears only what failed before its request
 	// was admitted: a call sent before the provider went down and answered after says nothing of now.
@@ -291,6 +301,7 @@ func (b *Breaker) Report(t Ticket, o Outcome) Verdict {
 	b.seen = true
 	now := b.clk.Now()
 	if o.Kind == Answered {
+		b.served = true
 		switch {
 		case t.probe && t.gen == b.gen, b.st.Open && t.at.After(b.st.Since):
 			// The probe, or a request admitted after the outage began, was answered: the endpoint is back.
@@ -315,39 +326,47 @@ func (b *Breaker) Report(t Ticket, o Outcome) Verdict {
 		b.st.NextProbe = now.Add(b.wait(b.st.Step, o.RetryAfter))
 		b.st.Cause = o.Cause
 		b.notify()
-		return Verdict{Tripped: true}
+		// An outage seen by few cells cannot be told from those cells' own failure: they pay as they fail, at
+		// the probes' pace, so that cells that always fail end after their tries instead of keeping it open.
+		return Verdict{Tripped: true, Charge: b.st.Few}
 	}
 	if b.st.Open {
 		return Verdict{} // cannot happen: closed-state tickets of this generation are not admitted while open
 	}
 	switch o.Kind {
 	case Refused:
-		b.trip(now, o)
+		b.trip(now, o, false)
 		return Verdict{Tripped: true}
 	case RateLimited:
 		b.limited = append(b.limited, now)
 		if len(b.limited) >= b.pol.StormRateLimits {
-			b.trip(now, o)
+			b.trip(now, o, false)
 			return Verdict{Tripped: true}
 		}
 		return Verdict{}
 	}
 	b.streak[o.Key] = now
 	need := b.pol.StormCells
-	if o.Pool > 0 {
-		need = max(2, min(need, o.Pool))
+	if o.Unavailable && o.Pool > 0 {
+		// A pass with few cells left would never see StormCells of them fail; a cell's own failure is a 500 or
+		// a timeout, never a 503, so "unavailable" from all that is left is the provider's.
+		need = max(1, min(need, o.Pool))
 	}
+	few := need < b.pol.StormCells
 	if len(b.streak) >= need {
-		b.trip(now, o)
-		return Verdict{Tripped: true}
+		b.trip(now, o, few)
+		return Verdict{Tripped: true, Charge: few}
 	}
-	return Verdict{Charge: true, Alone: len(b.streak) == 1}
+	return Verdict{Charge: true}
 }
 
-// trip opens the breaker. Call with b.mu held.
-func (b *Breaker) trip(now time.Time, o Outcome) {
-	b.st = State{Open: true, Since: now, NextProbe: now.Add(b.wait(0, o.RetryAfter)), Cause: o.Cause}
+// trip opens the breaker; few says fewer than StormCells cells showed the outage. Call with b.mu held.
+func (b *Breaker) trip(now time.Time, o Outcome, few bool) {
+	b.st = State{Open: true, Since: now, NextProbe: now.Add(b.wait(0, o.RetryAfter)), Cause: o.Cause, Few: few}
 	b.gen++
+	if !few {
+		b.outages++
+	}
 	b.probe = false
 	clear(b.streak)
 	b.limited = nil
@@ -361,11 +380,28 @@ func (b *Breaker) wait(step int, retryAfter time.Duration) time.Duration {
 	return max(retryAfter, time.Duration(float64(d)*j))
 }
 
+// Served reports whether the endpoint ever answered a request of this breaker (any pass, any run on this
+// worker), or a restored state said it was down after answering: a refused connection is then an outage.
+func (b *Breaker) Served() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.served || b.st.Open
+}
+
 // State returns the breaker's state now.
 func (b *Breaker) State() State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.st
+}
+
+// Outages counts the outages seen by at least StormCells cells (or by a refused connection, or a wall of rate
+// limits): a caller that charged cells' tries before a change of it gives them back, for they were the
+// provider's failures.
+func (b *Breaker) Outages() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.outages
 }
 
 // Generation changes whenever the breaker opens or closes: a caller that saw one generation knows from another
@@ -391,6 +427,9 @@ func (b *Breaker) Restore(s State) bool {
 	s.Probes = max(0, s.Probes)
 	b.st = s
 	b.gen++
+	if !s.Few {
+		b.outages++
+	}
 	b.probe = false
 	b.seen = true
 	b.notify()

@@ -38,15 +38,15 @@ func TestDistinctCellsInARowTrip(t *testing.T) {
 		// One cell failing again and again is the cell's failure: charged, alone, never a trip.
 		for range 20 {
 			v := fail(b, admit(t, b), 0)
-			if !v.Charge || !v.Alone || v.Tripped {
-				t.Fatalf("one cell failing: verdict %+v, want charged, alone, no trip", v)
+			if !v.Charge || v.Tripped {
+				t.Fatalf("one cell failing: verdict %+v, want charged, no trip", v)
 			}
 		}
 		// An answer between failures clears the streak.
 		b.Report(admit(t, b), Outcome{Key: "c99", Kind: Answered})
 		for i := range DefaultStormCells - 1 {
-			if v := fail(b, admit(t, b), i); !v.Charge || v.Tripped || v.Alone != (i == 0) {
-				t.Fatalf("failure %d of %d: %+v, want charged without a trip (alone only for the first)", i+1, DefaultStormCells, v)
+			if v := fail(b, admit(t, b), i); !v.Charge || v.Tripped {
+				t.Fatalf("failure %d of %d: %+v, want charged without a trip", i+1, DefaultStormCells, v)
 			}
 		}
 		b.Report(admit(t, b), Outcome{Key: "c99", Kind: Answered})
@@ -67,22 +67,36 @@ func TestDistinctCellsInARowTrip(t *testing.T) {
 	})
 }
 
-func TestAPoolSmallerThanTheStormTripsSooner(t *testing.T) {
+func TestAPoolSmallerThanTheStormTripsSoonerOnlyWhenUnavailable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newTest()
-		o := Outcome{Key: "a", Kind: Transient, Pool: 3}
+		o := Outcome{Key: "a", Kind: Transient, Pool: 3, Unavailable: true}
 		b.Report(admit(t, b), o)
 		o.Key = "b"
 		b.Report(admit(t, b), o)
 		o.Key = "c"
 		if v := b.Report(admit(t, b), o); !v.Tripped {
-			t.Fatalf("3 of a pool of 3 failed: %+v, want a trip", v)
+			t.Fatalf("3 of a pool of 3 unavailable: %+v, want a trip", v)
 		}
-		// A pool of one never trips on one cell: the floor is two distinct cells.
-		b2 := newTest()
-		for range 10 {
-			if v := b2.Report(admit(t, b2), Outcome{Key: "a", Kind: Transient, Pool: 1}); v.Tripped {
-				t.Fatal("one cell tripped the breaker")
+		// The last cell of a pass getting 503s trips it at once, but few cells cannot tell an outage from their
+		// own failure: they are charged as they fail, at the probes' pace, and the trip gives nothing back.
+		one := newTest()
+		before := one.Outages()
+		if v := one.Report(admit(t, one), Outcome{Key: "a", Kind: Transient, Pool: 1, Unavailable: true}); !v.Tripped || !v.Charge {
+			t.Fatalf("a pool of one unavailable: %+v, want a charged trip", v)
+		}
+		if !one.State().Few || one.Outages() != before {
+			t.Fatalf("state %+v, outages %d; want a trip of few cells that refunds nothing", one.State(), one.Outages())
+		}
+		time.Sleep(time.Second)
+		if v := fail(one, admit(t, one), 0); !v.Charge || !v.Tripped || one.State().Step != 1 {
+			t.Fatalf("a failed probe of few cells: %+v, state %+v; want charged, the backoff at step 1", v, one.State())
+		}
+		// Two cells left that always get a 500 are their own failures: they never trip it.
+		two := newTest()
+		for i := range 20 {
+			if v := two.Report(admit(t, two), Outcome{Key: fmt.Sprint(i % 2), Kind: Transient, Pool: 2}); v.Tripped || !v.Charge {
+				t.Fatalf("500s of a pool of two: %+v, want charged, no trip", v)
 			}
 		}
 	})
@@ -283,8 +297,11 @@ func TestStaleAnswersProveNothing(t *testing.T) {
 		fail(c, admit(t, c), 0)
 		time.Sleep(time.Millisecond)
 		c.Report(admit(t, c), Outcome{Key: "z", Kind: Answered})
-		if v := fail(c, admit(t, c), 1); !v.Alone {
-			t.Fatalf("after a fresh answer: %+v, want cell 1 alone in a new streak", v)
+		for i := 1; i < DefaultStormCells; i++ {
+			fail(c, admit(t, c), i)
+		}
+		if c.State().Open {
+			t.Fatal("7 failures after a fresh answer tripped the breaker: the one before it still counted")
 		}
 	})
 }

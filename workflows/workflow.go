@@ -193,6 +193,9 @@ type runner struct {
 	running int
 	// runningByModel counts passes in flight per model index, for the limit shares.
 	runningByModel map[int]int
+	// runningPass holds the passes in flight: outage news of any other pass (a stale attempt's, or one signalled
+	// to this run after continue-as-new) is dropped.
+	runningPass map[int]bool
 	// outages holds the running passes whose provider is down, in pass order (activities.SignalOutage). A slice,
 	// not a map: workflow code iterates it.
 	outages []activities.Outage
@@ -205,6 +208,7 @@ var a *activities.Activities
 func (r *runner) run(ctx workflow.Context) (Result, error) {
 	log := workflow.GetLogger(ctx)
 	r.runningByModel = make(map[int]int)
+	r.runningPass = make(map[int]bool)
 	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
 	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
 	// After continue-as-new the input holds no spec and PrepareRun reads the saved one.
@@ -253,8 +257,10 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 			if !outageCh.Receive(gctx, &o) {
 				return
 			}
-			r.setOutage(o)
-			r.details(gctx)
+			if r.runningPass[o.Pass] || !o.State.Open {
+				r.setOutage(o)
+				r.details(gctx)
+			}
 		}
 	})
 	r.details(ctx)
@@ -288,11 +294,13 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 		}
 		r.running++
 		r.runningByModel[p.Model]++
+		r.runningPass[p.Index] = true
 		sh := r.share(p.Model)
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer func() {
 				r.running--
 				r.runningByModel[p.Model]--
+				delete(r.runningPass, p.Index)
 				r.setOutage(activities.Outage{Pass: p.Index})
 			}()
 			r.runPass(gctx, p, sh)
@@ -340,8 +348,9 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 			BackoffCoefficient: 2,
 			MaximumInterval:    activities.MaxRetryInterval,
 			// Unlimited: run.max_attempts bounds the tries of each cell inside the pass, and a pass that stops
-			// making progress gives itself up after run.stall_timeout (see activities.RunSeedPass). An attempt
-			// ends early only in a storm of failures, which this policy backs off.
+			// making progress gives itself up after run.stall_timeout (see activities.RunSeedPass). A provider
+			// outage is waited out inside the attempt; an attempt ends early only when its worker dies or stops
+			// or the store fails, and this policy backs those off.
 			MaximumAttempts:        0,
 			NonRetryableErrorTypes: activities.NonRetryableTypes,
 		},

@@ -503,7 +503,7 @@ func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
 // The outages the passes signal are kept in pass order, replaced by later news, and forgotten when the provider
 // is back; the progress query returns them.
 func TestOutagesInPassOrder(t *testing.T) {
-	r := &runner{}
+	r := &runner{runningPass: map[int]bool{1: true, 2: true, 3: true}}
 	down := func(pass, step int) activities.Outage {
 		return activities.Outage{Pass: pass, Model: "m0", State: breaker.State{Open: true, Step: step}}
 	}
