@@ -115,8 +115,13 @@ type Config struct {
 	// Forget keeps no request in memory (Requests returns none): a simulator that serves a run of millions of
 	// calls would otherwise hold every entry. Tests leave it off to read Requests; RequestLog still gets them all.
 	Forget bool
-	// Now is the clock of the rate limits and the request log. Optional: defaults to time.Now.
+	// Now is the clock of the rate limits, the request log and the batch APIs. Optional: defaults to time.Now.
 	Now func() time.Time
+	// Batch configures the batch APIs (/v1/files, /v1/batches, /v1/messages/batches). Optional.
+	Batch BatchConfig
+
+	// lineServer marks the simulator that answers batch lines: it serves no batch APIs of its own.
+	lineServer bool
 }
 
 // DefaultModels returns the models /v1/models lists when Config.Models is empty.
@@ -188,6 +193,8 @@ type Server struct {
 	logMu  sync.Mutex
 	log    []Request
 	logErr error
+
+	batches *batches // nil for the line server
 }
 
 // New returns a Server for cfg, after checking it and loading the tokenizer (once per process, offline).
@@ -240,6 +247,12 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /v1/models/{model}", s.handleModel)
+	if !cfg.lineServer {
+		if s.batches, err = newBatches(cfg); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		s.registerBatches()
+	}
 	s.mux.HandleFunc("/", s.handleNotFound)
 	return s, nil
 }
