@@ -195,6 +195,10 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	if err != nil {
 		return Plan{}, err
 	}
+	if err := s.CheckRunnable(); err != nil {
+		// Batch mode is not run yet: fail before any call rather than run its cells synchronously at full price.
+		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
+	}
 	if hasSpec(in.Spec) || in.SpecDigest != "" { // a fresh start, not a continuation: check and warn once per run
 		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails
 		// the run before any call is paid for.

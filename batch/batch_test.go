@@ -538,3 +538,13 @@ func TestKey(t *testing.T) {
 		t.Errorf("a long run id: %q", lmd[MetaRun])
 	}
 }
+
+// TestLimitsAreTheSpecDefaults: the spec's batch defaults (experiment cannot import this package) are the
+// providers' limits this package splits by.
+func TestLimitsAreTheSpecDefaults(t *testing.T) {
+	o, a := DefaultLimits(FormatOpenAI, EndpointChat), DefaultLimits(FormatAnthropic, EndpointChat)
+	if o.MaxRequests != experiment.BatchMaxRequestsOpenAI || o.MaxBytes != experiment.BatchMaxBytesOpenAI ||
+		a.MaxRequests != experiment.BatchMaxRequestsAnthropic || a.MaxBytes != experiment.BatchMaxBytesAnthropic {
+		t.Errorf("limits %+v %+v disagree with the spec's defaults", o, a)
+	}
+}
