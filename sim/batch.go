@@ -164,6 +164,7 @@ func newBatches(cfg Config) (*batches, error) {
 func (s *Server) registerBatches() {
 	b := s.batches
 	s.mux.HandleFunc("POST /v1/files", b.handleUpload)
+	s.mux.HandleFunc("GET /v1/files", b.handleFiles)
 	s.mux.HandleFunc("GET /v1/files/{id}", b.handleFile)
 	s.mux.HandleFunc("GET /v1/files/{id}/content", b.handleFileContent)
 	s.mux.HandleFunc("POST /v1/batches", b.handleCreate)
@@ -451,6 +452,20 @@ func (b *batches) handleFile(w http.ResponseWriter, r *http.Request) {
 	if f := b.file(w, r); f != nil {
 		writeObject(w, http.StatusOK, f.object())
 	}
+}
+
+func (b *batches) handleFiles(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	list := struct {
+		Object string       `json:"object"`
+		Data   []fileObject `json:"data"`
+	}{Object: "list", Data: make([]fileObject, 0, len(b.files))}
+	for _, f := range b.files {
+		list.Data = append(list.Data, f.object())
+	}
+	b.mu.Unlock()
+	slices.SortFunc(list.Data, func(x, y fileObject) int { return strings.Compare(x.ID, y.ID) })
+	writeObject(w, http.StatusOK, list)
 }
 
 func (b *batches) handleFileContent(w http.ResponseWriter, r *http.Request) {
