@@ -22,7 +22,7 @@ func chatBodies(t *testing.T, model string, n int) [][]byte {
 	for i := range out {
 		req := newChatRequest(model, i%3, ipipPrompt)
 		req.Messages[0].Content = fmt.Sprintf("You are persona %d.", i)
-		req.MaxTokens = 8
+		req.MaxCompletionTokens = 8
 		b, err := json.Marshal(req)
 		if err != nil {
 			t.Fatal(err)
