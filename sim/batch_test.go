@@ -555,3 +555,57 @@ func TestAnthropicBatchExpiryAndCancel(t *testing.T) {
 		t.Errorf("list: %s; want the newest and has_more", data)
 	}
 }
+
+func TestAnthropicMessages(t *testing.T) {
+	s, ts := newTestServer(t, Config{FailCells: []string{"bad"}})
+	if st, _ := anthropic(t, ts, "POST", "/v1/messages", messagesParams(1), false); st != 400 {
+		t.Errorf("without anthropic-version: %d, want 400", st)
+	}
+	st, data := anthropic(t, ts, "POST", "/v1/messages", messagesParams(1), true)
+	var m struct {
+		Type    string `json:"type"`
+		Content []struct{ Text string }
+		Usage   struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	if st != 200 || json.Unmarshal(data, &m) != nil || m.Type != "message" || len(m.Content) != 1 || m.Usage.InputTokens == 0 {
+		t.Fatalf("messages: %d %s", st, data)
+	}
+	p := messagesParams(1)
+	delete(p, "max_tokens")
+	if st, data := anthropic(t, ts, "POST", "/v1/messages", p, true); st != 400 || !strings.Contains(string(data), `"invalid_request_error"`) {
+		t.Errorf("without max_tokens: %d %s", st, data)
+	}
+	// A failing cell answers as Anthropic does: its error type, not OpenAI's shape.
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", ts.URL+"/v1/messages", bytes.NewReader(mustJSON(t, messagesParams(1))))
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set(CellHeader, "bad")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 500 || !strings.Contains(string(body), `"type":"error"`) || !strings.Contains(string(body), `"api_error"`) {
+		t.Errorf("failing cell: %d %s", resp.StatusCode, body)
+	}
+	answered := 0
+	for _, r := range s.Requests() {
+		if r.Endpoint == "/v1/messages" && r.Answered() {
+			answered++
+		}
+	}
+	if answered != 1 {
+		t.Errorf("%d answered /v1/messages requests in the log, want 1", answered)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -2,7 +2,9 @@
 // streamed), /v1/embeddings and /v1/models, with configurable latency, per-model RPM/TPM limits answered like a
 // provider (429 + Retry-After + x-ratelimit-* headers), injected faults (random ones at seeded rates, and cells
 // whose every request fails), deterministic answers chosen among the options in the prompt, usage counted with
-// tiktoken, and a request log that tests use to prove no finished cell was requested twice.
+// tiktoken, and a request log that tests use to prove no finished cell was requested twice. It also serves
+// Anthropic's /v1/messages, and the batch APIs of both (OpenAI's /v1/files and /v1/batches, Anthropic's
+// /v1/messages/batches; see batch.go), answered by the same code.
 //
 // A Server is safe for concurrent use. Its handlers respect the request's context: a client that goes away ends
 // the latency sleep or a hang at once, so no goroutine outlives its request.
@@ -245,6 +247,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	s.mux.HandleFunc("POST /v1/messages", s.handleMessages)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /v1/models/{model}", s.handleModel)
 	if !cfg.lineServer {
@@ -441,11 +444,11 @@ func abort(w http.ResponseWriter) {
 	_ = conn.Close() // nothing is left to tell the client
 }
 
-// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body, from the chat
-// or embeddings endpoint.
+// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body, from the chat,
+// embeddings or Anthropic messages endpoint.
 func (r Request) Answered() bool {
 	return r.Status == http.StatusOK && r.Fault != FaultMalformed &&
-		(r.Endpoint == "/v1/chat/completions" || r.Endpoint == "/v1/embeddings")
+		(r.Endpoint == "/v1/chat/completions" || r.Endpoint == "/v1/embeddings" || r.Endpoint == "/v1/messages")
 }
 
 // RequestedAfterAnswer returns, for each cell requested again after (or while) one of its requests was being
