@@ -128,6 +128,10 @@ type Activities struct {
 	// downloads under way serve them all). nil: each pass gets its own.
 	Images *imagefetch.Fetcher
 
+	// RunBatchMode lets runs with models in batch mode start. Off in every worker until cancelling a run also
+	// cancels its provider batches; tests of the batch pass set it.
+	RunBatchMode bool
+
 	mu    sync.Mutex
 	specs map[string]*experiment.Spec
 }
@@ -172,6 +176,9 @@ type PlanModel struct {
 	MaxConcurrency int
 	RPM, TPM       int
 	Burst          float64
+	// Batch is the model's resolved batch settings when it runs in batch mode; zero (and absent from the
+	// recorded plan) for a synchronous model, as in every plan recorded before batch mode existed.
+	Batch experiment.BatchSettings `json:",omitzero"`
 }
 
 // inputName names a workflow input in spec errors.
@@ -195,7 +202,7 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	if err != nil {
 		return Plan{}, err
 	}
-	if err := s.CheckRunnable(); err != nil {
+	if err := s.CheckRunnable(); err != nil && !a.RunBatchMode {
 		// Batch mode is not run yet: fail before any call rather than run its cells synchronously at full price.
 		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
 	}
@@ -317,7 +324,11 @@ func hasSpec(raw json.RawMessage) bool {
 func planOf(s *experiment.Spec) Plan {
 	p := Plan{Name: s.Name, Cells: s.NumCells(), Passes: s.Passes(), Seeds: s.Seeds, Run: s.Run, BudgetUSD: s.BudgetUSD}
 	for _, m := range s.Models {
-		p.Models = append(p.Models, PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst})
+		pm := PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst}
+		if s.Batched(m) {
+			pm.Batch = s.BatchSettings(m)
+		}
+		p.Models = append(p.Models, pm)
 	}
 	return p
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // The activities of a batch pass. A batch pass is one (model, seed) whose model runs in batch mode; the workflow
@@ -71,11 +72,17 @@ type BatchCollected struct {
 	Recorded int   `json:"recorded"`
 	Failed   int   `json:"failed"`
 	Again    []int `json:"again,omitempty"`
+	// Usage is what the recorded cells consumed, at the batch price.
+	Usage usage.Usage `json:"usage"`
 }
 
 // ClassBatch is the error type of a batch pass that cannot go on: the provider holds a batch of the chunk with
 // other requests, or the spec asks for what batch mode cannot send.
 const ClassBatch = "BatchRefused"
+
+// ClassBatchNotRun is the error class of a cell the provider's batches never ran in run.max_attempts
+// submissions (they expired or were cancelled by the provider each time).
+const ClassBatchNotRun = "BatchNotRun"
 
 // passName is a pass's name in batch metadata: stable for a run.
 func passName(spec *experiment.Spec, p experiment.Pass) string {
@@ -288,6 +295,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 			return nil
 		}
 		page.Records = append(page.Records, *o.Record)
+		out.Usage.Add(o.Record.Usage())
 		if o.Record.Status == store.StatusFailed {
 			out.Failed++
 		}

@@ -161,6 +161,8 @@ type Progress struct {
 	Cached int `json:"cached"`
 	usage.Usage
 	Stopped string `json:"stopped,omitempty"`
+	// Batches are the provider batches of the run's batch passes, by key.
+	Batches []BatchProgress `json:"batches,omitempty"`
 }
 
 // Result is what a finished run returns.
@@ -190,6 +192,8 @@ type runner struct {
 	running int
 	// runningByModel counts passes in flight per model index, for the limit shares.
 	runningByModel map[int]int
+	// batches are the provider batches of batch passes, by "pass/chunk" (see runBatchPass).
+	batches map[string]BatchProgress
 }
 
 // a is only a name for the activity methods: workflows never call through it, Temporal does, on the worker's
@@ -277,6 +281,10 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 				r.running--
 				r.runningByModel[p.Model]--
 			}()
+			if r.plan.Models[p.Model].Batch.Mode == experiment.BatchBatch {
+				r.runBatchPass(gctx, p, sh)
+				return
+			}
 			r.runPass(gctx, p, sh)
 		})
 	}
@@ -449,14 +457,34 @@ func (r *runner) progress() Progress {
 	p.RunID = r.runID
 	p.PassesRunning = r.running
 	p.Stopped = r.state.Stopped
+	p.Batches = r.batchList()
 	return p
 }
 
 // details shows where the run stands in the Web UI.
 func (r *runner) details(ctx workflow.Context) {
 	t := r.state.Totals
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
-		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried))
+	d := fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
+		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried)
+	for _, b := range r.batchList() {
+		d += fmt.Sprintf("\n%s: batch %s %s, %d of %d done, expires %s", b.Model, b.ID, b.Status, b.Done, b.Total,
+			b.ExpiresAt.UTC().Format("15:04"))
+	}
+	workflow.SetCurrentDetails(ctx, d)
+}
+
+// batchList is the run's batches in key order (map order would differ between replays).
+func (r *runner) batchList() []BatchProgress {
+	keys := make([]string, 0, len(r.batches))
+	for k := range r.batches {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]BatchProgress, len(keys))
+	for i, k := range keys {
+		out[i] = r.batches[k]
+	}
+	return out
 }
 
 // prepareCtx runs PrepareRun: an invalid spec fails at once (non-retryable), a store that is down is retried.
