@@ -19,8 +19,12 @@ import (
 // recorded failed. Runs recorded before batch mode existed have no batch model, so none of this is in their
 // histories and they replay as before.
 //
-// Not yet: cancelling the run does not cancel its provider batches, and the budget is not reserved before a
-// submission; so activities.Activities refuses batch mode unless RunBatchMode is set.
+// Cancelling the run cancels its provider batches: each chunk in flight cancels its batch, waits for the
+// provider to end it and records what completed, on a disconnected context, while the workflow waits for them
+// (cancelled); a run without batch passes ends at once, as it always did, so recorded histories replay unchanged.
+//
+// Not yet: the budget is not reserved before a submission; so activities.Activities refuses batch mode unless
+// RunBatchMode is set.
 
 // batchActivityCtx is the options of the batch pass's activities: short, retried with backoff for as long as
 // the pass lives, non-retryable only for what no retry can cure.
@@ -48,8 +52,10 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 	wg := workflow.NewWaitGroup(ctx)
 	for i, cells := range plan.Chunks {
 		wg.Add(1)
+		r.batchChunks++
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer wg.Done()
+			defer func() { r.batchChunks-- }()
 			got := r.runChunk(gctx, p, i, cells)
 			res.Done += got.Recorded
 			res.Failed += got.Failed
@@ -100,12 +106,23 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		r.batchSeen(ctx, key, m.ID, info)
 		interval := time.Duration(set.PollEvery)
 		for !info.Status.Terminal() {
-			if err := workflow.Sleep(ctx, interval); err != nil {
-				return total // the run is being cancelled
-			}
+			var err error
 			prev := info
-			ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
-			if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info); err != nil {
+			if err = workflow.Sleep(ctx, interval); err == nil {
+				ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+				err = workflow.ExecuteActivity(batchActivityCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info)
+			}
+			if err != nil && ctx.Err() != nil {
+				// The run is being cancelled: so is this batch, and what it completed is recorded.
+				dctx, cancel := workflow.NewDisconnectedContext(ctx)
+				got := r.cancelChunk(dctx, p, in, prev)
+				cancel()
+				total.Recorded += got.Recorded
+				total.Failed += got.Failed
+				total.Usage.Add(got.Usage)
+				return total
+			}
+			if err != nil {
 				workflow.GetLogger(ctx).Error("polling a batch failed", "batch", info.ID, "error", err)
 				return total
 			}
@@ -175,4 +192,48 @@ type BatchProgress struct {
 	Total     int          `json:"total"`
 	Done      int          `json:"done"`
 	ExpiresAt time.Time    `json:"expires_at"`
+}
+
+// cancelChunk cancels the chunk's batch, waits for the provider to end it and records what it completed. ctx is
+// disconnected from the run's cancellation.
+func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in activities.BatchChunkInput, info batch.Info) activities.BatchCollected {
+	log := workflow.GetLogger(ctx)
+	ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "cancel "+info.ID), a.CancelBatch, ref).Get(ctx, &info); err != nil {
+		log.Error("cancelling a batch failed", "batch", info.ID, "error", err)
+		return activities.BatchCollected{}
+	}
+	key := fmt.Sprintf("%d/%d", p.Index, in.Chunk)
+	r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
+	// Providers end a cancelled batch within minutes.
+	for !info.Status.Terminal() {
+		if err := workflow.Sleep(ctx, 30*time.Second); err != nil {
+			return activities.BatchCollected{}
+		}
+		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info); err != nil {
+			log.Error("polling a cancelled batch failed", "batch", info.ID, "error", err)
+			return activities.BatchCollected{}
+		}
+		r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
+	}
+	var got activities.BatchCollected
+	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "collect "+info.ID), a.CollectBatch,
+		activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got); err != nil {
+		log.Error("collecting a cancelled batch failed", "batch", info.ID, "error", err)
+	}
+	return got
+}
+
+// cancelled is what the run returns when it is cancelled with err: at once, unless chunks of batch passes are in
+// flight, which first cancel their provider batches and record what completed.
+func (r *runner) cancelled(ctx workflow.Context, err error) error {
+	if r.batchChunks == 0 {
+		return err
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if werr := workflow.Await(dctx, func() bool { return r.batchChunks == 0 }); werr != nil {
+		return werr
+	}
+	return err
 }

@@ -5,9 +5,11 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/activities"
@@ -126,5 +128,65 @@ func TestBatchRunRefusedByDefault(t *testing.T) {
 	env.ExecuteWorkflow(ExperimentWorkflow, input(t, simSpec("http://127.0.0.1:1", true), "refused"))
 	if err := env.GetWorkflowError(); err == nil {
 		t.Error("a batch-mode run on a worker without RunBatchMode: no error")
+	}
+}
+
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestBatchRunCancel: cancelling a run cancels its provider batches and records what they completed.
+func TestBatchRunCancel(t *testing.T) {
+	clk := &stepClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s, err := sim.New(sim.Config{Now: clk.Now, Batch: sim.BatchConfig{ProcessingTime: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	st := tempStore(t)
+	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		OutputRoot: t.TempDir(), RunBatchMode: true}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(acts)
+	env.RegisterDelayedCallback(func() {
+		clk.Advance(30 * time.Minute) // half of every batch has run
+		env.CancelWorkflow()
+	}, 20*time.Minute)
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, simSpec(srv.URL, true), "cancelled-run"))
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow error %v, want cancelled", err)
+	}
+	bs := s.Batches()
+	if len(bs) != 6 {
+		t.Fatalf("%d batches, want 6", len(bs))
+	}
+	ran := 0
+	for _, b := range bs {
+		if b.Status != "cancelled" {
+			t.Errorf("batch %s is %s, want cancelled", b.ID, b.Status)
+		}
+		ran += len(b.Ran)
+	}
+	recs, err := st.Records(context.Background(), "cancelled-run", 0, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran != 18 || len(recs) != ran {
+		t.Errorf("%d cells ran before the cancel and %d are recorded, want 18 of each", ran, len(recs))
+	}
+	for _, r := range recs {
+		if r.Status == store.StatusFailed {
+			t.Errorf("record %+v: a completed cell recorded failed", r)
+		}
 	}
 }

@@ -194,6 +194,8 @@ type runner struct {
 	runningByModel map[int]int
 	// batches are the provider batches of batch passes, by "pass/chunk" (see runBatchPass).
 	batches map[string]BatchProgress
+	// batchChunks counts the chunks of batch passes in flight, which a cancelled run waits for.
+	batchChunks int
 }
 
 // a is only a name for the activity methods: workflows never call through it, Temporal does, on the worker's
@@ -251,7 +253,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	continueAsNew := false
 	for r.state.Next < len(r.passes) && r.state.Stopped == "" {
 		if err := workflow.Await(ctx, func() bool { return r.running < maxPar || r.state.Stopped != "" }); err != nil {
-			return Result{}, err
+			return Result{}, r.cancelled(ctx, err)
 		}
 		if r.state.Stopped != "" {
 			break
@@ -289,7 +291,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 		})
 	}
 	if err := workflow.Await(ctx, func() bool { return r.running == 0 }); err != nil {
-		return Result{}, err
+		return Result{}, r.cancelled(ctx, err)
 	}
 	if continueAsNew && r.state.Stopped == "" {
 		st := r.state
