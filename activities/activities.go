@@ -202,8 +202,12 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	if err != nil {
 		return Plan{}, err
 	}
-	if err := s.CheckRunnable(); err != nil && !a.RunBatchMode {
-		// Batch mode is not run yet: fail before any call rather than run its cells synchronously at full price.
+	check := s.CheckRunnable
+	if a.RunBatchMode {
+		check = s.CheckBatchRunnable
+	}
+	if err := check(); err != nil {
+		// Fail before any call rather than run batch cells synchronously at full price, or half of them.
 		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
 	}
 	if hasSpec(in.Spec) || in.SpecDigest != "" { // a fresh start, not a continuation: check and warn once per run

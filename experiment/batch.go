@@ -148,6 +148,35 @@ func (s *Spec) CheckRunnable() error {
 	return nil
 }
 
+// CheckBatchRunnable reports what of a spec's batch mode the batch pass cannot run yet, once a worker runs
+// batch mode at all: embeddings, pictures and budgets (a batch's cost is not reserved before it is submitted).
+func (s *Spec) CheckBatchRunnable() error {
+	var errs Errors
+	for i, m := range s.Models {
+		if !s.Batched(m) {
+			continue
+		}
+		path := fmt.Sprintf("models[%d].batch.mode", i)
+		if m.Batch == nil || m.Batch.Mode == "" {
+			path = "run.batch.mode"
+		}
+		switch {
+		case s.IsEmbed():
+			errs.add(path, "batch mode does not run embeddings yet; use mode: sync for %s", m.ID)
+		case s.HasImages():
+			errs.add(path, "batch mode does not send pictures yet; use mode: sync for %s", m.ID)
+		case s.BudgetUSD > 0:
+			errs.add(path, "batch mode does not reserve budget_usd yet; use mode: sync for %s, or no budget", m.ID)
+		case m.Provider == ProviderAnthropic:
+			errs.add(path, "batch mode runs only the OpenAI format yet")
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 // checkBatch checks a batch section at path for a model of provider (or, for run.batch, every model's).
 func checkBatch(errs *Errors, path string, b *BatchSettings, provider string) {
 	if b == nil {

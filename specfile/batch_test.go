@@ -116,3 +116,22 @@ func TestBatchMistakes(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckBatchRunnable(t *testing.T) {
+	s, err := Parse([]byte(batchSpec), "spec.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckBatchRunnable(); err != nil {
+		t.Errorf("a plain batch spec: %v", err)
+	}
+	s.BudgetUSD = 5
+	if err := s.CheckBatchRunnable(); err == nil || !strings.Contains(err.Error(), "budget_usd") {
+		t.Errorf("a budget: %v, want refused", err)
+	}
+	s.BudgetUSD = 0
+	s.Questionnaire.Items[0].Images = []string{"https://example.org/a.png"}
+	if err := s.CheckBatchRunnable(); err == nil || !strings.Contains(err.Error(), "pictures") {
+		t.Errorf("pictures: %v, want refused", err)
+	}
+}
