@@ -127,6 +127,9 @@ func newStatusCmd() *cobra.Command {
 			} else {
 				fmt.Fprintf(out, "  passes %d/%d · %s\n", s.passesDone, s.passes, s.line(0))
 			}
+			for _, b := range s.batchLines(false) {
+				fmt.Fprintf(out, "  %s\n", b)
+			}
 			if link := sess.uiLink(args[0]); link != "" {
 				fmt.Fprintf(out, "  Temporal UI: %s\n", link)
 			}
