@@ -85,6 +85,9 @@ func TestBatchRunOnTemporal(t *testing.T) {
 	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; want == 0 || got < want*0.999999 || got > want*1.000001 {
 		t.Errorf("batch cost %g, sync %g: want half", got, syncRes.Summary.CostUSD)
 	}
+	if got := batchRes.Summary.BatchSavedUSD; math.Abs(got-batchRes.Summary.CostUSD) > 1e-6 || syncRes.Summary.BatchSavedUSD != 0 {
+		t.Errorf("batch_saved_usd %g of a run costing %g (sync run: %g), want the same as its cost", got, batchRes.Summary.CostUSD, syncRes.Summary.BatchSavedUSD)
+	}
 	bs := s.sim.Batches()
 	if len(bs) != 6 { // 30 cells a pass, chunks of 12, 12, 6
 		t.Errorf("%d batches, want 6", len(bs))

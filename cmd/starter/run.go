@@ -314,6 +314,9 @@ func printSummary(w io.Writer, res workflows.Result) {
 	if s.Cached > 0 {
 		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · $%.4f saved\n", s.Cached, s.SavedUSD)
 	}
+	if s.BatchSavedUSD > 0 {
+		fmt.Fprintf(w, "  batch: provider batches at the batch price · $%.4f saved against synchronous calls\n", s.BatchSavedUSD)
+	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "  stopped early: %s\n", res.Stopped)
 	}
