@@ -125,6 +125,10 @@ type Activities struct {
 	// Outages tells a run's workflow when its models' providers go down and come back. Optional.
 	Outages Outages
 
+	// RunBatchMode lets runs with models in batch mode start. Off in every worker until cancelling a run also
+	// cancels its provider batches; tests of the batch pass set it.
+	RunBatchMode bool
+
 	mu    sync.Mutex
 	specs map[string]*experiment.Spec
 }
@@ -169,6 +173,9 @@ type PlanModel struct {
 	MaxConcurrency int
 	RPM, TPM       int
 	Burst          float64
+	// Batch is the model's resolved batch settings when it runs in batch mode; zero (and absent from the
+	// recorded plan) for a synchronous model, as in every plan recorded before batch mode existed.
+	Batch experiment.BatchSettings `json:",omitzero"`
 }
 
 // inputName names a workflow input in spec errors.
@@ -191,6 +198,14 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	s, err := a.prepareSpec(ctx, in)
 	if err != nil {
 		return Plan{}, err
+	}
+	check := s.CheckRunnable
+	if a.RunBatchMode {
+		check = s.CheckBatchRunnable
+	}
+	if err := check(); err != nil {
+		// Fail before any call rather than run batch cells synchronously at full price, or half of them.
+		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
 	}
 	if hasSpec(in.Spec) || in.SpecDigest != "" { // a fresh start, not a continuation: check and warn once per run
 		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails
@@ -310,7 +325,11 @@ func hasSpec(raw json.RawMessage) bool {
 func planOf(s *experiment.Spec) Plan {
 	p := Plan{Name: s.Name, Cells: s.NumCells(), Passes: s.Passes(), Seeds: s.Seeds, Run: s.Run, BudgetUSD: s.BudgetUSD}
 	for _, m := range s.Models {
-		p.Models = append(p.Models, PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst})
+		pm := PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst}
+		if s.Batched(m) {
+			pm.Batch = s.BatchSettings(m)
+		}
+		p.Models = append(p.Models, pm)
 	}
 	return p
 }

@@ -60,7 +60,13 @@ func (r *recorder) invalid(n int) { r.writer.Tally(r.model.Name, store.CacheTall
 // answerRecord is the record of cell c answered with a: the text matched to the item's options, the tokens, and
 // the cost at the model's price.
 func (r *recorder) answerRecord(c experiment.Cell, a cache.Answer) store.Record {
-	m := experiment.Match(a.Text, r.spec.OptionsFor(c.Item))
+	return answerRecord(r.spec, c, a, r.price, r.priced)
+}
+
+// answerRecord is the record of cell c of spec answered with a, its cost at price when priced: one record for an
+// answer, whether a synchronous call, the response cache or a provider batch gave it.
+func answerRecord(spec *experiment.Spec, c experiment.Cell, a cache.Answer, price experiment.Price, priced bool) store.Record {
+	m := experiment.Match(a.Text, spec.OptionsFor(c.Item))
 	rec := store.Record{
 		Index:            c.Index,
 		Status:           m.Status,
@@ -70,8 +76,8 @@ func (r *recorder) answerRecord(c experiment.Cell, a cache.Answer) store.Record 
 		PromptTokens:     a.PromptTokens,
 		CompletionTokens: a.CompletionTokens,
 	}
-	if r.priced {
-		rec.CostUSD = llm.Cost(r.price, a.PromptTokens, a.CompletionTokens)
+	if priced {
+		rec.CostUSD = llm.Cost(price, a.PromptTokens, a.CompletionTokens)
 	}
 	return rec
 }

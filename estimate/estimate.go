@@ -40,6 +40,9 @@ const (
 	LimitRPM         = "rpm"
 	LimitTPM         = "tpm"
 	LimitConcurrency = "concurrency"
+	// LimitBatch: the model runs in batch mode, whose calls wait for the provider (within 24 h), not for rpm or
+	// tpm; MinWall is 0.
+	LimitBatch = "batch"
 )
 
 // ModelEstimate sizes the calls of one model.
@@ -75,6 +78,9 @@ type ModelEstimate struct {
 	// LimitedBy names the limit behind MinWall: "rpm", "tpm", "concurrency" (no rate limit binds; the time then
 	// depends on concurrency and latency), or "" for a model without cells.
 	LimitedBy string `json:"limited_by"`
+	// Batch is set for a model in batch mode: its batches, and what its calls would cost sent synchronously.
+	// Its cost range is then at the batch price, and MinWall means nothing (the provider answers within 24 h).
+	Batch *BatchEstimate `json:"batch,omitempty"`
 }
 
 // Estimate sizes a whole experiment: the totals of its models.
@@ -119,7 +125,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 	c := counter{spec: spec, tok: tok, grids: map[string]*grid{}}
 	pics := countImages(spec)
 	var est Estimate
-	for _, m := range spec.Models {
+	for mi, m := range spec.Models {
 		g, err := c.grid(m.Name)
 		if err != nil {
 			return Estimate{}, err
@@ -146,7 +152,22 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 			me.MinCostUSD = llm.Cost(price, seeds*perSeedMin, me.Cells)
 			me.MaxCostUSD = llm.Cost(price, me.PromptTokens, me.MaxCompletionTokens)
 		}
+		if spec.Batched(m) {
+			be, err := batchEstimate(spec, mi)
+			if err != nil {
+				return Estimate{}, err
+			}
+			be.SyncMinCostUSD, be.SyncMaxCostUSD = me.MinCostUSD, me.MaxCostUSD
+			price, ok := llm.BatchPriceFor(m)
+			me.Priced = ok
+			me.MinCostUSD = llm.Cost(price, seeds*perSeedMin, me.Cells)
+			me.MaxCostUSD = llm.Cost(price, me.PromptTokens, me.MaxCompletionTokens)
+			me.Batch = be
+		}
 		me.MinWall, me.LimitedBy = wallBound(m, me.Cells, me.PromptTokens+me.MaxCompletionTokens)
+		if me.Batch != nil && me.Cells > 0 {
+			me.MinWall, me.LimitedBy = 0, LimitBatch
+		}
 
 		est.Models = append(est.Models, me)
 	}
@@ -194,6 +215,13 @@ func (e Estimate) WithCache(spec *experiment.Spec, held map[string]int) Estimate
 			me.ImageTokens = int(float64(me.ImageTokens) * left)
 			me.MaxCompletionTokens = int(float64(me.MaxCompletionTokens) * left)
 			me.MinWall, me.LimitedBy = wallBound(spec.Models[i], me.Calls, me.PromptTokens+me.MaxCompletionTokens)
+			if me.Batch != nil {
+				// The batches are those of every cell: at most what the run submits.
+				be := *me.Batch
+				be.SyncMinCostUSD, be.SyncMaxCostUSD = be.SyncMinCostUSD*left, be.SyncMaxCostUSD*left
+				me.Batch = &be
+				me.MinWall, me.LimitedBy = 0, LimitBatch
+			}
 		}
 		models[i] = me
 	}

@@ -71,10 +71,15 @@ func (s *Spec) Passes() []Pass {
 	}
 	var out []Pass
 	for m := range s.Models {
+		step := itemsPerChunk
+		if s.Batched(s.Models[m]) {
+			// A batch pass is its whole (model, seed): its batches are cut by max_requests and max_bytes.
+			step = max(1, len(s.Questionnaire.Items))
+		}
 		for sd := range s.Seeds {
 			base := (m*len(s.Seeds) + sd) * perSeed
-			for it := 0; it < len(s.Questionnaire.Items); it += itemsPerChunk {
-				end := min(it+itemsPerChunk, len(s.Questionnaire.Items))
+			for it := 0; it < len(s.Questionnaire.Items); it += step {
+				end := min(it+step, len(s.Questionnaire.Items))
 				out = append(out, Pass{Index: len(out), Model: m, Seed: sd, Start: base + it*perItem, End: base + end*perItem})
 			}
 		}

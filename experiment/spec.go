@@ -70,6 +70,8 @@ type Model struct {
 	Cache CachePolicy `json:"cache,omitempty"`
 	// ImageTransport is how this model receives pictures; empty: run.image_transport.
 	ImageTransport ImageTransport `json:"image_transport,omitempty"`
+	// Batch says whether this model's cells go through the provider's batch API; nil: run.batch.
+	Batch *BatchSettings `json:"batch,omitempty"`
 }
 
 // Params are the sampling parameters sent with every call of a model.
@@ -88,6 +90,11 @@ const DefaultMaxTokens = 256
 type Price struct {
 	InputPerMTok  float64 `json:"input_per_mtok"`
 	OutputPerMTok float64 `json:"output_per_mtok"`
+	// BatchDiscount is the share of the price a batch call costs (nil: DefaultBatchDiscount).
+	BatchDiscount *float64 `json:"batch_discount,omitempty"`
+	// BatchInputPerMTok and BatchOutputPerMTok are the batch prices, where the provider's are not the discount's.
+	BatchInputPerMTok  *float64 `json:"batch_input_per_mtok,omitempty"`
+	BatchOutputPerMTok *float64 `json:"batch_output_per_mtok,omitempty"`
 }
 
 // Prompt is how a cell's messages are built. Type "chat" uses Messages; type "normal" sends Template as a single
@@ -195,6 +202,8 @@ type RunSettings struct {
 	Cache CachePolicy `json:"cache,omitempty"`
 	// ImageTransport is how pictures are sent to models that set none (default inline).
 	ImageTransport ImageTransport `json:"image_transport,omitempty"`
+	// Batch is the batch section of every model that has none (default: mode sync).
+	Batch *BatchSettings `json:"batch,omitempty"`
 }
 
 // Defaults of RunSettings.

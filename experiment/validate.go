@@ -132,6 +132,7 @@ func (s *Spec) check() Errors {
 		s.checkQuestionnaire(&errs, !s.IsEmbed() || s.Embed.Texts == EmbedPrompts)
 	}
 	s.checkRun(&errs)
+	s.checkBatches(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
 	return errs

@@ -33,9 +33,12 @@ var priceTable = map[string]experiment.Price{
 // PriceFor is the price of model m: m.Price when the spec sets one, else the built-in table's price of m.Name,
 // matched exactly or as a dated snapshot of a listed name ("gpt-4o-mini-2024-07-18", "gpt-3.5-turbo-0125").
 // ok is false for an unknown model, whose calls then cost 0.
+//
+// A price section that sets only batch prices (price: {batch_discount: 0.4}) leaves the synchronous price to the
+// table.
 func PriceFor(m experiment.Model) (experiment.Price, bool) {
-	if m.Price != nil {
-		return *m.Price, true
+	if p := m.Price; p != nil && (p.InputPerMTok != 0 || p.OutputPerMTok != 0 || !p.HasBatchPrice()) {
+		return experiment.Price{InputPerMTok: p.InputPerMTok, OutputPerMTok: p.OutputPerMTok}, true
 	}
 	if p, ok := priceTable[m.Name]; ok {
 		return p, true
@@ -72,4 +75,15 @@ func isSnapshotSuffix(s string) bool {
 // Cost is the price in US dollars of a call with the given usage.
 func Cost(p experiment.Price, promptTokens, completionTokens int) float64 {
 	return (float64(promptTokens)*p.InputPerMTok + float64(completionTokens)*p.OutputPerMTok) / 1e6
+}
+
+// BatchPriceFor is the price of model m's calls through a provider batch: price.batch_input_per_mtok and
+// price.batch_output_per_mtok where the spec sets them, else PriceFor's price times price.batch_discount
+// (experiment.DefaultBatchDiscount, the providers' 50%, when unset). ok is false when neither is known.
+func BatchPriceFor(m experiment.Model) (experiment.Price, bool) {
+	base, ok := PriceFor(m)
+	if p := m.Price; p != nil && p.BatchInputPerMTok != nil && p.BatchOutputPerMTok != nil {
+		ok = true
+	}
+	return experiment.BatchPrice(base, m.Price), ok
 }

@@ -51,3 +51,31 @@ func TestCost(t *testing.T) {
 		t.Errorf("Cost of an unknown price = %v, want 0", got)
 	}
 }
+
+func TestBatchPriceFor(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name   string
+		m      experiment.Model
+		in     float64
+		out    float64
+		wantOK bool
+	}{
+		{"table price at half", experiment.Model{Name: "gpt-4o-mini"}, 0.075, 0.30, true},
+		{"spec price at half", experiment.Model{Name: "x", Price: &experiment.Price{InputPerMTok: 1, OutputPerMTok: 4}}, 0.5, 2, true},
+		{"a discount alone keeps the table price", experiment.Model{Name: "gpt-4o-mini", Price: &experiment.Price{BatchDiscount: f(0.4)}}, 0.06, 0.24, true},
+		{"explicit batch prices", experiment.Model{Name: "x", Price: &experiment.Price{BatchInputPerMTok: f(0.1), BatchOutputPerMTok: f(0.2)}}, 0.1, 0.2, true},
+		{"one explicit batch price", experiment.Model{Name: "gpt-4o-mini", Price: &experiment.Price{BatchInputPerMTok: f(0.01)}}, 0.01, 0.30, true},
+		{"unknown model", experiment.Model{Name: "mystery"}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := BatchPriceFor(tt.m)
+		if math.Abs(got.InputPerMTok-tt.in) > 1e-12 || math.Abs(got.OutputPerMTok-tt.out) > 1e-12 || ok != tt.wantOK {
+			t.Errorf("%s: BatchPriceFor = %+v, %v; want %v/%v, %v", tt.name, got, ok, tt.in, tt.out, tt.wantOK)
+		}
+	}
+	// A price section with only batch fields leaves the synchronous price to the table.
+	if p, _ := PriceFor(experiment.Model{Name: "gpt-4o-mini", Price: &experiment.Price{BatchDiscount: f(0.4)}}); p.InputPerMTok != 0.15 {
+		t.Errorf("sync price with a batch discount alone: %+v, want the table's 0.15", p)
+	}
+}

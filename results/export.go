@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
@@ -51,6 +52,8 @@ type Summary struct {
 	// Cached counts the cells answered from the response cache; their cost is in saved_usd, not in cost_usd.
 	Cached int `json:"cached"`
 	usage.Usage
+	// BatchSavedUSD is what the cells of models in batch mode would have cost more as synchronous calls.
+	BatchSavedUSD  float64 `json:"batch_saved_usd,omitempty"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
 	Errors []string `json:"errors"`
@@ -67,6 +70,7 @@ type ModelSummary struct {
 	Failed   int    `json:"failed"`
 	Cached   int    `json:"cached"`
 	usage.Usage
+	BatchSavedUSD float64 `json:"batch_saved_usd,omitempty"`
 }
 
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
@@ -259,6 +263,8 @@ type summarizer struct {
 	s      Summary
 	models map[string]int // model id → index in s.Models
 	seen   map[string]bool
+	// syncPrice is, for the models in batch mode that have a price, the price of their calls made synchronously.
+	syncPrice map[int]experiment.Price
 }
 
 func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *summarizer {
@@ -271,13 +277,26 @@ func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *
 	for i, m := range spec.Models {
 		z.s.Models[i].Model = m.ID
 		z.models[m.ID] = i
+		if p, ok := llm.PriceFor(m); ok && spec.Batched(m) {
+			if z.syncPrice == nil {
+				z.syncPrice = map[int]experiment.Price{}
+			}
+			z.syncPrice[i] = p
+		}
 	}
 	return z
 }
 
 func (z *summarizer) add(r *Row) {
-	m := &z.s.Models[z.models[r.Model]]
+	mi := z.models[r.Model]
+	m := &z.s.Models[mi]
 	u := store.Record{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD, Cached: r.Cached}.Usage()
+	if p, ok := z.syncPrice[mi]; ok && !r.Cached {
+		// A cell sent synchronously after its batches (on_expired: sync) cost the full price and saved nothing.
+		saved := max(0, llm.Cost(p, r.PromptTokens, r.CompletionTokens)-r.CostUSD)
+		m.BatchSavedUSD += saved
+		z.s.BatchSavedUSD += saved
+	}
 	for _, c := range []struct {
 		cells, ok, unparsed, failed, cached *int
 		usage                               *usage.Usage
@@ -312,9 +331,11 @@ func (z *summarizer) add(r *Row) {
 func (z *summarizer) summary() Summary {
 	s := z.s
 	s.CostUSD = round(s.CostUSD, 8)
+	s.BatchSavedUSD = round(s.BatchSavedUSD, 8)
 	s.Models = append([]ModelSummary(nil), z.s.Models...)
 	for i := range s.Models {
 		s.Models[i].CostUSD = round(s.Models[i].CostUSD, 8)
+		s.Models[i].BatchSavedUSD = round(s.Models[i].BatchSavedUSD, 8)
 	}
 	return s
 }

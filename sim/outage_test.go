@@ -1,8 +1,8 @@
 package sim
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -178,7 +178,7 @@ func tryPost(t *testing.T, ts *httptest.Server, path string, body any) (*http.Re
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+path, strings.NewReader(mustJSON(t, body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+path, bytes.NewReader(mustJSON(t, body)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestServeRefuses(t *testing.T) {
 	defer client.CloseIdleConnections()
 	call := func() (int, error) {
 		req, err := http.NewRequest(http.MethodPost, sv.URL()+"/chat/completions",
-			strings.NewReader(mustJSON(t, newChatRequest("gpt-4o-mini", 1, ipipPrompt))))
+			bytes.NewReader(mustJSON(t, newChatRequest("gpt-4o-mini", 1, ipipPrompt))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,13 +394,4 @@ func TestServeNeedsTCPForRefuse(t *testing.T) {
 	if _, err := Serve(s, ln); err == nil || !strings.Contains(err.Error(), "needs a TCP listener") {
 		t.Errorf("Serve on a unix socket: %v, want an error saying refuse needs TCP", err)
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -3,7 +3,9 @@
 // provider (429 + Retry-After + x-ratelimit-* headers), injected faults (random ones at seeded rates, cells whose
 // every request fails, and outages: windows in which every call fails, served by Serve when they refuse
 // connections), deterministic answers chosen among the options in the prompt, usage counted with
-// tiktoken, and a request log that tests use to prove no finished cell was requested twice.
+// tiktoken, and a request log that tests use to prove no finished cell was requested twice. It also serves
+// Anthropic's /v1/messages, and the batch APIs of both (OpenAI's /v1/files and /v1/batches, Anthropic's
+// /v1/messages/batches; see batch.go), answered by the same code.
 //
 // A Server is safe for concurrent use. Its handlers respect the request's context: a client that goes away ends
 // the latency sleep or a hang at once, so no goroutine outlives its request.
@@ -123,8 +125,13 @@ type Config struct {
 	// outside every window has the fault of (FaultSeed, n) whatever number of calls the outages swallowed.
 	// Windows may not overlap. Optional.
 	Outages []Outage
-	// Now is the clock of the rate limits, the outages and the request log. Optional: defaults to time.Now.
+	// Now is the clock of the rate limits, the outages, the request log and the batch APIs. Optional: defaults to time.Now.
 	Now func() time.Time
+	// Batch configures the batch APIs (/v1/files, /v1/batches, /v1/messages/batches). Optional.
+	Batch BatchConfig
+
+	// lineServer marks the simulator that answers batch lines: it serves no batch APIs of its own.
+	lineServer bool
 }
 
 // DefaultModels returns the models /v1/models lists when Config.Models is empty.
@@ -204,6 +211,8 @@ type Server struct {
 	logMu  sync.Mutex
 	log    []Request
 	logErr error
+
+	batches *batches // nil for the line server
 }
 
 // New returns a Server for cfg, after checking it and loading the tokenizer (once per process, offline).
@@ -257,8 +266,15 @@ func New(cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	s.mux.HandleFunc("POST /v1/messages", s.handleMessages)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /v1/models/{model}", s.handleModel)
+	if !cfg.lineServer {
+		if s.batches, err = newBatches(cfg); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		s.registerBatches()
+	}
 	s.mux.HandleFunc("/", s.handleNotFound)
 	return s, nil
 }
@@ -453,11 +469,11 @@ func abort(w http.ResponseWriter) {
 	_ = conn.Close() // nothing is left to tell the client
 }
 
-// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body, from the chat
-// or embeddings endpoint.
+// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body, from the chat,
+// embeddings or Anthropic messages endpoint.
 func (r Request) Answered() bool {
 	return r.Status == http.StatusOK && r.Fault != FaultMalformed &&
-		(r.Endpoint == "/v1/chat/completions" || r.Endpoint == "/v1/embeddings")
+		(r.Endpoint == "/v1/chat/completions" || r.Endpoint == "/v1/embeddings" || r.Endpoint == "/v1/messages")
 }
 
 // RequestedAfterAnswer returns, for each cell requested again after (or while) one of its requests was being

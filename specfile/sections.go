@@ -65,6 +65,7 @@ var modelKeys = table[experiment.Model]{
 	field("price", func(m *experiment.Model) **experiment.Price { return &m.Price }, priceKeys.decodePtr),
 	field("cache", func(m *experiment.Model) *experiment.CachePolicy { return &m.Cache }, text[experiment.CachePolicy]),
 	field("image_transport", func(m *experiment.Model) *experiment.ImageTransport { return &m.ImageTransport }, text[experiment.ImageTransport]),
+	field("batch", func(m *experiment.Model) **experiment.BatchSettings { return &m.Batch }, batchKeys.decodePtr),
 	refused[experiment.Model]("api_key", (*decoder).noSecret),
 }
 
@@ -78,6 +79,17 @@ var paramKeys = table[experiment.Params]{
 var priceKeys = table[experiment.Price]{
 	field("input_per_mtok", func(p *experiment.Price) *float64 { return &p.InputPerMTok }, (*decoder).number),
 	field("output_per_mtok", func(p *experiment.Price) *float64 { return &p.OutputPerMTok }, (*decoder).number),
+	field("batch_discount", func(p *experiment.Price) **float64 { return &p.BatchDiscount }, (*decoder).numberPtr),
+	field("batch_input_per_mtok", func(p *experiment.Price) **float64 { return &p.BatchInputPerMTok }, (*decoder).numberPtr),
+	field("batch_output_per_mtok", func(p *experiment.Price) **float64 { return &p.BatchOutputPerMTok }, (*decoder).numberPtr),
+}
+
+var batchKeys = table[experiment.BatchSettings]{
+	field("mode", func(b *experiment.BatchSettings) *experiment.BatchMode { return &b.Mode }, text[experiment.BatchMode]),
+	field("max_requests", func(b *experiment.BatchSettings) *int { return &b.MaxRequests }, (*decoder).integer),
+	field("max_bytes", func(b *experiment.BatchSettings) *int { return &b.MaxBytes }, (*decoder).integer),
+	field("poll_every", func(b *experiment.BatchSettings) *experiment.Duration { return &b.PollEvery }, (*decoder).duration),
+	field("on_expired", func(b *experiment.BatchSettings) *experiment.OnExpired { return &b.OnExpired }, text[experiment.OnExpired]),
 }
 
 var promptKeys = table[experiment.Prompt]{
@@ -150,6 +162,7 @@ var runKeys = table[experiment.RunSettings]{
 	field("chunk_size", func(r *experiment.RunSettings) *int { return &r.ChunkSize }, (*decoder).integer),
 	field("cache", func(r *experiment.RunSettings) *experiment.CachePolicy { return &r.Cache }, text[experiment.CachePolicy]),
 	field("image_transport", func(r *experiment.RunSettings) *experiment.ImageTransport { return &r.ImageTransport }, text[experiment.ImageTransport]),
+	field("batch", func(r *experiment.RunSettings) **experiment.BatchSettings { return &r.Batch }, batchKeys.decodePtr),
 }
 
 var simulatorKeys = table[experiment.SimulatorSettings]{

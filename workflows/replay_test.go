@@ -10,20 +10,22 @@ import (
 // TestReplayRecordedHistories replays the histories of real runs, so a change that makes ExperimentWorkflow
 // non-deterministic for runs already in flight fails here. They were recorded on the embedded test server:
 //
-//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory' \
+//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal' \
 //	    -record-history=$PWD/workflows/testdata/history.json -record-histories=$PWD/workflows/testdata
 //
 // history.json is a plain run; rate-limited.json has passes retried by Temporal after storms of 429s (recorded
 // before the breaker, when storms ended attempts; recording it again now gives a run that waits them out);
-// outage.json has a provider down for 3 s, with the passes' outage signals; raise.json stops at a failed cell under on_error=raise; budget.json stops at budget_usd; quota.json gives a
-// model up after insufficient_quota; continued.json is the first run of a grid that continued as new.
+// outage.json has a provider down for 3 s, with the passes' outage signals; raise.json stops at a failed cell
+// under on_error=raise; budget.json stops at budget_usd; quota.json gives a model up after insufficient_quota;
+// continued.json is the first run of a grid that continued as new; batch.json is a run of a model in batch mode
+// (provider batches, polls on timers, collects).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 7 {
-		t.Fatalf("%d recorded histories in testdata, want the 7 listed in this test's doc", len(files))
+	if len(files) < 8 {
+		t.Fatalf("%d recorded histories in testdata, want the 8 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

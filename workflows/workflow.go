@@ -164,6 +164,8 @@ type Progress struct {
 	// Outages are the running passes whose model's provider is down (its breaker open), by pass, as the passes
 	// last signalled.
 	Outages []activities.Outage `json:"outages,omitempty"`
+	// Batches are the provider batches of the run's batch passes, by key.
+	Batches []BatchProgress `json:"batches,omitempty"`
 }
 
 // Result is what a finished run returns.
@@ -199,6 +201,12 @@ type runner struct {
 	// outages holds the running passes whose provider is down, in pass order (activities.SignalOutage). A slice,
 	// not a map: workflow code iterates it.
 	outages []activities.Outage
+	// batches are the provider batches of batch passes, by "pass/chunk" (see runBatchPass).
+	batches map[string]BatchProgress
+	// batchKeys are the keys of batches in order: workflow code iterates them, never the map.
+	batchKeys []string
+	// batchChunks counts the chunks of batch passes in flight, which a cancelled run waits for.
+	batchChunks int
 }
 
 // a is only a name for the activity methods: workflows never call through it, Temporal does, on the worker's
@@ -270,7 +278,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	continueAsNew := false
 	for r.state.Next < len(r.passes) && r.state.Stopped == "" {
 		if err := workflow.Await(ctx, func() bool { return r.running < maxPar || r.state.Stopped != "" }); err != nil {
-			return Result{}, err
+			return Result{}, r.cancelled(ctx, err)
 		}
 		if r.state.Stopped != "" {
 			break
@@ -303,11 +311,15 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 				delete(r.runningPass, p.Index)
 				r.setOutage(activities.Outage{Pass: p.Index})
 			}()
+			if r.plan.Models[p.Model].Batch.Mode == experiment.BatchBatch {
+				r.runBatchPass(gctx, p, sh)
+				return
+			}
 			r.runPass(gctx, p, sh)
 		})
 	}
 	if err := workflow.Await(ctx, func() bool { return r.running == 0 }); err != nil {
-		return Result{}, err
+		return Result{}, r.cancelled(ctx, err)
 	}
 	if continueAsNew && r.state.Stopped == "" {
 		st := r.state
@@ -477,6 +489,7 @@ func (r *runner) progress() Progress {
 	p.PassesRunning = r.running
 	p.Stopped = r.state.Stopped
 	p.Outages = slices.Clone(r.outages)
+	p.Batches = r.batchList()
 	return p
 }
 
@@ -507,7 +520,20 @@ func (r *runner) details(ctx workflow.Context) {
 		d += fmt.Sprintf(" · %s: provider down since %s UTC (%s), next probe at %s UTC, no cell charged", o.Model,
 			o.State.Since.UTC().Format(time.TimeOnly), o.State.Cause, o.State.NextProbe.UTC().Format(time.TimeOnly))
 	}
+	for _, b := range r.batchList() {
+		d += fmt.Sprintf("\n%s: batch %s %s, %d of %d done, expires %s", b.Model, b.ID, b.Status, b.Done, b.Total,
+			b.ExpiresAt.UTC().Format("15:04"))
+	}
 	workflow.SetCurrentDetails(ctx, d)
+}
+
+// batchList is the run's batches in key order.
+func (r *runner) batchList() []BatchProgress {
+	out := make([]BatchProgress, len(r.batchKeys))
+	for i, k := range r.batchKeys {
+		out[i] = r.batches[k]
+	}
+	return out
 }
 
 // prepareCtx runs PrepareRun: an invalid spec fails at once (non-retryable), a store that is down is retried.

@@ -64,13 +64,21 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 }
 
 // startNotes are what would make a valid spec fail when a run starts, as far as this machine can tell: a spec too
-// large for a workflow input, an api_key_env that workers refuse by default, or one that is not set here (the
+// large for a workflow input, batch mode (priced, not run yet), an api_key_env that workers refuse by default, or one that is not set here (the
 // embedded mode's worker reads keys from this environment).
 func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 	var notes []string
 	if in, err := workflows.NewInput(spec, "", ""); err == nil {
 		if note := tooLargeNote(in); note != "" {
 			notes = append(notes, note)
+		}
+	}
+	if err := spec.CheckRunnable(); err != nil {
+		var errs experiment.Errors
+		if errors.As(err, &errs) {
+			for _, e := range errs {
+				notes = append(notes, e.Error())
+			}
 		}
 	}
 	allow, _ := llm.ParseKeyEnvAllow(cmp.Or(getenv("SILICO_API_KEY_ENV_ALLOW"), llm.DefaultKeyEnvAllow))
@@ -118,6 +126,9 @@ func newStatusCmd() *cobra.Command {
 				printSummary(out, res)
 			} else {
 				fmt.Fprintf(out, "  passes %d/%d · %s\n", s.passesDone, s.passes, s.line(0))
+			}
+			for _, b := range s.batchLines(false) {
+				fmt.Fprintf(out, "  %s\n", b)
 			}
 			if link := sess.uiLink(args[0]); link != "" {
 				fmt.Fprintf(out, "  Temporal UI: %s\n", link)

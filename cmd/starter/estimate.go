@@ -192,11 +192,27 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 		fmt.Fprintf(&b, "  note: the response cache already answers %s of %s cells: they make no call, and save %s\n",
 			thousands(est.Cached), thousands(est.Cells), usdRange(est.SavedMinUSD, est.SavedMaxUSD))
 	}
+	for _, m := range est.Models {
+		if be := m.Batch; be != nil {
+			fmt.Fprintf(&b, "  note: model %s runs in batch mode: %s batches (at most %d per pass) of at most %s requests and %s, "+
+				"%s to upload; the cost is at the batch price, %s sent synchronously; the provider answers within 24 h\n",
+				m.Model, thousands(be.Batches), be.MaxPerPass, thousands(be.MaxRequests), mib(int64(be.MaxBytes)), mib(be.Bytes),
+				usdRange(be.SyncMinCostUSD, be.SyncMaxCostUSD))
+		}
+	}
 	if latency {
 		b.WriteString("  note: bound by concurrency: no rpm/tpm limit sets a least wall time; latency and max_concurrency decide it\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mib shows a size in MiB with one decimal ("200.0 MiB"), or in KiB below one MiB.
+func mib(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // wall shows a lower bound of wall time, to the second.

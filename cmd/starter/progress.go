@@ -37,6 +37,8 @@ type snapshot struct {
 	// outages are the models whose provider is down, one line each, from the running passes' heartbeats (or the
 	// workflow's progress, which the passes signal).
 	outages map[string]breaker.State
+	// batches are the provider batches of the run's batch passes.
+	batches []workflows.BatchProgress
 }
 
 // progressStore is what progress reads of the results store.
@@ -66,6 +68,7 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 			for _, o := range p.Outages {
 				s.addOutage(o.Model, o.State)
 			}
+			s.batches = p.Batches
 		}
 	}
 	dc := converter.GetDefaultDataConverter()
@@ -145,6 +148,30 @@ func (s snapshot) line(rate float64) string {
 	return line
 }
 
+// batchLines say where each provider batch stands: "sim: batch 2 of 3 in_progress, 31,204 of 50,000 done,
+// expires 14:03" (numbered per model, in the workflow's order); with running, only those not ended yet.
+func (s snapshot) batchLines(running bool) []string {
+	per := map[string]int{}
+	for _, b := range s.batches {
+		per[b.Model]++
+	}
+	seen := map[string]int{}
+	var out []string
+	for _, b := range s.batches {
+		seen[b.Model]++
+		if running && b.Status.Terminal() {
+			continue
+		}
+		line := fmt.Sprintf("%s: batch %d of %d %s, %s of %s done", b.Model, seen[b.Model], per[b.Model], b.Status,
+			thousands(b.Done), thousands(b.Total))
+		if !b.ExpiresAt.IsZero() && !b.Status.Terminal() {
+			line += ", expires " + b.ExpiresAt.Local().Format("15:04")
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
 // watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends.
 func watchProgress(ctx context.Context, c client.Client, st progressStore, id string, total int, every time.Duration, w io.Writer) {
 	tty := false
@@ -195,6 +222,9 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 		if time.Since(lastLine) >= every {
 			lastLine = time.Now()
 			fmt.Fprintln(w, s.line(rate))
+			for _, b := range s.batchLines(true) {
+				fmt.Fprintln(w, "  "+b)
+			}
 		}
 	}
 }

@@ -73,6 +73,9 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if dryRun {
 				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &storeFlags{path: conn.storePath, stateDir: conn.stateDir})
 			}
+			if err := spec.CheckRunnable(); err != nil {
+				return withCode(exitUsage, err)
+			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
 			}
@@ -310,6 +313,9 @@ func printSummary(w io.Writer, res workflows.Result) {
 	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost $%.4f\n", s.PromptTokens, s.CompletionTokens, s.CostUSD)
 	if s.Cached > 0 {
 		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · $%.4f saved\n", s.Cached, s.SavedUSD)
+	}
+	if s.BatchSavedUSD > 0 {
+		fmt.Fprintf(w, "  batch: provider batches at the batch price · $%.4f saved against synchronous calls\n", s.BatchSavedUSD)
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "  stopped early: %s\n", res.Stopped)

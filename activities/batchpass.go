@@ -1,0 +1,324 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchapi"
+	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
+)
+
+// The activities of a batch pass. A batch pass is one (model, seed) whose model runs in batch mode; the workflow
+// that drives it (not written yet) calls PlanBatchPass once and records the plan, then for each chunk
+// SubmitBatch, PollBatch between durable timers until the batch is terminal, and CollectBatch, submitting what
+// comes back as Again in the next round; CancelBatch when the run is cancelled. Each activity is short and
+// idempotent: SubmitBatch creates at most one batch per (run, pass, chunk, round) however often it runs, and
+// CollectBatch records each line as the store records any cell, so running it again writes nothing new.
+//
+// Only the OpenAI format runs here: models of provider anthropic are not accepted by the spec yet.
+
+// BatchPassInput names a batch pass of a run.
+type BatchPassInput struct {
+	RunID string          `json:"run_id"`
+	Pass  experiment.Pass `json:"pass"`
+}
+
+// BatchPlan is what PlanBatchPass decided: the cells of each chunk, in order, and how many cells the response
+// cache answered (recorded at once).
+type BatchPlan struct {
+	Chunks [][]int `json:"chunks"`
+	Cached int     `json:"cached"`
+}
+
+// BatchChunkInput names one chunk's batch of one round: the cells it asks for, as the recorded plan (or the
+// previous round's Again) lists them.
+type BatchChunkInput struct {
+	RunID string          `json:"run_id"`
+	Pass  experiment.Pass `json:"pass"`
+	Chunk int             `json:"chunk"`
+	Round int             `json:"round"`
+	Cells []int           `json:"cells"`
+	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
+	Since time.Time `json:"since"`
+}
+
+// BatchRef names a batch of a model of a run.
+type BatchRef struct {
+	RunID string `json:"run_id"`
+	Model int    `json:"model"`
+	ID    string `json:"id"`
+}
+
+// BatchCollectInput is a chunk and the terminal batch whose results to record.
+type BatchCollectInput struct {
+	BatchChunkInput
+	Batch batch.Info `json:"batch"`
+}
+
+// BatchCollected is what CollectBatch recorded, and the cells to submit again.
+type BatchCollected struct {
+	Recorded int   `json:"recorded"`
+	Failed   int   `json:"failed"`
+	Again    []int `json:"again,omitempty"`
+	// Usage is what the recorded cells consumed, at the batch price.
+	Usage usage.Usage `json:"usage"`
+}
+
+// ClassBatch is the error type of a batch pass that cannot go on: the provider holds a batch of the chunk with
+// other requests, or the spec asks for what batch mode cannot send.
+const ClassBatch = "BatchRefused"
+
+// ClassBatchNotRun is the error class of a cell the provider's batches never ran in run.max_attempts
+// submissions (they expired or were cancelled by the provider each time).
+const ClassBatchNotRun = "BatchNotRun"
+
+// passName is a pass's name in batch metadata: stable for a run.
+func passName(spec *experiment.Spec, p experiment.Pass) string {
+	return fmt.Sprintf("%s/%d/%d", spec.Models[p.Model].ID, spec.Seeds[p.Seed], p.Start)
+}
+
+// batchPricingOf is model m's batch price.
+func batchPricingOf(m experiment.Model) batchPricing {
+	p, ok := llm.BatchPriceFor(m)
+	return batchPricing{price: p, priced: ok}
+}
+
+func (a *Activities) openAI(m experiment.Model) (*batchapi.OpenAI, *llm.Client, error) {
+	if formatOf(m) != batch.FormatOpenAI {
+		return nil, nil, temporal.NewNonRetryableApplicationError("batch: only the OpenAI format runs", ClassBatch, nil)
+	}
+	c, err := a.Models.Client(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	return batchapi.NewOpenAI(c), c, nil
+}
+
+// refused makes the errors no retry can cure non-retryable.
+func refused(err error) error {
+	if errors.Is(err, batchapi.ErrChunkChanged) || errors.Is(err, errBatchPictures) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ClassBatch, err)
+	}
+	return err
+}
+
+// PlanBatchPass finds the pass's cells without a record, records those the response cache answers (as a
+// synchronous pass does, with the cost at the batch price counted as saved) and cuts the others into chunks.
+func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (BatchPlan, error) {
+	spec, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return BatchPlan{}, err
+	}
+	recs, err := a.Store.Records(ctx, in.RunID, in.Pass.Start, in.Pass.End)
+	if err != nil {
+		return BatchPlan{}, fmt.Errorf("records of pass %d: %w", in.Pass.Index, err)
+	}
+	done := make(map[int]bool, len(recs))
+	for _, r := range recs {
+		done[r.Index] = true
+	}
+	var cells []int
+	for i := in.Pass.Start; i < in.Pass.End; i++ {
+		if !done[i] {
+			cells = append(cells, i)
+		}
+	}
+	reqs, err := batchRequests(spec, cells)
+	if err != nil {
+		return BatchPlan{}, refused(err)
+	}
+	m := spec.Models[in.Pass.Model]
+	var plan BatchPlan
+	if spec.CachePolicy(m).Reads() && len(reqs) > 0 {
+		keys := make([]store.CacheKey, len(reqs))
+		for i, r := range reqs {
+			keys[i] = r.Key
+		}
+		found, err := cache.Lookup(ctx, a.Store, keys)
+		if err != nil {
+			return BatchPlan{}, fmt.Errorf("response cache: %w", err)
+		}
+		var served []store.Record
+		left := reqs[:0:0]
+		pr := batchPricingOf(m)
+		for _, r := range reqs {
+			ans, ok := found.Answers[r.Key]
+			if !ok {
+				left = append(left, r)
+				continue
+			}
+			m := experiment.Match(ans.Text, spec.OptionsFor(r.Cell.Item))
+			rec := store.Record{Index: r.Cell.Index, Status: m.Status, OptionID: m.OptionID, Raw: ans.Text,
+				Candidates: strings.Join(m.Candidates, ","), PromptTokens: ans.PromptTokens,
+				CompletionTokens: ans.CompletionTokens, Cached: true}
+			if pr.priced {
+				rec.CostUSD = llm.Cost(pr.price, ans.PromptTokens, ans.CompletionTokens)
+			}
+			served = append(served, rec)
+		}
+		if len(served) > 0 {
+			tally := map[string]store.CacheTally{m.Name: {Hits: len(served)}}
+			if err := a.Store.Write(ctx, in.RunID, store.Batch{Records: served, Tally: tally}); err != nil {
+				return BatchPlan{}, fmt.Errorf("record cached cells: %w", err)
+			}
+		}
+		plan.Cached = len(served)
+		reqs = left
+	}
+	if plan.Chunks, err = planBatchChunks(spec, reqs); err != nil {
+		return BatchPlan{}, refused(err)
+	}
+	return plan, nil
+}
+
+// SubmitBatch makes sure the chunk's batch of this round exists and returns it (see batchapi.OpenAI.Submit).
+func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch.Info, error) {
+	spec, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return batch.Info{}, err
+	}
+	m := spec.Models[in.Pass.Model]
+	drv, _, err := a.openAI(m)
+	if err != nil {
+		return batch.Info{}, err
+	}
+	reqs, err := batchRequests(spec, in.Cells)
+	if err != nil {
+		return batch.Info{}, refused(err)
+	}
+	info, err := drv.Submit(ctx, batchapi.Submission{
+		Key:      batch.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
+		Endpoint: batch.EndpointChat, Input: chunkInput(batch.FormatOpenAI, reqs), Since: in.Since})
+	return info, refused(err)
+}
+
+// PollBatch returns the batch as it stands.
+func (a *Activities) PollBatch(ctx context.Context, in BatchRef) (batch.Info, error) {
+	spec, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return batch.Info{}, err
+	}
+	drv, _, err := a.openAI(spec.Models[in.Model])
+	if err != nil {
+		return batch.Info{}, err
+	}
+	return drv.Poll(ctx, in.ID)
+}
+
+// CancelBatch asks for the batch to be cancelled and returns it.
+func (a *Activities) CancelBatch(ctx context.Context, in BatchRef) (batch.Info, error) {
+	spec, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return batch.Info{}, err
+	}
+	drv, _, err := a.openAI(spec.Models[in.Model])
+	if err != nil {
+		return batch.Info{}, err
+	}
+	return drv.Cancel(ctx, in.ID)
+}
+
+// collectPage is how many records CollectBatch writes in one transaction.
+const collectPage = 500
+
+// CollectBatch records every result of a terminal batch as the synchronous pass records a call's (see
+// batchResultOutcome), with its answer in the response cache when the model's policy writes, and returns the
+// cells to submit again: those that never ran or failed transiently, and those the results do not mention.
+func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (BatchCollected, error) {
+	spec, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return BatchCollected{}, err
+	}
+	m := spec.Models[in.Pass.Model]
+	drv, client, err := a.openAI(m)
+	if err != nil {
+		return BatchCollected{}, err
+	}
+	reqs, err := batchRequests(spec, in.Cells)
+	if err != nil {
+		return BatchCollected{}, refused(err)
+	}
+	byID := make(map[string]batchRequest, len(reqs))
+	for _, r := range reqs {
+		byID[r.CustomID] = r
+	}
+	seen := make(map[string]bool, len(reqs))
+	pr := batchPricingOf(m)
+	writes := spec.CachePolicy(m).Writes()
+	now := time.Now()
+	if a.Clock != nil {
+		now = a.Clock.Now()
+	}
+	latency := 0.0
+	if !in.Batch.CreatedAt.IsZero() {
+		latency = float64(now.Sub(in.Batch.CreatedAt).Microseconds()) / 1000
+	}
+	var out BatchCollected
+	var page store.Batch
+	flush := func() error {
+		if len(page.Records) == 0 {
+			return nil
+		}
+		if err := a.Store.Write(ctx, in.RunID, page); err != nil {
+			return fmt.Errorf("record batch %s: %w", in.Batch.ID, err)
+		}
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, out.Recorded)
+		}
+		page = store.Batch{}
+		return nil
+	}
+	err = drv.Collect(ctx, in.Batch, func(r batch.Result) error {
+		req, ok := byID[r.CustomID]
+		if !ok {
+			return fmt.Errorf("batch %s: result for %q, which is not a request of this chunk", in.Batch.ID, r.CustomID)
+		}
+		if seen[r.CustomID] {
+			return nil // a line given twice counts once
+		}
+		seen[r.CustomID] = true
+		o := batchResultOutcome(spec, req.Cell, batch.FormatOpenAI, r, pr, client.Redact, in.Round+1, latency)
+		if o.Again {
+			out.Again = append(out.Again, req.Cell.Index)
+			return nil
+		}
+		page.Records = append(page.Records, *o.Record)
+		out.Usage.Add(o.Record.Usage())
+		if o.Record.Status == store.StatusFailed {
+			out.Failed++
+		}
+		out.Recorded++
+		if o.Answer != nil && writes {
+			page.Cache = append(page.Cache, cache.Entry(req.Key, m.Name, in.RunID, *o.Answer, now))
+		}
+		if len(page.Records) >= collectPage {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return BatchCollected{}, err
+	}
+	for _, r := range reqs {
+		if !seen[r.CustomID] {
+			out.Again = append(out.Again, r.Cell.Index) // not in the results: never ran
+		}
+	}
+	slices.Sort(out.Again)
+	return out, nil
+}

@@ -1,0 +1,271 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/store"
+)
+
+type simClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *simClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *simClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+type batchHarness struct {
+	t    *testing.T
+	sim  *sim.Server
+	clk  *simClock
+	url  string
+	st   *store.SQLite
+	acts *Activities
+	env  *testsuite.TestActivityEnvironment
+	spec experiment.Spec
+}
+
+func newBatchHarness(t *testing.T, cfg sim.BatchConfig) *batchHarness {
+	t.Helper()
+	clk := &simClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s, err := sim.New(sim.Config{Now: clk.Now, Batch: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "batch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &batchHarness{t: t, sim: s, clk: clk, url: srv.URL, st: st,
+		acts: &Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, "")}}
+	var suite testsuite.WorkflowTestSuite
+	h.env = suite.NewTestActivityEnvironment()
+	h.env.RegisterActivity(h.acts)
+	return h
+}
+
+// specs are the sync and batch forms of one grid on the simulator.
+func (h *batchHarness) specs(items, personas, maxRequests int) (syncSpec, batchSpec experiment.Spec) {
+	syncSpec = testSpec(h.url, items, personas)
+	syncSpec.Models[0].Name = "sim-chat"
+	batchSpec = testSpec(h.url, items, personas)
+	batchSpec.Models[0].Name = "sim-chat"
+	batchSpec.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: maxRequests}
+	return syncSpec, batchSpec
+}
+
+func (h *batchHarness) save(run string, spec experiment.Spec) {
+	h.t.Helper()
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, _, err := SaveSpec(context.Background(), h.st, run, raw); err != nil {
+		h.t.Fatal(err)
+	}
+	h.spec = spec
+}
+
+func run[T any](h *batchHarness, fn any, in any) T {
+	h.t.Helper()
+	v, err := h.env.ExecuteActivity(fn, in)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out T
+	if err := v.Get(&out); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// drive runs a batch pass to its end as the workflow will: plan, submit every chunk (twice, as a retried
+// attempt would), wait, collect, and submit what comes back in the next round.
+func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) BatchPlan {
+	h.t.Helper()
+	pass := h.spec.Passes()[0]
+	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: runID, Pass: pass})
+	for i, cells := range plan.Chunks {
+		for round := 0; round < rounds && len(cells) > 0; round++ {
+			in := BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells}
+			info := run[batch.Info](h, h.acts.SubmitBatch, in)
+			if again := run[batch.Info](h, h.acts.SubmitBatch, in); again.ID != info.ID {
+				h.t.Fatalf("chunk %d round %d: a second submit created %s besides %s", i, round, again.ID, info.ID)
+			}
+			h.clk.Advance(wait)
+			info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: runID, Model: pass.Model, ID: info.ID})
+			if !info.Status.Terminal() {
+				h.t.Fatalf("chunk %d: %s after %v", i, info.Status, wait)
+			}
+			got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+			cells = got.Again
+		}
+	}
+	return plan
+}
+
+func (h *batchHarness) records(run string) map[int]store.Record {
+	recs, err := h.st.Records(context.Background(), run, 0, h.spec.NumCells())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[int]store.Record{}
+	for _, r := range recs {
+		out[r.Index] = r
+	}
+	return out
+}
+
+// TestBatchPassSameCellsAtHalfPrice: a batch pass records every cell once, with the answers, options and tokens
+// of a synchronous pass of the same spec, at half its cost, in one batch per chunk.
+func TestBatchPassSameCellsAtHalfPrice(t *testing.T) {
+	h := newBatchHarness(t, sim.BatchConfig{ProcessingTime: time.Hour})
+	syncSpec, batchSpec := h.specs(4, 5, 7) // 20 cells: chunks of 7, 7, 6
+
+	sh := newHarness(t, syncSpec)
+	if _, err := sh.runPass(ratelimit.Limits{Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	want := sh.records()
+
+	h.save("batch-run", batchSpec)
+	plan := h.drive("batch-run", time.Hour, 1)
+	if len(plan.Chunks) != 3 || plan.Cached != 0 {
+		t.Fatalf("plan %+v, want 3 chunks and nothing cached", plan)
+	}
+	if n := len(h.sim.Batches()); n != 3 {
+		t.Errorf("%d batches, want one per chunk", n)
+	}
+	got := h.records("batch-run")
+	if len(got) != 20 || len(want) != 20 {
+		t.Fatalf("%d batch records, %d sync records, want 20 each", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Status != w.Status || g.OptionID != w.OptionID || g.Raw != w.Raw || g.PromptTokens != w.PromptTokens ||
+			g.CompletionTokens != w.CompletionTokens || g.Cached {
+			t.Errorf("cell %d: batch %+v, sync %+v", i, g, w)
+		}
+		if math.Abs(g.CostUSD-w.CostUSD/2) > 1e-12 || w.CostUSD == 0 {
+			t.Errorf("cell %d: batch cost %g, sync %g: want half", i, g.CostUSD, w.CostUSD)
+		}
+	}
+	// Collecting again records nothing new and asks nothing again.
+	pass := h.spec.Passes()[0]
+	bs := h.sim.Batches()
+	in := BatchChunkInput{RunID: "batch-run", Pass: pass, Chunk: 0, Cells: plan.Chunks[0]}
+	info := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "batch-run", ID: bs[0].ID})
+	again := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	if again.Recorded != 7 || len(again.Again) != 0 || len(h.records("batch-run")) != 20 {
+		t.Errorf("second collect %+v", again)
+	}
+
+	// Another run of the same spec is answered by the response cache: no batch at all.
+	h.save("rerun", batchSpec)
+	plan = h.drive("rerun", time.Hour, 1)
+	if plan.Cached != 20 || len(plan.Chunks) != 0 || len(h.sim.Batches()) != 3 {
+		t.Errorf("rerun plan %+v with %d batches; want 20 cached and no new batch", plan, len(h.sim.Batches()))
+	}
+	if r := h.records("rerun")[3]; !r.Cached || r.Raw != want[3].Raw {
+		t.Errorf("rerun record %+v, want cached with the same answer", r)
+	}
+}
+
+// TestBatchPassExpiryResubmitsTheRest: a batch that expires 60% of the way through has its 60% recorded and the
+// other 40% — only those — submitted again in the next round.
+func TestBatchPassExpiryResubmitsTheRest(t *testing.T) {
+	h := newBatchHarness(t, sim.BatchConfig{ProcessingTime: 10 * time.Hour, Window: 6 * time.Hour})
+	_, batchSpec := h.specs(2, 5, 100) // 10 cells, one chunk
+	h.save("run", batchSpec)
+	h.drive("run", 10*time.Hour, 2)
+	bs := h.sim.Batches()
+	if len(bs) != 2 || len(bs[0].Ran) != 6 || len(bs[1].CustomIDs) != 4 {
+		t.Fatalf("batches %+v; want 10 submitted, 6 run, then the other 4", bs)
+	}
+	for _, id := range bs[1].CustomIDs {
+		for _, ran := range bs[0].Ran {
+			if id == ran {
+				t.Errorf("%s ran in the first batch and was submitted again", id)
+			}
+		}
+	}
+	// The second batch expires 60% of the way through too: 2 of its 4 ran.
+	recs := h.records("run")
+	if len(recs) != 8 {
+		t.Fatalf("%d records, want 6 from the first batch and 2 from the second", len(recs))
+	}
+	for i, r := range recs {
+		if wantAttempts := 1 + boolInt(i >= 6); r.Attempts != wantAttempts || r.Status == store.StatusFailed || i >= 8 {
+			t.Errorf("cell %d: %+v, want answered in submission %d", i, r, wantAttempts)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestBatchPassFailedLines: the status_code trap is recorded as the synchronous failure; a 500 goes again.
+func TestBatchPassFailedLines(t *testing.T) {
+	h := newBatchHarness(t, sim.BatchConfig{FailLines: map[string]int{"m/7/1/p0": 400, "m/7/1/p1": 500}})
+	_, batchSpec := h.specs(1, 3, 100)
+	h.save("run", batchSpec)
+	pass := batchSpec.Passes()[0]
+	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
+	in := BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0]}
+	info := run[batch.Info](h, h.acts.SubmitBatch, in)
+	info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: info.ID})
+	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	if got.Recorded != 2 || got.Failed != 1 || len(got.Again) != 1 || got.Again[0] != 1 {
+		t.Errorf("collected %+v, want p0 failed, p2 answered, p1 again", got)
+	}
+	r := h.records("run")[0]
+	if r.Status != store.StatusFailed || r.ErrorClass != "InvalidRequest" || r.ErrorCode != "context_length_exceeded" {
+		t.Errorf("400 line record %+v", r)
+	}
+}
+
+// TestBatchPassCancel: cancelling a running batch records what completed; the rest comes back to go again.
+func TestBatchPassCancel(t *testing.T) {
+	h := newBatchHarness(t, sim.BatchConfig{ProcessingTime: 10 * time.Hour})
+	_, batchSpec := h.specs(2, 5, 100)
+	h.save("run", batchSpec)
+	pass := batchSpec.Passes()[0]
+	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
+	in := BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0]}
+	info := run[batch.Info](h, h.acts.SubmitBatch, in)
+	h.clk.Advance(3 * time.Hour)
+	info = run[batch.Info](h, h.acts.CancelBatch, BatchRef{RunID: "run", ID: info.ID})
+	if info.Status != batch.StatusCancelled {
+		t.Fatalf("after cancel: %s", info.Status)
+	}
+	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	if got.Recorded != 3 || len(got.Again) != 7 || len(h.records("run")) != 3 {
+		t.Errorf("collected %+v, want 3 recorded and 7 to go again", got)
+	}
+}

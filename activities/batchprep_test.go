@@ -1,0 +1,163 @@
+package activities
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/specfile"
+)
+
+// gridSpec is a spec of one batch-mode model over items × personas, with the given batch section.
+func gridSpec(t testing.TB, items, personas int, batchJSON string) *experiment.Spec {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"name":"grid","seeds":[7],"models":[{"id":"m","name":"gpt-4o-mini","params":{"temperature":0,"max_tokens":4},"batch":` + batchJSON + `}],"personas":[`)
+	for p := range personas {
+		if p > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"id":"p%d","attributes":{"name":"Person %d"}}`, p, p)
+	}
+	b.WriteString(`],"questionnaire":{"options":[{"id":"1","text":"1. No","weight":1},{"id":"2","text":"2. Yes","weight":2}],"items":[`)
+	for i := range items {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"id":"q%d","text":"Statement number %d."}`, i, i)
+	}
+	b.WriteString(`]}}`)
+	s, err := specfile.ParseInput([]byte(b.String()), "input")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func allCells(s *experiment.Spec) []int {
+	out := make([]int, s.NumCells())
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// TestBatchRequestsAreTheSyncRequests: every line carries the body the synchronous pass sends for its cell and
+// has the cache key that pass would look up.
+func TestBatchRequestsAreTheSyncRequests(t *testing.T) {
+	spec := gridSpec(t, 3, 4, `{"mode":"batch"}`)
+	reqs, err := batchRequests(spec, allCells(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync := newPreparer(spec, spec.Models[0], nil, nil, true)
+	for i, r := range reqs {
+		c := spec.Cell(i)
+		msgs, _ := spec.Render(c, nil)
+		req := sync.finish(c, msgs, pictures{}).req
+		if want := cache.Key(cache.Endpoint(spec.Models[0]), req); r.Key != want {
+			t.Errorf("%s: key %x, want the sync pass's %x", spec.CellID(c), r.Key, want)
+		}
+		var line struct {
+			CustomID string          `json:"custom_id"`
+			Body     json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal(r.Line, &line); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(json.RawMessage(mustChatBody(t, req)))
+		if line.CustomID != spec.CellID(c) || !bytes.Equal(line.Body, want) {
+			t.Errorf("%s: line %s, want custom_id %s and body %s", spec.CellID(c), r.Line, spec.CellID(c), want)
+		}
+	}
+}
+
+// TestBatchPlanCutsByLimits: a pass's requests are cut by max_requests and max_bytes, and a chunk rebuilt from
+// its cells is byte for byte the same input, so its digest finds its batch again.
+func TestBatchPlanCutsByLimits(t *testing.T) {
+	spec := gridSpec(t, 5, 4, `{"mode":"batch","max_requests":6}`)
+	reqs, err := batchRequests(spec, allCells(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := planBatchChunks(spec, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 4 || len(plan[0]) != 6 || len(plan[3]) != 2 {
+		t.Errorf("plan %v, want 6+6+6+2 cells", plan)
+	}
+	size := len(chunkInput(batch.FormatOpenAI, reqs)) / len(reqs)
+	spec = gridSpec(t, 5, 4, fmt.Sprintf(`{"mode":"batch","max_bytes":%d}`, 3*size))
+	reqs, _ = batchRequests(spec, allCells(spec))
+	plan, err = planBatchChunks(spec, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) < 7 {
+		t.Errorf("%d chunks of at most %d bytes for 20 lines of about %d, want at least 7", len(plan), 3*size, size)
+	}
+	for i, cells := range plan {
+		again, err := batchRequests(spec, cells)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := chunkInput(batch.FormatOpenAI, again)
+		if len(in) > 3*size {
+			t.Errorf("chunk %d is %d bytes, over max_bytes %d", i, len(in), 3*size)
+		}
+		var orig []batchRequest
+		for _, r := range reqs {
+			for _, c := range cells {
+				if r.Cell.Index == c {
+					orig = append(orig, r)
+				}
+			}
+		}
+		if batch.Digest(in) != batch.Digest(chunkInput(batch.FormatOpenAI, orig)) {
+			t.Errorf("chunk %d rebuilt from its cells has another digest", i)
+		}
+	}
+}
+
+func TestBatchPlan120k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 120,000 requests")
+	}
+	spec := gridSpec(t, 400, 300, `{"mode":"batch"}`)
+	reqs, err := batchRequests(spec, allCells(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := planBatchChunks(spec, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 3 || len(plan[0]) != 50_000 || len(plan[2]) != 20_000 {
+		t.Errorf("120,000 cells: %d chunks, want 3 of 50,000, 50,000 and 20,000", len(plan))
+	}
+}
+
+func TestBatchRequestsRefusePictures(t *testing.T) {
+	spec := gridSpec(t, 1, 1, `{"mode":"batch"}`)
+	spec.Questionnaire.Items[0].Images = []string{"https://example.org/a.png"}
+	if _, err := batchRequests(spec, allCells(spec)); !errors.Is(err, errBatchPictures) {
+		t.Errorf("a spec with pictures: %v, want errBatchPictures", err)
+	}
+}
+
+func mustChatBody(t *testing.T, req llm.Request) []byte {
+	t.Helper()
+	b, err := llm.ChatBody(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

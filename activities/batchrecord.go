@@ -1,0 +1,63 @@
+package activities
+
+import (
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/store"
+)
+
+// batchPricing is what a batch pass charges its answers at: the model's batch price (llm.BatchPriceFor).
+type batchPricing struct {
+	price  experiment.Price
+	priced bool
+}
+
+// batchOutcome is what one result line of a provider batch means for its cell.
+type batchOutcome struct {
+	// Record is the cell's record when the line settles it (an answer, or a failure that retrying cannot cure).
+	Record *store.Record
+	// Answer is the answer to keep in the response cache, for a record that has one.
+	Answer *cache.Answer
+	// Again says the cell must be submitted again (never ran, or failed transiently), within run.max_attempts.
+	Again bool
+	// Reason is why, for Again: the provider's not-run reason or the transient failure's class.
+	Reason string
+}
+
+// batchResultOutcome maps result r of cell c, from a batch of format f, onto the record a synchronous call with
+// the same answer or the same failure gets: an answer is matched to the item's options, its tokens recorded and
+// its cost taken at the batch price; a failure that llm.Classify would call permanent (a 400, an auth error, a
+// quota) is recorded with the same class, code and message. A line that never ran, or failed transiently (5xx,
+// a malformed body), goes again. Texts are redacted with redact; attempts is how many times the cell was
+// submitted, latencyMS what the record shows as its latency (the batch's time from creation to its end).
+//
+// The records are built by the synchronous pass's own answerRecord and describe, so the two cannot drift apart.
+func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format, r batch.Result, pr batchPricing,
+	redact func(string) string, attempts int, latencyMS float64) batchOutcome {
+	switch r.Outcome {
+	case batch.NotRun:
+		return batchOutcome{Again: true, Reason: r.Reason}
+	case batch.Errored:
+		if r.Err.Class.Retryable() {
+			return batchOutcome{Again: true, Reason: string(r.Err.Class)}
+		}
+		rec := store.Record{Index: c.Index, Status: store.StatusFailed, ErrorClass: string(r.Err.Class),
+			ErrorCode: r.Err.Code, ErrorMessage: describe(r.Err), LatencyMS: latencyMS, Attempts: attempts}
+		return batchOutcome{Record: &rec}
+	}
+	read := llm.ChatAnswer
+	if f == batch.FormatAnthropic {
+		read = llm.AnthropicAnswer
+	}
+	resp, err := read(r.Body)
+	if err != nil {
+		// A malformed answer is a transport failure for a synchronous call too: asked again.
+		return batchOutcome{Again: true, Reason: string(llm.Classify(err).Class)}
+	}
+	a := cache.Answer{Text: redact(resp.Text), PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
+	rec := answerRecord(spec, c, a, pr.price, pr.priced)
+	rec.LatencyMS, rec.Attempts = latencyMS, attempts
+	return batchOutcome{Record: &rec, Answer: &a}
+}

@@ -1,0 +1,90 @@
+package activities
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/specfile"
+	"github.com/silicolab/silico/store"
+)
+
+const batchRecordSpec = `{"name":"x","models":[{"id":"m","name":"gpt-4o-mini"}],
+"personas":[{"id":"p","attributes":{"name":"A"}}],
+"questionnaire":{"options":[{"id":"1","text":"1. No","weight":1},{"id":"2","text":"2. Yes","weight":2}],"items":[{"id":"1","text":"Q?"}]}}`
+
+func openAILine(status int, body string) string {
+	return `{"id":"batch_req_1","custom_id":"m/42/1/p","response":{"status_code":` + itoa(status) + `,"request_id":"r","body":` + body + `},"error":null}`
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestBatchRecordMatchesSync: a collected line gives the record a synchronous call with the same answer or the
+// same failure gives, at the batch price; what never ran or failed transiently goes again.
+func TestBatchRecordMatchesSync(t *testing.T) {
+	spec, err := specfile.ParseInput([]byte(batchRecordSpec), "input")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := spec.Cell(0)
+	syncPrice, _ := llm.PriceFor(spec.Models[0])
+	batchPrice, _ := llm.BatchPriceFor(spec.Models[0])
+	sync := &recorder{spec: spec, price: syncPrice, priced: true}
+	const key = "sk-test-SECRETSECRETSECRET1234"
+	redact := llm.Redactor(key)
+
+	answer := `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"2. Yes ` + key + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":3,"total_tokens":43}}`
+	r, err := batch.ParseOpenAI([]byte(openAILine(200, answer)), redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 5)
+	want := sync.answerRecord(c, cache.Answer{Text: "2. Yes [REDACTED]", PromptTokens: 40, CompletionTokens: 3})
+	want.CostUSD /= 2
+	want.LatencyMS, want.Attempts = 5, 1
+	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, want) || got.Answer == nil || got.Answer.Text != want.Raw {
+		t.Errorf("answer: %+v\nwant record %+v", got, want)
+	}
+	if got.Record.Status != store.StatusOK || got.Record.OptionID != "2" || strings.Contains(got.Record.Raw, key) {
+		t.Errorf("answer record %+v: want ok, option 2, no key", got.Record)
+	}
+
+	// The status_code trap: a 400 with error null is a permanent failure, recorded as a synchronous 400 is.
+	bad := `{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
+	r, _ = batch.ParseOpenAI([]byte(openAILine(400, bad)), redact)
+	got = batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 2, 7)
+	wantFail := failedRecord(c.Index, r.Err, Tries{Sent: 2, LatencyMS: 7})
+	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, wantFail) || got.Answer != nil {
+		t.Errorf("400: %+v\nwant %+v", got.Record, wantFail)
+	}
+	if got.Record.ErrorClass != "InvalidRequest" || got.Record.ErrorCode != "context_length_exceeded" {
+		t.Errorf("400 record %+v", got.Record)
+	}
+
+	again := map[string]string{
+		"500":     openAILine(500, `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`),
+		"expired": `{"id":"b","custom_id":"m/42/1/p","response":null,"error":{"code":"batch_expired","message":"x"}}`,
+		"garbled": openAILine(200, `{"choices":[]}`),
+	}
+	for name, line := range again {
+		r, err := batch.ParseOpenAI([]byte(line), redact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 0); !got.Again || got.Record != nil || got.Reason == "" {
+			t.Errorf("%s: %+v, want it submitted again", name, got)
+		}
+	}
+
+	// Anthropic's message answer, unpriced.
+	msg := `{"custom_id":"x","result":{"type":"succeeded","message":{"type":"message","content":[{"type":"text","text":"1"}],"usage":{"input_tokens":9,"output_tokens":1}}}}`
+	ar, _ := batch.ParseAnthropic([]byte(msg), redact)
+	got = batchResultOutcome(spec, c, batch.FormatAnthropic, ar, batchPricing{}, redact, 1, 0)
+	if got.Record == nil || got.Record.OptionID != "1" || got.Record.PromptTokens != 9 || got.Record.CostUSD != 0 {
+		t.Errorf("anthropic: %+v", got.Record)
+	}
+}

@@ -1,0 +1,550 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+)
+
+func chatBody(t *testing.T) json.RawMessage {
+	t.Helper()
+	zero := 0.0
+	b, err := llm.ChatBody(llm.Request{Model: "gpt-4o-mini", Seed: 1, Params: experiment.Params{Temperature: &zero},
+		Messages: []experiment.Message{{Role: "user", Content: "Rate <this> & that"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestLine(t *testing.T) {
+	body := chatBody(t)
+	line, err := Line(FormatOpenAI, EndpointChat, "sim/1/3/nurse", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"custom_id":"sim/1/3/nurse","method":"POST","url":"/v1/chat/completions","body":` + string(body) + "}\n"
+	if string(line) != want {
+		t.Errorf("OpenAI line:\n got %s\nwant %s", line, want)
+	}
+	// The documented shape, read back.
+	var l struct {
+		CustomID, Method, URL string
+		Body                  json.RawMessage
+	}
+	if err := json.Unmarshal(line, &l); err != nil || l.Method != "POST" || !bytes.Equal(l.Body, body) {
+		t.Errorf("line reads back as %+v, %v; want POST and the body unchanged", l, err)
+	}
+
+	aline, err := Line(FormatAnthropic, EndpointChat, "sim_1-x", json.RawMessage(`{"model":"m","max_tokens":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"custom_id":"sim_1-x","params":{"model":"m","max_tokens":1}}`; string(aline) != want {
+		t.Errorf("Anthropic request:\n got %s\nwant %s", aline, want)
+	}
+
+	bad := []struct {
+		f    Format
+		id   string
+		body string
+	}{
+		{FormatOpenAI, "", `{}`},
+		{FormatOpenAI, "a", `{`},
+		{FormatAnthropic, "sim/1", `{}`},
+		{FormatAnthropic, strings.Repeat("a", 65), `{}`},
+		{Format("gemini"), "a", `{}`},
+	}
+	for _, b := range bad {
+		if _, err := Line(b.f, EndpointChat, b.id, json.RawMessage(b.body)); err == nil {
+			t.Errorf("Line(%s, %q, %s): no error", b.f, b.id, b.body)
+		}
+	}
+}
+
+func TestEncode(t *testing.T) {
+	lines := [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}
+	if got := string(Encode(FormatAnthropic, lines)); got != `{"requests":[{"a":1},{"b":2}]}` {
+		t.Errorf("Anthropic body %s", got)
+	}
+	ol := [][]byte{[]byte("{\"a\":1}\n"), []byte("{\"b\":2}\n")}
+	if got := string(Encode(FormatOpenAI, ol)); got != "{\"a\":1}\n{\"b\":2}\n" {
+		t.Errorf("OpenAI file %q", got)
+	}
+	if got := string(Encode(FormatAnthropic, nil)); got != `{"requests":[]}` {
+		t.Errorf("empty Anthropic body %s", got)
+	}
+}
+
+var anthropicIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func TestSafeID(t *testing.T) {
+	for _, id := range []string{"gpt_1_3_nurse", "a-b", strings.Repeat("x", 64)} {
+		if got := SafeID(id); got != id {
+			t.Errorf("SafeID(%q) = %q, want it unchanged", id, got)
+		}
+	}
+	for _, id := range []string{"sim/1/3/nurse", "gpt 4/1/é/ü", strings.Repeat("y", 65), strings.Repeat("z/", 80), "/"} {
+		got := SafeID(id)
+		if !anthropicIDPattern.MatchString(got) {
+			t.Errorf("SafeID(%q) = %q: not 1-64 characters of [A-Za-z0-9_-]", id, got)
+		}
+		if got != SafeID(id) {
+			t.Errorf("SafeID(%q) is not deterministic", id)
+		}
+	}
+	if got := SafeID("sim/1/3/nurse"); !strings.HasPrefix(got, "sim_1_3_nurse-") {
+		t.Errorf("SafeID(sim/1/3/nurse) = %q, want the readable prefix sim_1_3_nurse-", got)
+	}
+	if SafeID("a/b") == SafeID("a_b/") || SafeID("a/b") == SafeID("a b") {
+		t.Error("two ids with the same sanitised text map to the same custom_id")
+	}
+}
+
+func TestCustomIDs(t *testing.T) {
+	cells := []string{"m/1/a/p", "m/1/b/p"}
+	got, err := CustomIDs(FormatOpenAI, cells)
+	if err != nil || got[0] != cells[0] || got[1] != cells[1] {
+		t.Errorf("OpenAI custom ids %v, %v; want the cell ids", got, err)
+	}
+	got, err = CustomIDs(FormatAnthropic, cells)
+	if err != nil || got[0] != SafeID(cells[0]) || got[1] != SafeID(cells[1]) {
+		t.Errorf("Anthropic custom ids %v, %v; want SafeID of each", got, err)
+	}
+	if _, err := CustomIDs(FormatOpenAI, []string{"a", "a"}); err == nil {
+		t.Error("a repeated cell id: no error")
+	}
+	// A valid id equal to another's mapped form.
+	if _, err := CustomIDs(FormatAnthropic, []string{"a/b", SafeID("a/b")}); err == nil {
+		t.Error("two cells with one Anthropic custom_id: no error")
+	}
+	if _, err := CustomIDs(FormatOpenAI, []string{""}); err == nil {
+		t.Error("an empty cell id: no error")
+	}
+}
+
+func items(n, size int) []Item {
+	out := make([]Item, n)
+	for i := range out {
+		out[i] = Item{Bytes: size}
+	}
+	return out
+}
+
+func TestSplitCounts(t *testing.T) {
+	tests := []struct {
+		name  string
+		f     Format
+		items []Item
+		lim   Limits
+		want  []int // requests per chunk
+	}{
+		{"120,000 cells, OpenAI", FormatOpenAI, items(120_000, 300), DefaultLimits(FormatOpenAI, EndpointChat), []int{50_000, 50_000, 20_000}},
+		{"120,000 cells, Anthropic", FormatAnthropic, items(120_000, 300), DefaultLimits(FormatAnthropic, EndpointChat), []int{100_000, 20_000}},
+		{"exactly full", FormatOpenAI, items(4, 10), Limits{MaxRequests: 2, MaxBytes: 1 << 20}, []int{2, 2}},
+		{"bytes bind first", FormatOpenAI, items(10, 100), Limits{MaxRequests: 50, MaxBytes: 350}, []int{3, 3, 3, 1}},
+		// Anthropic: 15 bytes of envelope and a comma between requests: 15+100+1+100 = 216 fits 230, a third does not.
+		{"Anthropic envelope", FormatAnthropic, items(5, 100), Limits{MaxRequests: 50, MaxBytes: 230}, []int{2, 2, 1}},
+		{"embedding inputs", FormatOpenAI, []Item{{10, 30}, {10, 30}, {10, 10}, {10, 40}}, Limits{MaxRequests: 50, MaxBytes: 1 << 20, MaxInputs: 50}, []int{1, 2, 1}},
+		{"nothing", FormatOpenAI, nil, DefaultLimits(FormatOpenAI, EndpointChat), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chunks, err := Split(tt.f, tt.items, tt.lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			next := 0
+			for _, c := range chunks {
+				if c.Start != next {
+					t.Errorf("chunk %+v starts at %d, want %d (chunks are consecutive)", c, c.Start, next)
+				}
+				next = c.End
+				got = append(got, c.End-c.Start)
+				if c.Bytes > tt.lim.MaxBytes {
+					t.Errorf("chunk %+v is over max_bytes %d", c, tt.lim.MaxBytes)
+				}
+			}
+			if next != len(tt.items) {
+				t.Errorf("chunks cover %d of %d items", next, len(tt.items))
+			}
+			if !equalInts(got, tt.want) {
+				t.Errorf("requests per chunk %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSplitBytesAreEncodedBytes holds Chunk.Bytes to the length of the input Encode writes, for real lines of
+// different sizes, in both formats, so max_bytes bounds what is uploaded.
+func TestSplitBytesAreEncodedBytes(t *testing.T) {
+	for _, f := range []Format{FormatOpenAI, FormatAnthropic} {
+		var lines [][]byte
+		var its []Item
+		for i := range 200 {
+			body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 1, "text": strings.Repeat("w", i*7%300)})
+			l, err := Line(f, EndpointChat, SafeID("m/1/"+string(rune('a'+i%26))+"/"+strings.Repeat("p", i%5)+"/"+itoa(i)), body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, l)
+			its = append(its, Item{Bytes: len(l)})
+		}
+		lim := Limits{MaxRequests: 1000, MaxBytes: 4000}
+		chunks, err := Split(f, its, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(chunks) < 2 {
+			t.Fatalf("%s: %d chunks; the test wants several", f, len(chunks))
+		}
+		for _, c := range chunks {
+			n := int64(len(Encode(f, lines[c.Start:c.End])))
+			if n != c.Bytes || n > lim.MaxBytes {
+				t.Errorf("%s chunk %d-%d: Bytes %d, encoded %d, max %d", f, c.Start, c.End, c.Bytes, n, lim.MaxBytes)
+			}
+			// Could the next line have joined? Then the cut was early.
+			if c.End < len(lines) && int64(len(Encode(f, lines[c.Start:c.End+1]))) <= lim.MaxBytes && c.End-c.Start < lim.MaxRequests {
+				t.Errorf("%s chunk %d-%d was cut while the next request still fit", f, c.Start, c.End)
+			}
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestSplitErrors(t *testing.T) {
+	lim := Limits{MaxRequests: 10, MaxBytes: 100, MaxInputs: 5}
+	bad := map[string][]Item{
+		"too large":     {{Bytes: 50}, {Bytes: 101}},
+		"too many":      {{Bytes: 10, Inputs: 6}},
+		"empty request": {{Bytes: 0}},
+	}
+	for name, its := range bad {
+		if _, err := Split(FormatOpenAI, its, lim); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	// An Anthropic request that fits 100 bytes alone but not with the envelope.
+	if _, err := Split(FormatAnthropic, []Item{{Bytes: 90}}, lim); err == nil {
+		t.Error("Anthropic request larger than max_bytes with its envelope: no error")
+	}
+	if _, err := Split(FormatOpenAI, nil, Limits{}); err == nil {
+		t.Error("zero limits: no error")
+	}
+}
+
+const testKey = "sk-test-SECRETSECRETSECRET1234"
+
+func redact(s string) string { return strings.ReplaceAll(s, testKey, "[REDACTED]") }
+
+func TestParseOpenAI(t *testing.T) {
+	tests := []struct {
+		name       string
+		line       string
+		outcome    Outcome
+		class      llm.Class
+		code       string
+		status     int
+		reason     string
+		bodyPrefix string
+	}{
+		{name: "documented success",
+			line:    `{"id": "batch_req_123", "custom_id": "request-2", "response": {"status_code": 200, "request_id": "req_123", "body": {"id": "chatcmpl-123", "object": "chat.completion", "created": 1711652795, "model": "gpt-3.5-turbo-0125", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello."}, "logprobs": null, "finish_reason": "stop"}], "usage": {"prompt_tokens": 22, "completion_tokens": 2, "total_tokens": 24}, "system_fingerprint": "fp_123"}}, "error": null}`,
+			outcome: Succeeded, bodyPrefix: `{"id": "chatcmpl-123"`},
+		{name: "error null with status_code 400",
+			line:    `{"id": "batch_req_456", "custom_id": "request-1", "response": {"status_code": 400, "request_id": "req_789", "body": {"error": {"message": "This model's maximum context length is 8192 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}}, "error": null}`,
+			outcome: Errored, class: llm.ClassInvalidRequest, code: "context_length_exceeded", status: 400},
+		{name: "status_code 500",
+			line:    `{"id":"b","custom_id":"c","response":{"status_code":500,"request_id":"r","body":{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}},"error":null}`,
+			outcome: Errored, class: llm.ClassServerError, code: "server_error", status: 500},
+		{name: "status_code 429 insufficient_quota",
+			line:    `{"id":"b","custom_id":"c","response":{"status_code":429,"request_id":"r","body":{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}},"error":null}`,
+			outcome: Errored, class: llm.ClassQuotaExhausted, code: "insufficient_quota", status: 429},
+		{name: "status_code 502 with a page",
+			line:    `{"id":"b","custom_id":"c","response":{"status_code":502,"request_id":"r","body":"<html>Bad gateway</html>"},"error":null}`,
+			outcome: Errored, class: llm.ClassServerError, status: 502},
+		{name: "batch_expired", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"batch_expired","message":"This request could not be executed before the completion window expired."}}`,
+			outcome: NotRun, reason: "batch_expired"},
+		{name: "batch_cancelled", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"batch_cancelled","message":"This request was cancelled."}}`,
+			outcome: NotRun, reason: "batch_cancelled"},
+		{name: "request_timeout", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"request_timeout","message":"timed out"}}`,
+			outcome: NotRun, reason: "request_timeout"},
+		{name: "other error", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"internal_error","message":"x"}}`,
+			outcome: Errored, class: llm.ClassTransport, code: "internal_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseOpenAI([]byte(tt.line), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != tt.outcome || r.Reason != tt.reason || r.CustomID == "" {
+				t.Fatalf("got %+v, want outcome %s reason %q", r, tt.outcome, tt.reason)
+			}
+			if tt.outcome == Errored {
+				if r.Err == nil || r.Err.Class != tt.class || r.Err.Code != tt.code || r.Err.Status != tt.status {
+					t.Errorf("error %+v, want class %s code %q status %d", r.Err, tt.class, tt.code, tt.status)
+				}
+			} else if r.Err != nil {
+				t.Errorf("error %v on a %s line", r.Err, tt.outcome)
+			}
+			if tt.bodyPrefix != "" && !strings.HasPrefix(string(r.Body), tt.bodyPrefix) {
+				t.Errorf("body %.40s, want it to start %s", r.Body, tt.bodyPrefix)
+			}
+		})
+	}
+	// A success line's body reads as the synchronous answer does.
+	r, _ := ParseOpenAI([]byte(tests[0].line), nil)
+	if a, err := llm.ChatAnswer(r.Body); err != nil || a.Text != "Hello." || a.PromptTokens != 22 {
+		t.Errorf("answer %+v, %v; want Hello. and 22 prompt tokens", a, err)
+	}
+
+	for _, line := range []string{`not json`, `{"id":"b","response":{"status_code":200,"body":{}}}`, `{"id":"b","custom_id":"c"}`} {
+		if _, err := ParseOpenAI([]byte(line), nil); err == nil {
+			t.Errorf("ParseOpenAI(%s): no error", line)
+		}
+	}
+}
+
+// TestParseOpenAISameAsSync: a batch line's HTTP failure is classified exactly as the same response of a
+// synchronous call, through llm.Classify of go-openai's error.
+func TestParseOpenAISameAsSync(t *testing.T) {
+	body := `{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":"model_not_found"}}`
+	var er openai.ErrorResponse
+	if err := json.Unmarshal([]byte(body), &er); err != nil {
+		t.Fatal(err)
+	}
+	er.Error.HTTPStatusCode = 404
+	sync := llm.Classify(er.Error)
+	r, err := ParseOpenAI([]byte(`{"id":"b","custom_id":"c","response":{"status_code":404,"body":`+body+`},"error":null}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Err.Class != sync.Class || r.Err.Code != sync.Code || r.Err.Message != sync.Message || r.Err.Status != sync.Status {
+		t.Errorf("batch %+v, sync %+v", r.Err, sync)
+	}
+}
+
+func TestParseRedacts(t *testing.T) {
+	line := `{"id":"b","custom_id":"c","response":{"status_code":401,"body":{"error":{"message":"Incorrect API key provided: ` + testKey + `","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}},"error":null}`
+	r, err := ParseOpenAI([]byte(line), redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Err.Class != llm.ClassAuth || strings.Contains(r.Err.Error(), testKey) {
+		t.Errorf("error %v: want Auth without the key", r.Err)
+	}
+	for e := error(r.Err); e != nil; e = errors.Unwrap(e) {
+		if strings.Contains(e.Error(), testKey) {
+			t.Errorf("the Unwrap chain holds the key: %v", e)
+		}
+	}
+	aline := `{"custom_id":"c","result":{"type":"errored","error":{"type":"error","error":{"type":"authentication_error","message":"bad key ` + testKey + `"}}}}`
+	ar, err := ParseAnthropic([]byte(aline), redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar.Err.Class != llm.ClassAuth || strings.Contains(ar.Err.Error(), testKey) {
+		t.Errorf("Anthropic error %v: want Auth without the key", ar.Err)
+	}
+}
+
+func TestParseAnthropic(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		outcome Outcome
+		class   llm.Class
+		reason  string
+	}{
+		{"succeeded", `{"custom_id":"my-second-request","result":{"type":"succeeded","message":{"id":"msg_014VwiXbi91y3JMjcpyGBHX5","type":"message","role":"assistant","model":"claude-3-5-sonnet-20240620","content":[{"type":"text","text":"Hello again!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":11,"output_tokens":6}}}}`, Succeeded, "", ""},
+		{"errored invalid request", `{"custom_id":"my-first-request","result":{"type":"errored","error":{"type":"error","error":{"type":"invalid_request_error","message":"Validation error"}}}}`, Errored, llm.ClassInvalidRequest, ""},
+		{"errored overloaded", `{"custom_id":"c","result":{"type":"errored","error":{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}}}`, Errored, llm.ClassServerError, ""},
+		{"canceled", `{"custom_id":"c","result":{"type":"canceled"}}`, NotRun, "", "canceled"},
+		{"expired", `{"custom_id":"c","result":{"type":"expired"}}`, NotRun, "", "expired"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseAnthropic([]byte(tt.line), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != tt.outcome || r.Reason != tt.reason {
+				t.Fatalf("got %+v, want %s %q", r, tt.outcome, tt.reason)
+			}
+			if tt.outcome == Errored && (r.Err == nil || r.Err.Class != tt.class) {
+				t.Errorf("error %+v, want class %s", r.Err, tt.class)
+			}
+		})
+	}
+	r, _ := ParseAnthropic([]byte(tests[0].line), nil)
+	if a, err := llm.AnthropicAnswer(r.Body); err != nil || a.Text != "Hello again!" || a.PromptTokens != 11 || a.CompletionTokens != 6 {
+		t.Errorf("answer %+v, %v", a, err)
+	}
+	for _, line := range []string{`{`, `{"result":{"type":"succeeded","message":{}}}`, `{"custom_id":"c","result":{"type":"pending"}}`, `{"custom_id":"c","result":{"type":"succeeded"}}`} {
+		if _, err := ParseAnthropic([]byte(line), nil); err == nil {
+			t.Errorf("ParseAnthropic(%s): no error", line)
+		}
+	}
+}
+
+func TestScan(t *testing.T) {
+	in := "{\"id\":\"1\",\"custom_id\":\"a\",\"response\":{\"status_code\":200,\"body\":{}},\"error\":null}\n\n" +
+		"{\"id\":\"2\",\"custom_id\":\"b\",\"response\":null,\"error\":{\"code\":\"batch_expired\",\"message\":\"\"}}\n"
+	var got []string
+	err := Scan(FormatOpenAI, strings.NewReader(in), nil, func(r Result) error {
+		got = append(got, r.CustomID+":"+string(r.Outcome))
+		return nil
+	})
+	if err != nil || strings.Join(got, ",") != "a:succeeded,b:not_run" {
+		t.Errorf("Scan = %v, %v", got, err)
+	}
+	stop := errors.New("stop")
+	if err := Scan(FormatOpenAI, strings.NewReader(in), nil, func(Result) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("Scan's callback error: got %v", err)
+	}
+	if err := Scan(FormatAnthropic, strings.NewReader("{\"custom_id\":\"a\",\"result\":{\"type\":\"expired\"}}\nnope\n"), nil,
+		func(Result) error { return nil }); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("Scan of a bad second line: %v, want an error naming line 2", err)
+	}
+}
+
+func TestFromOpenAI(t *testing.T) {
+	for in, want := range map[string]Status{"validating": StatusValidating, "in_progress": StatusInProgress,
+		"finalizing": StatusFinalizing, "cancelling": StatusCancelling, "completed": StatusCompleted, "failed": StatusFailed,
+		"expired": StatusExpired, "cancelled": StatusCancelled} {
+		info, err := FromOpenAI(openai.Batch{ID: "b", Status: in})
+		if err != nil || info.Status != want {
+			t.Errorf("status %s: %s, %v; want %s", in, info.Status, err, want)
+		}
+	}
+	if _, err := FromOpenAI(openai.Batch{ID: "b", Status: "paused"}); err == nil {
+		t.Error("unknown status: no error")
+	}
+	var b openai.Batch
+	doc := `{"id":"batch_abc123","object":"batch","endpoint":"/v1/chat/completions","errors":null,"input_file_id":"file-abc123",
+		"completion_window":"24h","status":"completed","output_file_id":"file-cvaTdG","error_file_id":"file-HOWS94",
+		"created_at":1711471533,"in_progress_at":1711471538,"expires_at":1711557933,"finalizing_at":1711493133,
+		"completed_at":1711493163,"failed_at":null,"expired_at":null,"cancelling_at":null,"cancelled_at":null,
+		"request_counts":{"total":100,"completed":95,"failed":5},"metadata":{"silico_run":"r1","customer_id":"user_123456789"}}`
+	if err := json.Unmarshal([]byte(doc), &b); err != nil {
+		t.Fatal(err)
+	}
+	info, err := FromOpenAI(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Status != StatusCompleted || info.Counts != (Counts{Total: 100, Succeeded: 95, Errored: 5}) ||
+		info.OutputFileID != "file-cvaTdG" || info.ErrorFileID != "file-HOWS94" || info.Metadata["silico_run"] != "r1" ||
+		!info.ExpiresAt.Equal(time.Unix(1711557933, 0)) || info.Counts.Done() != 100 {
+		t.Errorf("info %+v", info)
+	}
+	failed := `{"id":"b","status":"failed","errors":{"object":"list","data":[{"code":"invalid_json_line","message":"not JSON","line":3}]},"request_counts":{"total":0,"completed":0,"failed":0}}`
+	if err := json.Unmarshal([]byte(failed), &b); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := FromOpenAI(b); len(info.Errors) != 1 || info.Errors[0] != "line 3: invalid_json_line: not JSON" {
+		t.Errorf("errors %v", info.Errors)
+	}
+}
+
+func TestFromAnthropic(t *testing.T) {
+	doc := func(status, counts, cancel string) AnthropicBatch {
+		var b AnthropicBatch
+		s := `{"id":"msgbatch_013Zva2CMHLNnXjNJJKqJ2EF","type":"message_batch","processing_status":"` + status + `",
+			"request_counts":` + counts + `,"ended_at":null,"created_at":"2024-08-20T18:37:24.100435Z",
+			"expires_at":"2024-08-21T18:37:24.100435Z","cancel_initiated_at":` + cancel + `,
+			"results_url":"https://api.anthropic.com/v1/messages/batches/msgbatch_013Zva2CMHLNnXjNJJKqJ2EF/results"}`
+		if err := json.Unmarshal([]byte(s), &b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	running := `{"processing":60,"succeeded":30,"errored":10,"canceled":0,"expired":0}`
+	tests := []struct {
+		name string
+		b    AnthropicBatch
+		want Status
+	}{
+		{"in progress", doc("in_progress", running, "null"), StatusInProgress},
+		{"canceling", doc("canceling", running, `"2024-08-20T19:00:00Z"`), StatusCancelling},
+		{"ended", doc("ended", `{"processing":0,"succeeded":90,"errored":10,"canceled":0,"expired":0}`, "null"), StatusCompleted},
+		{"ended after cancel", doc("ended", `{"processing":0,"succeeded":30,"errored":0,"canceled":70,"expired":0}`, `"2024-08-20T19:00:00Z"`), StatusCancelled},
+		{"ended expired", doc("ended", `{"processing":0,"succeeded":60,"errored":0,"canceled":0,"expired":40}`, "null"), StatusExpired},
+	}
+	for _, tt := range tests {
+		info, err := FromAnthropic(tt.b)
+		if err != nil || info.Status != tt.want {
+			t.Errorf("%s: %s, %v; want %s", tt.name, info.Status, err, tt.want)
+		}
+		if info.Counts.Total != 100 {
+			t.Errorf("%s: total %d, want 100", tt.name, info.Counts.Total)
+		}
+	}
+	info, _ := FromAnthropic(tests[0].b)
+	if info.Counts.Done() != 40 || info.ExpiresAt.IsZero() || !strings.HasSuffix(info.ResultsURL, "/results") {
+		t.Errorf("info %+v", info)
+	}
+	if _, err := FromAnthropic(doc("paused", running, "null")); err == nil {
+		t.Error("unknown processing_status: no error")
+	}
+}
+
+func TestKey(t *testing.T) {
+	k := Key{Run: "run-1", Pass: "gpt/1", Chunk: 2, Round: 0}
+	md := k.Metadata("d1")
+	if len(md) > 16 {
+		t.Errorf("%d metadata pairs; OpenAI keeps 16", len(md))
+	}
+	for key, v := range md {
+		if len(key) > 64 || len(v) > 512 {
+			t.Errorf("metadata %s=%s over OpenAI's lengths", key, v)
+		}
+	}
+	if !k.Matches(md, "d1") || k.Matches(md, "d2") {
+		t.Error("Matches does not tell the digest apart")
+	}
+	for _, other := range []Key{{"run-2", "gpt/1", 2, 0}, {"run-1", "gpt/2", 2, 0}, {"run-1", "gpt/1", 3, 0}, {"run-1", "gpt/1", 2, 1}} {
+		if other.Names(md) {
+			t.Errorf("%+v names the batch of %+v", other, k)
+		}
+	}
+	long := Key{Run: strings.Repeat("r", 600)}
+	lmd := long.Metadata("d")
+	if len(lmd[MetaRun]) > 512 || !long.Names(lmd) || (Key{Run: strings.Repeat("r", 601)}).Names(lmd) {
+		t.Errorf("a long run id: %q", lmd[MetaRun])
+	}
+}
+
+// TestLimitsAreTheSpecDefaults: the spec's batch defaults (experiment cannot import this package) are the
+// providers' limits this package splits by.
+func TestLimitsAreTheSpecDefaults(t *testing.T) {
+	o, a := DefaultLimits(FormatOpenAI, EndpointChat), DefaultLimits(FormatAnthropic, EndpointChat)
+	if o.MaxRequests != experiment.BatchMaxRequestsOpenAI || o.MaxBytes != experiment.BatchMaxBytesOpenAI ||
+		a.MaxRequests != experiment.BatchMaxRequestsAnthropic || a.MaxBytes != experiment.BatchMaxBytesAnthropic {
+		t.Errorf("limits %+v %+v disagree with the spec's defaults", o, a)
+	}
+}

@@ -1,0 +1,212 @@
+// Package batchapi drives a provider's batch API exactly once per batch: it submits a chunk of requests so that
+// an attempt that died after uploading or after creating, or a stale attempt that wakes up late, never makes the
+// provider run a second paid batch of the same chunk; it polls batches, streams their results and cancels them.
+//
+// A batch is named by a batch.Key (run, pass, chunk, round) in its metadata, with the digest of its input. Before
+// creating, Submit lists the account's batches for one of that key and digest and adopts it; uploads are found
+// again by file name and size. Two attempts that both found nothing and both created converge: every attempt
+// that lists afterwards sees both, keeps the one created first (then the smaller id) and cancels the others,
+// which the provider stops within minutes, before most of their requests ran.
+package batchapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/llm"
+)
+
+// ErrChunkChanged is returned by Submit when the provider holds a batch of the same key with another input:
+// the requests of a chunk changed between two attempts of one run, which a deterministic plan never does.
+var ErrChunkChanged = errors.New("batchapi: a batch of this run, pass, chunk and round exists with other requests")
+
+// Submission is one chunk of requests to run as a batch.
+type Submission struct {
+	Key      batch.Key
+	Endpoint batch.Endpoint
+	// Input is the batch's JSONL input file (batch.Encode of its lines).
+	Input []byte
+	// Since bounds the listing of existing batches: none of this key was created before it (the run's start).
+	// Optional: zero lists every batch of the account.
+	Since time.Time
+}
+
+// OpenAI drives the Files and Batches API of an OpenAI-compatible endpoint.
+type OpenAI struct {
+	c *llm.Client
+	// pageSize is how many batches one list request asks for.
+	pageSize int
+}
+
+// NewOpenAI returns a driver of the endpoint c calls.
+func NewOpenAI(c *llm.Client) *OpenAI { return &OpenAI{c: c, pageSize: 100} }
+
+// fileName is the name of the input file of k with the given digest: what finds an upload again.
+func fileName(k batch.Key, digest string) string {
+	return fmt.Sprintf("silico-%s-chunk%d-round%d-%s.jsonl", digest[:16], k.Chunk, k.Round, digest[16:32])
+}
+
+// Submit makes sure exactly one batch of s.Key runs s.Input and returns it: the batch an earlier attempt created,
+// or a new one. See the package doc for how it stays exactly once.
+func (o *OpenAI) Submit(ctx context.Context, s Submission) (batch.Info, error) {
+	digest := batch.Digest(s.Input)
+	found, err := o.Find(ctx, s.Key, digest, s.Since)
+	if err != nil {
+		return batch.Info{}, err
+	}
+	if len(found) > 0 {
+		return o.converge(ctx, found)
+	}
+	fileID, err := o.upload(ctx, fileName(s.Key, digest), s.Input)
+	if err != nil {
+		return batch.Info{}, err
+	}
+	created, err := o.c.CreateBatch(ctx, fileID, string(s.Endpoint), s.Key.Metadata(digest))
+	if err != nil {
+		return batch.Info{}, fmt.Errorf("create batch: %w", err)
+	}
+	mine, err := batch.FromOpenAI(created)
+	if err != nil {
+		return batch.Info{}, err
+	}
+	// Another attempt may have created one too: list again and keep one.
+	if found, err = o.Find(ctx, s.Key, digest, s.Since); err != nil {
+		return batch.Info{}, err
+	}
+	if !slices.ContainsFunc(found, func(b batch.Info) bool { return b.ID == mine.ID }) {
+		found = append(found, mine) // a listing that lags behind the create
+	}
+	return o.converge(ctx, found)
+}
+
+// upload returns the id of a batch file named name holding data: one an earlier attempt uploaded, or a new one.
+func (o *OpenAI) upload(ctx context.Context, name string, data []byte) (string, error) {
+	files, err := o.c.ListFiles(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list files: %w", err)
+	}
+	for _, f := range files {
+		if f.FileName == name && f.Bytes == len(data) && f.Purpose == string(openai.PurposeBatch) {
+			return f.ID, nil
+		}
+	}
+	f, err := o.c.UploadBatchFile(ctx, name, data)
+	if err != nil {
+		return "", fmt.Errorf("upload batch input: %w", err)
+	}
+	return f.ID, nil
+}
+
+// converge keeps the batch created first (then the smallest id) and cancels the others that are still running.
+func (o *OpenAI) converge(ctx context.Context, found []batch.Info) (batch.Info, error) {
+	slices.SortFunc(found, func(a, b batch.Info) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	for _, extra := range found[1:] {
+		if extra.Status.Terminal() || extra.Status == batch.StatusCancelling {
+			continue
+		}
+		if _, err := o.Cancel(ctx, extra.ID); err != nil {
+			return batch.Info{}, fmt.Errorf("cancel duplicate batch %s: %w", extra.ID, err)
+		}
+	}
+	return found[0], nil
+}
+
+// Find lists the batches of key k with input digest, newest first, among those created since (zero: all). A
+// batch of k with another digest is ErrChunkChanged.
+func (o *OpenAI) Find(ctx context.Context, k batch.Key, digest string, since time.Time) ([]batch.Info, error) {
+	var out []batch.Info
+	after := ""
+	for {
+		page, more, err := o.c.ListBatches(ctx, after, o.pageSize)
+		if err != nil {
+			return nil, fmt.Errorf("list batches: %w", err)
+		}
+		for _, b := range page {
+			if !since.IsZero() && b.CreatedAt > 0 && time.Unix(int64(b.CreatedAt), 0).Before(since.Truncate(time.Second)) {
+				return out, nil // newest first: every later one is older still
+			}
+			md := metadata(b.Metadata)
+			if !k.Names(md) {
+				continue
+			}
+			if !k.Matches(md, digest) {
+				return nil, fmt.Errorf("%w: batch %s", ErrChunkChanged, b.ID)
+			}
+			info, err := batch.FromOpenAI(b)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, info)
+		}
+		if !more || len(page) == 0 {
+			return out, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+func metadata(md map[string]any) map[string]string {
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// Poll returns batch id as it stands now.
+func (o *OpenAI) Poll(ctx context.Context, id string) (batch.Info, error) {
+	b, err := o.c.RetrieveBatch(ctx, id)
+	if err != nil {
+		return batch.Info{}, fmt.Errorf("retrieve batch %s: %w", id, err)
+	}
+	return batch.FromOpenAI(b)
+}
+
+// Cancel asks for batch id to be cancelled and returns it. A batch that already ended is returned as it is.
+func (o *OpenAI) Cancel(ctx context.Context, id string) (batch.Info, error) {
+	b, err := o.c.CancelBatch(ctx, id)
+	var e *llm.Error
+	if errors.As(err, &e) && (e.Status == http.StatusConflict || e.Status == http.StatusBadRequest) {
+		return o.Poll(ctx, id) // it ended before the cancel arrived
+	}
+	if err != nil {
+		return batch.Info{}, fmt.Errorf("cancel batch %s: %w", id, err)
+	}
+	return batch.FromOpenAI(b)
+}
+
+// Collect streams every result of an ended batch to fn: the output file's lines, then the error file's, each
+// line once, texts of errors redacted. A collect that dies half way can simply run again: fn sees every line
+// again, and recording a cell twice is a no-op of the results store.
+func (o *OpenAI) Collect(ctx context.Context, info batch.Info, fn func(batch.Result) error) error {
+	for _, id := range []string{info.OutputFileID, info.ErrorFileID} {
+		if id == "" {
+			continue
+		}
+		if err := o.scan(ctx, id, fn); err != nil {
+			return fmt.Errorf("collect batch %s file %s: %w", info.ID, id, err)
+		}
+	}
+	return nil
+}
+
+func (o *OpenAI) scan(ctx context.Context, fileID string, fn func(batch.Result) error) (err error) {
+	rc, err := o.c.FileContent(ctx, fileID)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rc.Close()) }()
+	return batch.Scan(batch.FormatOpenAI, rc, o.c.Redact, fn)
+}

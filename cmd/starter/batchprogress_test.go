@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/workflows"
+)
+
+func TestBatchLines(t *testing.T) {
+	exp := time.Date(2026, 3, 1, 14, 3, 0, 0, time.Local)
+	s := snapshot{batches: []workflows.BatchProgress{
+		{Key: "0/0", Model: "sim", ID: "b1", Status: batch.StatusCompleted, Total: 50000, Done: 50000, ExpiresAt: exp},
+		{Key: "0/1", Model: "sim", ID: "b2", Status: batch.StatusInProgress, Total: 50000, Done: 31204, ExpiresAt: exp},
+		{Key: "0/2", Model: "sim", ID: "b3", Status: batch.StatusValidating, Total: 20000, ExpiresAt: exp},
+		{Key: "1/0", Model: "gpt", ID: "b4", Status: batch.StatusInProgress, Total: 10, Done: 1, ExpiresAt: exp},
+	}}
+	got := s.batchLines(true)
+	want := []string{
+		"sim: batch 2 of 3 in_progress, 31,204 of 50,000 done, expires 14:03",
+		"sim: batch 3 of 3 validating, 0 of 20,000 done, expires 14:03",
+		"gpt: batch 1 of 1 in_progress, 1 of 10 done, expires 14:03",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("running batches:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if all := s.batchLines(false); len(all) != 4 || all[0] != "sim: batch 1 of 3 completed, 50,000 of 50,000 done" {
+		t.Errorf("every batch: %q", all)
+	}
+}

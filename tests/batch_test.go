@@ -1,0 +1,153 @@
+package tests
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/workerhost"
+	"github.com/silicolab/silico/workflows"
+)
+
+func rowsOf(t *testing.T, dir string) []results.Row {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, results.JSONLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []results.Row
+	if err := results.ReadJSONL(f, func(r results.Row) error { rows = append(rows, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// batchWorker starts a worker that runs batch mode on the stack.
+func (s *stack) batchWorker(t *testing.T) func() {
+	t.Helper()
+	w, err := workerhost.New(s.client, workerhost.Config{Store: s.store, Getenv: func(string) string { return "" },
+		SimURL: s.simURL, OutputRoot: s.out, RunBatchMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w.Stop
+}
+
+// batchGrid is gridSpec in batch mode, chunks of at most maxRequests, polled every second.
+func batchGrid(maxRequests int) experiment.Spec {
+	s := gridSpec(1, 2, 6, 5) // 2 passes of 30 cells
+	s.Run.Cache = experiment.CacheOff
+	s.Models[0].Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
+	s.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: maxRequests,
+		PollEvery: experiment.Duration(time.Second)}
+	return s
+}
+
+// TestBatchRunOnTemporal runs a grid synchronously and in batch mode on a Temporal server: the same cell
+// columns at half the cost, one batch per chunk, every cell run once. With -record-histories its history is the
+// replay test's batch.json.
+func TestBatchRunOnTemporal(t *testing.T) {
+	// Batches take two seconds, so the history has polls on timers.
+	s := newStackWorkers(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second}}, 0)
+	s.batchWorker(t)
+	syncSpec := batchGrid(12)
+	syncSpec.Models[0].Batch = nil
+	syncRes := s.run(t, "sync", syncSpec)
+	batchRes := s.run(t, "batch", batchGrid(12))
+	got, want := rowsOf(t, batchRes.OutputDir), rowsOf(t, syncRes.OutputDir)
+	if len(got) != 60 || len(want) != 60 {
+		t.Fatalf("%d batch rows, %d sync rows, want 60 each", len(got), len(want))
+	}
+	for i := range got {
+		// cost_usd is a fact of the cell at its price: the batch price is half.
+		if math.Abs(got[i].CostUSD-want[i].CostUSD/2) > 1e-12 || want[i].CostUSD == 0 {
+			t.Errorf("row %d: cost %g, sync %g", i, got[i].CostUSD, want[i].CostUSD)
+		}
+		got[i].CostUSD, want[i].CostUSD = 0, 0
+		if g, w := results.CellColumns(got[i]), results.CellColumns(want[i]); !reflect.DeepEqual(g, w) {
+			t.Errorf("row %d:\n batch %v\n  sync %v", i, g, w)
+		}
+	}
+	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; want == 0 || got < want*0.999999 || got > want*1.000001 {
+		t.Errorf("batch cost %g, sync %g: want half", got, syncRes.Summary.CostUSD)
+	}
+	if got := batchRes.Summary.BatchSavedUSD; math.Abs(got-batchRes.Summary.CostUSD) > 1e-6 || syncRes.Summary.BatchSavedUSD != 0 {
+		t.Errorf("batch_saved_usd %g of a run costing %g (sync run: %g), want the same as its cost", got, batchRes.Summary.CostUSD, syncRes.Summary.BatchSavedUSD)
+	}
+	bs := s.sim.Batches()
+	if len(bs) != 6 { // 30 cells a pass, chunks of 12, 12, 6
+		t.Errorf("%d batches, want 6", len(bs))
+	}
+	ran := map[string]int{}
+	for _, b := range bs {
+		for _, id := range b.Ran {
+			ran[id]++
+		}
+	}
+	for id, n := range ran {
+		if n != 1 {
+			t.Errorf("%s ran %d times", id, n)
+		}
+	}
+	if len(ran) != 60 {
+		t.Errorf("%d cells ran, want 60", len(ran))
+	}
+	if *historyDir != "" {
+		writeHistory(t, s.client, "batch", filepath.Join(*historyDir, "batch.json"))
+	}
+}
+
+// TestBatchRunSurvivesWorkerRestart: the worker stops while its batches run and another takes over; the run
+// ends with one batch per chunk and every cell once.
+func TestBatchRunSurvivesWorkerRestart(t *testing.T) {
+	s := newStackWorkers(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 4 * time.Second}}, 0)
+	stop := s.batchWorker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "restart", TaskQueue: workflows.TaskQueue},
+		workflows.ExperimentWorkflow, specInput(t, batchGrid(12)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(s.sim.Batches()) < 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d batches created within a minute, want 6", len(s.sim.Batches()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	s.batchWorker(t)
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Cells != 60 || res.Summary.OK+res.Summary.Unparsed != 60 {
+		t.Errorf("summary %+v, want 60 cells answered", res.Summary)
+	}
+	bs := s.sim.Batches()
+	if len(bs) != 6 {
+		t.Errorf("%d batches after the restart, want still 6", len(bs))
+	}
+	n := 0
+	for _, b := range bs {
+		n += len(b.Ran)
+	}
+	if n != 60 {
+		t.Errorf("%d requests ran, want 60", n)
+	}
+}

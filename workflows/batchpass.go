@@ -1,0 +1,243 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/experiment"
+)
+
+// A batch pass runs one (model, seed) of a model in batch mode through the provider's batch API: plan the chunks
+// once (the plan is an activity result, so every replay and every later activity sees the same chunks), submit
+// each chunk, wait on durable timers between short polls, collect, and submit what never ran in the next round,
+// up to run.max_attempts rounds. What is still unanswered then is sent synchronously (on_expired: sync) or
+// recorded failed. Runs recorded before batch mode existed have no batch model, so none of this is in their
+// histories and they replay as before.
+//
+// Cancelling the run cancels its provider batches: each chunk in flight cancels its batch, waits for the
+// provider to end it and records what completed, on a disconnected context, while the workflow waits for them
+// (cancelled); a run without batch passes ends at once, as it always did, so recorded histories replay unchanged.
+//
+// Not yet: the budget is not reserved before a submission; so activities.Activities refuses batch mode unless
+// RunBatchMode is set.
+
+// batchActivityCtx is the options of the batch pass's activities: short, retried with backoff for as long as
+// the pass lives, non-retryable only for what no retry can cure.
+func batchActivityCtx(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			MaximumAttempts: 30, NonRetryableErrorTypes: []string{activities.ClassBatch, activities.ClassInvalidSpec}},
+	})
+}
+
+// runBatchPass runs pass p of a model in batch mode to its end.
+func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activities.Share) {
+	m := r.plan.Models[p.Model]
+	var plan activities.BatchPlan
+	err := workflow.ExecuteActivity(batchActivityCtx(ctx, fmt.Sprintf("pass %d: plan the batches of %s", p.Index, m.ID)),
+		a.PlanBatchPass, activities.BatchPassInput{RunID: r.runID, Pass: p}).Get(ctx, &plan)
+	if err != nil {
+		r.batchPassFailed(ctx, p, err)
+		return
+	}
+	res := activities.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached, FirstFailure: -1}
+	wg := workflow.NewWaitGroup(ctx)
+	for i, cells := range plan.Chunks {
+		wg.Add(1)
+		r.batchChunks++
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			defer wg.Done()
+			defer func() { r.batchChunks-- }()
+			got := r.runChunk(gctx, p, i, cells)
+			res.Done += got.Recorded
+			res.Failed += got.Failed
+			res.OK += got.Recorded - got.Failed
+			res.Usage.Add(got.Usage)
+		})
+	}
+	wg.Wait(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	if res.Done < p.Len() && m.Batch.OnExpired == experiment.OnExpiredSync {
+		// RunSeedPass calls only the cells without a record: exactly those the batches did not answer.
+		r.addTotals(ctx, res)
+		r.runPass(ctx, p, sh)
+		return
+	}
+	if res.Done < p.Len() {
+		f, err := r.failRange(ctx, p.Start, p.End, activities.ClassBatchNotRun,
+			fmt.Sprintf("not answered: the provider's batches did not run this cell, or failed it transiently, in %d submissions", max(1, r.plan.Run.MaxAttempts)))
+		if err != nil {
+			workflow.GetLogger(ctx).Error("recording unanswered cells failed", "pass", p.Index, "error", err)
+		}
+		res.Done += f.Recorded
+		res.Failed += f.Recorded
+	}
+	r.passDone(ctx, res)
+}
+
+// runChunk runs chunk i of pass p through its rounds and returns what it recorded.
+func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells []int) activities.BatchCollected {
+	m := r.plan.Models[p.Model]
+	set := m.Batch
+	rounds := max(1, r.plan.Run.MaxAttempts)
+	if set.OnExpired != experiment.OnExpiredResubmit {
+		rounds = 1
+	}
+	var total activities.BatchCollected
+	for round := 0; round < rounds && len(cells) > 0; round++ {
+		in := activities.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Since: r.state.Started}
+		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, len(cells), m.ID)
+		var info batch.Info
+		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info); err != nil {
+			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
+			return total
+		}
+		key := fmt.Sprintf("%d/%d", p.Index, i)
+		r.batchSeen(ctx, key, m.ID, info)
+		interval := time.Duration(set.PollEvery)
+		for !info.Status.Terminal() {
+			var err error
+			prev := info
+			if err = workflow.Sleep(ctx, interval); err == nil {
+				ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+				err = workflow.ExecuteActivity(batchActivityCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info)
+			}
+			if err != nil && ctx.Err() != nil {
+				// The run is being cancelled: so is this batch, and what it completed is recorded.
+				dctx, cancel := workflow.NewDisconnectedContext(ctx)
+				got := r.cancelChunk(dctx, p, in, prev)
+				cancel()
+				total.Recorded += got.Recorded
+				total.Failed += got.Failed
+				total.Usage.Add(got.Usage)
+				return total
+			}
+			if err != nil {
+				workflow.GetLogger(ctx).Error("polling a batch failed", "batch", info.ID, "error", err)
+				return total
+			}
+			// Nothing changed: ask less often, up to the longest interval.
+			if info.Status == prev.Status && info.Counts == prev.Counts {
+				interval = min(2*interval, experiment.MaxPollEvery)
+			} else {
+				interval = time.Duration(set.PollEvery)
+			}
+			r.batchSeen(ctx, key, m.ID, info)
+		}
+		var got activities.BatchCollected
+		err := workflow.ExecuteActivity(batchActivityCtx(ctx, "collect "+info.ID), a.CollectBatch,
+			activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got)
+		if err != nil {
+			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
+			return total
+		}
+		total.Recorded += got.Recorded
+		total.Failed += got.Failed
+		total.Usage.Add(got.Usage)
+		cells = got.Again
+	}
+	return total
+}
+
+// batchPassFailed records the pass's cells failed when its plan could not be made.
+func (r *runner) batchPassFailed(ctx workflow.Context, p experiment.Pass, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	class, msg := classOf(err)
+	f, ferr := r.failRange(ctx, p.Start, p.End, class, msg)
+	if ferr != nil {
+		workflow.GetLogger(ctx).Error("recording unfinished cells failed", "pass", p.Index, "error", ferr)
+	}
+	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded})
+}
+
+// addTotals counts a pass's batch results before its synchronous remainder runs (which counts the pass done).
+func (r *runner) addTotals(ctx workflow.Context, res activities.PassResult) {
+	t := &r.state.Totals
+	t.CellsDone += res.Done
+	t.Failed += res.Failed
+	t.Cached += res.Cached
+	t.Add(res.Usage)
+	r.details(ctx)
+}
+
+// batchSeen keeps the latest state of a batch for the Web UI and the progress query.
+func (r *runner) batchSeen(ctx workflow.Context, key, model string, info batch.Info) {
+	if r.batches == nil {
+		r.batches = map[string]BatchProgress{}
+	}
+	if i, found := slices.BinarySearch(r.batchKeys, key); !found {
+		r.batchKeys = slices.Insert(r.batchKeys, i, key)
+	}
+	r.batches[key] = BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
+		Done: info.Counts.Done(), ExpiresAt: info.ExpiresAt}
+	r.details(ctx)
+}
+
+// BatchProgress is where one provider batch of a run stands.
+type BatchProgress struct {
+	// Key is "pass/chunk".
+	Key       string       `json:"key"`
+	Model     string       `json:"model"`
+	ID        string       `json:"id"`
+	Status    batch.Status `json:"status"`
+	Total     int          `json:"total"`
+	Done      int          `json:"done"`
+	ExpiresAt time.Time    `json:"expires_at"`
+}
+
+// cancelChunk cancels the chunk's batch, waits for the provider to end it and records what it completed. ctx is
+// disconnected from the run's cancellation.
+func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in activities.BatchChunkInput, info batch.Info) activities.BatchCollected {
+	log := workflow.GetLogger(ctx)
+	ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "cancel "+info.ID), a.CancelBatch, ref).Get(ctx, &info); err != nil {
+		log.Error("cancelling a batch failed", "batch", info.ID, "error", err)
+		return activities.BatchCollected{}
+	}
+	key := fmt.Sprintf("%d/%d", p.Index, in.Chunk)
+	r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
+	// Providers end a cancelled batch within minutes.
+	for !info.Status.Terminal() {
+		if err := workflow.Sleep(ctx, 30*time.Second); err != nil {
+			return activities.BatchCollected{}
+		}
+		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info); err != nil {
+			log.Error("polling a cancelled batch failed", "batch", info.ID, "error", err)
+			return activities.BatchCollected{}
+		}
+		r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
+	}
+	var got activities.BatchCollected
+	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "collect "+info.ID), a.CollectBatch,
+		activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got); err != nil {
+		log.Error("collecting a cancelled batch failed", "batch", info.ID, "error", err)
+	}
+	return got
+}
+
+// cancelled is what the run returns when it is cancelled with err: at once, unless chunks of batch passes are in
+// flight, which first cancel their provider batches and record what completed.
+func (r *runner) cancelled(ctx workflow.Context, err error) error {
+	if r.batchChunks == 0 {
+		return err
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if werr := workflow.Await(dctx, func() bool { return r.batchChunks == 0 }); werr != nil {
+		return werr
+	}
+	return err
+}

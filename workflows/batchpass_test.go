@@ -1,0 +1,192 @@
+package workflows
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/store"
+)
+
+// simSpec is gridSpec on a simulator at url, priced, with the response cache off (so two runs of one store do
+// not answer each other).
+func simSpec(url string, batchMode bool) experiment.Spec {
+	s := gridSpec(1, 2, 4, 5)
+	s.Models[0].Provider, s.Models[0].BaseURL, s.Models[0].Name = "openai", url+"/v1", "sim-chat"
+	s.Models[0].Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
+	s.Run.Cache = experiment.CacheOff
+	s.Run.ChunkSize = 5 // a synchronous pass of 20 cells is 4 passes; a batch pass is never chunked by it
+	if batchMode {
+		s.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 7}
+	}
+	return s
+}
+
+// TestBatchRunSameCellsAtHalfPrice runs a spec through ExperimentWorkflow with the real activities, once
+// synchronously and once in batch mode, against one simulator: the batch run has the same cell columns at half
+// the cost, one batch per chunk, and its passes are its (model, seed)s.
+func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
+	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	st := tempStore(t)
+	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		OutputRoot: t.TempDir(), RunBatchMode: true, HeartbeatEvery: 10 * time.Millisecond}
+
+	runOnce := func(spec experiment.Spec, id string) Result {
+		t.Helper()
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		env.RegisterActivity(acts)
+		env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		var res Result
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	syncSpec, batchSpec := simSpec(srv.URL, false), simSpec(srv.URL, true)
+	if n := len(batchSpec.Passes()); n != 2 {
+		t.Fatalf("batch spec has %d passes, want one per seed", n)
+	}
+	syncRes := runOnce(syncSpec, "sync-run")
+	if n := len(s.Batches()); n != 0 {
+		t.Fatalf("the synchronous run made %d batches", n)
+	}
+	batchRes := runOnce(batchSpec, "batch-run")
+
+	// Two passes of 20 cells, chunks of 7, 7 and 6: six batches, each chunk once.
+	bs := s.Batches()
+	if len(bs) != 6 {
+		t.Errorf("%d batches, want 6", len(bs))
+	}
+	seen := map[string]int{}
+	for _, b := range bs {
+		for _, id := range b.Ran {
+			seen[id]++
+		}
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("cell %s ran %d times", id, n)
+		}
+	}
+	if len(seen) != 40 {
+		t.Errorf("%d cells ran in batches, want 40", len(seen))
+	}
+
+	recs := func(run string) []store.Record {
+		r, err := st.Records(context.Background(), run, 0, 40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sr, br := recs("sync-run"), recs("batch-run")
+	if len(sr) != 40 || len(br) != 40 {
+		t.Fatalf("%d sync and %d batch records, want 40 each", len(sr), len(br))
+	}
+	for i := range sr {
+		a, b := sr[i], br[i]
+		if a.Status != b.Status || a.OptionID != b.OptionID || a.Raw != b.Raw || a.PromptTokens != b.PromptTokens ||
+			a.CompletionTokens != b.CompletionTokens || math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 {
+			t.Errorf("cell %d: sync %+v, batch %+v", i, a, b)
+		}
+	}
+	if syncRes.Summary.Failed != 0 || batchRes.Summary.Failed != 0 || batchRes.Summary.Cells != 40 {
+		t.Errorf("summaries: sync %+v, batch %+v", syncRes.Summary, batchRes.Summary)
+	}
+	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; math.Abs(got-want) > 1e-9 || want == 0 {
+		t.Errorf("batch run cost %g, want half of %g", got, syncRes.Summary.CostUSD)
+	}
+}
+
+// TestBatchRunRefusedByDefault: a worker that does not run batch mode fails such a run at once.
+func TestBatchRunRefusedByDefault(t *testing.T) {
+	st := tempStore(t)
+	acts := &activities.Activities{Store: st, OutputRoot: t.TempDir()}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(acts)
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, simSpec("http://127.0.0.1:1", true), "refused"))
+	if err := env.GetWorkflowError(); err == nil {
+		t.Error("a batch-mode run on a worker without RunBatchMode: no error")
+	}
+}
+
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestBatchRunCancel: cancelling a run cancels its provider batches and records what they completed.
+func TestBatchRunCancel(t *testing.T) {
+	clk := &stepClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s, err := sim.New(sim.Config{Now: clk.Now, Batch: sim.BatchConfig{ProcessingTime: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	st := tempStore(t)
+	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		OutputRoot: t.TempDir(), RunBatchMode: true}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(acts)
+	env.RegisterDelayedCallback(func() {
+		clk.Advance(30 * time.Minute) // half of every batch has run
+		env.CancelWorkflow()
+	}, 20*time.Minute)
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, simSpec(srv.URL, true), "cancelled-run"))
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow error %v, want cancelled", err)
+	}
+	bs := s.Batches()
+	if len(bs) != 6 {
+		t.Fatalf("%d batches, want 6", len(bs))
+	}
+	ran := 0
+	for _, b := range bs {
+		if b.Status != "cancelled" {
+			t.Errorf("batch %s is %s, want cancelled", b.ID, b.Status)
+		}
+		ran += len(b.Ran)
+	}
+	recs, err := st.Records(context.Background(), "cancelled-run", 0, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran != 18 || len(recs) != ran {
+		t.Errorf("%d cells ran before the cancel and %d are recorded, want 18 of each", ran, len(recs))
+	}
+	for _, r := range recs {
+		if r.Status == store.StatusFailed {
+			t.Errorf("record %+v: a completed cell recorded failed", r)
+		}
+	}
+}
