@@ -66,15 +66,7 @@ func TestChaosAcrossWorkers(t *testing.T) {
 	}
 	workers := []*proc{startWorker(), startWorker(), startWorker()}
 
-	// The starter as a plain client: it starts the run and returns.
-	run := startProc(t, dir, starter, "run", "spec.json", "--address", addr, "--detach")
-	if code := run.wait(t, time.Minute); code != 0 {
-		t.Fatalf("starter run --detach: exit %d\n%s", code, run.dump())
-	}
-	id := runIDRE.FindString(run.stdout.String())
-	if id == "" {
-		t.Fatalf("no run id in:\n%s", run.dump())
-	}
+	id := startDetached(t, dir, starter, addr)
 
 	ctx := withTimeout(t, 5*time.Minute)
 	c, err := client.DialContext(ctx, client.Options{HostPort: addr})
@@ -152,4 +144,19 @@ func TestChaosAcrossWorkers(t *testing.T) {
 	if len(again) > 0 {
 		t.Errorf("%d answered calls were asked again outside a kill's grace: %v", len(again), again[:min(5, len(again))])
 	}
+}
+
+// startDetached starts the run of dir/spec.json with the starter as a plain client of the server at addr
+// (--detach: it starts the run and returns) and returns the run id it printed.
+func startDetached(t *testing.T, dir, starter, addr string) string {
+	t.Helper()
+	run := startProc(t, dir, starter, "run", "spec.json", "--address", addr, "--detach")
+	if code := run.wait(t, time.Minute); code != 0 {
+		t.Fatalf("starter run --detach: exit %d\n%s", code, run.dump())
+	}
+	id := runIDRE.FindString(run.stdout.String())
+	if id == "" {
+		t.Fatalf("no run id in:\n%s", run.dump())
+	}
+	return id
 }

@@ -173,14 +173,7 @@ func TestProductionPathOnPostgres(t *testing.T) {
 			"--metrics-addr", "", "--max-passes", "2")
 	}
 	workers := []*proc{startWorker(), startWorker(), startWorker()}
-	run := startProc(t, dir, starter, "run", "spec.json", "--address", addr, "--detach")
-	if code := run.wait(t, time.Minute); code != 0 {
-		t.Fatalf("starter run --detach: exit %d\n%s", code, run.dump())
-	}
-	id := runIDRE.FindString(run.stdout.String())
-	if id == "" {
-		t.Fatalf("no run id in:\n%s", run.dump())
-	}
+	id := startDetached(t, dir, starter, addr)
 
 	// Kills at fixed points of the run's progress (requests the simulator logged): a worker, the server, another
 	// worker. Each is replaced before the next.
