@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store/storetest"
 )
@@ -117,20 +119,7 @@ func TestChaosAcrossWorkers(t *testing.T) {
 	t.Logf("run %s finished in %s with %d kills", id, time.Since(start).Round(time.Second), len(kills))
 
 	// Every cell, with the columns of a run in one process.
-	ex := startProc(t, dir, starter, "export", id, "--output", "exported", "--store", dsn)
-	if code := ex.wait(t, time.Minute); code != 0 {
-		t.Fatalf("starter export: exit %d\n%s", code, ex.dump())
-	}
-	got := cellColumns(t, filepath.Join(dir, "exported"))
-	ref := newStack(t, sim.Config{})
-	refSpec := spec
-	refSpec.Models[0].BaseURL = ref.simURL
-	refSpec.Models[0].RPM = 0
-	refSpec.Run.Cache = "off"
-	want := cellColumns(t, ref.run(t, "chaos-reference", refSpec).OutputDir)
-	if len(got) != spec.NumCells() || !reflect.DeepEqual(got, want) {
-		t.Fatalf("the chaos run's %d rows differ from the reference run's %d", len(got), len(want))
-	}
+	checkColumnsOfOneProcessRun(t, dir, starter, id, dsn, spec, "chaos-reference")
 
 	// The simulator's log: no 429, and no answered call asked again unless a kill came within the grace after
 	// its answer landed (it was then in flight: not yet recorded).
@@ -159,4 +148,25 @@ func startDetached(t *testing.T, dir, starter, addr string) string {
 		t.Fatalf("no run id in:\n%s", run.dump())
 	}
 	return id
+}
+
+// checkColumnsOfOneProcessRun exports run id from the store at dsn with the starter and holds its cell columns to
+// those of spec run in one process (on a simulator of its own, without rpm or cache, as refID): every cell, the
+// same columns.
+func checkColumnsOfOneProcessRun(t *testing.T, dir, starter, id, dsn string, spec experiment.Spec, refID string) {
+	t.Helper()
+	ex := startProc(t, dir, starter, "export", id, "--output", "exported", "--store", dsn)
+	if code := ex.wait(t, time.Minute); code != 0 {
+		t.Fatalf("starter export: exit %d\n%s", code, ex.dump())
+	}
+	got := cellColumns(t, filepath.Join(dir, "exported"))
+	ref := newStack(t, sim.Config{})
+	refSpec := spec
+	refSpec.Models = slices.Clone(spec.Models)
+	refSpec.Models[0].BaseURL, refSpec.Models[0].RPM, refSpec.Run.Cache = ref.simURL, 0, "off"
+	want := cellColumns(t, ref.run(t, refID, refSpec).OutputDir)
+	if len(got) != spec.NumCells() || !reflect.DeepEqual(got, want) {
+		t.Fatalf("run %s has %d rows that differ from the one-process run's %d (want %d cells)", id, len(got), len(want),
+			spec.NumCells())
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +25,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store/storetest"
 )
 
@@ -225,18 +223,7 @@ func TestProductionPathOnPostgres(t *testing.T) {
 	t.Logf("run %s done %s after it started, through %d kills", id, time.Since(start).Round(time.Second), len(kills))
 
 	// Every cell, with the columns of a run in one process.
-	ex := startProc(t, dir, starter, "export", id, "--output", "exported", "--store", storeDSN)
-	if code := ex.wait(t, time.Minute); code != 0 {
-		t.Fatalf("starter export: exit %d\n%s", code, ex.dump())
-	}
-	got := cellColumns(t, filepath.Join(dir, "exported"))
-	ref := newStack(t, sim.Config{})
-	refSpec := spec
-	refSpec.Models[0].BaseURL, refSpec.Models[0].RPM, refSpec.Run.Cache = ref.simURL, 0, "off"
-	want := cellColumns(t, ref.run(t, "production-path-reference", refSpec).OutputDir)
-	if len(got) != spec.NumCells() || !reflect.DeepEqual(got, want) {
-		t.Fatalf("the run's %d rows differ from the reference run's %d (want %d cells)", len(got), len(want), spec.NumCells())
-	}
+	checkColumnsOfOneProcessRun(t, dir, starter, id, storeDSN, spec, "production-path-reference")
 
 	// Nothing paid twice beyond the calls in flight at a kill, and the model's rpm held across the workers.
 	if err := simProc.cmd.Process.Signal(os.Interrupt); err == nil {
