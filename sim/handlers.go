@@ -33,13 +33,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 // badRequest answers 400 and records it.
 func (s *Server) badRequest(w http.ResponseWriter, rec *Request, param, msg string) {
 	rec.Status = http.StatusBadRequest
-	s.send(*rec, func() { writeError(w, rec.Status, "invalid_request_error", "", param, msg) })
+	s.send(*rec, func() error { return writeError(w, rec.Status, "invalid_request_error", "", param, msg) })
 }
 
 // internalError answers 500 for a failure of the simulator itself and records it.
 func (s *Server) internalError(w http.ResponseWriter, rec *Request, err error) {
 	rec.Status = http.StatusInternalServerError
-	s.send(*rec, func() { writeError(w, rec.Status, "server_error", "", "", err.Error()) })
+	s.send(*rec, func() error { return writeError(w, rec.Status, "server_error", "", "", err.Error()) })
 }
 
 // gate applies the rate limits, the injected fault of model call n and the latency, in that order, like a
@@ -65,7 +65,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, rec *Request, n ui
 			}
 			w.Header().Set("Retry-After", retryAfterSeconds(d.retry))
 			w.Header().Set("Retry-After-Ms", strconv.FormatInt(max(d.retry.Milliseconds(), 1), 10))
-			s.send(*rec, func() { writeError(w, rec.Status, d.by, "rate_limit_exceeded", "", msg) })
+			s.send(*rec, func() error { return writeError(w, rec.Status, d.by, "rate_limit_exceeded", "", msg) })
 			return false, false
 		}
 	}
@@ -81,15 +81,15 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, rec *Request, n ui
 	case FaultRateLimit:
 		rec.Status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "1")
-		s.send(*rec, func() {
-			writeError(w, rec.Status, "requests", "rate_limit_exceeded", "",
+		s.send(*rec, func() error {
+			return writeError(w, rec.Status, "requests", "rate_limit_exceeded", "",
 				"Rate limit reached for "+rec.Model+" (simulated). Please try again in 1s.")
 		})
 		return false, false
 	case FaultQuota:
 		rec.Status = http.StatusTooManyRequests
-		s.send(*rec, func() {
-			writeError(w, rec.Status, "insufficient_quota", "insufficient_quota", "",
+		s.send(*rec, func() error {
+			return writeError(w, rec.Status, "insufficient_quota", "insufficient_quota", "",
 				"You exceeded your current quota, please check your plan and billing details (simulated).")
 		})
 		return false, false
@@ -125,7 +125,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, rec *Request, n ui
 	default:
 		return true, rec.Fault == FaultMalformed
 	}
-	s.send(*rec, func() { writeError(w, rec.Status, "server_error", "", "", msg) })
+	s.send(*rec, func() error { return writeError(w, rec.Status, "server_error", "", "", msg) })
 	return false, false
 }
 
@@ -228,8 +228,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	created := rec.Time.Unix()
 	if req.Stream {
 		withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		s.send(rec, func() {
-			s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
+		s.send(rec, func() error {
+			return s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
 				SystemFingerprint: systemFingerprint}, text, finish, u, withUsage, malformed)
 		})
 		return
@@ -250,24 +250,25 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if malformed {
 		body = body[:len(body)/2]
 	}
-	s.send(rec, func() { writeJSON(w, http.StatusOK, body) })
+	s.send(rec, func() error { return writeJSON(w, http.StatusOK, body) })
 }
 
 const systemFingerprint = "fp_silico_sim"
 
 // stream sends the answer as server-sent events the way OpenAI does: a role chunk, content chunks of one word
 // each, a chunk with the finish reason, the usage chunk when asked for, and "data: [DONE]". A malformed stream
-// stops in the middle of its second event.
-func (s *Server) stream(w http.ResponseWriter, base chatChunk, text, finish string, u usage, withUsage, malformed bool) {
+// stops in the middle of its second event. It returns an error when an event could not be written to the
+// connection.
+func (s *Server) stream(w http.ResponseWriter, base chatChunk, text, finish string, u usage, withUsage, malformed bool) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	send := func(c chatChunk, truncate bool) bool {
+	send := func(c chatChunk, truncate bool) error {
 		b, err := json.Marshal(c)
 		if err != nil {
-			return false
+			return fmt.Errorf("sim: encode a stream chunk: %w", err)
 		}
 		if truncate {
 			b = b[:len(b)/2]
@@ -275,36 +276,37 @@ func (s *Server) stream(w http.ResponseWriter, base chatChunk, text, finish stri
 		buf := make([]byte, 0, len(b)+8)
 		buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
 		if _, err := w.Write(buf); err != nil {
-			return false
+			return err
 		}
-		return rc.Flush() == nil
+		return rc.Flush()
 	}
 	empty := ""
 	c := base
 	c.Choices = []chunkChoice{{Delta: chunkDelta{Role: "assistant", Content: &empty}}}
-	if !send(c, false) {
-		return
+	if err := send(c, false); err != nil {
+		return err
 	}
 	for i, word := range splitWords(text) {
 		c.Choices = []chunkChoice{{Delta: chunkDelta{Content: &word}}}
-		if !send(c, malformed && i == 0) || (malformed && i == 0) {
-			return
+		if err := send(c, malformed && i == 0); err != nil || (malformed && i == 0) {
+			return err
 		}
 	}
 	c.Choices = []chunkChoice{{FinishReason: &finish}}
-	if !send(c, false) {
-		return
+	if err := send(c, false); err != nil {
+		return err
 	}
 	if withUsage {
 		c.Choices = []chunkChoice{}
 		c.Usage = &u
-		if !send(c, false) {
-			return
+		if err := send(c, false); err != nil {
+			return err
 		}
 	}
-	if _, err := w.Write([]byte("data: [DONE]\n\n")); err == nil {
-		_ = rc.Flush() // the stream is complete; a failed flush means the client left
+	if _, err := w.Write([]byte("data: [DONE]\n\n")); err != nil {
+		return err
 	}
+	return rc.Flush()
 }
 
 // splitWords splits text before each space, so the pieces join back to text (" word" as OpenAI's chunks do).
@@ -454,7 +456,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		body = body[:len(body)/2]
 	}
 	rec.PromptTokens, rec.Status = prompt, http.StatusOK
-	s.send(rec, func() { writeJSON(w, http.StatusOK, body) })
+	s.send(rec, func() error { return writeJSON(w, http.StatusOK, body) })
 }
 
 // Embedding is the simulator's vector of text from model with dims dimensions: what /v1/embeddings answers for
@@ -524,8 +526,8 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	rec := s.newRecord(r)
 	rec.Status = http.StatusNotFound
-	s.send(rec, func() {
-		writeError(w, rec.Status, "invalid_request_error", "unknown_url", "",
+	s.send(rec, func() error {
+		return writeError(w, rec.Status, "invalid_request_error", "unknown_url", "",
 			fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
 	})
 }

@@ -181,15 +181,16 @@ func (s *Server) failOutage(w http.ResponseWriter, rec *Request, o Outage) {
 	case OutageHTML:
 		rec.Status = o.Status
 		body := []byte(nginxPage(o.Status))
-		s.send(*rec, func() {
+		s.send(*rec, func() error {
 			h := w.Header()
 			h.Set("Content-Type", "text/html")
 			h.Set("Server", "nginx")
 			h.Set("Content-Length", strconv.Itoa(len(body)))
 			w.WriteHeader(o.Status)
-			if _, err := w.Write(body); err == nil {
-				_ = http.NewResponseController(w).Flush() // as writeJSON: flushed before Done is recorded
+			if _, err := w.Write(body); err != nil {
+				return err
 			}
+			return http.NewResponseController(w).Flush() // as writeJSON: flushed before Done is recorded
 		})
 	default:
 		rec.Status = o.Status
@@ -207,7 +208,7 @@ func (s *Server) failOutage(w http.ResponseWriter, rec *Request, o Outage) {
 		default:
 			msg = "The server is overloaded or not ready yet. (simulated outage)"
 		}
-		s.send(*rec, func() { writeError(w, rec.Status, typ, code, "", msg) })
+		s.send(*rec, func() error { return writeError(w, rec.Status, typ, code, "", msg) })
 	}
 }
 

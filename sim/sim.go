@@ -164,6 +164,10 @@ type Request struct {
 	// gone. The client cannot have had the response before Done. Zero in Requests while the response is being
 	// sent; Config.RequestLog gets the entry only once Done is set.
 	Done time.Time `json:"done"`
+	// Lost is set when the response could not be written to the connection: it was closed first (by the client,
+	// or by Served at the start of a refuse window while the handler was still answering). The client never had
+	// it, so asking again is no second payment. Set together with Done.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // Counters are totals since the Server was created.
@@ -356,10 +360,10 @@ func (s *Server) Counters() Counters {
 }
 
 // send counts a request, appends it to the log, runs write (which sends the response and flushes it, or does
-// nothing when there is none to send), then completes the entry with its Done time and writes it to
-// Config.RequestLog. So the entry is in Requests before the client can have the response, and its Done is never
-// earlier than the moment the client could have it. write may be nil.
-func (s *Server) send(req Request, write func()) {
+// nothing when there is none to send), then completes the entry with its Done time (and Lost, when write failed)
+// and writes it to Config.RequestLog. So the entry is in Requests before the client can have the response, and
+// its Done is never earlier than the moment the client could have it. write may be nil.
+func (s *Server) send(req Request, write func() error) {
 	switch {
 	case req.Fault == FaultOutage:
 		s.c.outage.Add(1)
@@ -393,8 +397,8 @@ func (s *Server) send(req Request, write func()) {
 	}
 	s.logMu.Unlock()
 
-	if write != nil {
-		write()
+	if write != nil && write() != nil {
+		req.Lost = true
 	}
 
 	req.Done = s.cfg.Now().Round(0)
@@ -408,7 +412,7 @@ func (s *Server) send(req Request, write func()) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	if !s.cfg.Forget {
-		s.log[i].Done = req.Done
+		s.log[i].Done, s.log[i].Lost = req.Done, req.Lost
 	}
 	if line != nil && s.logErr == nil {
 		if _, err := s.cfg.RequestLog.Write(line); err != nil {
@@ -469,10 +473,10 @@ func abort(w http.ResponseWriter) {
 	_ = conn.Close() // nothing is left to tell the client
 }
 
-// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body, from the chat,
-// embeddings or Anthropic messages endpoint.
+// Answered reports whether the request got an answer a client can use: HTTP 200 with a whole body written to the
+// connection, from the chat, embeddings or Anthropic messages endpoint.
 func (r Request) Answered() bool {
-	return r.Status == http.StatusOK && r.Fault != FaultMalformed &&
+	return r.Status == http.StatusOK && r.Fault != FaultMalformed && !r.Lost &&
 		(r.Endpoint == "/v1/chat/completions" || r.Endpoint == "/v1/embeddings" || r.Endpoint == "/v1/messages")
 }
 

@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -582,7 +584,8 @@ func TestRequestedAfterAnswer(t *testing.T) {
 		{Time: at(0), Endpoint: chat, Cell: "b", Status: 200, Fault: FaultMalformed},
 		{Time: at(20), Endpoint: chat, Cell: "b", Status: 200},
 		{Time: at(30), Endpoint: chat, Cell: "b", Status: 499},
-		// c: answered once; no cell header is ignored.
+		// c: answered once (the 200 before it never reached the client); no cell header is ignored.
+		{Time: at(1), Endpoint: chat, Cell: "c", Status: 200, Lost: true},
 		{Time: at(5), Endpoint: chat, Cell: "c", Status: 200},
 		{Time: at(6), Endpoint: chat, Status: 200},
 		{Time: at(7), Endpoint: chat, Status: 200},
@@ -593,5 +596,49 @@ func TestRequestedAfterAnswer(t *testing.T) {
 	}
 	if log[2].Cell != "b" || !log[2].Time.Equal(at(50)) {
 		t.Error("RequestedAfterAnswer reordered its argument")
+	}
+}
+
+// brokenConn is a ResponseWriter whose connection is gone: every write fails, as after the connection was closed
+// while the handler was answering.
+type brokenConn struct{ h http.Header }
+
+func (b *brokenConn) Header() http.Header       { return b.h }
+func (b *brokenConn) WriteHeader(int)           {}
+func (b *brokenConn) Write([]byte) (int, error) { return 0, net.ErrClosed }
+func (b *brokenConn) FlushError() error         { return net.ErrClosed }
+
+// TestAnAnswerNotWrittenIsLost: a 200 that could not be written to the connection is logged Lost, so that a
+// client asking again is not counted as paying twice; one that was written is not.
+func TestAnAnswerNotWrittenIsLost(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"m","messages":[{"role":"user","content":"Pick 1 or 2."}]}`
+	for _, stream := range []bool{false, true} {
+		b := body
+		if stream {
+			b = `{"model":"m","stream":true,"messages":[{"role":"user","content":"Pick 1 or 2."}]}`
+		}
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(b))
+		r.Header.Set(CellHeader, fmt.Sprintf("broken-%v", stream))
+		s.ServeHTTP(&brokenConn{h: http.Header{}}, r)
+		r = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(b))
+		r.Header.Set(CellHeader, fmt.Sprintf("whole-%v", stream))
+		s.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	got := map[string]Request{}
+	for _, r := range s.Requests() {
+		got[r.Cell] = r
+	}
+	for cell, lost := range map[string]bool{"broken-false": true, "broken-true": true, "whole-false": false, "whole-true": false} {
+		r, ok := got[cell]
+		if !ok {
+			t.Fatalf("no log entry for %s: %+v", cell, got)
+		}
+		if r.Status != http.StatusOK || r.Lost != lost || r.Answered() == lost || r.Done.IsZero() {
+			t.Errorf("%s: status %d, lost %v, answered %v, done %v; want 200, lost %v", cell, r.Status, r.Lost, r.Answered(), r.Done, lost)
+		}
 	}
 }

@@ -190,22 +190,24 @@ func modelList(names []string) modelListBody {
 	return l
 }
 
-// writeJSON sends body with status; the body is already encoded.
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
+// writeJSON sends body with status; the body is already encoded. It returns an error when the response could not
+// be written to the connection.
+func writeJSON(w http.ResponseWriter, status int, body []byte) error {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	if _, err := w.Write(body); err != nil {
-		return // the client went away; there is no one left to tell
+		return err // the connection is gone; there is no one left to tell
 	}
 	// Flushed here rather than when the handler returns, so that the request log's Done (recorded next) is not
-	// earlier than the moment the client could read the response. A failed flush means the client left.
-	_ = http.NewResponseController(w).Flush()
+	// earlier than the moment the client could read the response, and so that a connection closed meanwhile is
+	// known (the error) rather than logged as an answer.
+	return http.NewResponseController(w).Flush()
 }
 
-// writeError sends an OpenAI-shaped error.
-func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+// writeError sends an OpenAI-shaped error, and returns an error as writeJSON does.
+func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) error {
 	e := errorBody{Error: apiError{Message: msg, Type: typ}}
 	if code != "" {
 		e.Error.Code = &code
@@ -217,5 +219,5 @@ func writeError(w http.ResponseWriter, status int, typ, code, param, msg string)
 	if err != nil {
 		body = []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":null}}`)
 	}
-	writeJSON(w, status, body)
+	return writeJSON(w, status, body)
 }
