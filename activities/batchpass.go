@@ -36,9 +36,10 @@ type BatchPassInput struct {
 }
 
 // BatchPlan is what PlanBatchPass decided: the cells of each chunk, in order, and how many cells the response
-// cache answered (recorded at once).
+// cache answered (recorded at once). Chunks are sets of spans, so the plan of a million cells is a few bytes of
+// history, not megabytes (Temporal refuses a payload over 2 MiB).
 type BatchPlan struct {
-	Chunks [][]int `json:"chunks"`
+	Chunks []experiment.CellSet `json:"chunks"`
 	Cached int     `json:"cached"`
 }
 
@@ -49,7 +50,7 @@ type BatchChunkInput struct {
 	Pass  experiment.Pass `json:"pass"`
 	Chunk int             `json:"chunk"`
 	Round int             `json:"round"`
-	Cells []int           `json:"cells"`
+	Cells experiment.CellSet `json:"cells"`
 	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
 	Since time.Time `json:"since"`
 }
@@ -71,7 +72,7 @@ type BatchCollectInput struct {
 type BatchCollected struct {
 	Recorded int   `json:"recorded"`
 	Failed   int   `json:"failed"`
-	Again    []int `json:"again,omitempty"`
+	Again    experiment.CellSet `json:"again,omitempty"`
 	// Usage is what the recorded cells consumed, at the batch price.
 	Usage usage.Usage `json:"usage"`
 }
@@ -194,7 +195,7 @@ func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch
 	if err != nil {
 		return batch.Info{}, err
 	}
-	reqs, err := batchRequests(spec, in.Cells)
+	reqs, err := batchRequests(spec, in.Cells.Indexes())
 	if err != nil {
 		return batch.Info{}, refused(err)
 	}
@@ -246,7 +247,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	if err != nil {
 		return BatchCollected{}, err
 	}
-	reqs, err := batchRequests(spec, in.Cells)
+	reqs, err := batchRequests(spec, in.Cells.Indexes())
 	if err != nil {
 		return BatchCollected{}, refused(err)
 	}
@@ -266,6 +267,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		latency = float64(now.Sub(in.Batch.CreatedAt).Microseconds()) / 1000
 	}
 	var out BatchCollected
+	var again []int
 	var page store.Batch
 	flush := func() error {
 		if len(page.Records) == 0 {
@@ -291,7 +293,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		seen[r.CustomID] = true
 		o := batchResultOutcome(spec, req.Cell, batch.FormatOpenAI, r, pr, client.Redact, in.Round+1, latency)
 		if o.Again {
-			out.Again = append(out.Again, req.Cell.Index)
+			again = append(again, req.Cell.Index)
 			return nil
 		}
 		page.Records = append(page.Records, *o.Record)
@@ -316,9 +318,10 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	}
 	for _, r := range reqs {
 		if !seen[r.CustomID] {
-			out.Again = append(out.Again, r.Cell.Index) // not in the results: never ran
+			again = append(again, r.Cell.Index) // not in the results: never ran
 		}
 	}
-	slices.Sort(out.Again)
+	slices.Sort(again)
+	out.Again = experiment.CellsOf(again...)
 	return out, nil
 }

@@ -108,7 +108,7 @@ func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) Batch
 	pass := h.spec.Passes()[0]
 	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: runID, Pass: pass})
 	for i, cells := range plan.Chunks {
-		for round := 0; round < rounds && len(cells) > 0; round++ {
+		for round := 0; round < rounds && cells.Len() > 0; round++ {
 			in := BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells}
 			info := run[batch.Info](h, h.acts.SubmitBatch, in)
 			if again := run[batch.Info](h, h.acts.SubmitBatch, in); again.ID != info.ID {
@@ -178,7 +178,7 @@ func TestBatchPassSameCellsAtHalfPrice(t *testing.T) {
 	in := BatchChunkInput{RunID: "batch-run", Pass: pass, Chunk: 0, Cells: plan.Chunks[0]}
 	info := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "batch-run", ID: bs[0].ID})
 	again := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
-	if again.Recorded != 7 || len(again.Again) != 0 || len(h.records("batch-run")) != 20 {
+	if again.Recorded != 7 || again.Again.Len() != 0 || len(h.records("batch-run")) != 20 {
 		t.Errorf("second collect %+v", again)
 	}
 
@@ -241,7 +241,7 @@ func TestBatchPassFailedLines(t *testing.T) {
 	info := run[batch.Info](h, h.acts.SubmitBatch, in)
 	info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: info.ID})
 	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
-	if got.Recorded != 2 || got.Failed != 1 || len(got.Again) != 1 || got.Again[0] != 1 {
+	if got.Recorded != 2 || got.Failed != 1 || got.Again.Len() != 1 || got.Again.Indexes()[0] != 1 {
 		t.Errorf("collected %+v, want p0 failed, p2 answered, p1 again", got)
 	}
 	r := h.records("run")[0]
@@ -265,7 +265,7 @@ func TestBatchPassCancel(t *testing.T) {
 		t.Fatalf("after cancel: %s", info.Status)
 	}
 	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
-	if got.Recorded != 3 || len(got.Again) != 7 || len(h.records("run")) != 3 {
+	if got.Recorded != 3 || got.Again.Len() != 7 || len(h.records("run")) != 3 {
 		t.Errorf("collected %+v, want 3 recorded and 7 to go again", got)
 	}
 }

@@ -86,11 +86,11 @@ func batchRequests(spec *experiment.Spec, cells []int) ([]batchRequest, error) {
 }
 
 // planBatchChunks cuts a pass's requests into the chunks of its batches (batch.Split by the model's
-// max_requests and max_bytes) and returns each chunk's cell indexes. The workflow records this plan once, and
+// max_requests and max_bytes) and returns each chunk's cells. The workflow records this plan once, and
 // every attempt of a chunk's submission rebuilds its lines from these cells: a plan made again after more cells
 // were answered (from the cache of another run, say) would cut other chunks, whose batches Submit could not
 // recognise.
-func planBatchChunks(spec *experiment.Spec, reqs []batchRequest) ([][]int, error) {
+func planBatchChunks(spec *experiment.Spec, reqs []batchRequest) ([]experiment.CellSet, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
@@ -104,12 +104,13 @@ func planBatchChunks(spec *experiment.Spec, reqs []batchRequest) ([][]int, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]int, len(chunks))
+	out := make([]experiment.CellSet, len(chunks))
 	for i, ch := range chunks {
-		out[i] = make([]int, 0, ch.End-ch.Start)
+		var b experiment.CellSetBuilder
 		for _, r := range reqs[ch.Start:ch.End] {
-			out[i] = append(out[i], r.Cell.Index)
+			b.Add(r.Cell.Index)
 		}
+		out[i] = b.Set()
 	}
 	return out, nil
 }

@@ -91,7 +91,7 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan) != 4 || len(plan[0]) != 6 || len(plan[3]) != 2 {
+	if len(plan) != 4 || plan[0].Len() != 6 || plan[3].Len() != 2 {
 		t.Errorf("plan %v, want 6+6+6+2 cells", plan)
 	}
 	size := len(chunkInput(batch.FormatOpenAI, reqs)) / len(reqs)
@@ -105,7 +105,7 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 		t.Errorf("%d chunks of at most %d bytes for 20 lines of about %d, want at least 7", len(plan), 3*size, size)
 	}
 	for i, cells := range plan {
-		again, err := batchRequests(spec, cells)
+		again, err := batchRequests(spec, cells.Indexes())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 		}
 		var orig []batchRequest
 		for _, r := range reqs {
-			for _, c := range cells {
+			for c := range cells.All() {
 				if r.Cell.Index == c {
 					orig = append(orig, r)
 				}
@@ -140,8 +140,16 @@ func TestBatchPlan120k(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan) != 3 || len(plan[0]) != 50_000 || len(plan[2]) != 20_000 {
+	if len(plan) != 3 || plan[0].Len() != 50_000 || plan[1].Len() != 50_000 || plan[2].Len() != 20_000 {
 		t.Errorf("120,000 cells: %d chunks, want 3 of 50,000, 50,000 and 20,000", len(plan))
+	}
+	// The plan is recorded in the workflow's history: spans, not 120,000 numbers.
+	b, err := json.Marshal(BatchPlan{Chunks: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 200 {
+		t.Errorf("the plan of 120,000 cells is %d bytes of JSON (%s), want spans of a few bytes", len(b), b)
 	}
 }
 

@@ -87,7 +87,7 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 }
 
 // runChunk runs chunk i of pass p through its rounds and returns what it recorded.
-func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells []int) activities.BatchCollected {
+func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet) activities.BatchCollected {
 	m := r.plan.Models[p.Model]
 	set := m.Batch
 	rounds := max(1, r.plan.Run.MaxAttempts)
@@ -95,9 +95,9 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		rounds = 1
 	}
 	var total activities.BatchCollected
-	for round := 0; round < rounds && len(cells) > 0; round++ {
+	for round := 0; round < rounds && cells.Len() > 0; round++ {
 		in := activities.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Since: r.state.Started}
-		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, len(cells), m.ID)
+		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		var info batch.Info
 		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info); err != nil {
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
