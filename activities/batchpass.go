@@ -40,16 +40,16 @@ type BatchPassInput struct {
 // history, not megabytes (Temporal refuses a payload over 2 MiB).
 type BatchPlan struct {
 	Chunks []experiment.CellSet `json:"chunks"`
-	Cached int     `json:"cached"`
+	Cached int                  `json:"cached"`
 }
 
 // BatchChunkInput names one chunk's batch of one round: the cells it asks for, as the recorded plan (or the
 // previous round's Again) lists them.
 type BatchChunkInput struct {
-	RunID string          `json:"run_id"`
-	Pass  experiment.Pass `json:"pass"`
-	Chunk int             `json:"chunk"`
-	Round int             `json:"round"`
+	RunID string             `json:"run_id"`
+	Pass  experiment.Pass    `json:"pass"`
+	Chunk int                `json:"chunk"`
+	Round int                `json:"round"`
 	Cells experiment.CellSet `json:"cells"`
 	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
 	Since time.Time `json:"since"`
@@ -70,8 +70,8 @@ type BatchCollectInput struct {
 
 // BatchCollected is what CollectBatch recorded, and the cells to submit again.
 type BatchCollected struct {
-	Recorded int   `json:"recorded"`
-	Failed   int   `json:"failed"`
+	Recorded int                `json:"recorded"`
+	Failed   int                `json:"failed"`
 	Again    experiment.CellSet `json:"again,omitempty"`
 	// Usage is what the recorded cells consumed, at the batch price.
 	Usage usage.Usage `json:"usage"`
