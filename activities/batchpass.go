@@ -41,6 +41,9 @@ type BatchPassInput struct {
 type BatchPlan struct {
 	Chunks []experiment.CellSet `json:"chunks"`
 	Cached int                  `json:"cached"`
+	// Costs are the chunks' worst-case costs at the batch price, which the workflow reserves against budget_usd
+	// before it submits each: every prompt and the longest completion. Empty when the run has no budget.
+	Costs []float64 `json:"costs,omitempty"`
 }
 
 // BatchChunkInput names one chunk's batch of one round: the cells it asks for, as the recorded plan (or the
@@ -73,6 +76,8 @@ type BatchCollected struct {
 	Recorded int                `json:"recorded"`
 	Failed   int                `json:"failed"`
 	Again    experiment.CellSet `json:"again,omitempty"`
+	// AgainCost is the worst-case cost of the Again cells, as BatchPlan.Costs; zero without a budget.
+	AgainCost float64 `json:"again_cost,omitempty"`
 	// Usage is what the recorded cells consumed, at the batch price.
 	Usage usage.Usage `json:"usage"`
 }
@@ -180,6 +185,15 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 	}
 	if plan.Chunks, err = planBatchChunks(spec, reqs); err != nil {
 		return BatchPlan{}, refused(err)
+	}
+	if spec.BudgetUSD > 0 {
+		// The chunks cut reqs in order, one after the other.
+		plan.Costs = make([]float64, len(plan.Chunks))
+		at := 0
+		for i, ch := range plan.Chunks {
+			plan.Costs[i] = worstCost(spec, a.Tokenizer, reqs[at:at+ch.Len()])
+			at += ch.Len()
+		}
 	}
 	return plan, nil
 }
@@ -323,5 +337,14 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	}
 	slices.Sort(again)
 	out.Again = experiment.CellsOf(again...)
+	if len(again) > 0 && spec.BudgetUSD > 0 {
+		left := make([]batchRequest, 0, len(again))
+		for _, r := range reqs {
+			if _, ok := slices.BinarySearch(again, r.Cell.Index); ok {
+				left = append(left, r)
+			}
+		}
+		out.AgainCost = worstCost(spec, a.Tokenizer, left)
+	}
 	return out, nil
 }

@@ -22,6 +22,8 @@ type batchRequest struct {
 	CustomID string
 	Key      store.CacheKey
 	Line     []byte
+	// Msgs are the rendered messages, which the worst-case cost is counted from.
+	Msgs []experiment.Message
 }
 
 // formatOf is model m's batch format.
@@ -80,7 +82,7 @@ func batchRequests(spec *experiment.Spec, cells []int) ([]batchRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, batchRequest{Cell: c, CustomID: custom[i], Key: pc.key, Line: line})
+		out = append(out, batchRequest{Cell: c, CustomID: custom[i], Key: pc.key, Line: line, Msgs: msgs})
 	}
 	return out, nil
 }
@@ -122,4 +124,23 @@ func chunkInput(f batch.Format, reqs []batchRequest) []byte {
 		lines[i] = r.Line
 	}
 	return batch.Encode(f, lines)
+}
+
+// worstCost is the most the requests can cost at model m's batch price: each prompt as the tokenizer counts it and
+// the longest completion, as the synchronous pass reserves before each call. Zero when the run has no budget or
+// the model no price (a budget does not bound what it cannot price, in either mode).
+func worstCost(spec *experiment.Spec, tok *llm.Tokenizer, reqs []batchRequest) float64 {
+	if spec.BudgetUSD <= 0 || tok == nil || len(reqs) == 0 {
+		return 0
+	}
+	m := spec.Models[reqs[0].Cell.Model]
+	pr := batchPricingOf(m)
+	if !pr.priced {
+		return 0
+	}
+	total := 0.0
+	for _, r := range reqs {
+		total += llm.Cost(pr.price, tok.CountMessages(m.Name, r.Msgs), maxTokens(m))
+	}
+	return total
 }

@@ -165,8 +165,6 @@ func (s *Spec) CheckBatchRunnable() error {
 			errs.add(path, "batch mode does not run embeddings yet; use mode: sync for %s", m.ID)
 		case s.HasImages():
 			errs.add(path, "batch mode does not send pictures yet; use mode: sync for %s", m.ID)
-		case s.BudgetUSD > 0:
-			errs.add(path, "batch mode does not reserve budget_usd yet; use mode: sync for %s, or no budget", m.ID)
 		case m.Provider == ProviderAnthropic:
 			errs.add(path, "batch mode runs only the OpenAI format yet")
 		}

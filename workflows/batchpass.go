@@ -24,8 +24,12 @@ import (
 // provider to end it and records what completed, on a disconnected context, while the workflow waits for them
 // (cancelled); a run without batch passes ends at once, as it always did, so recorded histories replay unchanged.
 //
-// Not yet: the budget is not reserved before a submission; so activities.Activities refuses batch mode unless
-// RunBatchMode is set.
+// budget_usd: a submitted batch is paid for whatever happens next, so each submission first reserves its
+// cells' worst-case cost (every prompt and the longest completion, at the batch price; computed by the plan and
+// by each collect for the next round) against the pass's share of the budget, as a synchronous call reserves
+// its own. A submission that does not fit, even after the share is looked up again, is not sent: the run stops
+// with the budget exhausted and its cells are recorded so. After a collect the reservation becomes what the
+// batch cost. The reservations are workflow state, so a worker that dies does not lose them.
 
 // batchActivityCtx is the options of the batch pass's activities: short, retried with backoff for as long as
 // the pass lives, non-retryable only for what no retry can cure.
@@ -50,14 +54,19 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 		return
 	}
 	res := activities.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached, FirstFailure: -1}
+	bb := &batchBudget{on: sh.Budgeted, limit: sh.BudgetUSD}
 	wg := workflow.NewWaitGroup(ctx)
 	for i, cells := range plan.Chunks {
+		cost := 0.0
+		if i < len(plan.Costs) {
+			cost = plan.Costs[i]
+		}
 		wg.Add(1)
 		r.batchChunks++
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer wg.Done()
 			defer func() { r.batchChunks-- }()
-			got := r.runChunk(gctx, p, i, cells)
+			got := r.runChunk(gctx, p, i, cells, cost, bb)
 			res.Done += got.Recorded
 			res.Failed += got.Failed
 			res.OK += got.Recorded - got.Failed
@@ -66,6 +75,11 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 	}
 	wg.Wait(ctx)
 	if ctx.Err() != nil {
+		return
+	}
+	if r.state.Stopped != "" {
+		// The budget (or on_error=raise) stopped the run: the cells left are recorded with its reason.
+		r.passDone(ctx, res)
 		return
 	}
 	if res.Done < p.Len() && m.Batch.OnExpired == experiment.OnExpiredSync {
@@ -87,7 +101,8 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 }
 
 // runChunk runs chunk i of pass p through its rounds and returns what it recorded.
-func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet) activities.BatchCollected {
+// cost is the worst-case cost of the first round's cells, reserved against bb before the submission.
+func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet, cost float64, bb *batchBudget) activities.BatchCollected {
 	m := r.plan.Models[p.Model]
 	set := m.Batch
 	rounds := max(1, r.plan.Run.MaxAttempts)
@@ -98,6 +113,13 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 	for round := 0; round < rounds && cells.Len() > 0; round++ {
 		in := activities.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Since: r.state.Started}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
+		if !r.reserveBatch(p, bb, cost) {
+			if r.state.Stopped == "" {
+				r.stop(activities.ClassBudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
+					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD))
+			}
+			return total
+		}
 		var info batch.Info
 		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info); err != nil {
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
@@ -118,6 +140,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 				dctx, cancel := workflow.NewDisconnectedContext(ctx)
 				got := r.cancelChunk(dctx, p, in, prev)
 				cancel()
+				bb.settle(cost, got.Usage.CostUSD)
 				total.Recorded += got.Recorded
 				total.Failed += got.Failed
 				total.Usage.Add(got.Usage)
@@ -145,9 +168,42 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		total.Recorded += got.Recorded
 		total.Failed += got.Failed
 		total.Usage.Add(got.Usage)
-		cells = got.Again
+		bb.settle(cost, got.Usage.CostUSD)
+		cells, cost = got.Again, got.AgainCost
 	}
 	return total
+}
+
+// batchBudget is a batch pass's share of budget_usd: what its submitted batches may cost at most (reserved) and
+// what its collected ones cost (spent). Its chunks run in coroutines of one workflow, so no lock is needed.
+type batchBudget struct {
+	on                     bool
+	limit, reserved, spent float64
+}
+
+// left is what the pass's share has left.
+func (b *batchBudget) left() float64 { return max(0, b.limit-b.reserved-b.spent) }
+
+// settle ends a reservation of cost, of which spent was paid.
+func (b *batchBudget) settle(cost, spent float64) {
+	b.reserved -= cost
+	b.spent += spent
+}
+
+// reserveBatch reserves cost against the pass's budget; when it does not fit, the share is computed again
+// (finished passes may have left budget behind; a share never shrinks). It reports whether cost is reserved.
+func (r *runner) reserveBatch(p experiment.Pass, b *batchBudget, cost float64) bool {
+	if !b.on {
+		return true
+	}
+	if cost > b.left() {
+		b.limit = max(b.limit, r.share(p.Model).BudgetUSD)
+		if cost > b.left() {
+			return false
+		}
+	}
+	b.reserved += cost
+	return true
 }
 
 // batchPassFailed records the pass's cells failed when its plan could not be made.

@@ -190,3 +190,84 @@ func TestBatchRunCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchRunReservesTheBudget: before each submission the batch's worst-case cost (every prompt, the longest
+// completion, at the batch price) is reserved against the pass's share of budget_usd. With a budget that covers
+// each pass's first chunk and half its second, one batch per pass is sent, the others never are, the run stops
+// with the budget exhausted, its other cells are recorded so, and the run costs less than its budget.
+func TestBatchRunReservesTheBudget(t *testing.T) {
+	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	tok, err := llm.NewTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := tempStore(t)
+	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		Tokenizer: tok, OutputRoot: t.TempDir(), RunBatchMode: true, HeartbeatEvery: 10 * time.Millisecond}
+	spec := simSpec(srv.URL, true)
+	spec.Models[0].Params.MaxTokens = 20
+	m := spec.Models[0]
+	price, ok := llm.BatchPriceFor(m)
+	if !ok {
+		t.Fatal("the model has no batch price")
+	}
+	worst := func(from, to int) float64 {
+		c := 0.0
+		for i := from; i < to; i++ {
+			msgs, err := spec.Render(spec.Cell(i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c += llm.Cost(price, tok.CountMessages(m.Name, msgs), 20)
+		}
+		return c
+	}
+	// Two passes of 20 cells run at once, each with half the budget; chunks of 7, 7 and 6.
+	passes := spec.Passes()
+	share := 0.0
+	for _, p := range passes {
+		share = max(share, worst(p.Start, p.Start+7)+worst(p.Start+7, p.Start+14)/2)
+	}
+	spec.BudgetUSD = 2 * share
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(acts)
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, "budget-run"))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Batches()); n != 2 {
+		t.Errorf("%d batches sent, want 2: each pass's first chunk", n)
+	}
+	recs, err := st.Records(context.Background(), "budget-run", 0, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered, exhausted := 0, 0
+	for _, r := range recs {
+		switch {
+		case r.Status != store.StatusFailed:
+			answered++
+		case r.ErrorClass == activities.ClassBudgetExhausted:
+			exhausted++
+		default:
+			t.Errorf("cell %d: %s: %s", r.Index, r.ErrorClass, r.ErrorMessage)
+		}
+	}
+	if answered != 14 || exhausted != 26 {
+		t.Errorf("%d cells answered and %d recorded %s, want 14 and 26", answered, exhausted, activities.ClassBudgetExhausted)
+	}
+	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD > spec.BudgetUSD {
+		t.Errorf("stopped %q, cost %g of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
+	}
+}
