@@ -125,10 +125,6 @@ type Activities struct {
 	// Outages tells a run's workflow when its models' providers go down and come back. Optional.
 	Outages Outages
 
-	// RunBatchMode lets runs with models in batch mode start. Off in every worker until cancelling a run also
-	// cancels its provider batches; tests of the batch pass set it.
-	RunBatchMode bool
-
 	mu    sync.Mutex
 	specs map[string]*experiment.Spec
 }
@@ -199,11 +195,7 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	if err != nil {
 		return Plan{}, err
 	}
-	check := s.CheckRunnable
-	if a.RunBatchMode {
-		check = s.CheckBatchRunnable
-	}
-	if err := check(); err != nil {
+	if err := s.CheckBatchRunnable(); err != nil {
 		// Fail before any call rather than run batch cells synchronously at full price, or half of them.
 		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
 	}

@@ -127,29 +127,9 @@ func (s *Spec) BatchSettings(m Model) BatchSettings {
 // Batched reports whether model m runs in batch mode.
 func (s *Spec) Batched(m Model) bool { return s.BatchSettings(m).Mode == BatchBatch }
 
-// CheckRunnable reports what a valid spec asks for that this release cannot run yet: batch mode, which
-// validate and estimate already understand and price, but whose durable pass is not in the workflow. The error
+// CheckBatchRunnable reports what a valid spec asks of batch mode that the batch pass cannot run yet. The error
 // is Errors with field paths, so a run fails at once, before any call, saying which model asks for it, instead
 // of quietly running its cells synchronously at twice the price.
-func (s *Spec) CheckRunnable() error {
-	var errs Errors
-	for i, m := range s.Models {
-		if s.Batched(m) {
-			path := fmt.Sprintf("models[%d].batch.mode", i)
-			if m.Batch == nil || m.Batch.Mode == "" {
-				path = "run.batch.mode"
-			}
-			errs.add(path, "batch mode is priced by validate and estimate but not run by this release yet; use mode: sync to run %s now", m.ID)
-		}
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
-}
-
-// CheckBatchRunnable reports what of a spec's batch mode the batch pass cannot run yet, once a worker runs
-// batch mode at all: embeddings, pictures and budgets (a batch's cost is not reserved before it is submitted).
 func (s *Spec) CheckBatchRunnable() error {
 	var errs Errors
 	for i, m := range s.Models {

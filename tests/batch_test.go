@@ -36,7 +36,7 @@ func rowsOf(t *testing.T, dir string) []results.Row {
 func (s *stack) batchWorker(t *testing.T) func() {
 	t.Helper()
 	w, err := workerhost.New(s.client, workerhost.Config{Store: s.store, Getenv: func(string) string { return "" },
-		SimURL: s.simURL, OutputRoot: s.out, RunBatchMode: true})
+		SimURL: s.simURL, OutputRoot: s.out})
 	if err != nil {
 		t.Fatal(err)
 	}

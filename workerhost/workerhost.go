@@ -24,9 +24,6 @@ import (
 type Config struct {
 	// Store is the results store (a *store.SQLite or *store.Postgres; store.Open picks one). Required.
 	Store activities.Store
-	// RunBatchMode lets runs with models in batch mode start (activities.Activities.RunBatchMode). Optional: off,
-	// as in every command, until batch mode is released.
-	RunBatchMode bool
 	// Getenv reads the API keys named by specs. Required (os.Getenv in production).
 	Getenv func(string) string
 	// HTTPClient is shared by every model endpoint. Optional: defaults to a client tuned for many concurrent calls.
@@ -124,7 +121,6 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		Observe:  cfg.Observe,
 		// One fetcher per worker process: its LRU and its downloads under way serve every pass.
 		Images:       imagefetch.New(imagefetch.Config{Client: hc}),
-		RunBatchMode: cfg.RunBatchMode,
 	})
 	return w, nil
 }

@@ -45,7 +45,7 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	defer srv.Close()
 	st := tempStore(t)
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
-		OutputRoot: t.TempDir(), RunBatchMode: true, HeartbeatEvery: 10 * time.Millisecond}
+		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 
 	runOnce := func(spec experiment.Spec, id string) Result {
 		t.Helper()
@@ -118,19 +118,6 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	}
 }
 
-// TestBatchRunRefusedByDefault: a worker that does not run batch mode fails such a run at once.
-func TestBatchRunRefusedByDefault(t *testing.T) {
-	st := tempStore(t)
-	acts := &activities.Activities{Store: st, OutputRoot: t.TempDir()}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterActivity(acts)
-	env.ExecuteWorkflow(ExperimentWorkflow, input(t, simSpec("http://127.0.0.1:1", true), "refused"))
-	if err := env.GetWorkflowError(); err == nil {
-		t.Error("a batch-mode run on a worker without RunBatchMode: no error")
-	}
-}
-
 type stepClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -154,7 +141,7 @@ func TestBatchRunCancel(t *testing.T) {
 	defer srv.Close()
 	st := tempStore(t)
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
-		OutputRoot: t.TempDir(), RunBatchMode: true}
+		OutputRoot: t.TempDir()}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivity(acts)
@@ -208,7 +195,7 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 	}
 	st := tempStore(t)
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
-		Tokenizer: tok, OutputRoot: t.TempDir(), RunBatchMode: true, HeartbeatEvery: 10 * time.Millisecond}
+		Tokenizer: tok, OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 	spec := simSpec(srv.URL, true)
 	spec.Models[0].Params.MaxTokens = 20
 	m := spec.Models[0]

@@ -73,7 +73,7 @@ func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 			notes = append(notes, note)
 		}
 	}
-	if err := spec.CheckRunnable(); err != nil {
+	if err := spec.CheckBatchRunnable(); err != nil {
 		var errs experiment.Errors
 		if errors.As(err, &errs) {
 			for _, e := range errs {

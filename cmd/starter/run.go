@@ -73,7 +73,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if dryRun {
 				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &storeFlags{path: conn.storePath, stateDir: conn.stateDir})
 			}
-			if err := spec.CheckRunnable(); err != nil {
+			if err := spec.CheckBatchRunnable(); err != nil {
 				return withCode(exitUsage, err)
 			}
 			if detach && conn.embedded() {
