@@ -54,12 +54,32 @@ func (p *pass) heartbeat(ctx, bg context.Context, q *queuedGauge) {
 	})
 }
 
-// heartbeatEvery is how often the pass heartbeats (default 1 s).
-func (p *pass) heartbeatEvery() time.Duration {
-	if p.a.HeartbeatEvery > 0 {
-		return p.a.HeartbeatEvery
+// heartbeatEvery is how often the pass heartbeats.
+func (p *pass) heartbeatEvery() time.Duration { return p.a.heartbeatEvery() }
+
+// heartbeatEvery is how often activities heartbeat: HeartbeatEvery, default 1 s.
+func (a *Activities) heartbeatEvery() time.Duration {
+	if a.HeartbeatEvery > 0 {
+		return a.HeartbeatEvery
 	}
 	return time.Second
+}
+
+// keepAlive heartbeats the activity of ctx every d until the function it returns is called (which waits for
+// the heartbeating goroutine). The batch pass's activities are short but wait on the provider (an upload of
+// 200 MB, a listing, a result file streamed): the heartbeat lets the server tell a dead worker from a slow
+// provider within the heartbeat timeout. Outside an activity (tests calling the method) it does nothing.
+func keepAlive(ctx context.Context, d time.Duration) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	hctx, cancel := context.WithCancel(ctx)
+	wg.Go(func() { tick(hctx, d, func() { activity.RecordHeartbeat(ctx) }) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // tick calls fn every d until ctx ends. The pass's background loops (heartbeat, shares, claims) are ticks.

@@ -3,19 +3,16 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/temporal"
-
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
 )
 
-// TestPrepareRunRefusesBatchMode: until the batch pass runs, a spec in batch mode fails before any call instead
-// of running its cells synchronously at the full price.
-func TestPrepareRunRefusesBatchMode(t *testing.T) {
+// TestPrepareRunPlansBatchMode: a spec in batch mode is planned with its batch settings, which the workflow
+// reads to run the model's passes through the provider's batch API; a sync one is planned without.
+func TestPrepareRunPlansBatchMode(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
 	if err != nil {
@@ -28,12 +25,18 @@ func TestPrepareRunRefusesBatchMode(t *testing.T) {
 "personas":[{"id":"p","attributes":{"name":"A"}}],
 "questionnaire":{"options":[{"id":"1","text":"1. No","weight":1}],"items":[{"id":"1","text":"Q?"}]}}`)
 	}
-	_, err = a.PrepareRun(ctx, PrepareInput{RunID: "batch", Spec: spec(`,"batch":{"mode":"batch"}`)})
-	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != ClassInvalidSpec || !ae.NonRetryable() || !strings.Contains(err.Error(), "models[0].batch.mode") {
-		t.Errorf("batch mode: %v, want a non-retryable %s naming models[0].batch.mode", err, ClassInvalidSpec)
+	plan, err := a.PrepareRun(ctx, PrepareInput{RunID: "batch", Spec: spec(`,"batch":{"mode":"batch"}`)})
+	if err != nil {
+		t.Fatalf("batch mode: %v", err)
 	}
-	if _, err := a.PrepareRun(ctx, PrepareInput{RunID: "sync", Spec: spec(`,"batch":{"mode":"sync"}`)}); err != nil {
-		t.Errorf("sync mode: %v", err)
+	if b := plan.Models[0].Batch; b.Mode != experiment.BatchBatch || b.MaxRequests != 50_000 {
+		t.Errorf("batch mode planned as %+v, want mode batch with the provider's limits", b)
+	}
+	plan, err = a.PrepareRun(ctx, PrepareInput{RunID: "sync", Spec: spec(`,"batch":{"mode":"sync"}`)})
+	if err != nil {
+		t.Fatalf("sync mode: %v", err)
+	}
+	if b := plan.Models[0].Batch; b.Mode == experiment.BatchBatch {
+		t.Errorf("sync mode planned as %+v", b)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/batch"
@@ -123,6 +122,7 @@ func refused(err error) error {
 // PlanBatchPass finds the pass's cells without a record, records those the response cache answers (as a
 // synchronous pass does, with the cost at the batch price counted as saved) and cuts the others into chunks.
 func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (BatchPlan, error) {
+	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
 		return BatchPlan{}, err
@@ -200,6 +200,7 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 
 // SubmitBatch makes sure the chunk's batch of this round exists and returns it (see batchapi.OpenAI.Submit).
 func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch.Info, error) {
+	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
 		return batch.Info{}, err
@@ -221,6 +222,7 @@ func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch
 
 // PollBatch returns the batch as it stands.
 func (a *Activities) PollBatch(ctx context.Context, in BatchRef) (batch.Info, error) {
+	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
 		return batch.Info{}, err
@@ -234,6 +236,7 @@ func (a *Activities) PollBatch(ctx context.Context, in BatchRef) (batch.Info, er
 
 // CancelBatch asks for the batch to be cancelled and returns it.
 func (a *Activities) CancelBatch(ctx context.Context, in BatchRef) (batch.Info, error) {
+	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
 		return batch.Info{}, err
@@ -252,6 +255,7 @@ const collectPage = 500
 // batchResultOutcome), with its answer in the response cache when the model's policy writes, and returns the
 // cells to submit again: those that never ran or failed transiently, and those the results do not mention.
 func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (BatchCollected, error) {
+	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
 		return BatchCollected{}, err
@@ -289,9 +293,6 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		}
 		if err := a.Store.Write(ctx, in.RunID, page); err != nil {
 			return fmt.Errorf("record batch %s: %w", in.Batch.ID, err)
-		}
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, out.Recorded)
 		}
 		page = store.Batch{}
 		return nil

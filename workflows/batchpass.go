@@ -36,8 +36,10 @@ import (
 func batchActivityCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		Summary:             summary,
+		// The activities heartbeat every second while they wait on the provider: a dead worker's attempt is
+		// retried on another within seconds, while an upload or a result file may take as long as it needs.
+		HeartbeatTimeout: 10 * time.Second,
+		Summary:          summary,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
 			MaximumAttempts: 30, NonRetryableErrorTypes: []string{activities.ClassBatch, activities.ClassInvalidSpec}},
 	})
