@@ -28,19 +28,22 @@ func newCancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a run and wait for it to end",
-		Long: `Cancel asks the Temporal server to cancel run ID (the workflow id ` + "`starter run`" + ` printed), on the server the
-connection flags name (--address / TEMPORAL_ADDRESS, --namespace, the TLS and API key flags, as for
-` + "`starter status`" + `; without --address the embedded server of the starter running on --state-dir). It then waits,
-up to --wait, for the run to end, printing where it stands every --progress-every, and prints how it ended:
+		Long: `Cancel asks the Temporal server to cancel run ID (the workflow id ` + "`starter run`" + ` printed). The server
+is the one the connection flags name, as for ` + "`starter status`" + `: --address (TEMPORAL_ADDRESS), --namespace, the
+TLS and API key flags; without --address, the embedded server of the starter running on --state-dir (or that
+state dir's server, started for this command, when none runs). It then waits up to --wait for the run to end,
+printing where it stands every --progress-every, and prints how it ended:
 
   cancelled: 1,204 of 6,000 cells recorded, 2 provider batches cancelled
 
-The run stops sending calls; the calls already in flight land and are recorded, so nothing paid for is lost.
-Each provider batch in flight is cancelled at the provider, and what it completed is recorded before the run
-ends (providers end a cancelled batch within minutes). The count of recorded cells is exact when the results
-store is at hand (always without --address; with --address when --store or SILICO_STORE names the workers'
-store), otherwise an estimate from the run's last progress. Nothing recorded is discarded: ` + "`starter export ID`" + `
-writes it, and ` + "`starter run SPEC`" + ` starts the run again under the same id, calling only the cells without a record.
+The run stops sending calls within seconds (a pass learns of the cancellation from its next heartbeat); the
+calls in flight then land and are recorded, so nothing paid for is lost, and the count waits for them. Each
+provider batch in flight is cancelled at the provider, and what it completed is recorded before the run
+ends (providers end a cancelled batch within minutes). The count is exact when the results store is at hand
+(always without --address; with --address when --store or SILICO_STORE names the workers' store), otherwise a
+lower bound from the run's last progress ("at least"). Nothing recorded is discarded: ` + "`starter export ID`" + `
+writes it, and ` + "`starter run SPEC`" + ` starts the run again under the same id, calling only the cells without a
+record.
 
 --wait 0 returns once the cancellation is requested. When no worker polls the run's task queue, the command says
 so and returns: the cancellation is carried out when a worker next runs.
@@ -106,16 +109,18 @@ func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, s
 		return fmt.Errorf("look up run %s on %s: %w", id, where, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
-	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		fmt.Fprintf(stdout, "run %s already ended: %s at %s; nothing to cancel\n", id, statusWord(st),
-			info.GetCloseTime().AsTime().Local().Format(time.DateTime))
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		printEnded(stdout, id, d)
 		return nil
 	}
 	last, _ := readProgress(ctx, c, sess.store, id)
 	if err := c.CancelWorkflow(ctx, id, ""); err != nil {
 		if _, ended := errors.AsType[*serviceerror.NotFound](err); ended {
 			// It ended between the look-up and the request.
-			return reportEnd(ctx, sess, id, last, stdout)
+			if d, err := describeRun(ctx, c, id); err == nil {
+				printEnded(stdout, id, d)
+				return nil
+			}
 		}
 		return fmt.Errorf("cancel run %s on %s: %w", id, where, err)
 	}
@@ -164,6 +169,13 @@ func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, s
 			}
 		}
 	}
+}
+
+// printEnded says how and when the run d describes ended, before any cancellation of this command.
+func printEnded(w io.Writer, id string, d *workflowservice.DescribeWorkflowExecutionResponse) {
+	info := d.GetWorkflowExecutionInfo()
+	fmt.Fprintf(w, "run %s already ended: %s at %s; nothing to cancel\n", id, statusWord(info.GetStatus()),
+		info.GetCloseTime().AsTime().Local().Format(time.DateTime))
 }
 
 // reportEnd prints how run id ended once it is no longer running. last is its latest progress seen while it ran.
