@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 )
 
@@ -59,6 +60,7 @@ type view struct {
 	Models      []modelInfo
 	Seeds       string
 	Facts       []fact
+	Batch       []batchRow
 	Parse       []parseRow
 	Scales      []scaleChart
 	Heatmaps    []heatmap
@@ -105,7 +107,8 @@ func build(a *results.Analysis) view {
 		}
 		v.Models = append(v.Models, modelInfo{ID: m.ID, Name: m.Name, Provider: provider, Params: strings.Join(params, ", ")})
 	}
-	v.Facts = facts(a)
+	v.Batch = batchRows(a)
+	v.Facts = facts(a, len(v.Batch) > 0)
 	v.Parse = parseRows(a)
 	v.Scales = scaleCharts(a)
 	v.Heatmaps = heatmaps(a)
@@ -115,7 +118,8 @@ func build(a *results.Analysis) view {
 	return v
 }
 
-func facts(a *results.Analysis) []fact {
+// facts are the overview's headline numbers; batch adds what the models in batch mode saved.
+func facts(a *results.Analysis, batch bool) []fact {
 	sum := a.Summary
 	var latSum float64
 	ran := 0
@@ -133,17 +137,57 @@ func facts(a *results.Analysis) []fact {
 	if ran > 0 {
 		meanLat = strconv.FormatFloat(latSum/float64(ran), 'f', 0, 64) + " ms"
 	}
-	return []fact{
+	out := []fact{
 		{"Cells", thousands(sum.Cells), "cells"},
 		{"Parsed", thousands(sum.OK), "ok"},
 		{"Unparsed", thousands(sum.Unparsed), "unparsed"},
 		{"Failed", thousands(sum.Failed), "failed"},
 		{"Prompt tokens", thousands(sum.PromptTokens), "prompt_tokens"},
 		{"Completion tokens", thousands(sum.CompletionTokens), "completion_tokens"},
-		{"Cost", "$" + strconv.FormatFloat(sum.CostUSD, 'f', 4, 64), "cost_usd"},
-		{"Wall time", elapsed, "elapsed"},
-		{"Mean call latency", meanLat, "mean_latency"},
+		{"Cost", usd(sum.CostUSD), "cost_usd"},
 	}
+	if batch {
+		out = append(out, fact{"Saved by batch pricing", usd(sum.BatchSavedUSD), "batch_saved_usd"})
+	}
+	return append(out, fact{"Wall time", elapsed, "elapsed"}, fact{"Mean call latency", meanLat, "mean_latency"})
+}
+
+// usd writes an amount of dollars as the report shows money: 4 decimals.
+func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) }
+
+// batchRow is what one model in batch mode cost and what it saved against synchronous calls. Sync, Saved and
+// SavedPct are "—" when no price is known for the model (its cost is then unknown too).
+type batchRow struct {
+	Model string
+	Cells int
+	// Price is the batch price, input / output per million tokens.
+	Price                       string
+	Cost, Sync, Saved, SavedPct string
+}
+
+// batchRows has a row per model in batch mode, in spec order; none when the run has no such model.
+func batchRows(a *results.Analysis) []batchRow {
+	s := a.Spec
+	var out []batchRow
+	for i, m := range s.Models {
+		if !s.Batched(m) || i >= len(a.Summary.Models) {
+			continue
+		}
+		ms := a.Summary.Models[i]
+		r := batchRow{Model: m.ID, Cells: ms.Cells, Price: "—", Cost: usd(ms.CostUSD), Sync: "—", Saved: "—", SavedPct: "—"}
+		if p, ok := llm.BatchPriceFor(m); ok {
+			r.Price = "$" + strconv.FormatFloat(p.InputPerMTok, 'f', -1, 64) + " / $" + strconv.FormatFloat(p.OutputPerMTok, 'f', -1, 64)
+		}
+		if _, ok := llm.PriceFor(m); ok {
+			sync := ms.CostUSD + ms.BatchSavedUSD
+			r.Sync, r.Saved = usd(sync), usd(ms.BatchSavedUSD)
+			if sync > 0 {
+				r.SavedPct = strconv.FormatFloat(100*ms.BatchSavedUSD/sync, 'f', 1, 64) + "%"
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // parseRow is one model's parse rate with its stacked bar (widths in percent of the bar).

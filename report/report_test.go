@@ -366,3 +366,64 @@ func TestReportWithoutScales(t *testing.T) {
 		t.Errorf("%d heatmap squares, want %d", n, 2*50*10)
 	}
 }
+
+// TestReportBatchSaving: a run with a model in batch mode shows, beside its cost, what that model's cells cost
+// at the batch price and what they saved against synchronous calls, as summary.json has them; a model called
+// synchronously gets no such row, and a run without a batch model shows none of it.
+func TestReportBatchSaving(t *testing.T) {
+	spec, src := fixedRun(t)
+	spec.Models[1].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch}
+	for i := spec.NumCells() / 2; i < len(src); i++ {
+		src[i].CostUSD /= 2 // the noisy model's cells, at the batch price: half
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	if _, err := results.Export(ctx, src, spec, "batch-run", dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	a, err := results.Analyze(ctx, src, spec, "batch-run", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	kv := keyedValues(t, b.String())
+	sb, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum results.Summary
+	if err := json.Unmarshal(sb, &sum); err != nil {
+		t.Fatal(err)
+	}
+	noisy := sum.Models[1]
+	if noisy.Model != "noisy" || noisy.BatchSavedUSD <= 0 || sum.BatchSavedUSD != noisy.BatchSavedUSD {
+		t.Fatalf("summary.json: %+v; want the noisy model's batch saving, and only its", sum)
+	}
+	money := func(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) }
+	for key, want := range map[string]string{
+		"cost_usd":              money(sum.CostUSD),
+		"batch_saved_usd":       money(sum.BatchSavedUSD),
+		"batch/noisy/cost_usd":  money(noisy.CostUSD),
+		"batch/noisy/sync_usd":  money(noisy.CostUSD + noisy.BatchSavedUSD),
+		"batch/noisy/saved_usd": money(noisy.BatchSavedUSD),
+		"batch/noisy/saved_pct": "50.0%",
+		"batch/noisy/price":     "$0.075 / $0.3", // the quickstart's $0.15 / $0.60 at the batch discount
+	} {
+		if got, ok := kv[key]; !ok || got != want {
+			t.Errorf("%s: report shows %q (present %v), want %q", key, got, ok, want)
+		}
+	}
+	for key := range kv {
+		if strings.HasPrefix(key, "batch/sim/") {
+			t.Errorf("the synchronous model has a batch row (%s)", key)
+		}
+	}
+
+	_, page := render(t)
+	if strings.Contains(page, "batch_saved_usd") || strings.Contains(page, "Batch pricing") {
+		t.Error("a run without batch models shows a batch saving")
+	}
+}

@@ -108,6 +108,9 @@ func TestUsageErrors(t *testing.T) {
 		{"run", cliQuickstart, "extra"},
 		{"run", cliQuickstart, "--no-such-flag"},
 		{"status"},
+		{"cancel"},
+		{"cancel", "a", "b"},
+		{"cancel", "a", "--wait", "-1s"},
 		{"export"},
 		{"export", "some-run"}, // --output is required
 		{"dev", "extra"},

@@ -101,7 +101,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newReportCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newCancelCmd(), newReportCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd())
 	return root
 }
 

@@ -279,6 +279,10 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 			}
 			return withCode(exitInterrupted, errors.New(""))
 		}
+		if temporal.IsCanceledError(err) {
+			return fmt.Errorf("run %s was cancelled (`starter cancel`, the Web UI or `temporal workflow cancel`); what it "+
+				"recorded is kept: run the same command again to resume it, or `starter export %s --output DIR`: %w", id, id, err)
+		}
 		return fmt.Errorf("run %s failed: %w", id, err)
 	}
 	// A completed run is exported again where this command asks, when its store is at hand.

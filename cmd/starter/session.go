@@ -89,12 +89,14 @@ type session struct {
 	flags  *connFlags
 	log    *zap.Logger
 	client client.Client
-	dev    *devserver.Server
-	sim    *sim.Served
-	simURL string
-	simLog io.Closer
-	store  store.Store
-	worker worker.Worker
+	// hostPort is the Temporal frontend the client is connected to.
+	hostPort string
+	dev      *devserver.Server
+	sim      *sim.Served
+	simURL   string
+	simLog   io.Closer
+	store    store.Store
+	worker   worker.Worker
 	// shared is the server of another starter on the same state dir, when this session uses it.
 	shared *serverInfo
 	// attrs reports whether the server knows silico's search attributes.
@@ -181,6 +183,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			return nil, err
 		}
 	}
+	s.hostPort = hostPort
 	conn := cluster.Config{Address: hostPort, Namespace: f.namespace}
 	if !f.embedded() { // the embedded server is plain, on loopback
 		if conn, err = f.cluster.Config(hostPort, f.namespace, os.Getenv); err != nil {
