@@ -54,7 +54,7 @@ func newCancelStack(t *testing.T) *cancelStack {
 	t.Cleanup(func() { st.Close() })
 	c := ts.GetDefaultClient()
 	w, err := workerhost.New(c, workerhost.Config{Store: st, Getenv: func(string) string { return "" },
-		SimURL: hs.URL + "/v1", OutputRoot: filepath.Join(dir, "out"), RunBatchMode: true})
+		SimURL: hs.URL + "/v1", OutputRoot: filepath.Join(dir, "out")})
 	if err != nil {
 		t.Fatal(err)
 	}
