@@ -14,6 +14,9 @@ type SimulatorSettings struct {
 	Faults SimulatorFaults `json:"faults,omitempty"`
 	// Outage is a window in which every model call fails the same way, then the provider recovers.
 	Outage *SimulatorOutage `json:"outage,omitempty"`
+	// BatchTime is how long the simulated provider takes to run a batch of batch mode, its requests completing
+	// evenly over it (0: at once). A real provider takes minutes to hours.
+	BatchTime Duration `json:"batch_time,omitempty"`
 }
 
 // SimulatorOutage is a provider outage: from After past the simulator's first model call, for For, every chat

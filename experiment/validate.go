@@ -149,6 +149,9 @@ func (s *Spec) checkSimulator(errs *Errors) {
 	if sim.Jitter < 0 {
 		errs.add("simulator.jitter", "negative; want a duration such as \"200ms\"")
 	}
+	if sim.BatchTime < 0 || sim.BatchTime > Duration(24*time.Hour) {
+		errs.add("simulator.batch_time", "%v is out of range; want a duration from 0 (at once) to 24h, such as \"2m\"", time.Duration(sim.BatchTime))
+	}
 	nonNegative(errs, "simulator.rpm", sim.RPM, "requests per minute ≥ 0 (0: unlimited)")
 	nonNegative(errs, "simulator.tpm", sim.TPM, "tokens per minute ≥ 0 (0: unlimited)")
 	f := sim.Faults

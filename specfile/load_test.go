@@ -102,6 +102,21 @@ func TestSimulatorSettingsLoad(t *testing.T) {
 	}
 }
 
+func TestSimulatorBatchTime(t *testing.T) {
+	doc := strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  batch_time: 2m", 1)
+	s, err := Parse([]byte(doc), "spec.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Simulator.BatchTime != experiment.Duration(2*time.Minute) {
+		t.Errorf("batch_time %v, want 2m", time.Duration(s.Simulator.BatchTime))
+	}
+	doc = strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  batch_time: 30h", 1)
+	if _, err := Parse([]byte(doc), "spec.yaml", t.TempDir()); err == nil || !strings.Contains(err.Error(), "simulator.batch_time: 30h0m0s is out of range") {
+		t.Errorf("batch_time 30h: %v, want out of range", err)
+	}
+}
+
 // lineOf is the 1-based number of the first line of doc containing s.
 func lineOf(t *testing.T, doc, s string) int {
 	t.Helper()

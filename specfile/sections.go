@@ -172,6 +172,7 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("tpm", func(s *experiment.SimulatorSettings) *int { return &s.TPM }, (*decoder).integer),
 	field("faults", func(s *experiment.SimulatorSettings) *experiment.SimulatorFaults { return &s.Faults }, faultKeys.decode),
 	field("outage", func(s *experiment.SimulatorSettings) **experiment.SimulatorOutage { return &s.Outage }, outageKeys.decodePtr),
+	field("batch_time", func(s *experiment.SimulatorSettings) *experiment.Duration { return &s.BatchTime }, (*decoder).duration),
 }
 
 var outageKeys = table[experiment.SimulatorOutage]{

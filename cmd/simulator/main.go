@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&failCells, "fail-cell", "answer every request of this cell (its X-Silico-Cell header) with 500; repeatable")
 	faultSeed := fs.Int64("fault-seed", 0, "seed of the fault sequence")
 	hangFor := fs.Duration("hang-for", sim.DefaultHangFor, "how long a hanging call lasts")
+	batchTime := fs.Duration("batch-time", 0, "how long a batch of the batch APIs takes to run, its requests completing evenly over it (0: at once)")
 	outageAfter := fs.Duration("outage-after", 0, "start the outage this long after the first model call")
 	outageFor := fs.Duration("outage-for", 0, "length of the outage (0 = no outage)")
 	outageKind := fs.String("outage-kind", string(sim.OutageStatus), "how calls fail during the outage: status, html or refuse")
@@ -131,6 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	apply("fail-cell", func() { cfg.FailCells = failCells })
 	apply("fault-seed", func() { cfg.FaultSeed = *faultSeed })
 	apply("hang-for", func() { cfg.HangFor = *hangFor })
+	apply("batch-time", func() { cfg.Batch.ProcessingTime = *batchTime })
 	apply("models", func() { cfg.Models = splitList(*models) })
 	// The outage flags describe one outage together; any of them given replaces the config file's outages.
 	if given["outage-after"] || given["outage-for"] || given["outage-kind"] || given["outage-status"] {

@@ -19,9 +19,9 @@ func TestBatchLines(t *testing.T) {
 	}}
 	got := s.batchLines(true)
 	want := []string{
-		"sim: batch 2 of 3 in_progress, 31,204 of 50,000 done, expires 14:03",
-		"sim: batch 3 of 3 validating, 0 of 20,000 done, expires 14:03",
-		"gpt: batch 1 of 1 in_progress, 1 of 10 done, expires 14:03",
+		"sim: batch 2 of 3 in_progress, 31,204 of 50,000 done, expires Mar 1 14:03",
+		"sim: batch 3 of 3 validating, 0 of 20,000 done, expires Mar 1 14:03",
+		"gpt: batch 1 of 1 in_progress, 1 of 10 done, expires Mar 1 14:03",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("running batches:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

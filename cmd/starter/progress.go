@@ -149,7 +149,7 @@ func (s snapshot) line(rate float64) string {
 }
 
 // batchLines say where each provider batch stands: "sim: batch 2 of 3 in_progress, 31,204 of 50,000 done,
-// expires 14:03" (numbered per model, in the workflow's order); with running, only those not ended yet.
+// expires Dec 2 14:03" (numbered per model, in the workflow's order); with running, only those not ended yet.
 func (s snapshot) batchLines(running bool) []string {
 	per := map[string]int{}
 	for _, b := range s.batches {
@@ -165,7 +165,7 @@ func (s snapshot) batchLines(running bool) []string {
 		line := fmt.Sprintf("%s: batch %d of %d %s, %s of %s done", b.Model, seen[b.Model], per[b.Model], b.Status,
 			thousands(b.Done), thousands(b.Total))
 		if !b.ExpiresAt.IsZero() && !b.Status.Terminal() {
-			line += ", expires " + b.ExpiresAt.Local().Format("15:04")
+			line += ", expires " + b.ExpiresAt.Local().Format("Jan 2 15:04") // a day ahead: the date tells tomorrow from today
 		}
 		out = append(out, line)
 	}

@@ -256,6 +256,7 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 			Hang: set.Faults.Hang, Drop: set.Faults.Drop, Malformed: set.Faults.Malformed,
 		}
 		cfg.FailCells = set.Faults.FailCells
+		cfg.Batch.ProcessingTime = time.Duration(set.BatchTime)
 		if o := set.Outage; o != nil {
 			// This simulator owns its listener (sim.Serve below), so every kind applies, refuse included.
 			cfg.Outages = []sim.Outage{{After: time.Duration(o.After), For: time.Duration(o.For),
