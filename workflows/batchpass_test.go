@@ -258,3 +258,85 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 		t.Errorf("stopped %q, cost %g of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
 	}
 }
+
+// TestMixedSyncAndBatchModels: a spec whose first model runs in batch mode and second synchronously runs them
+// side by side: the batch model's cells go only in batches, the other's only as synchronous calls, each once,
+// and the records are those of an all-synchronous run but for the batch model's halved cost.
+func TestMixedSyncAndBatchModels(t *testing.T) {
+	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	st := tempStore(t)
+	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
+	mixed := func(batchFirst bool) experiment.Spec {
+		sp := simSpec(srv.URL, false)
+		second := sp.Models[0]
+		second.ID = "m1"
+		sp.Models = append(sp.Models, second)
+		if batchFirst {
+			sp.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 7}
+		}
+		return sp
+	}
+	runOnce := func(spec experiment.Spec, id string) {
+		t.Helper()
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		env.RegisterActivity(acts)
+		env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	syncSpec, spec := mixed(false), mixed(true)
+	runOnce(syncSpec, "all-sync")
+	before := len(s.Requests())
+	runOnce(spec, "mixed")
+
+	calls := map[string]int{}
+	for _, r := range s.Requests()[before:] {
+		if r.Endpoint == "/v1/chat/completions" {
+			calls[r.Cell]++
+		}
+	}
+	inBatches := map[string]int{}
+	for _, b := range s.Batches() {
+		for _, id := range b.Ran {
+			inBatches[id]++
+		}
+	}
+	n := spec.NumCells()
+	for i := range n {
+		c := spec.Cell(i)
+		id := spec.CellID(c)
+		want := map[bool][2]int{true: {1, 0}, false: {0, 1}}[c.Model == 0] // {in batches, synchronous calls}
+		if got := [2]int{inBatches[id], calls[id]}; got != want {
+			t.Errorf("cell %s (model %s): %d times in batches, %d synchronous calls; want %v", id, spec.Models[c.Model].ID, got[0], got[1], want)
+		}
+	}
+	a, err := st.Records(context.Background(), "all-sync", 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Records(context.Background(), "mixed", 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != n || len(b) != n {
+		t.Fatalf("%d and %d records, want %d each", len(a), len(b), n)
+	}
+	for i := range a {
+		cost := a[i].CostUSD
+		if spec.Cell(i).Model == 0 {
+			cost /= 2
+		}
+		if a[i].Raw != b[i].Raw || a[i].OptionID != b[i].OptionID || a[i].PromptTokens != b[i].PromptTokens ||
+			math.Abs(b[i].CostUSD-cost) > 1e-12 || a[i].CostUSD == 0 {
+			t.Errorf("cell %d: all-sync %+v, mixed %+v", i, a[i], b[i])
+		}
+	}
+}
