@@ -44,6 +44,30 @@ func TestValidateQuickstart(t *testing.T) {
 	}
 }
 
+// TestValidateExplainsBatchMode: validate says what batch mode means for each model that uses it.
+func TestValidateExplainsBatchMode(t *testing.T) {
+	b, err := os.ReadFile(cliQuickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(b), "run:\n", "run:\n  batch: {mode: batch}\n", 1)
+	dir := t.TempDir()
+	csv, err := os.ReadFile(filepath.Join(filepath.Dir(cliQuickstart), "ipip50.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSpecFile(t, dir, "ipip50.csv", string(csv))
+	path := writeSpecFile(t, dir, "batch.yaml", src)
+	code, out, errOut := runCLI(t, "validate", path)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "model sim: batch mode: the provider's batch API at the batch price") ||
+		!strings.Contains(out, "at most 50000 requests") || !strings.Contains(out, "on_expired resubmit") {
+		t.Errorf("validate of a batch spec:\n%s\nwant a line explaining batch mode for model sim", out)
+	}
+}
+
 func writeSpecFile(t *testing.T, dir, name, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)

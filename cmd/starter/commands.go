@@ -52,6 +52,9 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 				q := spec.Questionnaire
 				fmt.Fprintf(out, "OK %s: %s - %d items x %d personas x %d models x %d seeds = %d calls\n", path, spec.Name,
 					len(q.Items), len(spec.Personas), len(spec.Models), len(spec.Seeds), spec.NumCells())
+				for _, line := range batchModeLines(spec) {
+					fmt.Fprintln(out, "  "+line)
+				}
 			}
 			if bad > 0 {
 				return withCode(exitUsage, fmt.Errorf("%d of %d specs invalid", bad, len(args)))
@@ -63,8 +66,27 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 	return cmd
 }
 
+// batchModeLines explain, for each model in batch mode, what that choice means for the run.
+func batchModeLines(spec *experiment.Spec) []string {
+	var out []string
+	for _, m := range spec.Models {
+		if !spec.Batched(m) {
+			continue
+		}
+		set := spec.BatchSettings(m)
+		price := "unpriced"
+		if p, ok := llm.BatchPriceFor(m); ok {
+			price = fmt.Sprintf("$%g in / $%g out per million tokens", p.InputPerMTok, p.OutputPerMTok)
+		}
+		out = append(out, fmt.Sprintf("model %s: batch mode: the provider's batch API at the batch price (%s), answered within 24 h, "+
+			"batches of at most %d requests and %d bytes; cells a batch never runs: on_expired %s (starter estimate counts the batches)",
+			m.ID, price, set.MaxRequests, set.MaxBytes, set.OnExpired))
+	}
+	return out
+}
+
 // startNotes are what would make a valid spec fail when a run starts, as far as this machine can tell: a spec too
-// large for a workflow input, batch mode (priced, not run yet), an api_key_env that workers refuse by default, or one that is not set here (the
+// large for a workflow input, what batch mode cannot run yet, an api_key_env that workers refuse by default, or one that is not set here (the
 // embedded mode's worker reads keys from this environment).
 func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 	var notes []string
