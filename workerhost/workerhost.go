@@ -120,7 +120,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		Breakers: breaker.NewSet(ratelimit.SystemClock(), cfg.Breaker),
 		Observe:  cfg.Observe,
 		// One fetcher per worker process: its LRU and its downloads under way serve every pass.
-		Images:       imagefetch.New(imagefetch.Config{Client: hc}),
+		Images: imagefetch.New(imagefetch.Config{Client: hc}),
 	})
 	return w, nil
 }
