@@ -147,50 +147,76 @@ func (p *pass) serveVectors(ctx context.Context, es *embedState, pending []int) 
 			keys = append(keys, k)
 		}
 	}
-	var entries []store.CacheEntry
-	for i := 0; i < len(keys); i += vectorLookup {
-		got, err := p.cu.st.CacheGet(ctx, keys[i:min(len(keys), i+vectorLookup)])
-		if err != nil {
-			p.log.Warn("response cache: lookup failed; the texts are embedded again", "error", err)
-			return pending
-		}
-		entries = append(entries, got...)
+	vs, err := lookupVectors(ctx, p.cu.st, keys, es.dims)
+	if err != nil {
+		p.log.Warn("response cache: lookup failed; the texts are embedded again", "error", err)
+		return pending
 	}
-	if es.dims == 0 {
-		es.dims = commonLength(entries)
-	}
-	found := map[store.CacheKey]cache.Vector{}
-	invalid := map[store.CacheKey]bool{}
-	for _, e := range entries {
-		v, err := cache.ReadVector(e, e.Key, es.dims)
-		if err != nil {
-			invalid[e.Key] = true
-			p.log.Warn("response cache: invalid vector entry, embedded again", "error", err)
-			continue
-		}
-		found[e.Key] = v
+	es.dims = vs.dims
+	for _, err := range vs.invalid {
+		p.log.Warn("response cache: invalid vector entry, embedded again", "error", err)
 	}
 	var rest []int
 	now := p.clock.Now()
 	for _, idx := range pending {
 		k := es.keys[p.textOf(es, idx)]
-		v, ok := found[k]
+		v, ok := vs.found[k]
 		if !ok {
-			if invalid[k] {
+			if vs.invalid[k] != nil {
 				p.rec.invalid(1)
 			}
 			rest = append(rest, idx)
 			continue
 		}
-		rec := store.Record{Index: idx, Status: store.StatusOK, Raw: results.EncodeVector(v.Values),
-			PromptTokens: v.PromptTokens, Cached: true}
-		if p.rec.priced {
-			rec.CostUSD = llm.Cost(p.rec.price, v.PromptTokens, 0)
-		}
 		p.judge.served(idx, now)
-		p.rec.record(rec, nil)
+		p.rec.record(cachedVectorRecord(idx, v, p.rec.price, p.rec.priced), nil)
 	}
 	return rest
+}
+
+// cachedVectors are the vectors a cache lookup found, by key; the entries that failed validation, with why; and
+// the length the vectors were held to.
+type cachedVectors struct {
+	found   map[store.CacheKey]cache.Vector
+	invalid map[store.CacheKey]error
+	dims    int
+}
+
+// lookupVectors reads the entries of keys, vectorLookup keys a read, and validates them (cache.ReadVector) against
+// the length dims, or when dims is 0 the length most of them have.
+func lookupVectors(ctx context.Context, g cache.Getter, keys []store.CacheKey, dims int) (cachedVectors, error) {
+	var entries []store.CacheEntry
+	for i := 0; i < len(keys); i += vectorLookup {
+		got, err := g.CacheGet(ctx, keys[i:min(len(keys), i+vectorLookup)])
+		if err != nil {
+			return cachedVectors{}, fmt.Errorf("read vectors: %w", err)
+		}
+		entries = append(entries, got...)
+	}
+	if dims == 0 {
+		dims = commonLength(entries)
+	}
+	out := cachedVectors{found: map[store.CacheKey]cache.Vector{}, invalid: map[store.CacheKey]error{}, dims: dims}
+	for _, e := range entries {
+		v, err := cache.ReadVector(e, e.Key, dims)
+		if err != nil {
+			out.invalid[e.Key] = err
+			continue
+		}
+		out.found[e.Key] = v
+	}
+	return out, nil
+}
+
+// cachedVectorRecord is the record of cell idx served vector v from the cache, its cost (saved, not spent) at
+// price when priced.
+func cachedVectorRecord(idx int, v cache.Vector, price experiment.Price, priced bool) store.Record {
+	rec := store.Record{Index: idx, Status: store.StatusOK, Raw: results.EncodeVector(v.Values),
+		PromptTokens: v.PromptTokens, Cached: true}
+	if priced {
+		rec.CostUSD = llm.Cost(price, v.PromptTokens, 0)
+	}
+	return rec
 }
 
 // commonLength is the most frequent vector length among cache entries (decoded without validation): the
@@ -212,52 +238,72 @@ func commonLength(entries []store.CacheEntry) int {
 	return best
 }
 
-// pack groups the pending cells into requests in submission order (experiment.PackTexts): each distinct text
-// once, at most max_inputs_per_request texts and max_tokens_per_request tokens per request. A text longer than
-// the token limit on its own is recorded failed (ClassTextTooLong) and never sent.
+// pack groups the pending cells into requests in submission order (packTexts). A text longer than the token
+// limit on its own is recorded failed (ClassTextTooLong) and never sent.
 func (p *pass) pack(es *embedState, pending []int) []*embedBatch {
-	var order []string
-	var tokens []int
-	cells := map[string][]int{}
-	for _, idx := range pending {
-		t := p.textOf(es, idx)
-		if _, ok := cells[t]; !ok {
-			order = append(order, t)
-			tokens = append(tokens, p.countTokens(t))
-		}
-		cells[t] = append(cells[t], idx)
-	}
-	maxTok := p.spec.Embed.MaxTokensPerRequest
-	groups, tooLong := experiment.PackTexts(tokens, p.spec.Embed.MaxInputsPerRequest, maxTok)
-	for _, i := range tooLong {
-		msg := fmt.Sprintf("text has %d tokens, more than embed.max_tokens_per_request (%d): it fits in no request; "+
-			"shorten the text or raise max_tokens_per_request (at most what the model accepts)", tokens[i], maxTok)
-		for _, idx := range cells[order[i]] {
+	out, long := packTexts(p.spec, es.texts, pending, tokenCounter(p.a.Tokenizer, p.model.Name))
+	for _, b := range long {
+		for _, idx := range b.cells[0] {
 			p.judge.finished(nil, idx, p.clock.Now(), false)
-			p.rec.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong,
-				ErrorCode: "text_too_long", ErrorMessage: msg}, nil)
+			p.rec.record(textTooLong(p.spec, idx, b.tokens[0]), nil)
 		}
-	}
-	out := make([]*embedBatch, len(groups))
-	for bi, g := range groups {
-		b := &embedBatch{}
-		for _, i := range g {
-			b.texts = append(b.texts, order[i])
-			b.cells = append(b.cells, cells[order[i]])
-			b.tokens = append(b.tokens, tokens[i])
-			b.total += tokens[i]
-		}
-		out[bi] = b
 	}
 	return out
 }
 
-// countTokens is a text's tiktoken count for the model (a character estimate without a tokenizer).
-func (p *pass) countTokens(t string) int {
-	if p.a.Tokenizer == nil {
-		return max(1, len(t)/4)
+// packTexts groups cells (of one model of an embed spec whose texts are texts) by text, in the order of their
+// first cells, counts each distinct text once with count, and packs them in that order (experiment.PackTexts): a
+// request takes at most max_inputs_per_request texts and max_tokens_per_request tokens. The packing is a function
+// of the cells alone, and packing a run of whole requests again gives the same requests. A text longer than the
+// token limit fits in no request: it comes back in tooLong, one text per element, with its cells.
+func packTexts(spec *experiment.Spec, texts []experiment.EmbedText, cells []int, count func(string) int) (reqs, tooLong []*embedBatch) {
+	var order []string
+	var tokens []int
+	byText := map[string][]int{}
+	for _, idx := range cells {
+		_, ti := spec.EmbedCell(idx)
+		t := texts[ti].Text
+		if _, ok := byText[t]; !ok {
+			order = append(order, t)
+			tokens = append(tokens, count(t))
+		}
+		byText[t] = append(byText[t], idx)
 	}
-	return p.a.Tokenizer.Count(p.model.Name, t)
+	groups, long := experiment.PackTexts(tokens, spec.Embed.MaxInputsPerRequest, spec.Embed.MaxTokensPerRequest)
+	for _, i := range long {
+		tooLong = append(tooLong, &embedBatch{texts: []string{order[i]}, cells: [][]int{byText[order[i]]},
+			tokens: []int{tokens[i]}, total: tokens[i]})
+	}
+	reqs = make([]*embedBatch, len(groups))
+	for bi, g := range groups {
+		b := &embedBatch{}
+		for _, i := range g {
+			b.texts = append(b.texts, order[i])
+			b.cells = append(b.cells, byText[order[i]])
+			b.tokens = append(b.tokens, tokens[i])
+			b.total += tokens[i]
+		}
+		reqs[bi] = b
+	}
+	return reqs, tooLong
+}
+
+// textTooLong is the record of cell idx, whose text of the given tokens fits in no request.
+func textTooLong(spec *experiment.Spec, idx, tokens int) store.Record {
+	maxTok := spec.Embed.MaxTokensPerRequest
+	msg := fmt.Sprintf("text has %d tokens, more than embed.max_tokens_per_request (%d): it fits in no request; "+
+		"shorten the text or raise max_tokens_per_request (at most what the model accepts)", tokens, maxTok)
+	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong, ErrorCode: "text_too_long",
+		ErrorMessage: msg}
+}
+
+// tokenCounter counts a text's tokens for model with tok (tiktoken), or estimates them from its length without a
+// tokenizer.
+func tokenCounter(tok *llm.Tokenizer, model string) func(string) int {
+	if tok == nil {
+		return func(t string) int { return max(1, len(t)/4) }
+	}
+	return func(t string) int { return tok.Count(model, t) }
 }
 
 // embedCall sends one batch and records its vectors, each with its cache entry. It reports whether the batch
@@ -293,6 +339,25 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 	p.answered(resp.RateLimit)
 	p.budget.settle(adm.reserved, 0)
 	attempts := p.judge.answer(adm.ticket, b.key(), r.at)
+	embedAnswered(b, resp, p.rec.price, p.rec.priced, func(i int, rec store.Record, keep *cache.Vector) {
+		rec.LatencyMS, rec.Attempts = float64(r.latency.Microseconds())/1000, attempts
+		if keep != nil && p.cu.writes() {
+			e := cache.VectorEntry(es.keys[b.texts[i]], p.model.Name, p.in.RunID, *keep, r.at)
+			p.rec.record(rec, &e)
+			return
+		}
+		p.rec.record(rec, nil)
+	})
+	return false, time.Time{}
+}
+
+// embedAnswered builds the records of the cells of request b answered with resp (one vector per text, in order)
+// and hands each to fn with the index of its text and, for the first cell of each text, the vector to keep in
+// the response cache under the text's key (nil for the others: a repeated text was sent and paid for once). Each
+// text gets its share of the request's prompt tokens by its own count; its cost is taken at price when priced.
+// The synchronous and the batch pass both record an answer through it.
+func embedAnswered(b *embedBatch, resp llm.EmbedResponse, price experiment.Price, priced bool,
+	fn func(text int, rec store.Record, keep *cache.Vector)) {
 	for i, cs := range b.cells {
 		tokens := b.tokens[i]
 		if resp.PromptTokens > 0 && b.total > 0 {
@@ -301,24 +366,18 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 		}
 		raw := results.EncodeVector(resp.Vectors[i])
 		for j, idx := range cs {
-			rec := store.Record{Index: idx, Status: store.StatusOK, Raw: raw,
-				LatencyMS: float64(r.latency.Microseconds()) / 1000, Attempts: attempts}
-			if j == 0 { // a repeated text was sent and paid for once
-				rec.PromptTokens = tokens
-				if p.rec.priced {
-					rec.CostUSD = llm.Cost(p.rec.price, tokens, 0)
-				}
-			}
-			if j == 0 && p.cu.writes() {
-				e := cache.VectorEntry(es.keys[b.texts[i]], p.model.Name, p.in.RunID,
-					cache.Vector{Values: resp.Vectors[i], PromptTokens: tokens}, r.at)
-				p.rec.record(rec, &e)
+			rec := store.Record{Index: idx, Status: store.StatusOK, Raw: raw}
+			if j > 0 {
+				fn(i, rec, nil)
 				continue
 			}
-			p.rec.record(rec, nil)
+			rec.PromptTokens = tokens
+			if priced {
+				rec.CostUSD = llm.Cost(price, tokens, 0)
+			}
+			fn(i, rec, &cache.Vector{Values: resp.Vectors[i], PromptTokens: tokens})
 		}
 	}
-	return false, time.Time{}
 }
 
 // check validates a batch's vectors: every one finite and of the model's length. The first answer fixes the
