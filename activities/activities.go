@@ -379,7 +379,9 @@ func (a *Activities) simulatorWarnings(s *experiment.Spec) []string {
 type FailInput struct {
 	RunID      string
 	Start, End int
-	Class      string
+	// Cells, when set, are the cells of [Start, End) to record: those of one chunk of a batch pass.
+	Cells experiment.CellSet `json:",omitempty"`
+	Class string
 	// Code is the provider's error code of the failure (llm.Error.Code), if it has one.
 	Code     string `json:",omitempty"`
 	Message  string
@@ -411,9 +413,13 @@ func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *flo
 		have[r.Index] = true
 		*cost += r.Usage().CostUSD
 	}
+	cells := in.Cells
+	if cells == nil {
+		cells = experiment.CellSet{{Start: in.Start, End: in.End}}
+	}
 	var recs []store.Record
-	for i := in.Start; i < in.End; i++ {
-		if !have[i] {
+	for i := range cells.All() {
+		if i >= in.Start && i < in.End && !have[i] {
 			recs = append(recs, store.Record{Index: i, Status: store.StatusFailed, ErrorClass: in.Class, ErrorCode: in.Code,
 				ErrorMessage: in.Message, Attempts: in.Attempts})
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -34,15 +33,22 @@ type BatchPassInput struct {
 	Pass  experiment.Pass `json:"pass"`
 }
 
-// BatchPlan is what PlanBatchPass decided: the cells of each chunk, in order, and how many cells the response
-// cache answered (recorded at once). Chunks are sets of spans, so the plan of a million cells is a few bytes of
-// history, not megabytes (Temporal refuses a payload over 2 MiB).
+// BatchPlan is what PlanBatchPass decided: the cells of each chunk, in order, with the digest of the lines it
+// built for them; how many cells the response cache answered and how many no line could carry (both recorded at
+// once). Chunks are sets of spans, so the plan of a million cells is a few bytes of history, not megabytes
+// (Temporal refuses a payload over 2 MiB).
 type BatchPlan struct {
-	Chunks []experiment.CellSet `json:"chunks"`
-	Cached int                  `json:"cached"`
+	Chunks  []experiment.CellSet `json:"chunks"`
+	Digests []string             `json:"digests,omitempty"`
+	Cached  int                  `json:"cached"`
 	// Costs are the chunks' worst-case costs at the batch price, which the workflow reserves against budget_usd
 	// before it submits each: every prompt and the longest completion. Empty when the run has no budget.
 	Costs []float64 `json:"costs,omitempty"`
+	// Failed counts the cells recorded failed without a batch: a picture that could not be fetched, a text too
+	// long for any request, a request larger than a batch.
+	Failed int `json:"failed,omitempty"`
+	// Usage is what the recorded cells count: the cached cells' cost at the batch price, as saved.
+	Usage usage.Usage `json:"usage"`
 }
 
 // BatchChunkInput names one chunk's batch of one round: the cells it asks for, as the recorded plan (or the
@@ -53,6 +59,9 @@ type BatchChunkInput struct {
 	Chunk int                `json:"chunk"`
 	Round int                `json:"round"`
 	Cells experiment.CellSet `json:"cells"`
+	// Digest is the digest of the lines the plan (round 0) or the previous round's collect built for Cells: every
+	// attempt must build the same (errLinesChanged otherwise). Empty: not checked.
+	Digest string `json:"digest,omitempty"`
 	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
 	Since time.Time `json:"since"`
 }
@@ -77,6 +86,8 @@ type BatchCollected struct {
 	Again    experiment.CellSet `json:"again,omitempty"`
 	// AgainCost is the worst-case cost of the Again cells, as BatchPlan.Costs; zero without a budget.
 	AgainCost float64 `json:"again_cost,omitempty"`
+	// AgainDigest is the digest of the lines of Again, for the next round's BatchChunkInput.Digest.
+	AgainDigest string `json:"again_digest,omitempty"`
 	// Usage is what the recorded cells consumed, at the batch price.
 	Usage usage.Usage `json:"usage"`
 }
@@ -113,14 +124,17 @@ func (a *Activities) openAI(m experiment.Model) (*batchapi.OpenAI, *llm.Client, 
 
 // refused makes the errors no retry can cure non-retryable.
 func refused(err error) error {
-	if errors.Is(err, batchapi.ErrChunkChanged) || errors.Is(err, errBatchPictures) {
+	if errors.Is(err, batchapi.ErrChunkChanged) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ClassBatch, err)
 	}
 	return err
 }
 
 // PlanBatchPass finds the pass's cells without a record, records those the response cache answers (as a
-// synchronous pass does, with the cost at the batch price counted as saved) and cuts the others into chunks.
+// synchronous pass does, with the cost at the batch price counted as saved) and those no line can carry (a
+// picture that cannot be fetched, a text too long, a request larger than a batch), and cuts the others into
+// chunks. An embed pass serves its cached vectors first and packs the rest, as the synchronous embed pass does; a
+// chat pass fetches its pictures first, since their digests are part of the cache keys.
 func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (BatchPlan, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
@@ -141,64 +155,141 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 			cells = append(cells, i)
 		}
 	}
-	reqs, err := batchRequests(spec, cells)
+	b, err := a.batchBuilder(spec, in.Pass.Model)
 	if err != nil {
 		return BatchPlan{}, refused(err)
 	}
 	m := spec.Models[in.Pass.Model]
-	var plan BatchPlan
-	if spec.CachePolicy(m).Reads() && len(reqs) > 0 {
-		keys := make([]store.CacheKey, len(reqs))
-		for i, r := range reqs {
-			keys[i] = r.Key
+	pr := batchPricingOf(m)
+	reads := spec.CachePolicy(m).Reads()
+	var settled store.Batch // the records written before any batch, and the cache's tallies
+	tally := store.CacheTally{}
+	if spec.IsEmbed() && reads {
+		if cells, err = a.serveBatchVectors(ctx, b, cells, pr, &settled, &tally); err != nil {
+			return BatchPlan{}, err
 		}
-		found, err := cache.Lookup(ctx, a.Store, keys)
-		if err != nil {
-			return BatchPlan{}, fmt.Errorf("response cache: %w", err)
-		}
-		var served []store.Record
-		left := reqs[:0:0]
-		pr := batchPricingOf(m)
-		for _, r := range reqs {
-			ans, ok := found.Answers[r.Key]
-			if !ok {
-				left = append(left, r)
-				continue
-			}
-			m := experiment.Match(ans.Text, spec.OptionsFor(r.Cell.Item))
-			rec := store.Record{Index: r.Cell.Index, Status: m.Status, OptionID: m.OptionID, Raw: ans.Text,
-				Candidates: strings.Join(m.Candidates, ","), PromptTokens: ans.PromptTokens,
-				CompletionTokens: ans.CompletionTokens, Cached: true}
-			if pr.priced {
-				rec.CostUSD = llm.Cost(pr.price, ans.PromptTokens, ans.CompletionTokens)
-			}
-			served = append(served, rec)
-		}
-		if len(served) > 0 {
-			tally := map[string]store.CacheTally{m.Name: {Hits: len(served)}}
-			if err := a.Store.Write(ctx, in.RunID, store.Batch{Records: served, Tally: tally}); err != nil {
-				return BatchPlan{}, fmt.Errorf("record cached cells: %w", err)
-			}
-		}
-		plan.Cached = len(served)
-		reqs = left
 	}
-	if plan.Chunks, err = planBatchChunks(spec, reqs); err != nil {
+	var reqs []batchRequest
+	unsent, err := b.build(ctx, cells, func(r batchRequest) error {
+		r.Line = nil // sized and digested: a plan of inline pictures must not hold them all
+		reqs = append(reqs, r)
+		return nil
+	})
+	if err != nil {
 		return BatchPlan{}, refused(err)
 	}
-	if spec.BudgetUSD > 0 {
-		// The chunks cut reqs in order, one after the other.
-		plan.Costs = make([]float64, len(plan.Chunks))
-		at := 0
-		for i, ch := range plan.Chunks {
-			plan.Costs[i] = worstCost(spec, a.Tokenizer, reqs[at:at+ch.Len()])
-			at += ch.Len()
+	if !spec.IsEmbed() && reads && len(reqs) > 0 {
+		if reqs, err = a.serveBatchAnswers(ctx, spec, reqs, pr, &settled, &tally); err != nil {
+			return BatchPlan{}, err
 		}
+	}
+	var plan BatchPlan
+	plan.Cached = len(settled.Records)
+	chunks, lines, tooBig, err := planBatchChunks(spec, reqs)
+	if err != nil {
+		return BatchPlan{}, refused(err)
+	}
+	plan.Chunks, plan.Digests = chunks, make([]string, len(chunks))
+	for i, ls := range lines {
+		plan.Digests[i] = linesDigest(ls)
+	}
+	if spec.BudgetUSD > 0 {
+		plan.Costs = make([]float64, len(chunks))
+		for i, ls := range lines {
+			plan.Costs[i] = worstCost(spec, a.Tokenizer, ls)
+		}
+	}
+	for _, u := range append(unsent, tooBig...) {
+		settled.Records = append(settled.Records, u.rec)
+	}
+	plan.Failed = len(settled.Records) - plan.Cached
+	if tally != (store.CacheTally{}) {
+		settled.Tally = map[string]store.CacheTally{m.Name: tally}
+	}
+	for i := 0; i < len(settled.Records) || (i == 0 && settled.Tally != nil); i += collectPage {
+		page := store.Batch{Records: settled.Records[i:min(len(settled.Records), i+collectPage)]}
+		if i == 0 {
+			page.Tally = settled.Tally
+		}
+		if err := a.Store.Write(ctx, in.RunID, page); err != nil {
+			return BatchPlan{}, fmt.Errorf("record cells settled before any batch: %w", err)
+		}
+	}
+	for _, r := range settled.Records {
+		plan.Usage.Add(r.Usage())
 	}
 	return plan, nil
 }
 
-// SubmitBatch makes sure the chunk's batch of this round exists and returns it (see batchapi.OpenAI.Submit).
+// serveBatchAnswers adds the records of the chat requests the response cache answers to settled and returns the
+// others.
+func (a *Activities) serveBatchAnswers(ctx context.Context, spec *experiment.Spec, reqs []batchRequest, pr batchPricing,
+	settled *store.Batch, tally *store.CacheTally) ([]batchRequest, error) {
+	keys := make([]store.CacheKey, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Key
+	}
+	found, err := cache.Lookup(ctx, a.Store, keys)
+	if err != nil {
+		return nil, fmt.Errorf("response cache: %w", err)
+	}
+	left := reqs[:0:0]
+	for _, r := range reqs {
+		ans, ok := found.Answers[r.Key]
+		if !ok {
+			left = append(left, r)
+			continue
+		}
+		rec := answerRecord(spec, r.Cell, ans, pr.price, pr.priced)
+		rec.Cached = true
+		r.Pics.stamp(&rec)
+		settled.Records = append(settled.Records, rec)
+		tally.Hits++
+	}
+	return left, nil
+}
+
+// serveBatchVectors adds the records of the embed cells whose vectors the response cache holds to settled and
+// returns the others. An entry that fails validation is a miss, counted invalid, and replaced when the fresh
+// vector is collected.
+func (a *Activities) serveBatchVectors(ctx context.Context, b *batchBuilder, cells []int, pr batchPricing,
+	settled *store.Batch, tally *store.CacheTally) ([]int, error) {
+	endpoint := cache.Endpoint(b.model)
+	key := func(idx int) store.CacheKey {
+		_, t := b.spec.EmbedCell(idx)
+		return cache.VectorKey(endpoint, b.model.Name, b.texts[t].Text, b.spec.Embed.Dimensions)
+	}
+	var keys []store.CacheKey
+	seen := map[store.CacheKey]bool{}
+	for _, idx := range cells {
+		if k := key(idx); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	vs, err := lookupVectors(ctx, a.Store, keys, b.spec.Embed.Dimensions)
+	if err != nil {
+		return nil, fmt.Errorf("response cache: %w", err)
+	}
+	var rest []int
+	for _, idx := range cells {
+		k := key(idx)
+		v, ok := vs.found[k]
+		if !ok {
+			if vs.invalid[k] != nil {
+				tally.Invalid++
+			}
+			rest = append(rest, idx)
+			continue
+		}
+		settled.Records = append(settled.Records, cachedVectorRecord(idx, v, pr.price, pr.priced))
+		tally.Hits++
+	}
+	return rest, nil
+}
+
+// SubmitBatch makes sure the chunk's batch of this round exists and returns it (see batchapi.OpenAI.Submit). Its
+// lines are built again from its cells, and must be those the plan built (BatchChunkInput.Digest).
 func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch.Info, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
@@ -210,14 +301,27 @@ func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch
 	if err != nil {
 		return batch.Info{}, err
 	}
-	reqs, err := batchRequests(spec, in.Cells.Indexes())
+	reqs, err := a.chunkRequests(ctx, spec, in)
 	if err != nil {
 		return batch.Info{}, refused(err)
 	}
 	info, err := drv.Submit(ctx, batchapi.Submission{
 		Key:      batch.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
-		Endpoint: batch.EndpointChat, Input: chunkInput(batch.FormatOpenAI, reqs), Since: in.Since})
+		Endpoint: batchEndpoint(spec), Input: chunkInput(formatOf(m), reqs), Since: in.Since})
 	return info, refused(err)
+}
+
+// chunkRequests builds the lines of a chunk's cells again, as its plan built them.
+func (a *Activities) chunkRequests(ctx context.Context, spec *experiment.Spec, in BatchChunkInput) ([]batchRequest, error) {
+	b, err := a.batchBuilder(spec, in.Pass.Model)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := b.batchRequests(ctx, in.Cells.Indexes(), in.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %d round %d: %w", in.Chunk, in.Round, err)
+	}
+	return reqs, nil
 }
 
 // PollBatch returns the batch as it stands.
@@ -252,8 +356,10 @@ func (a *Activities) CancelBatch(ctx context.Context, in BatchRef) (batch.Info, 
 const collectPage = 500
 
 // CollectBatch records every result of a terminal batch as the synchronous pass records a call's (see
-// batchResultOutcome), with its answer in the response cache when the model's policy writes, and returns the
-// cells to submit again: those that never ran or failed transiently, and those the results do not mention.
+// batchResultOutcome and embedResultOutcome), with its answer in the response cache when the model's policy
+// writes, and returns the cells to submit again: those that never ran or failed transiently, and those the
+// results do not mention. The chunk's lines are built again and must be those submitted (the digest of
+// BatchChunkInput): a result is recorded only under the keys and picture digests of the request that got it.
 func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (BatchCollected, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
@@ -265,15 +371,15 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	if err != nil {
 		return BatchCollected{}, err
 	}
-	reqs, err := batchRequests(spec, in.Cells.Indexes())
+	reqs, err := a.chunkRequests(ctx, spec, in.BatchChunkInput)
 	if err != nil {
 		return BatchCollected{}, refused(err)
 	}
-	byID := make(map[string]batchRequest, len(reqs))
-	for _, r := range reqs {
-		byID[r.CustomID] = r
+	byID := make(map[string]int, len(reqs))
+	for i, r := range reqs {
+		byID[r.CustomID] = i
 	}
-	seen := make(map[string]bool, len(reqs))
+	seen := make([]bool, len(reqs))
 	pr := batchPricingOf(m)
 	writes := spec.CachePolicy(m).Writes()
 	now := time.Now()
@@ -283,6 +389,10 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	latency := 0.0
 	if !in.Batch.CreatedAt.IsZero() {
 		latency = float64(now.Sub(in.Batch.CreatedAt).Microseconds()) / 1000
+	}
+	vectors := &embedState{dims: 0}
+	if spec.Embed != nil {
+		vectors.dims = spec.Embed.Dimensions
 	}
 	var out BatchCollected
 	var again []int
@@ -297,28 +407,51 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		page = store.Batch{}
 		return nil
 	}
-	err = drv.Collect(ctx, in.Batch, func(r batch.Result) error {
-		req, ok := byID[r.CustomID]
-		if !ok {
-			return fmt.Errorf("batch %s: result for %q, which is not a request of this chunk", in.Batch.ID, r.CustomID)
-		}
-		if seen[r.CustomID] {
-			return nil // a line given twice counts once
-		}
-		seen[r.CustomID] = true
-		o := batchResultOutcome(spec, req.Cell, batch.FormatOpenAI, r, pr, client.Redact, in.Round+1, latency)
-		if o.Again {
-			again = append(again, req.Cell.Index)
-			return nil
-		}
-		page.Records = append(page.Records, *o.Record)
-		out.Usage.Add(o.Record.Usage())
-		if o.Record.Status == store.StatusFailed {
+	add := func(rec store.Record) {
+		page.Records = append(page.Records, rec)
+		out.Usage.Add(rec.Usage())
+		if rec.Status == store.StatusFailed {
 			out.Failed++
 		}
 		out.Recorded++
-		if o.Answer != nil && writes {
-			page.Cache = append(page.Cache, cache.Entry(req.Key, m.Name, in.RunID, *o.Answer, now))
+	}
+	err = drv.Collect(ctx, in.Batch, func(r batch.Result) error {
+		i, ok := byID[r.CustomID]
+		if !ok {
+			return fmt.Errorf("batch %s: result for %q, which is not a request of this chunk", in.Batch.ID, r.CustomID)
+		}
+		if seen[i] {
+			return nil // a line given twice counts once
+		}
+		seen[i] = true
+		req := reqs[i]
+		if req.Embed != nil {
+			o := embedResultOutcome(req, r, vectors.check, pr, in.Round+1, latency)
+			if o.Again {
+				again = append(again, req.cells()...)
+				return nil
+			}
+			for _, rec := range o.Records {
+				add(rec)
+			}
+			for _, k := range o.Keep {
+				if writes {
+					page.Cache = append(page.Cache, cache.VectorEntry(req.Keys[k.Text], m.Name, in.RunID, k.Vector, now))
+				}
+			}
+		} else {
+			o := batchResultOutcome(spec, req.Cell, formatOf(m), r, pr, client.Redact, in.Round+1, latency)
+			if o.Again {
+				again = append(again, req.Cell.Index)
+				return nil
+			}
+			if o.Answer != nil {
+				req.Pics.stamp(o.Record) // as the synchronous pass stamps an answer
+			}
+			add(*o.Record)
+			if o.Answer != nil && writes {
+				page.Cache = append(page.Cache, cache.Entry(req.Key, m.Name, in.RunID, *o.Answer, now))
+			}
 		}
 		if len(page.Records) >= collectPage {
 			return flush()
@@ -331,21 +464,47 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	if err != nil {
 		return BatchCollected{}, err
 	}
-	for _, r := range reqs {
-		if !seen[r.CustomID] {
-			again = append(again, r.Cell.Index) // not in the results: never ran
+	for i, r := range reqs {
+		if !seen[i] {
+			again = append(again, r.cells()...) // not in the results: never ran
 		}
 	}
 	slices.Sort(again)
 	out.Again = experiment.CellsOf(again...)
-	if len(again) > 0 && spec.BudgetUSD > 0 {
-		left := make([]batchRequest, 0, len(again))
-		for _, r := range reqs {
-			if _, ok := slices.BinarySearch(again, r.Cell.Index); ok {
-				left = append(left, r)
-			}
+	if len(again) > 0 {
+		next, err := a.againLines(ctx, spec, in.Pass.Model, reqs, again)
+		if err != nil {
+			return BatchCollected{}, refused(err)
 		}
-		out.AgainCost = worstCost(spec, a.Tokenizer, left)
+		out.AgainDigest, out.AgainCost = linesDigest(next), worstCost(spec, a.Tokenizer, next)
 	}
 	return out, nil
+}
+
+// againLines are the lines of the cells to submit again (ascending), as the next round will build them: a chat
+// cell's line is the one it had; embeddings texts are packed again, since their requests change when some are
+// answered.
+func (a *Activities) againLines(ctx context.Context, spec *experiment.Spec, model int, reqs []batchRequest, again []int) ([]batchRequest, error) {
+	if !spec.IsEmbed() {
+		set := make(map[int]bool, len(again))
+		for _, c := range again {
+			set[c] = true
+		}
+		var sub []batchRequest
+		for _, r := range reqs {
+			if set[r.Cell.Index] {
+				sub = append(sub, r)
+			}
+		}
+		return sub, nil
+	}
+	b, err := a.batchBuilder(spec, model)
+	if err != nil {
+		return nil, err
+	}
+	next, err := b.batchRequests(ctx, again, "")
+	if err != nil {
+		return nil, fmt.Errorf("the cells to submit again: %w", err)
+	}
+	return next, nil
 }

@@ -2,8 +2,8 @@ package activities
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -53,10 +53,7 @@ func allCells(s *experiment.Spec) []int {
 // has the cache key that pass would look up.
 func TestBatchRequestsAreTheSyncRequests(t *testing.T) {
 	spec := gridSpec(t, 3, 4, `{"mode":"batch"}`)
-	reqs, err := batchRequests(spec, allCells(spec))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reqs := buildLines(t, &Activities{}, spec, allCells(spec))
 	sync := newPreparer(spec, spec.Models[0], nil, nil, true)
 	for i, r := range reqs {
 		c := spec.Cell(i)
@@ -83,11 +80,8 @@ func TestBatchRequestsAreTheSyncRequests(t *testing.T) {
 // its cells is byte for byte the same input, so its digest finds its batch again.
 func TestBatchPlanCutsByLimits(t *testing.T) {
 	spec := gridSpec(t, 5, 4, `{"mode":"batch","max_requests":6}`)
-	reqs, err := batchRequests(spec, allCells(spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := planBatchChunks(spec, reqs)
+	reqs := buildLines(t, &Activities{}, spec, allCells(spec))
+	plan, _, _, err := planBatchChunks(spec, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +90,8 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 	}
 	size := len(chunkInput(batch.FormatOpenAI, reqs)) / len(reqs)
 	spec = gridSpec(t, 5, 4, fmt.Sprintf(`{"mode":"batch","max_bytes":%d}`, 3*size))
-	reqs, _ = batchRequests(spec, allCells(spec))
-	plan, err = planBatchChunks(spec, reqs)
+	reqs = buildLines(t, &Activities{}, spec, allCells(spec))
+	plan, lines, _, err := planBatchChunks(spec, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +99,13 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 		t.Errorf("%d chunks of at most %d bytes for 20 lines of about %d, want at least 7", len(plan), 3*size, size)
 	}
 	for i, cells := range plan {
-		again, err := batchRequests(spec, cells.Indexes())
+		b, err := (&Activities{}).batchBuilder(spec, 0)
 		if err != nil {
 			t.Fatal(err)
+		}
+		again, err := b.batchRequests(context.Background(), cells.Indexes(), linesDigest(lines[i]))
+		if err != nil {
+			t.Fatalf("chunk %d rebuilt from its cells: %v", i, err)
 		}
 		in := chunkInput(batch.FormatOpenAI, again)
 		if len(in) > 3*size {
@@ -132,11 +130,8 @@ func TestBatchPlan120k(t *testing.T) {
 		t.Skip("builds 120,000 requests")
 	}
 	spec := gridSpec(t, 400, 300, `{"mode":"batch"}`)
-	reqs, err := batchRequests(spec, allCells(spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := planBatchChunks(spec, reqs)
+	reqs := buildLines(t, &Activities{}, spec, allCells(spec))
+	plan, _, _, err := planBatchChunks(spec, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +148,18 @@ func TestBatchPlan120k(t *testing.T) {
 	}
 }
 
-func TestBatchRequestsRefusePictures(t *testing.T) {
-	spec := gridSpec(t, 1, 1, `{"mode":"batch"}`)
-	spec.Questionnaire.Items[0].Images = []string{"https://example.org/a.png"}
-	if _, err := batchRequests(spec, allCells(spec)); !errors.Is(err, errBatchPictures) {
-		t.Errorf("a spec with pictures: %v, want errBatchPictures", err)
+// buildLines builds the lines of cells of model 0, all of which must be sendable.
+func buildLines(t testing.TB, a *Activities, spec *experiment.Spec, cells []int) []batchRequest {
+	t.Helper()
+	b, err := a.batchBuilder(spec, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	reqs, err := b.batchRequests(context.Background(), cells, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reqs
 }
 
 func mustChatBody(t *testing.T, req llm.Request) []byte {

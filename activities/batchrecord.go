@@ -61,3 +61,60 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format
 	rec.LatencyMS, rec.Attempts = latencyMS, attempts
 	return batchOutcome{Record: &rec, Answer: &a}
 }
+
+// embedOutcome is what one result line of an embeddings batch means for the cells of its request.
+type embedOutcome struct {
+	// Records are the records of the request's cells when the line settles them.
+	Records []store.Record
+	// Keep are the vectors to keep in the response cache: one per text, under the request's key of that text.
+	Keep []keptVector
+	// Again says the request's cells must be submitted again; Reason says why.
+	Again  bool
+	Reason string
+}
+
+// keptVector is the vector of text Text of a request, to keep in the response cache.
+type keptVector struct {
+	Text   int
+	Vector cache.Vector
+}
+
+// embedResultOutcome maps result r of embeddings request req onto the records a synchronous call of the same
+// request with the same answer or failure gets (embedAnswered, failedRecord): every text's vector, checked with
+// check as the synchronous call checks its vectors (one finite vector of the model's length per input), recorded
+// for each cell that has the text, its share of the prompt tokens on the text's first cell and its cost at the
+// batch price; a permanent failure recorded on every cell. A line that never ran, failed transiently or answered
+// malformed vectors goes again, as a synchronous call would be tried again.
+func embedResultOutcome(req batchRequest, r batch.Result, check func([][]float32) error, pr batchPricing,
+	attempts int, latencyMS float64) embedOutcome {
+	switch r.Outcome {
+	case batch.NotRun:
+		return embedOutcome{Again: true, Reason: r.Reason}
+	case batch.Errored:
+		if r.Err.Class.Retryable() {
+			return embedOutcome{Again: true, Reason: string(r.Err.Class)}
+		}
+		var o embedOutcome
+		for _, idx := range req.cells() {
+			o.Records = append(o.Records, failedRecord(idx, r.Err, Tries{Sent: attempts, LatencyMS: latencyMS}))
+		}
+		return o
+	}
+	b := req.Embed
+	resp, err := llm.EmbedAnswer(r.Body, len(b.texts))
+	if err == nil {
+		err = check(resp.Vectors)
+	}
+	if err != nil {
+		return embedOutcome{Again: true, Reason: string(llm.Classify(err).Class)}
+	}
+	var o embedOutcome
+	embedAnswered(b, resp, pr.price, pr.priced, func(text int, rec store.Record, keep *cache.Vector) {
+		rec.LatencyMS, rec.Attempts = latencyMS, attempts
+		o.Records = append(o.Records, rec)
+		if keep != nil {
+			o.Keep = append(o.Keep, keptVector{Text: text, Vector: *keep})
+		}
+	})
+	return o
+}

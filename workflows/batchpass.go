@@ -55,20 +55,24 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 		r.batchPassFailed(ctx, p, err)
 		return
 	}
-	res := activities.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached, FirstFailure: -1}
+	res := activities.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached + plan.Failed,
+		Failed: plan.Failed, FirstFailure: -1, Usage: plan.Usage}
 	bb := &batchBudget{on: sh.Budgeted, limit: sh.BudgetUSD}
 	wg := workflow.NewWaitGroup(ctx)
 	for i, cells := range plan.Chunks {
-		cost := 0.0
+		cost, digest := 0.0, ""
 		if i < len(plan.Costs) {
 			cost = plan.Costs[i]
+		}
+		if i < len(plan.Digests) {
+			digest = plan.Digests[i]
 		}
 		wg.Add(1)
 		r.batchChunks++
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer wg.Done()
 			defer func() { r.batchChunks-- }()
-			got := r.runChunk(gctx, p, i, cells, cost, bb)
+			got := r.runChunk(gctx, p, i, cells, digest, cost, bb)
 			res.Done += got.Recorded
 			res.Failed += got.Failed
 			res.OK += got.Recorded - got.Failed
@@ -102,9 +106,12 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 	r.passDone(ctx, res)
 }
 
-// runChunk runs chunk i of pass p through its rounds and returns what it recorded.
-// cost is the worst-case cost of the first round's cells, reserved against bb before the submission.
-func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet, cost float64, bb *batchBudget) activities.BatchCollected {
+// runChunk runs chunk i of pass p, whose lines have the given digest, through its rounds and returns what it
+// recorded. cost is the worst-case cost of the first round's cells, reserved against bb before the submission. A
+// chunk whose batch cannot be submitted or collected for a reason no retry cures (its lines changed since the
+// plan) records its unanswered cells failed with that reason.
+func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet, digest string, cost float64,
+	bb *batchBudget) activities.BatchCollected {
 	m := r.plan.Models[p.Model]
 	set := m.Batch
 	rounds := max(1, r.plan.Run.MaxAttempts)
@@ -113,7 +120,8 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 	}
 	var total activities.BatchCollected
 	for round := 0; round < rounds && cells.Len() > 0; round++ {
-		in := activities.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Since: r.state.Started}
+		in := activities.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Digest: digest,
+			Since: r.state.Started}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		if !r.reserveBatch(p, bb, cost) {
 			if r.state.Stopped == "" {
@@ -125,7 +133,10 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		var info batch.Info
 		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info); err != nil {
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
-			return total
+			if _, refused := refusal(err); refused {
+				bb.settle(cost, 0) // refused before anything was created: nothing to pay
+			}
+			return r.chunkFailed(ctx, p, cells, total, err)
 		}
 		key := fmt.Sprintf("%d/%d", p.Index, i)
 		r.batchSeen(ctx, key, m.ID, info)
@@ -165,13 +176,13 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got)
 		if err != nil {
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
-			return total
+			return r.chunkFailed(ctx, p, cells, total, err)
 		}
 		total.Recorded += got.Recorded
 		total.Failed += got.Failed
 		total.Usage.Add(got.Usage)
 		bb.settle(cost, got.Usage.CostUSD)
-		cells, cost = got.Again, got.AgainCost
+		cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
 	}
 	return total
 }
@@ -206,6 +217,35 @@ func (r *runner) reserveBatch(p experiment.Pass, b *batchBudget, cost float64) b
 	}
 	b.reserved += cost
 	return true
+}
+
+// chunkFailed records the cells of a chunk's round that have no record as failed with err, when no retry can
+// cure it (the batch pass's own refusals: its requests changed, the provider holds other requests under its
+// key), and adds them to total. Other errors leave the cells to the pass, which records them not run.
+func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, total activities.BatchCollected, err error) activities.BatchCollected {
+	msg, refused := refusal(err)
+	if ctx.Err() != nil || !refused {
+		return total
+	}
+	class := activities.ClassBatch
+	var f activities.FailOutput
+	ferr := workflow.ExecuteActivity(shortCtx(ctx), a.FailUnfinished, activities.FailInput{
+		RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: class, Message: msg,
+	}).Get(ctx, &f)
+	if ferr != nil {
+		workflow.GetLogger(ctx).Error("recording a chunk's cells failed", "pass", p.Index, "error", ferr)
+		return total
+	}
+	total.Recorded += f.Recorded
+	total.Failed += f.Recorded
+	return total
+}
+
+// refusal reports whether err is one of the batch pass's refusals (activities.ClassBatch), which no retry cures,
+// and its message.
+func refusal(err error) (msg string, refused bool) {
+	class, msg := classOf(err)
+	return msg, class == activities.ClassBatch
 }
 
 // batchPassFailed records the pass's cells failed when its plan could not be made.
