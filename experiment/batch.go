@@ -141,10 +141,6 @@ func (s *Spec) CheckBatchRunnable() error {
 			path = "run.batch.mode"
 		}
 		switch {
-		case s.IsEmbed():
-			errs.add(path, "batch mode does not run embeddings yet; use mode: sync for %s", m.ID)
-		case s.HasImages():
-			errs.add(path, "batch mode does not send pictures yet; use mode: sync for %s", m.ID)
 		case m.Provider == ProviderAnthropic:
 			errs.add(path, "batch mode runs only the OpenAI format yet")
 		}

@@ -126,7 +126,12 @@ func TestCheckBatchRunnable(t *testing.T) {
 		t.Errorf("a budget: %v, want it runnable (batches reserve it before they are sent)", err)
 	}
 	s.Questionnaire.Items[0].Images = []string{"https://example.org/a.png"}
-	if err := s.CheckBatchRunnable(); err == nil || !strings.Contains(err.Error(), "pictures") {
-		t.Errorf("pictures: %v, want refused", err)
+	if err := s.CheckBatchRunnable(); err != nil {
+		t.Errorf("pictures: %v, want them run in batch mode", err)
+	}
+	s.Questionnaire.Items[0].Images = nil
+	s.Kind, s.Embed = experiment.KindEmbed, &experiment.EmbedSettings{Texts: experiment.EmbedItems}
+	if err := s.CheckBatchRunnable(); err != nil {
+		t.Errorf("embeddings: %v, want them run in batch mode", err)
 	}
 }
