@@ -1,10 +1,23 @@
 package workflows
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"fmt"
+	"image"
+	"image/png"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +27,9 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
 )
@@ -337,6 +352,368 @@ func TestMixedSyncAndBatchModels(t *testing.T) {
 		if a[i].Raw != b[i].Raw || a[i].OptionID != b[i].OptionID || a[i].PromptTokens != b[i].PromptTokens ||
 			math.Abs(b[i].CostUSD-cost) > 1e-12 || a[i].CostUSD == 0 {
 			t.Errorf("cell %d: all-sync %+v, mixed %+v", i, a[i], b[i])
+		}
+	}
+}
+
+// runWith runs spec through ExperimentWorkflow with acts and returns its result.
+func runWith(t *testing.T, acts *activities.Activities, spec experiment.Spec, id string) Result {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(acts)
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// embedRunSpec is an embed spec of two models over texts on a simulator at url: requests of at most 3 texts
+// and 40 tokens, so that the texts pack into several requests, with a repeated text and one too long for any
+// request.
+func embedRunSpec(url string, batchMode bool) experiment.Spec {
+	s := experiment.Spec{Name: "embed batch", Kind: experiment.KindEmbed,
+		Embed: &experiment.EmbedSettings{Texts: experiment.EmbedItems, MaxInputsPerRequest: 3, MaxTokensPerRequest: 40}}
+	for i, name := range []string{"text-embedding-3-small", "text-embedding-3-large"} {
+		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprint("e", i), Name: name, Provider: "openai",
+			BaseURL: url + "/v1", Price: &experiment.Price{InputPerMTok: 0.02}})
+	}
+	for i := range 14 {
+		text := fmt.Sprintf("Statement %d: the weather in town %d is mild today.", i, i)
+		switch i {
+		case 9:
+			text = "Statement 2: the weather in town 2 is mild today." // text 2 again
+		case 12:
+			text = strings.Repeat("far too long for one request ", 20)
+		}
+		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint("t", i), Text: text})
+	}
+	s.Run.Cache = experiment.CacheOff
+	if batchMode {
+		s.Run.Cache = experiment.CacheReadWrite
+		s.Run.Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 2}
+	}
+	s.ApplyDefaults()
+	return s
+}
+
+// readCSV reads a CSV file of a run's outputs into a header and rows.
+func readCSV(t *testing.T, path string) ([]string, [][]string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%s: %v (%d rows)", path, err, len(rows))
+	}
+	return rows[0], rows[1:]
+}
+
+// TestBatchEmbedRunSameOutputs runs an embed spec through ExperimentWorkflow with the real activities, once
+// synchronously and once in batch mode, against one simulator: the batch run's embeddings.parquet has the same
+// vectors, and its embeddings.csv the same columns but for the cost (half) and how the run got them; its
+// requests are the synchronous run's, one line each, in one batch per chunk; and the vectors it keeps in the
+// response cache serve a synchronous run of the same texts without a call.
+func TestBatchEmbedRunSameOutputs(t *testing.T) {
+	s, err := sim.New(sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	tok, err := llm.NewTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &activities.Activities{Store: tempStore(t), Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		Tokenizer: tok, OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
+
+	syncRes := runWith(t, acts, embedRunSpec(srv.URL, false), "embed-sync")
+	syncReqs := s.Requests()
+	if len(s.Batches()) != 0 || len(syncReqs) == 0 {
+		t.Fatalf("the synchronous run made %d batches and %d requests", len(s.Batches()), len(syncReqs))
+	}
+	batchRes := runWith(t, acts, embedRunSpec(srv.URL, true), "embed-batch")
+	if n := len(s.Requests()); n != len(syncReqs) {
+		t.Errorf("the batch run made %d synchronous requests", n-len(syncReqs))
+	}
+
+	// The batch lines are the synchronous requests: named by their first cells, each run once, two per batch.
+	want := map[string]bool{}
+	perModel := map[string]int{}
+	for _, q := range syncReqs {
+		first, _, _ := strings.Cut(q.Cell, ",")
+		idx, err := strconv.Atoi(first)
+		if err != nil {
+			t.Fatalf("request cell header %q", q.Cell)
+		}
+		m := fmt.Sprint("e", idx/14)
+		want[m+"/"+first] = true
+		perModel[m]++
+	}
+	bs := s.Batches()
+	t.Logf("%d synchronous requests %v, %d batches", len(syncReqs), perModel, len(bs))
+	if wantBatches := (perModel["e0"]+1)/2 + (perModel["e1"]+1)/2; len(bs) != wantBatches {
+		t.Errorf("%d batches, want %d: one per chunk of 2 of the %v requests", len(bs), wantBatches, perModel)
+	}
+	ran := map[string]int{}
+	for _, b := range bs {
+		if b.Endpoint != "/v1/embeddings" || len(b.CustomIDs) > 2 || len(b.Ran) != len(b.CustomIDs) {
+			t.Errorf("batch %s: %s with %d lines, %d ran", b.ID, b.Endpoint, len(b.CustomIDs), len(b.Ran))
+		}
+		for _, id := range b.Ran {
+			ran[id]++
+		}
+	}
+	for id, n := range ran {
+		if n != 1 || !want[id] {
+			t.Errorf("line %s ran %d times; a synchronous request starts with its cell: %v", id, n, want[id])
+		}
+	}
+	if len(ran) != len(want) {
+		t.Errorf("%d lines ran, want the %d synchronous requests", len(ran), len(want))
+	}
+
+	// Every cell recorded once, in the first round.
+	recs, err := acts.Store.Records(context.Background(), "embed-batch", 0, 28)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 28 {
+		t.Fatalf("%d batch records, want 28", len(recs))
+	}
+	for _, r := range recs {
+		tooLong := r.Index%14 == 12
+		if tooLong != (r.Status == store.StatusFailed) || (tooLong && r.ErrorClass != activities.ClassTextTooLong) ||
+			(!tooLong && r.Attempts != 1) {
+			t.Errorf("record %d: %s %s, %d attempts", r.Index, r.Status, r.ErrorClass, r.Attempts)
+		}
+	}
+
+	// The same vectors.
+	syncVecs, err := results.ReadVectors(filepath.Join(syncRes.OutputDir, results.VectorsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batchVecs, err := results.ReadVectors(filepath.Join(batchRes.OutputDir, results.VectorsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(syncVecs) != 28 || len(batchVecs) != 28 {
+		t.Fatalf("%d sync and %d batch vectors, want 28 each", len(syncVecs), len(batchVecs))
+	}
+	for i, a := range syncVecs {
+		b := batchVecs[i]
+		if a.Index != b.Index || a.Model != b.Model || a.TextID != b.TextID || a.Text != b.Text || a.Status != b.Status ||
+			a.Dims != b.Dims || !slices.Equal(a.Vector, b.Vector) {
+			t.Errorf("vector %d: sync %s/%s %s %d dims, batch %s/%s %s %d dims, equal vectors %v", i,
+				a.Model, a.TextID, a.Status, a.Dims, b.Model, b.TextID, b.Status, b.Dims, slices.Equal(a.Vector, b.Vector))
+		}
+	}
+
+	// The same index but for the cost and the facts of the run.
+	head, syncRows := readCSV(t, filepath.Join(syncRes.OutputDir, results.VectorIndexFile))
+	_, batchRows := readCSV(t, filepath.Join(batchRes.OutputDir, results.VectorIndexFile))
+	if len(syncRows) != 28 || len(batchRows) != 28 {
+		t.Fatalf("%d sync and %d batch index rows", len(syncRows), len(batchRows))
+	}
+	costs := 0.0
+	for i := range syncRows {
+		for j, col := range head {
+			a, b := syncRows[i][j], batchRows[i][j]
+			switch col {
+			case "latency_ms", "attempts", "cached":
+			case "cost_usd":
+				ca, _ := strconv.ParseFloat(a, 64)
+				cb, _ := strconv.ParseFloat(b, 64)
+				costs += ca
+				if math.Abs(cb-ca/2) > 1e-9 {
+					t.Errorf("row %d: batch cost %s, sync %s: want half", i, b, a)
+				}
+			default:
+				if a != b {
+					t.Errorf("row %d %s: batch %q, sync %q", i, col, b, a)
+				}
+			}
+		}
+	}
+	if costs == 0 {
+		t.Error("the synchronous run cost nothing: the comparison of costs proves nothing")
+	}
+
+	// The vectors the batch run kept in the cache answer a synchronous run of the same texts: no call.
+	cached := embedRunSpec(srv.URL, false)
+	cached.Run.Cache = experiment.CacheReadWrite
+	runWith(t, acts, cached, "embed-cached")
+	if n := len(s.Requests()); n != len(syncReqs) {
+		t.Errorf("a synchronous run after the batch run made %d requests, want none (cached)", n-len(syncReqs))
+	}
+	again, err := acts.Store.Records(context.Background(), "embed-cached", 0, 28)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again {
+		if r.Index%14 != 12 && (!r.Cached || r.Raw != recs[i].Raw || r.Index != recs[i].Index) {
+			t.Errorf("cached run record %d: cached %v, same vector %v", r.Index, r.Cached, r.Raw == recs[i].Raw)
+		}
+	}
+	if len(again) != 28 {
+		t.Errorf("%d records of the cached run, want 28", len(again))
+	}
+}
+
+// pictureServer serves PNG pictures by path on loopback and counts the downloads of each.
+type pictureServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	pics map[string][]byte
+	hits map[string]int
+}
+
+func newPictureServer(t *testing.T, sizes map[string][2]int) *pictureServer {
+	t.Helper()
+	ps := &pictureServer{pics: map[string][]byte{}, hits: map[string]int{}}
+	for path, wh := range sizes {
+		ps.pics[path] = pngOf(t, wh[0], wh[1], 0)
+	}
+	ps.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ps.mu.Lock()
+		ps.hits[r.URL.Path]++
+		pic, ok := ps.pics[r.URL.Path]
+		ps.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(pic)
+	}))
+	t.Cleanup(ps.Close)
+	return ps
+}
+
+func (ps *pictureServer) digest(path string) string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	sum := sha256.Sum256(ps.pics[path])
+	return hex.EncodeToString(sum[:])
+}
+
+// pngOf is a w×h PNG whose pixels depend on seed.
+func pngOf(t *testing.T, w, h int, seed byte) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i) ^ seed
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// exportedRows reads a run's results.jsonl.
+func exportedRows(t *testing.T, dir string) []results.Row {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, results.JSONLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []results.Row
+	if err := results.ReadJSONL(f, func(r results.Row) error { rows = append(rows, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestBatchRunInlinePictures runs a spec whose items and a persona show pictures (image_transport inline, served
+// on loopback) through ExperimentWorkflow with the real activities, synchronously and in batch mode: the batch
+// run's cells have the synchronous run's cell columns (the pictures' digests, and the image tokens the simulator
+// charged for the inlined bytes, included) at half the cost; a missing picture fails its cells alike; and the
+// worker's fetcher downloads each picture once for the plan, the submissions and the collects.
+func TestBatchRunInlinePictures(t *testing.T) {
+	s, err := sim.New(sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	pics := newPictureServer(t, map[string][2]int{"/face.png": {1024, 1024}, "/ad.png": {512, 300}, "/me.png": {100, 100}})
+	acts := &activities.Activities{Store: tempStore(t), Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond,
+		Images: imagefetch.New(imagefetch.Config{})}
+	spec := func(batchMode bool) experiment.Spec {
+		s := simSpec(srv.URL, batchMode)
+		s.Models[0].RPM, s.Models[0].TPM = 0, 0 // the pictures' tokens would pace the synchronous run for seconds
+		s.Questionnaire.Items[0].Images = []string{pics.URL + "/face.png"}
+		s.Questionnaire.Items[1].Images = []string{pics.URL + "/face.png", pics.URL + "/ad.png"}
+		s.Questionnaire.Items[3].Images = []string{pics.URL + "/gone.png"}
+		s.Personas[1].Images = []string{pics.URL + "/me.png"}
+		s.ApplyDefaults()
+		return s
+	}
+	syncRes := runWith(t, acts, spec(false), "pictures-sync")
+	hits := map[string]int{}
+	pics.mu.Lock()
+	maps.Copy(hits, pics.hits)
+	pics.mu.Unlock()
+	batchRes := runWith(t, acts, spec(true), "pictures-batch")
+	if len(s.Batches()) != 6 {
+		t.Errorf("%d batches, want 6: chunks of 7, 7 and 6 cells of two seeds", len(s.Batches()))
+	}
+	pics.mu.Lock()
+	for p, n := range pics.hits {
+		if n != hits[p] && p != "/gone.png" {
+			t.Errorf("%s downloaded again by the batch run (%d times): the worker's fetcher holds it", p, n-hits[p])
+		}
+	}
+	pics.mu.Unlock()
+
+	sr, br := exportedRows(t, syncRes.OutputDir), exportedRows(t, batchRes.OutputDir)
+	if len(sr) != 40 || len(br) != 40 {
+		t.Fatalf("%d sync and %d batch rows, want 40 each", len(sr), len(br))
+	}
+	withPictures, failed := 0, 0
+	for i := range sr {
+		a, b := sr[i], br[i]
+		if math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 {
+			t.Errorf("cell %s: batch cost %g, sync %g: want half", a.CellID, b.CostUSD, a.CostUSD)
+		}
+		a.CostUSD, b.CostUSD = 0, 0
+		if ca, cb := results.CellColumns(a), results.CellColumns(b); !slices.Equal(ca, cb) {
+			t.Errorf("cell %s:\nsync  %q\nbatch %q", a.CellID, ca, cb)
+		}
+		if a.ImageSHA256 != "" {
+			withPictures++
+		}
+		if a.Status == "failed" {
+			failed++
+		}
+	}
+	// Items 1 and 2 show pictures to every persona, item 3 only to p1; item 4's picture is missing.
+	if want := 2*2*5 + 2*1; withPictures != want || failed != 2*5 {
+		t.Errorf("%d cells with pictures (want %d), %d failed (want 10): the comparison proves less than it should", withPictures, want, failed)
+	}
+	for _, r := range br {
+		if r.ItemID == "2" && r.PersonaID == "p1" {
+			want := pics.digest("/me.png") + "," + pics.digest("/face.png") + "," + pics.digest("/ad.png")
+			if r.ImageSHA256 != want || r.PromptTokens < 765+255+255 {
+				t.Errorf("cell %s: image_sha256 %q (want %q), %d prompt tokens (want the pictures' 1,275 at least)",
+					r.CellID, r.ImageSHA256, want, r.PromptTokens)
+			}
+		}
+		if r.ItemID == "4" && (r.ErrorClass != activities.ClassImageUnavailable || r.ErrorCode != "http_404") {
+			t.Errorf("cell %s: %s %s, want the missing picture's failure", r.CellID, r.ErrorClass, r.ErrorCode)
 		}
 	}
 }
