@@ -107,9 +107,13 @@ func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) Batch
 	h.t.Helper()
 	pass := h.spec.Passes()[0]
 	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: runID, Pass: pass})
+	if len(plan.Digests) != len(plan.Chunks) {
+		h.t.Fatalf("plan of %d chunks with %d digests", len(plan.Chunks), len(plan.Digests))
+	}
 	for i, cells := range plan.Chunks {
+		digest := plan.Digests[i]
 		for round := 0; round < rounds && cells.Len() > 0; round++ {
-			in := BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells}
+			in := BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells, Digest: digest}
 			info := run[batch.Info](h, h.acts.SubmitBatch, in)
 			if again := run[batch.Info](h, h.acts.SubmitBatch, in); again.ID != info.ID {
 				h.t.Fatalf("chunk %d round %d: a second submit created %s besides %s", i, round, again.ID, info.ID)
@@ -120,7 +124,7 @@ func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) Batch
 				h.t.Fatalf("chunk %d: %s after %v", i, info.Status, wait)
 			}
 			got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
-			cells = got.Again
+			cells, digest = got.Again, got.AgainDigest
 		}
 	}
 	return plan
