@@ -24,7 +24,7 @@ import (
 // submitted (its batch could not be found again by its digest, and it could exceed the size the plan cut it to)
 // nor collected (its answers would be recorded under the keys and picture digests of other requests than those
 // sent). It is batchapi.ErrChunkChanged, which no retry cures.
-var errLinesChanged = fmt.Errorf("%w: its requests differ from those the plan built", batchapi.ErrChunkChanged)
+var errLinesChanged = fmt.Errorf("%w: its requests differ from those built for it before", batchapi.ErrChunkChanged)
 
 // batchRequest is one line of a batch pass: the request the synchronous pass would send, as a batch line, with
 // the cache keys its answers are kept under. A chat line is one cell's request; an embeddings line is one
@@ -288,8 +288,8 @@ func (b *batchBuilder) batchRequests(ctx context.Context, cells []int, digest st
 		return nil, fmt.Errorf("%w: cell %d cannot be sent now (%s)", errLinesChanged, u.rec.Index, u.rec.ErrorMessage)
 	}
 	if got := linesDigest(reqs); digest != "" && got != digest {
-		return nil, fmt.Errorf("%w (digest %s, planned %s): a picture's bytes changed at its URL since the plan, "+
-			"or this worker counts tokens otherwise than the one that planned", errLinesChanged, got[:16], digest[:min(16, len(digest))])
+		return nil, fmt.Errorf("%w (digest %s, before %s): a picture's bytes changed at its URL since they were "+
+			"first fetched, or this worker counts tokens otherwise than the one that built them", errLinesChanged, got[:16], digest[:min(16, len(digest))])
 	}
 	return reqs, nil
 }
