@@ -717,3 +717,53 @@ func TestBatchRunInlinePictures(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchRunRefusesAChangedPicture: a picture whose bytes change with every download (here seen by activities
+// without a shared fetcher) gives each build of a chunk other lines: the chunk is never submitted, and its cells
+// are recorded failed saying why; the other chunks run.
+func TestBatchRunRefusesAChangedPicture(t *testing.T) {
+	s, err := sim.New(sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	var mu sync.Mutex
+	n := 0
+	pics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		seed := byte(n)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(pngOf(t, 16, 16, seed))
+	}))
+	defer pics.Close()
+	st := tempStore(t)
+	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		OutputRoot: t.TempDir()}
+	spec := simSpec(srv.URL, true)
+	spec.Questionnaire.Items[0].Images = []string{pics.URL + "/live.png"}
+	spec.ApplyDefaults()
+	res := runWith(t, acts, spec, "changing")
+	if n := len(s.Batches()); n != 4 {
+		t.Errorf("%d batches, want 4: the chunks without the picture", n)
+	}
+	recs, err := st.Records(context.Background(), "changing", 0, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 40 {
+		t.Fatalf("%d records, want 40", len(recs))
+	}
+	for _, r := range recs {
+		refused := r.Index%20 < 7 // chunk 0 of each seed holds the picture's cells
+		if refused != (r.Status == store.StatusFailed) ||
+			(refused && (r.ErrorClass != activities.ClassBatch || !strings.Contains(r.ErrorMessage, "picture's bytes changed"))) {
+			t.Errorf("cell %d: %s %s %q", r.Index, r.Status, r.ErrorClass, r.ErrorMessage)
+		}
+	}
+	if res.Summary.Failed != 14 {
+		t.Errorf("summary %+v, want 14 failed", res.Summary)
+	}
+}
