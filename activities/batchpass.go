@@ -206,10 +206,13 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 	if tally != (store.CacheTally{}) {
 		settled.Tally = map[string]store.CacheTally{m.Name: tally}
 	}
-	for i := 0; i < len(settled.Records) || (i == 0 && settled.Tally != nil); i += collectPage {
+	for i := 0; i == 0 || i < len(settled.Records); i += collectPage {
 		page := store.Batch{Records: settled.Records[i:min(len(settled.Records), i+collectPage)]}
 		if i == 0 {
-			page.Tally = settled.Tally
+			page.Tally = settled.Tally // with the first page, or alone
+		}
+		if len(page.Records) == 0 && page.Tally == nil {
+			break
 		}
 		if err := a.Store.Write(ctx, in.RunID, page); err != nil {
 			return BatchPlan{}, fmt.Errorf("record cells settled before any batch: %w", err)
@@ -390,7 +393,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	if !in.Batch.CreatedAt.IsZero() {
 		latency = float64(now.Sub(in.Batch.CreatedAt).Microseconds()) / 1000
 	}
-	vectors := &embedState{dims: 0}
+	vectors := &embedState{} // checks an embed pass's vectors as the synchronous pass does
 	if spec.Embed != nil {
 		vectors.dims = spec.Embed.Dimensions
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/batchapi"
 	"github.com/silicolab/silico/cache"
@@ -145,7 +147,8 @@ func (a *Activities) batchBuilder(spec *experiment.Spec, mi int) (*batchBuilder,
 		return b, nil
 	}
 	if b.format != batch.FormatOpenAI {
-		return nil, fmt.Errorf("batch: model %s: embeddings batches run only in the OpenAI format", m.ID)
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("batch: model %s: embeddings batches run only in the OpenAI format", m.ID), ClassBatch, nil)
 	}
 	texts, err := spec.EmbedTexts()
 	if err != nil {
@@ -281,8 +284,7 @@ func (b *batchBuilder) batchRequests(ctx context.Context, cells []int, digest st
 	}
 	if len(unsent) > 0 {
 		u := unsent[0]
-		var fe *imagefetch.Error
-		if u.err != nil && !(errors.As(u.err, &fe) && fe.Permanent) {
+		if fe := (*imagefetch.Error)(nil); errors.As(u.err, &fe) && !fe.Permanent {
 			return nil, fmt.Errorf("cell %d: %w", u.rec.Index, u.err) // the picture's server may come back
 		}
 		return nil, fmt.Errorf("%w: cell %d cannot be sent now (%s)", errLinesChanged, u.rec.Index, u.rec.ErrorMessage)
