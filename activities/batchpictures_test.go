@@ -46,11 +46,12 @@ func noisePNG(t testing.TB, w, h int, seed uint32) []byte {
 	return b.Bytes()
 }
 
-// pictureHost serves PNGs by path on loopback; set replaces one.
+// pictureHost serves PNGs by path on loopback; set replaces one, and down makes every download a 503.
 type pictureHost struct {
 	*httptest.Server
 	mu   sync.Mutex
 	pics map[string][]byte
+	down bool
 }
 
 func servePictures(t testing.TB, pics map[string][]byte) *pictureHost {
@@ -58,7 +59,12 @@ func servePictures(t testing.TB, pics map[string][]byte) *pictureHost {
 	ps.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ps.mu.Lock()
 		pic, ok := ps.pics[r.URL.Path]
+		down := ps.down
 		ps.mu.Unlock()
+		if down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -247,6 +253,22 @@ func TestBatchPictureChangedBetweenAttempts(t *testing.T) {
 	if n := len(h.sim.Batches()); n != 0 {
 		t.Fatalf("%d batches created from changed lines", n)
 	}
+
+	// A worker that cannot reach the picture now: an error a retry may cure, not a refusal.
+	pics.mu.Lock()
+	pics.down = true
+	pics.mu.Unlock()
+	third := &Activities{Store: h.st, Models: h.acts.Models, Images: imagefetch.New(imagefetch.Config{Backoff: time.Millisecond})}
+	thirdEnv := suite.NewTestActivityEnvironment()
+	thirdEnv.RegisterActivity(third)
+	_, err = thirdEnv.ExecuteActivity(third.SubmitBatch, in)
+	var ae *temporal.ApplicationError
+	if err == nil || (errors.As(err, &ae) && ae.NonRetryable()) || !strings.Contains(err.Error(), "503") {
+		t.Errorf("submit while the picture's server is down: %v, want a retryable error naming the 503", err)
+	}
+	pics.mu.Lock()
+	pics.down = false
+	pics.mu.Unlock()
 
 	info := run[batch.Info](h, h.acts.SubmitBatch, in) // the planning worker: its fetcher holds the old bytes
 	info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: info.ID})
