@@ -91,3 +91,33 @@ func TestBatch120k(t *testing.T) {
 		t.Errorf("120,000 cells: %+v, want 3 batches", be)
 	}
 }
+
+// TestEmbedBatch: an embed model in batch mode costs half the synchronous price, and its requests (one line per
+// packed request) are cut into batches by max_requests.
+func TestEmbedBatch(t *testing.T) {
+	spec := parse(t, `name: e
+kind: embed
+models:
+  - {id: b, name: text-embedding-3-small, batch: {mode: batch, max_requests: 2}}
+  - {id: s, name: text-embedding-3-small}
+questionnaire:
+  options: ["yes", "no"]
+  items: [{id: "1", text: one}, {id: "2", text: two}, {id: "3", text: three}, {id: "4", text: four}, {id: "5", text: five}]
+embed: {texts: items, max_inputs_per_request: 2}
+`)
+	est, err := Compute(spec, tokenizer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, s := est.Models[0], est.Models[1]
+	if b.Batch == nil || s.Batch != nil {
+		t.Fatalf("batch estimates %+v, %+v; want one for the batch model alone", b.Batch, s.Batch)
+	}
+	// 5 texts in requests of 2: 3 requests, in batches of 2 requests: 2 batches.
+	if b.Calls != 3 || b.Batch.Batches != 2 || b.Batch.Bytes == 0 {
+		t.Errorf("calls %d, batches %+v; want 3 requests in 2 batches", b.Calls, b.Batch)
+	}
+	if !near(b.MinCostUSD, s.MinCostUSD/2) || b.MinCostUSD == 0 || !near(b.Batch.SyncMinCostUSD, s.MinCostUSD) {
+		t.Errorf("batch cost %g (sync %g), the other model %g; want half", b.MinCostUSD, b.Batch.SyncMinCostUSD, s.MinCostUSD)
+	}
+}

@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 
+	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 )
@@ -20,11 +21,13 @@ func computeEmbed(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 	var tooLong int
 	for _, m := range spec.Models {
 		var tokens []int
+		var distinct []string
 		seen := map[string]bool{}
 		for _, t := range texts {
 			if !seen[t.Text] {
 				seen[t.Text] = true
 				tokens = append(tokens, tok.Count(m.Name, t.Text))
+				distinct = append(distinct, t.Text)
 			}
 		}
 		batches, long := experiment.PackTexts(tokens, spec.Embed.MaxInputsPerRequest, spec.Embed.MaxTokensPerRequest)
@@ -41,6 +44,21 @@ func computeEmbed(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 			me.MaxCostUSD = me.MinCostUSD
 		}
 		me.MinWall, me.LimitedBy = wallBound(m, me.Calls, me.PromptTokens)
+		if spec.Batched(m) {
+			be, err := embedBatchEstimate(spec, m, distinct, batches)
+			if err != nil {
+				return Estimate{}, err
+			}
+			be.SyncMinCostUSD, be.SyncMaxCostUSD = me.MinCostUSD, me.MaxCostUSD
+			price, ok := llm.BatchPriceFor(m)
+			me.Priced = ok
+			me.MinCostUSD = llm.Cost(price, me.PromptTokens, 0)
+			me.MaxCostUSD = me.MinCostUSD
+			me.Batch = be
+			if me.Calls > 0 {
+				me.MinWall, me.LimitedBy = 0, LimitBatch
+			}
+		}
 		est.Models = append(est.Models, me)
 	}
 	est.total(spec)
@@ -50,4 +68,37 @@ func computeEmbed(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		est.Notes = append(est.Notes, fmt.Sprintf("embed: %d texts are longer than max_tokens_per_request and will fail without a call", tooLong))
 	}
 	return est, nil
+}
+
+// embedBatchEstimate counts the batches of an embed model in batch mode: one line per packed request (the
+// synchronous request's body), cut by the model's limits and the 50,000 inputs a batch may carry.
+func embedBatchEstimate(spec *experiment.Spec, m experiment.Model, texts []string, requests [][]int) (*BatchEstimate, error) {
+	set := spec.BatchSettings(m)
+	f := formatOf(m)
+	be := &BatchEstimate{Format: f, MaxRequests: set.MaxRequests, MaxBytes: set.MaxBytes}
+	sizes := make([]batch.Item, 0, len(requests))
+	for i, req := range requests {
+		input := make([]string, len(req))
+		for j, t := range req {
+			input[j] = texts[t]
+		}
+		body, err := llm.EmbedBody(llm.EmbedRequest{Model: m.Name, Input: input, Dimensions: spec.Embed.Dimensions})
+		if err != nil {
+			return nil, fmt.Errorf("estimate: model %s: %w", m.ID, err)
+		}
+		line, err := batch.Line(f, batch.EndpointEmbeddings, fmt.Sprintf("%s/%d", m.ID, i), body)
+		if err != nil {
+			return nil, fmt.Errorf("estimate: model %s: %w", m.ID, err)
+		}
+		sizes = append(sizes, batch.Item{Bytes: len(line), Inputs: len(req)})
+	}
+	chunks, err := batch.Split(f, sizes, batch.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes)})
+	if err != nil {
+		return nil, fmt.Errorf("estimate: model %s: %w", m.ID, err)
+	}
+	for _, ch := range chunks {
+		be.Bytes += ch.Bytes
+	}
+	be.Batches, be.MaxPerPass = len(chunks), len(chunks)
+	return be, nil
 }
