@@ -69,10 +69,6 @@ const (
 	DefaultBatchDiscount = 0.5
 )
 
-// ProviderAnthropic is Anthropic's Messages API. Models cannot name it yet; its batch limits are the defaults of
-// a model that will.
-const ProviderAnthropic = "anthropic"
-
 // batchLimits are the provider's limits of one batch.
 func batchLimits(provider string) (requests, bytes int) {
 	if provider == ProviderAnthropic {
@@ -145,8 +141,6 @@ func (s *Spec) CheckBatchRunnable() error {
 			errs.add(path, "batch mode does not run embeddings yet; use mode: sync for %s", m.ID)
 		case s.HasImages():
 			errs.add(path, "batch mode does not send pictures yet; use mode: sync for %s", m.ID)
-		case m.Provider == ProviderAnthropic:
-			errs.add(path, "batch mode runs only the OpenAI format yet")
 		}
 	}
 	if len(errs) > 0 {

@@ -87,9 +87,10 @@ func batchModeLines(spec *experiment.Spec) []string {
 
 // startNotes are what would make a valid spec fail when a run starts, as far as this machine can tell: a spec too
 // large for a workflow input, what batch mode cannot run yet, an api_key_env that workers refuse by default, or one that is not set here (the
-// embedded mode's worker reads keys from this environment).
+// embedded mode's worker reads keys from this environment); and what the spec asks for that will not happen as
+// written (experiment.Spec.Remarks: the seed of an anthropic model is not sent).
 func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
-	var notes []string
+	notes := spec.Remarks()
 	if in, err := workflows.NewInput(spec, "", ""); err == nil {
 		if note := tooLargeNote(in); note != "" {
 			notes = append(notes, note)
