@@ -109,6 +109,8 @@ func TestEndpoint(t *testing.T) {
 		{experiment.Model{Provider: "openai", BaseURL: "HTTPS://API.OpenAI.com:443/v1/"}, "https://api.openai.com/v1"},
 		{experiment.Model{BaseURL: "http://LocalHost:80/v1//"}, "http://localhost/v1"},
 		{experiment.Model{BaseURL: "http://localhost:11434/v1"}, "http://localhost:11434/v1"},
+		{experiment.Model{Provider: "anthropic"}, "anthropic https://api.anthropic.com/v1"},
+		{experiment.Model{Provider: "anthropic", BaseURL: "http://127.0.0.1:8089/v1/"}, "anthropic http://127.0.0.1:8089/v1"},
 	} {
 		if got := Endpoint(c.m); got != c.want {
 			t.Errorf("Endpoint(%+v) = %q, want %q", c.m, got, c.want)
