@@ -88,9 +88,12 @@ type Store interface {
 	cacheStore
 }
 
-// Models hands out the client of a model's endpoint. Clients are shared and reused.
+// Models hands out the client of a model's endpoint. Clients are shared and reused. llm.Registry is one.
 type Models interface {
+	// Client is the client of an OpenAI-compatible endpoint (providers openai and sim).
 	Client(m experiment.Model) (*llm.Client, error)
+	// AnthropicClient is the client of a model of provider anthropic.
+	AnthropicClient(m experiment.Model) (*llm.AnthropicClient, error)
 }
 
 // Activities holds the dependencies of the activities. Register a *Activities with the worker; workflows call
