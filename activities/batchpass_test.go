@@ -404,6 +404,13 @@ func TestAnthropicSubmitAfterALostCreate(t *testing.T) {
 	if bs := h.sim.Batches(); len(bs) != 2 || other.ID == adopted.ID || bs[1].ID != other.ID {
 		t.Fatalf("chunk 1 got %s; batches %+v; want a batch of its own", other.ID, bs)
 	}
+	// Chunk 1's batch collected as chunk 0's: its results are not chunk 0's requests, refused for good.
+	wrong := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: other.ID})
+	_, err := h.env.ExecuteActivity(h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: first, Batch: wrong})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || len(h.records("run")) != 0 {
+		t.Errorf("collecting another chunk's batch: %v with %d records, want a non-retryable refusal and nothing recorded", err, len(h.records("run")))
+	}
 	for _, in := range []BatchChunkInput{first, second} {
 		info := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: map[int]string{0: adopted.ID, 1: other.ID}[in.Chunk]})
 		if got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info}); got.Recorded != 5 || got.Again.Len() != 0 {
@@ -416,8 +423,7 @@ func TestAnthropicSubmitAfterALostCreate(t *testing.T) {
 
 	// Not knowing the first chunk's batch, chunk 1 could be either: refused, and not to be retried.
 	second.Known = nil
-	_, err := h.env.ExecuteActivity(h.acts.SubmitBatch, second)
-	var app *temporal.ApplicationError
+	_, err = h.env.ExecuteActivity(h.acts.SubmitBatch, second)
 	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != ClassBatch || !strings.Contains(err.Error(), "more than one batch") {
 		t.Errorf("an ambiguous submission: %v, want a non-retryable %s error", err, ClassBatch)
 	}
