@@ -88,9 +88,12 @@ type Store interface {
 	cacheStore
 }
 
-// Models hands out the client of a model's endpoint. Clients are shared and reused.
+// Models hands out the client of a model's endpoint. Clients are shared and reused. llm.Registry is one.
 type Models interface {
+	// Client is the client of an OpenAI-compatible endpoint (providers openai and sim).
 	Client(m experiment.Model) (*llm.Client, error)
+	// AnthropicClient is the client of a model of provider anthropic.
+	AnthropicClient(m experiment.Model) (*llm.AnthropicClient, error)
 }
 
 // Activities holds the dependencies of the activities. Register a *Activities with the worker; workflows call
@@ -194,10 +197,6 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	s, err := a.prepareSpec(ctx, in)
 	if err != nil {
 		return Plan{}, err
-	}
-	if err := s.CheckBatchRunnable(); err != nil {
-		// Fail before any call rather than run batch cells synchronously at full price, or half of them.
-		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
 	}
 	if hasSpec(in.Spec) || in.SpecDigest != "" { // a fresh start, not a continuation: check and warn once per run
 		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails

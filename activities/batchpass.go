@@ -19,13 +19,16 @@ import (
 )
 
 // The activities of a batch pass. A batch pass is one (model, seed) whose model runs in batch mode; the workflow
-// that drives it (not written yet) calls PlanBatchPass once and records the plan, then for each chunk
+// that drives it (workflows/batchpass.go) calls PlanBatchPass once and records the plan, then for each chunk
 // SubmitBatch, PollBatch between durable timers until the batch is terminal, and CollectBatch, submitting what
 // comes back as Again in the next round; CancelBatch when the run is cancelled. Each activity is short and
 // idempotent: SubmitBatch creates at most one batch per (run, pass, chunk, round) however often it runs, and
 // CollectBatch records each line as the store records any cell, so running it again writes nothing new.
 //
-// Only the OpenAI format runs here: models of provider anthropic are not accepted by the spec yet.
+// Both formats run here: the OpenAI format (providers openai and sim: batchapi.OpenAI, whose batches carry their
+// key in their metadata) and Anthropic's Message Batches (provider anthropic: batchapi.Anthropic, whose batches
+// carry none, so that a submission is found again by the intent the workflow recorded before it; see
+// BatchChunkInput.Intent).
 
 // BatchPassInput names a batch pass of a run.
 type BatchPassInput struct {
@@ -35,8 +38,8 @@ type BatchPassInput struct {
 
 // BatchPlan is what PlanBatchPass decided: the cells of each chunk, in order, with the digest of the lines it
 // built for them; how many cells the response cache answered and how many no line could carry (both recorded at
-// once). Chunks are sets of spans, so the plan of a million cells is a few bytes of history, not megabytes
-// (Temporal refuses a payload over 2 MiB).
+// once); and the batch format of the pass's model, which says how the workflow submits. Chunks are sets of spans,
+// so the plan of a million cells is a few bytes of history, not megabytes (Temporal refuses a payload over 2 MiB).
 type BatchPlan struct {
 	Chunks  []experiment.CellSet `json:"chunks"`
 	Digests []string             `json:"digests,omitempty"`
@@ -49,6 +52,9 @@ type BatchPlan struct {
 	Failed int `json:"failed,omitempty"`
 	// Usage is what the recorded cells count: the cached cells' cost at the batch price, as saved.
 	Usage usage.Usage `json:"usage"`
+	// Format is the model's batch format; empty in plans recorded before it was part of the plan, which were all
+	// of the OpenAI format.
+	Format batch.Format `json:"format,omitempty"`
 }
 
 // BatchChunkInput names one chunk's batch of one round: the cells it asks for, as the recorded plan (or the
@@ -64,6 +70,15 @@ type BatchChunkInput struct {
 	Digest string `json:"digest,omitempty"`
 	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
 	Since time.Time `json:"since"`
+	// Intent is when the workflow decided to submit this chunk's round, recorded in the history as part of this
+	// input before any attempt runs: every attempt of the submission gets the same one. Anthropic's batches carry
+	// no metadata, so an attempt that follows one that died after its create (before the batch's id was known)
+	// adopts the batch created since the intent with as many requests, instead of paying for a second one. The
+	// workflow submits one Anthropic chunk at a time, so that no other chunk of the run is created meanwhile.
+	// Required for the Anthropic format, unused by the OpenAI format (its batches carry their key).
+	Intent time.Time `json:"intent,omitzero"`
+	// Known are the ids of the Anthropic batches the run has adopted so far, which are never this chunk's.
+	Known []string `json:"known,omitempty"`
 }
 
 // BatchRef names a batch of a model of a run.
@@ -111,24 +126,61 @@ func batchPricingOf(m experiment.Model) batchPricing {
 	return batchPricing{price: p, priced: ok}
 }
 
-func (a *Activities) openAI(m experiment.Model) (*batchapi.OpenAI, *llm.Client, error) {
-	if formatOf(m) != batch.FormatOpenAI {
-		return nil, nil, temporal.NewNonRetryableApplicationError("batch: only the OpenAI format runs", ClassBatch, nil)
+// batchDriver is what polling, cancelling and collecting need of a provider's batch API: batchapi.OpenAI and
+// batchapi.Anthropic are batch drivers.
+type batchDriver interface {
+	Poll(ctx context.Context, id string) (batch.Info, error)
+	Cancel(ctx context.Context, id string) (batch.Info, error)
+	Collect(ctx context.Context, info batch.Info, fn func(batch.Result) error) error
+}
+
+// batchAPI is a model's batch API: its format, its driver, and the redaction of its client's key.
+type batchAPI struct {
+	format    batch.Format
+	driver    batchDriver
+	openAI    *batchapi.OpenAI    // set for the OpenAI format
+	anthropic *batchapi.Anthropic // set for the Anthropic format
+	redact    func(string) string
+}
+
+// batchAPIOf is model m's batch API, through the client of its endpoint.
+func (a *Activities) batchAPIOf(m experiment.Model) (batchAPI, error) {
+	if f := formatOf(m); f == batch.FormatAnthropic {
+		c, err := a.Models.AnthropicClient(m)
+		if err != nil {
+			return batchAPI{}, refused(err)
+		}
+		d := batchapi.NewAnthropic(c)
+		return batchAPI{format: f, driver: d, anthropic: d, redact: c.Redact}, nil
 	}
 	c, err := a.Models.Client(m)
 	if err != nil {
-		return nil, nil, err
+		return batchAPI{}, refused(err)
 	}
-	return batchapi.NewOpenAI(c), c, nil
+	d := batchapi.NewOpenAI(c)
+	return batchAPI{format: batch.FormatOpenAI, driver: d, openAI: d, redact: c.Redact}, nil
 }
 
-// refused makes the errors no retry can cure non-retryable.
+// refused makes the errors no retry can cure non-retryable: a chunk whose batch holds other requests, what
+// batch mode cannot send, an Anthropic chunk that more than one batch could be, results of another chunk's
+// requests, and the provider's (or the worker's) refusals that are no transient failure (a missing key, an
+// invalid request, an exhausted quota).
 func refused(err error) error {
-	if errors.Is(err, batchapi.ErrChunkChanged) {
+	var le *llm.Error
+	if errors.Is(err, batchapi.ErrChunkChanged) || errors.Is(err, batchapi.ErrAmbiguous) || errors.Is(err, errNoIntent) ||
+		errors.Is(err, errForeignResult) || (errors.As(err, &le) && !le.Class.Retryable()) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ClassBatch, err)
 	}
 	return err
 }
+
+// errForeignResult is a batch result for a request the chunk does not have: the batch is not the chunk's, and its
+// answers must not be recorded as the chunk's.
+var errForeignResult = errors.New("batch: a result for a request that is not of this chunk")
+
+// errNoIntent refuses an Anthropic submission whose input records no intent: without one, an attempt after a
+// create whose answer was lost would create the batch again.
+var errNoIntent = errors.New("batch: an Anthropic submission needs the intent the workflow recorded before it")
 
 // PlanBatchPass finds the pass's cells without a record, records those the response cache answers (as a
 // synchronous pass does, with the cost at the batch price counted as saved) and those no line can carry (a
@@ -221,6 +273,7 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 	for _, r := range settled.Records {
 		plan.Usage.Add(r.Usage())
 	}
+	plan.Format = formatOf(m)
 	return plan, nil
 }
 
@@ -291,8 +344,9 @@ func (a *Activities) serveBatchVectors(ctx context.Context, b *batchBuilder, cel
 	return rest, nil
 }
 
-// SubmitBatch makes sure the chunk's batch of this round exists and returns it (see batchapi.OpenAI.Submit). Its
-// lines are built again from its cells, and must be those the plan built (BatchChunkInput.Digest).
+// SubmitBatch makes sure the chunk's batch of this round exists and returns it: batchapi.OpenAI.Submit for the
+// OpenAI format, batchapi.Anthropic.Submit with the recorded intent for Anthropic's. Its lines are built again from
+// its cells, and must be those the plan built (BatchChunkInput.Digest).
 func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch.Info, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
@@ -300,17 +354,27 @@ func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch
 		return batch.Info{}, err
 	}
 	m := spec.Models[in.Pass.Model]
-	drv, _, err := a.openAI(m)
+	api, err := a.batchAPIOf(m)
 	if err != nil {
 		return batch.Info{}, err
+	}
+	if api.format == batch.FormatAnthropic && in.Intent.IsZero() {
+		return batch.Info{}, refused(errNoIntent)
 	}
 	reqs, err := a.chunkRequests(ctx, spec, in)
 	if err != nil {
 		return batch.Info{}, refused(err)
 	}
-	info, err := drv.Submit(ctx, batchapi.Submission{
-		Key:      batch.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
-		Endpoint: batchEndpoint(spec), Input: chunkInput(formatOf(m), reqs), Since: in.Since})
+	input := chunkInput(api.format, reqs)
+	var info batch.Info
+	if api.format == batch.FormatAnthropic {
+		info, err = api.anthropic.Submit(ctx, batchapi.AnthropicSubmission{Input: input, Requests: len(reqs),
+			Intent: in.Intent, Known: in.Known})
+	} else {
+		info, err = api.openAI.Submit(ctx, batchapi.Submission{
+			Key:      batch.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
+			Endpoint: batchEndpoint(spec), Input: input, Since: in.Since})
+	}
 	return info, refused(err)
 }
 
@@ -334,11 +398,11 @@ func (a *Activities) PollBatch(ctx context.Context, in BatchRef) (batch.Info, er
 	if err != nil {
 		return batch.Info{}, err
 	}
-	drv, _, err := a.openAI(spec.Models[in.Model])
+	api, err := a.batchAPIOf(spec.Models[in.Model])
 	if err != nil {
 		return batch.Info{}, err
 	}
-	return drv.Poll(ctx, in.ID)
+	return api.driver.Poll(ctx, in.ID)
 }
 
 // CancelBatch asks for the batch to be cancelled and returns it.
@@ -348,11 +412,11 @@ func (a *Activities) CancelBatch(ctx context.Context, in BatchRef) (batch.Info, 
 	if err != nil {
 		return batch.Info{}, err
 	}
-	drv, _, err := a.openAI(spec.Models[in.Model])
+	api, err := a.batchAPIOf(spec.Models[in.Model])
 	if err != nil {
 		return batch.Info{}, err
 	}
-	return drv.Cancel(ctx, in.ID)
+	return api.driver.Cancel(ctx, in.ID)
 }
 
 // collectPage is how many records CollectBatch writes in one transaction.
@@ -370,7 +434,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		return BatchCollected{}, err
 	}
 	m := spec.Models[in.Pass.Model]
-	drv, client, err := a.openAI(m)
+	api, err := a.batchAPIOf(m)
 	if err != nil {
 		return BatchCollected{}, err
 	}
@@ -418,10 +482,10 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		}
 		out.Recorded++
 	}
-	err = drv.Collect(ctx, in.Batch, func(r batch.Result) error {
+	err = api.driver.Collect(ctx, in.Batch, func(r batch.Result) error {
 		i, ok := byID[r.CustomID]
 		if !ok {
-			return fmt.Errorf("batch %s: result for %q, which is not a request of this chunk", in.Batch.ID, r.CustomID)
+			return fmt.Errorf("%w: batch %s: result for %q", errForeignResult, in.Batch.ID, r.CustomID)
 		}
 		if seen[i] {
 			return nil // a line given twice counts once
@@ -443,7 +507,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 				}
 			}
 		} else {
-			o := batchResultOutcome(spec, req.Cell, formatOf(m), r, pr, client.Redact, in.Round+1, latency)
+			o := batchResultOutcome(spec, req.Cell, api.format, r, pr, api.redact, in.Round+1, latency)
 			if o.Again {
 				again = append(again, req.Cell.Index)
 				return nil
@@ -465,7 +529,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		err = flush()
 	}
 	if err != nil {
-		return BatchCollected{}, err
+		return BatchCollected{}, refused(err)
 	}
 	for i, r := range reqs {
 		if !seen[i] {

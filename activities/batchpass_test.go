@@ -3,14 +3,18 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/batch"
@@ -110,14 +114,18 @@ func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) Batch
 	if len(plan.Digests) != len(plan.Chunks) {
 		h.t.Fatalf("plan of %d chunks with %d digests", len(plan.Chunks), len(plan.Digests))
 	}
+	var known []string
 	for i, cells := range plan.Chunks {
 		digest := plan.Digests[i]
 		for round := 0; round < rounds && cells.Len() > 0; round++ {
-			in := BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells, Digest: digest}
+			// As the workflow does: the intent recorded before the submission, the batches adopted so far.
+			in := BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells, Digest: digest,
+				Intent: h.clk.Now(), Known: slices.Clone(known)}
 			info := run[batch.Info](h, h.acts.SubmitBatch, in)
 			if again := run[batch.Info](h, h.acts.SubmitBatch, in); again.ID != info.ID {
 				h.t.Fatalf("chunk %d round %d: a second submit created %s besides %s", i, round, again.ID, info.ID)
 			}
+			known = append(known, info.ID)
 			h.clk.Advance(wait)
 			info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: runID, Model: pass.Model, ID: info.ID})
 			if !info.Status.Terminal() {
@@ -271,5 +279,161 @@ func TestBatchPassCancel(t *testing.T) {
 	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
 	if got.Recorded != 3 || got.Again.Len() != 7 || len(h.records("run")) != 3 {
 		t.Errorf("collected %+v, want 3 recorded and 7 to go again", got)
+	}
+}
+
+// anthropicKeys is a worker's environment with an Anthropic key.
+func anthropicKeys(k string) string {
+	if k == experiment.DefaultAnthropicKeyEnv {
+		return antKey
+	}
+	return ""
+}
+
+// anthropicSpecs are h.specs with the model on the simulator's Anthropic API.
+func (h *batchHarness) anthropicSpecs(items, personas, maxRequests int) (syncSpec, batchSpec experiment.Spec) {
+	syncSpec, batchSpec = h.specs(items, personas, maxRequests)
+	for _, s := range []*experiment.Spec{&syncSpec, &batchSpec} {
+		s.Models[0].Provider, s.Models[0].APIKeyEnv = experiment.ProviderAnthropic, ""
+		s.Models[0].Params.MaxTokens = 8
+		s.ApplyDefaults()
+	}
+	return syncSpec, batchSpec
+}
+
+// TestAnthropicBatchPassSameCellsAtHalfPrice: an anthropic model's batch pass runs Message Batches, one per chunk
+// (each submitted twice, as a retried attempt would, with the same recorded intent), and records every cell
+// with the answers, options and tokens of a synchronous pass of the same spec through /v1/messages, at half its
+// cost.
+func TestAnthropicBatchPassSameCellsAtHalfPrice(t *testing.T) {
+	h := newBatchHarness(t, sim.BatchConfig{ProcessingTime: time.Hour})
+	h.acts.Models = llm.NewRegistry(http.DefaultClient, anthropicKeys, "")
+	syncSpec, batchSpec := h.anthropicSpecs(4, 5, 7) // 20 cells: chunks of 7, 7, 6
+
+	sh := newHarness(t, syncSpec)
+	sh.acts.Models = llm.NewRegistry(http.DefaultClient, anthropicKeys, "")
+	if _, err := sh.runPass(ratelimit.Limits{Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	want := sh.records()
+
+	h.save("batch-run", batchSpec)
+	plan := h.drive("batch-run", time.Hour, 1)
+	if len(plan.Chunks) != 3 || plan.Format != batch.FormatAnthropic {
+		t.Fatalf("plan %+v, want 3 chunks of the Anthropic format", plan)
+	}
+	bs := h.sim.Batches()
+	if len(bs) != 3 {
+		t.Errorf("%d batches, want one per chunk", len(bs))
+	}
+	for _, b := range bs {
+		if b.Format != sim.BatchAnthropic || len(b.Ran) != len(b.CustomIDs) {
+			t.Errorf("batch %s: format %s, %d of %d ran; want Anthropic batches run to the end", b.ID, b.Format, len(b.Ran), len(b.CustomIDs))
+		}
+	}
+	got := h.records("batch-run")
+	if len(got) != 20 || len(want) != 20 {
+		t.Fatalf("%d batch records, %d sync records, want 20 each", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Status != w.Status || g.OptionID != w.OptionID || g.Raw != w.Raw || g.PromptTokens != w.PromptTokens ||
+			g.CompletionTokens != w.CompletionTokens || g.Status == store.StatusFailed {
+			t.Errorf("cell %d: batch %+v, sync %+v", i, g, w)
+		}
+		if math.Abs(g.CostUSD-w.CostUSD/2) > 1e-12 || w.CostUSD == 0 {
+			t.Errorf("cell %d: batch cost %g, sync %g: want half", i, g.CostUSD, w.CostUSD)
+		}
+	}
+	// The batch answers are in the response cache under the synchronous pass's keys: a rerun makes no batch.
+	h.save("rerun", batchSpec)
+	plan = h.drive("rerun", time.Hour, 1)
+	if plan.Cached != 20 || len(plan.Chunks) != 0 || len(h.sim.Batches()) != 3 {
+		t.Errorf("rerun plan %+v with %d batches; want 20 cached and no new batch", plan, len(h.sim.Batches()))
+	}
+}
+
+// loseCreate loses the answer of the first Anthropic batch create that reaches the server: the batch exists,
+// the caller never learns its id, as when a worker dies after its create.
+type loseCreate struct {
+	mu   sync.Mutex
+	lost int
+}
+
+func (l *loseCreate) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || r.Method != http.MethodPost || r.URL.Path != "/v1/messages/batches" {
+		return resp, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost > 0 {
+		return resp, nil
+	}
+	l.lost++
+	_ = resp.Body.Close()
+	return nil, errors.New("connection reset by peer (after the create)")
+}
+
+// TestAnthropicSubmitAfterALostCreate: an attempt whose create reached Anthropic but whose answer was lost is
+// followed by one with the same recorded intent, which adopts that batch instead of creating a second one; the
+// next chunk, of as many requests, is created, since the run knows the first one's id; and a submission that
+// could be either of two unknown batches is refused, not guessed, and not retried.
+func TestAnthropicSubmitAfterALostCreate(t *testing.T) {
+	h := newBatchHarness(t, sim.BatchConfig{})
+	lose := &loseCreate{}
+	h.acts.Models = llm.NewRegistry(&http.Client{Transport: lose}, anthropicKeys, "")
+	_, batchSpec := h.anthropicSpecs(2, 5, 5) // 10 cells: two chunks of 5
+	h.save("run", batchSpec)
+	pass := batchSpec.Passes()[0]
+	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
+	if len(plan.Chunks) != 2 || plan.Chunks[0].Len() != plan.Chunks[1].Len() {
+		t.Fatalf("plan %+v, want two chunks of one size", plan)
+	}
+	intent := h.clk.Now()
+	first := BatchChunkInput{RunID: "run", Pass: pass, Chunk: 0, Cells: plan.Chunks[0], Intent: intent}
+	if _, err := h.env.ExecuteActivity(h.acts.SubmitBatch, first); err == nil || lose.lost != 1 {
+		t.Fatalf("first attempt: %v (answers lost: %d), want the create's lost answer", err, lose.lost)
+	}
+	if n := len(h.sim.Batches()); n != 1 {
+		t.Fatalf("%d batches after the lost create, want the one it made", n)
+	}
+	adopted := run[batch.Info](h, h.acts.SubmitBatch, first)
+	if bs := h.sim.Batches(); len(bs) != 1 || adopted.ID != bs[0].ID {
+		t.Fatalf("the retry returned %s; batches %+v; want the first attempt's batch adopted and none created", adopted.ID, bs)
+	}
+
+	second := BatchChunkInput{RunID: "run", Pass: pass, Chunk: 1, Cells: plan.Chunks[1], Intent: intent, Known: []string{adopted.ID}}
+	other := run[batch.Info](h, h.acts.SubmitBatch, second)
+	if bs := h.sim.Batches(); len(bs) != 2 || other.ID == adopted.ID || bs[1].ID != other.ID {
+		t.Fatalf("chunk 1 got %s; batches %+v; want a batch of its own", other.ID, bs)
+	}
+	// Chunk 1's batch collected as chunk 0's: its results are not chunk 0's requests, refused for good.
+	wrong := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: other.ID})
+	_, err := h.env.ExecuteActivity(h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: first, Batch: wrong})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || len(h.records("run")) != 0 {
+		t.Errorf("collecting another chunk's batch: %v with %d records, want a non-retryable refusal and nothing recorded", err, len(h.records("run")))
+	}
+	for _, in := range []BatchChunkInput{first, second} {
+		info := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: map[int]string{0: adopted.ID, 1: other.ID}[in.Chunk]})
+		if got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info}); got.Recorded != 5 || got.Again.Len() != 0 {
+			t.Errorf("chunk %d collected %+v, want its 5 cells", in.Chunk, got)
+		}
+	}
+	if n := len(h.records("run")); n != 10 {
+		t.Errorf("%d records, want every cell once", n)
+	}
+
+	// Not knowing the first chunk's batch, chunk 1 could be either: refused, and not to be retried.
+	second.Known = nil
+	_, err = h.env.ExecuteActivity(h.acts.SubmitBatch, second)
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != ClassBatch || !strings.Contains(err.Error(), "more than one batch") {
+		t.Errorf("an ambiguous submission: %v, want a non-retryable %s error", err, ClassBatch)
+	}
+	// Without an intent there is nothing to find a lost create by: refused before anything is sent.
+	second.Intent = time.Time{}
+	if _, err := h.env.ExecuteActivity(h.acts.SubmitBatch, second); !errors.As(err, &app) || !app.NonRetryable() || len(h.sim.Batches()) != 2 {
+		t.Errorf("a submission without an intent: %v with %d batches, want refused before any create", err, len(h.sim.Batches()))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -18,8 +19,20 @@ import (
 // gridSpec is a spec of one batch-mode model over items × personas, with the given batch section.
 func gridSpec(t testing.TB, items, personas int, batchJSON string) *experiment.Spec {
 	t.Helper()
+	return gridSpecOf(t, items, personas, `"name":"gpt-4o-mini"`, batchJSON)
+}
+
+// anthropicGridSpec is gridSpec with a model of provider anthropic.
+func anthropicGridSpec(t testing.TB, items, personas int, batchJSON string) *experiment.Spec {
+	t.Helper()
+	return gridSpecOf(t, items, personas, `"name":"claude-haiku-4-5","provider":"anthropic"`, batchJSON)
+}
+
+// gridSpecOf is gridSpec with the given name and provider fields of the model.
+func gridSpecOf(t testing.TB, items, personas int, modelJSON, batchJSON string) *experiment.Spec {
+	t.Helper()
 	var b strings.Builder
-	b.WriteString(`{"name":"grid","seeds":[7],"models":[{"id":"m","name":"gpt-4o-mini","params":{"temperature":0,"max_tokens":4},"batch":` + batchJSON + `}],"personas":[`)
+	b.WriteString(`{"name":"grid","seeds":[7],"models":[{"id":"m",` + modelJSON + `,"params":{"temperature":0,"max_tokens":4},"batch":` + batchJSON + `}],"personas":[`)
 	for p := range personas {
 		if p > 0 {
 			b.WriteString(",")
@@ -169,4 +182,52 @@ func mustChatBody(t *testing.T, req llm.Request) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestBatchPlan120kAnthropic: Anthropic takes 100,000 requests a batch, so a pass of 120,000 cells is 2 batches.
+func TestBatchPlan120kAnthropic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 120,000 requests")
+	}
+	spec := anthropicGridSpec(t, 400, 300, `{"mode":"batch"}`)
+	reqs := buildLines(t, &Activities{}, spec, allCells(spec))
+	plan, _, _, err := planBatchChunks(spec, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []experiment.CellSet{{{Start: 0, End: 100_000}}, {{Start: 100_000, End: 120_000}}}
+	if !reflect.DeepEqual(plan, want) {
+		t.Errorf("120,000 cells: chunks %v, want 2: cells [0, 100,000) and [100,000, 120,000)", plan)
+	}
+}
+
+// TestAnthropicBatchRequestsAreTheSyncRequests: an Anthropic line carries a valid custom_id and, as its params,
+// the body the synchronous pass sends to /v1/messages for its cell, and has that pass's cache key.
+func TestAnthropicBatchRequestsAreTheSyncRequests(t *testing.T) {
+	spec := anthropicGridSpec(t, 3, 4, `{"mode":"batch"}`)
+	reqs := buildLines(t, &Activities{}, spec, allCells(spec))
+	m := spec.Models[0]
+	sync := newPreparer(spec, m, nil, nil, true)
+	for i, r := range reqs {
+		c := spec.Cell(i)
+		msgs, _ := spec.Render(c, nil)
+		req := sync.finish(c, msgs, pictures{}).req
+		if want := cache.Key(cache.Endpoint(m), req); r.Key != want || !strings.HasPrefix(cache.Endpoint(m), cache.AnthropicEndpointPrefix) {
+			t.Errorf("%s: key %x, want the sync pass's %x", spec.CellID(c), r.Key, want)
+		}
+		var line struct {
+			CustomID string          `json:"custom_id"`
+			Params   json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(r.Line, &line); err != nil {
+			t.Fatal(err)
+		}
+		want, err := llm.AnthropicBody(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line.CustomID != batch.SafeID(spec.CellID(c)) || !bytes.Equal(line.Params, want) {
+			t.Errorf("%s: line %s, want custom_id %s and params %s", spec.CellID(c), r.Line, batch.SafeID(spec.CellID(c)), want)
+		}
+	}
 }

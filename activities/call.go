@@ -16,13 +16,29 @@ type reply struct {
 	at      time.Time
 }
 
+// chatClient is what a pass needs of a model's client to send chat calls: *llm.Client (OpenAI-compatible
+// endpoints and the simulator) and *llm.AnthropicClient (Anthropic's Messages API) are chat clients. Chat returns
+// *llm.Error values, with the key redacted.
+type chatClient interface {
+	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
+	// BaseURL is the API the client calls, as an unreachable model's cells name it.
+	BaseURL() string
+}
+
+// embedClient is what an embed pass needs of a model's client: *llm.Client is one.
+type embedClient interface {
+	Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResponse, error)
+}
+
 // caller sends a pass's requests, each bounded by run.call_timeout, and tells the observer how each came back.
 type caller struct {
-	client  *llm.Client
-	timeout time.Duration
-	clock   ratelimit.Clock
-	obs     Observer
-	model   string // the model name, as metrics name it
+	client chatClient
+	// embedder sends an embed pass's requests; nil in a chat pass.
+	embedder embedClient
+	timeout  time.Duration
+	clock    ratelimit.Clock
+	obs      Observer
+	model    string // the model name, as metrics name it
 }
 
 // chat sends one chat request.
@@ -45,7 +61,7 @@ func (c *caller) chat(ctx context.Context, req llm.Request) reply {
 func (c *caller) embed(ctx context.Context, req llm.EmbedRequest, check func([][]float32) error) (llm.EmbedResponse, reply) {
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	start := c.clock.Now()
-	resp, err := c.client.Embed(cctx, req)
+	resp, err := c.embedder.Embed(cctx, req)
 	cancel()
 	r := reply{at: c.clock.Now()}
 	r.latency = r.at.Sub(start)

@@ -61,7 +61,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	if p.judge.stalled(p.clock.Now()) {
 		return p.giveUpStalled(ctx)
 	}
-	client, err := a.Models.Client(p.model)
+	call, err := a.callerFor(p.model, spec.IsEmbed())
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
@@ -69,7 +69,8 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		}
 		return p.giveUp(ctx, ClassClientSetup, "", err.Error())
 	}
-	p.call = &caller{client: client, timeout: callTimeout(spec), clock: p.clock, obs: p.obs, model: p.model.Name}
+	call.timeout, call.clock, call.obs = callTimeout(spec), p.clock, p.obs
+	p.call = call
 	p.rec.writer = store.NewWriter(a.Store, in.RunID, store.WriterOptions{CacheFailed: func(n int, err error) {
 		p.log.Error("RESPONSE CACHE WRITE FAILED: the answers are recorded, but not cached", "entries", n, "error", err)
 	}})
@@ -169,6 +170,23 @@ func (a *Activities) newPass(ctx context.Context, spec *experiment.Spec, in Pass
 	p.outage = &outageWatch{rep: a.Outages, workflowID: info.WorkflowExecution.ID, pass: in.Pass.Index, model: model,
 		obs: p.obs, log: p.log, last: prev.Outage}
 	return p
+}
+
+// callerFor is the caller of model m's calls, through the client of its provider: Anthropic's Messages API for
+// provider anthropic, else the OpenAI-compatible client, which an embed pass also embeds with.
+func (a *Activities) callerFor(m experiment.Model, embed bool) (*caller, error) {
+	if m.Provider == experiment.ProviderAnthropic && !embed {
+		c, err := a.Models.AnthropicClient(m)
+		if err != nil {
+			return nil, err
+		}
+		return &caller{client: c, model: m.Name}, nil
+	}
+	c, err := a.Models.Client(m)
+	if err != nil {
+		return nil, err
+	}
+	return &caller{client: c, embedder: c, model: m.Name}, nil
 }
 
 // callTimeout bounds each call of a run.

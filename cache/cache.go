@@ -1,9 +1,10 @@
 // Package cache is the response cache's format: the key that identifies a request, and the entry that keeps its
 // answer in the results store, validated whenever it is read.
 //
-// The key is the SHA-256 digest of everything that decides an answer: the endpoint (the normalised base URL, or
-// "sim" for the built-in simulator), the model name, the full message list, the seed and every sampling
-// parameter sent. Never the API key. So the same request gets the same answer back, which is what a reproducible
+// The key is the SHA-256 digest of everything that decides an answer: the endpoint (the normalised base URL, after
+// "anthropic " for Anthropic's API, or "sim" for the built-in simulator), the model name, the full message list,
+// the seed and every sampling parameter sent (the seed even where it is not sent: Anthropic has none, and each
+// seed's cell is still a call of its own). Never the API key. So the same request gets the same answer back, which is what a reproducible
 // rerun wants; a user who wants fresh samples changes the seeds or turns the cache off.
 //
 // An entry carries its own key and a checksum of its bytes. Read checks both and decodes the answer: an entry
@@ -43,7 +44,10 @@ const version = 1
 const SimEndpoint = "sim"
 
 // Endpoint is the identity of model m's endpoint in cache keys: the base URL its calls go to, normalised (scheme
-// and host lower-cased, default port and trailing slashes dropped), or SimEndpoint.
+// and host lower-cased, default port and trailing slashes dropped), or SimEndpoint. A model of provider anthropic
+// has AnthropicEndpointPrefix before its URL: its API is another one (no seed is sent, the system prompt goes
+// apart), so its answers are never those of an OpenAI-compatible model of the same name at the same URL (a proxy
+// that serves both).
 func Endpoint(m experiment.Model) string {
 	base := strings.TrimSpace(m.BaseURL)
 	switch strings.ToLower(strings.TrimSpace(m.Provider)) {
@@ -55,9 +59,17 @@ func Endpoint(m experiment.Model) string {
 		if base == "" {
 			base = llm.DefaultOpenAIBaseURL
 		}
+	case llm.ProviderAnthropic:
+		if base == "" {
+			base = llm.DefaultAnthropicBaseURL
+		}
+		return AnthropicEndpointPrefix + normalise(base)
 	}
 	return normalise(base)
 }
+
+// AnthropicEndpointPrefix marks the endpoints of Anthropic's Messages API in cache keys (see Endpoint).
+const AnthropicEndpointPrefix = "anthropic "
 
 func normalise(raw string) string {
 	u, err := url.Parse(raw)

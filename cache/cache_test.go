@@ -109,6 +109,8 @@ func TestEndpoint(t *testing.T) {
 		{experiment.Model{Provider: "openai", BaseURL: "HTTPS://API.OpenAI.com:443/v1/"}, "https://api.openai.com/v1"},
 		{experiment.Model{BaseURL: "http://LocalHost:80/v1//"}, "http://localhost/v1"},
 		{experiment.Model{BaseURL: "http://localhost:11434/v1"}, "http://localhost:11434/v1"},
+		{experiment.Model{Provider: "anthropic"}, "anthropic https://api.anthropic.com/v1"},
+		{experiment.Model{Provider: "anthropic", BaseURL: "http://127.0.0.1:8089/v1/"}, "anthropic http://127.0.0.1:8089/v1"},
 	} {
 		if got := Endpoint(c.m); got != c.want {
 			t.Errorf("Endpoint(%+v) = %q, want %q", c.m, got, c.want)
@@ -178,3 +180,24 @@ func TestLookupSplitsHitsMissesAndInvalid(t *testing.T) {
 }
 
 func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// TestKeysOfExistingEndpointsAreStable: the keys of OpenAI-format and simulator endpoints are what they were
+// before provider anthropic existed, so every entry a store holds still answers its request.
+func TestKeysOfExistingEndpointsAreStable(t *testing.T) {
+	for _, c := range []struct {
+		m    experiment.Model
+		want string
+	}{
+		{experiment.Model{}, "fab991343d1c65084fba45158903e80c6f23f74213c90206be1c4d074713cb8d"},
+		{experiment.Model{Provider: "sim"}, "828a8b54640a0d1c8b533736e1ff1983e9c960887970a87dc9a386eed9f2034a"},
+		{experiment.Model{Provider: "openai", BaseURL: "http://localhost:11434/v1"}, "5424d40776f0d3f8e670308cc569eb591094afd29d90b689e7c217b40cc275dd"},
+	} {
+		if got := Key(Endpoint(c.m), baseRequest()).String(); got != c.want {
+			t.Errorf("key of %+v: %s, want %s as before", c.m, got, c.want)
+		}
+	}
+	anthropic := Key(Endpoint(experiment.Model{Provider: "anthropic", BaseURL: llm.DefaultOpenAIBaseURL}), baseRequest())
+	if anthropic == Key(Endpoint(experiment.Model{}), baseRequest()) {
+		t.Error("an anthropic model shares the key of an OpenAI-format model at the same URL")
+	}
+}

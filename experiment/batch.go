@@ -69,10 +69,6 @@ const (
 	DefaultBatchDiscount = 0.5
 )
 
-// ProviderAnthropic is Anthropic's Messages API. Models cannot name it yet; its batch limits are the defaults of
-// a model that will.
-const ProviderAnthropic = "anthropic"
-
 // batchLimits are the provider's limits of one batch.
 func batchLimits(provider string) (requests, bytes int) {
 	if provider == ProviderAnthropic {
@@ -126,30 +122,6 @@ func (s *Spec) BatchSettings(m Model) BatchSettings {
 
 // Batched reports whether model m runs in batch mode.
 func (s *Spec) Batched(m Model) bool { return s.BatchSettings(m).Mode == BatchBatch }
-
-// CheckBatchRunnable reports what a valid spec asks of batch mode that the batch pass cannot run yet. The error
-// is Errors with field paths, so a run fails at once, before any call, saying which model asks for it, instead
-// of quietly running its cells synchronously at twice the price.
-func (s *Spec) CheckBatchRunnable() error {
-	var errs Errors
-	for i, m := range s.Models {
-		if !s.Batched(m) {
-			continue
-		}
-		path := fmt.Sprintf("models[%d].batch.mode", i)
-		if m.Batch == nil || m.Batch.Mode == "" {
-			path = "run.batch.mode"
-		}
-		switch {
-		case m.Provider == ProviderAnthropic:
-			errs.add(path, "batch mode runs only the OpenAI format yet")
-		}
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
-}
 
 // checkBatch checks a batch section at path for a model of provider (or, for run.batch, every model's).
 func checkBatch(errs *Errors, path string, b *BatchSettings, provider string) {

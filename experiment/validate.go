@@ -14,12 +14,20 @@ import (
 
 // Providers of models.
 const (
+	// ProviderOpenAI is any OpenAI-compatible server (OpenAI, Azure, Ollama, vLLM, proxies); the default.
 	ProviderOpenAI = "openai"
-	ProviderSim    = "sim"
+	// ProviderSim is the built-in simulator.
+	ProviderSim = "sim"
+	// ProviderAnthropic is Anthropic's Messages API (and its Message Batches in batch mode).
+	ProviderAnthropic = "anthropic"
 )
 
+// DefaultAnthropicKeyEnv is the api_key_env of a model of provider anthropic that names none: Anthropic's API
+// always needs a key, and this is the variable its own tools read.
+const DefaultAnthropicKeyEnv = "ANTHROPIC_API_KEY"
+
 var (
-	providers = []string{ProviderOpenAI, ProviderSim}
+	providers = []string{ProviderOpenAI, ProviderSim, ProviderAnthropic}
 	onErrors  = []string{OnErrorWarn, OnErrorIgnore, OnErrorRaise}
 	prompts   = []string{PromptChat, PromptNormal}
 	roles     = []string{RoleSystem, RoleUser, RoleAssistant}
@@ -39,6 +47,9 @@ func (s *Spec) ApplyDefaults() {
 		m := &s.Models[i]
 		if m.Provider == "" {
 			m.Provider = ProviderOpenAI
+		}
+		if m.Provider == ProviderAnthropic && m.APIKeyEnv == "" {
+			m.APIKeyEnv = DefaultAnthropicKeyEnv
 		}
 		if m.ID == "" {
 			m.ID = m.Name
@@ -247,8 +258,11 @@ func (s *Spec) checkModels(errs *Errors) {
 			errs.add(p+".params.top_p", "%v is out of range; want a number above 0 and at most 1", *t)
 		}
 		nonNegative(errs, p+".params.max_tokens", m.Params.MaxTokens, "a number of tokens ≥ 0 (0: the provider's default)")
-		if len(m.Params.Stop) > 4 {
+		if len(m.Params.Stop) > 4 && m.Provider != ProviderAnthropic {
 			errs.add(p+".params.stop", "%d stop sequences; OpenAI-compatible APIs accept at most 4", len(m.Params.Stop))
+		}
+		if m.Provider == ProviderAnthropic {
+			s.checkAnthropic(errs, p, m)
 		}
 		nonNegative(errs, p+".max_concurrency", m.MaxConcurrency, "a number of calls ≥ 0 (0: only run.max_concurrency)")
 		checkCachePolicy(errs, p+".cache", m.Cache)

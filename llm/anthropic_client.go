@@ -46,6 +46,9 @@ func (c *AnthropicClient) String() string {
 // GoString is String, so %#v cannot print the key either.
 func (c *AnthropicClient) GoString() string { return c.String() }
 
+// BaseURL is the API the client calls.
+func (c *AnthropicClient) BaseURL() string { return c.baseURL }
+
 // Redact applies the client's redaction to s.
 func (c *AnthropicClient) Redact(s string) string { return c.redact(s) }
 

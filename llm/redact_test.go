@@ -200,3 +200,87 @@ func TestRegistryRefusesKeyInBaseURL(t *testing.T) {
 		t.Errorf("api-version refused: %v", err)
 	}
 }
+
+// TestAnthropicKeyRedactedFromEveryField: an Anthropic endpoint echoing the x-api-key in any field of its
+// answer (error type, message, a non-JSON body, the answer text, the errors of the batch calls) never gets it
+// into the error, its chain or the response. echoKey matches no key pattern, so only the client's own key
+// redacts it.
+func TestAnthropicKeyRedactedFromEveryField(t *testing.T) {
+	anthropicErr := func(status int, typ, msg string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			k := r.Header.Get("x-api-key")
+			b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{
+				"type": strings.ReplaceAll(typ, "KEY", k), "message": strings.ReplaceAll(msg, "KEY", k)}})
+			w.WriteHeader(status)
+			_, _ = w.Write(b)
+		}
+	}
+	tests := []struct {
+		name string
+		h    http.HandlerFunc
+		call func(c *AnthropicClient) error
+	}{
+		{"error type", anthropicErr(400, "invalid_KEY", "bad request"), nil},
+		{"error message", anthropicErr(401, "authentication_error", "invalid x-api-key KEY"), nil},
+		{"overloaded", anthropicErr(529, "overloaded_error", "overloaded for KEY"), nil},
+		{"html body", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(502)
+			_, _ = fmt.Fprintf(w, "<html><body><pre>%s</pre></body></html>", r.Header.Get("x-api-key"))
+		}, nil},
+		{"plain body", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(403)
+			_, _ = io.WriteString(w, "forbidden for "+r.Header.Get("x-api-key"))
+		}, nil},
+		{"batch create", anthropicErr(400, "invalid_request_error", "requests: KEY"), func(c *AnthropicClient) error {
+			_, err := c.CreateMessageBatch(context.Background(), []byte(`{"requests":[]}`))
+			return err
+		}},
+		{"batch list", anthropicErr(500, "api_error", "list failed for KEY"), func(c *AnthropicClient) error {
+			_, err := c.ListMessageBatches(context.Background(), "", 10)
+			return err
+		}},
+		{"batch results", anthropicErr(404, "not_found_error", "no results for KEY"), func(c *AnthropicClient) error {
+			_, err := c.MessageBatchResults(context.Background(), "b", "")
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.h)
+			t.Cleanup(srv.Close)
+			c := NewAnthropicClient(srv.URL+"/v1", echoKey, srv.Client())
+			call := tt.call
+			if call == nil {
+				call = func(c *AnthropicClient) error {
+					_, err := c.Chat(context.Background(), Request{Model: "claude", Params: experiment.Params{MaxTokens: 4},
+						Messages: []experiment.Message{{Role: "user", Content: "hi"}}})
+					return err
+				}
+			}
+			err := call(c)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want an *Error", err)
+			}
+			if !strings.Contains(e.Code+e.Message, "[REDACTED]") {
+				t.Errorf("Code %q, Message %q: the echo is not there, redacted, so this case tests nothing", e.Code, e.Message)
+			}
+			for x := error(e); x != nil; x = errors.Unwrap(x) {
+				if s := x.Error() + fmt.Sprintf("%+v %#v", x, x); strings.Contains(s, echoKey) {
+					t.Errorf("%T in the chain carries the key: %s", x, s)
+				}
+			}
+		})
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"type":"message","content":[{"type":"text","text":"You sent %s"}],"usage":{"input_tokens":3,"output_tokens":2}}`,
+			r.Header.Get("x-api-key"))
+	}))
+	t.Cleanup(srv.Close)
+	c := NewAnthropicClient(srv.URL+"/v1", echoKey, srv.Client())
+	resp, err := c.Chat(context.Background(), Request{Model: "claude", Params: experiment.Params{MaxTokens: 4},
+		Messages: []experiment.Message{{Role: "user", Content: "hi"}}})
+	if err != nil || resp.Text != "You sent [REDACTED]" {
+		t.Errorf("answer %q, %v; want the key redacted", resp.Text, err)
+	}
+}

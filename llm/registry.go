@@ -17,19 +17,22 @@ const (
 	ProviderOpenAI = "openai"
 	// ProviderSim is the built-in simulator.
 	ProviderSim = "sim"
+	// ProviderAnthropic is Anthropic's Messages API, called through AnthropicClient.
+	ProviderAnthropic = "anthropic"
 )
 
-// Registry hands out one Client per endpoint — (provider, base URL, API key variable) — creating it on first use
-// and reusing it afterwards, so all calls to an endpoint share one client and its connections. It is safe for
-// concurrent use.
+// Registry hands out one client per endpoint — (provider, base URL, API key variable) — creating it on first use
+// and reusing it afterwards, so all calls to an endpoint share one client and its connections: a Client for the
+// OpenAI-compatible providers, an AnthropicClient for provider anthropic. It is safe for concurrent use.
 type Registry struct {
 	hc       *http.Client
 	getenv   func(string) string
 	simBase  string
 	keyAllow []string
 
-	mu      sync.Mutex
-	clients map[endpoint]*Client
+	mu        sync.Mutex
+	clients   map[endpoint]*Client
+	anthropic map[endpoint]*AnthropicClient
 }
 
 type endpoint struct{ provider, baseURL, keyEnv string }
@@ -77,7 +80,7 @@ func CheckKeyEnvAllow(patterns []string) error {
 // Without WithKeyEnvAllow, DefaultKeyEnvAllow applies.
 func NewRegistry(hc *http.Client, getenv func(string) string, simBaseURL string, opts ...Option) *Registry {
 	r := &Registry{hc: hc, getenv: getenv, simBase: simBaseURL, keyAllow: []string{DefaultKeyEnvAllow},
-		clients: make(map[endpoint]*Client)}
+		clients: make(map[endpoint]*Client), anthropic: make(map[endpoint]*AnthropicClient)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -101,7 +104,7 @@ func KeyEnvAllowed(patterns []string, name string) bool {
 func (r *Registry) String() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return fmt.Sprintf("llm.Registry{clients: %d}", len(r.clients))
+	return fmt.Sprintf("llm.Registry{clients: %d}", len(r.clients)+len(r.anthropic))
 }
 
 // Client returns the client for m's endpoint.
@@ -109,8 +112,64 @@ func (r *Registry) String() string {
 // Provider "sim" uses m.BaseURL, else the simulator's base URL (an error if there is none); provider "openai"
 // (or empty) uses m.BaseURL, else DefaultOpenAIBaseURL. When m.APIKeyEnv is set the key is read from that
 // variable, and an empty variable is an *Error of ClassAuth naming the variable (never a value); without
-// APIKeyEnv no key is sent, as local servers (Ollama, vLLM) need none. Errors are *Error values.
+// APIKeyEnv no key is sent, as local servers (Ollama, vLLM) need none. A model of provider "anthropic" has no
+// Client (its API is not OpenAI-compatible): see AnthropicClient. Errors are *Error values.
 func (r *Registry) Client(m experiment.Model) (*Client, error) {
+	ep, err := r.endpoint(m)
+	if err != nil {
+		return nil, err
+	}
+	if ep.provider == ProviderAnthropic {
+		return nil, &Error{Class: ClassInvalidRequest, Code: "not_openai_compatible",
+			Message: fmt.Sprintf("model %q: provider %q has no OpenAI-compatible API (no embeddings, no OpenAI batches)", m.ID, ProviderAnthropic)}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients[ep]; ok {
+		return c, nil
+	}
+	key, err := r.key(m, ep)
+	if err != nil {
+		return nil, err
+	}
+	c := NewClient(ep.baseURL, key, r.hc)
+	r.clients[ep] = c
+	return c, nil
+}
+
+// AnthropicClient returns the client for the endpoint of m, a model of provider "anthropic": m.BaseURL, else
+// DefaultAnthropicBaseURL, with the key of m.APIKeyEnv, else of ANTHROPIC_API_KEY (Anthropic's API always needs
+// one: an empty variable is an *Error of ClassAuth naming it). The allow-list and the base URL are checked as
+// Client checks them. A model of another provider is an error. Errors are *Error values.
+func (r *Registry) AnthropicClient(m experiment.Model) (*AnthropicClient, error) {
+	if m.APIKeyEnv == "" {
+		m.APIKeyEnv = experiment.DefaultAnthropicKeyEnv
+	}
+	ep, err := r.endpoint(m)
+	if err != nil {
+		return nil, err
+	}
+	if ep.provider != ProviderAnthropic {
+		return nil, &Error{Class: ClassInvalidRequest, Code: "not_anthropic",
+			Message: fmt.Sprintf("model %q: provider %q does not speak Anthropic's Messages API", m.ID, ep.provider)}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.anthropic[ep]; ok {
+		return c, nil
+	}
+	key, err := r.key(m, ep)
+	if err != nil {
+		return nil, err
+	}
+	c := NewAnthropicClient(ep.baseURL, key, r.hc)
+	r.anthropic[ep] = c
+	return c, nil
+}
+
+// endpoint resolves m's endpoint (its provider, its base URL or the provider's default, its key variable) and
+// refuses a base URL that carries a credential and a key variable the allow-list does not admit.
+func (r *Registry) endpoint(m experiment.Model) (endpoint, error) {
 	ep := endpoint{
 		provider: strings.ToLower(strings.TrimSpace(m.Provider)),
 		baseURL:  strings.TrimRight(strings.TrimSpace(m.BaseURL), "/"),
@@ -122,46 +181,47 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 		if ep.baseURL == "" {
 			ep.baseURL = DefaultOpenAIBaseURL
 		}
+	case ProviderAnthropic:
+		if ep.baseURL == "" {
+			ep.baseURL = DefaultAnthropicBaseURL
+		}
 	case ProviderSim:
 		if ep.baseURL == "" {
 			ep.baseURL = strings.TrimRight(r.simBase, "/")
 		}
 		if ep.baseURL == "" {
-			return nil, &Error{Class: ClassInvalidRequest, Code: "no_simulator",
+			return endpoint{}, &Error{Class: ClassInvalidRequest, Code: "no_simulator",
 				Message: fmt.Sprintf("model %q uses provider \"sim\" but no simulator is running in this worker", m.ID)}
 		}
 	default:
-		return nil, &Error{Class: ClassInvalidRequest, Code: "unknown_provider",
-			Message: fmt.Sprintf("model %q: unknown provider %q (want %q or %q)", m.ID, m.Provider, ProviderOpenAI, ProviderSim)}
+		return endpoint{}, &Error{Class: ClassInvalidRequest, Code: "unknown_provider",
+			Message: fmt.Sprintf("model %q: unknown provider %q (want %q, %q or %q)", m.ID, m.Provider, ProviderOpenAI, ProviderAnthropic, ProviderSim)}
 	}
 
 	if where := experiment.BaseURLSecret(ep.baseURL); where != "" {
-		return nil, &Error{Class: ClassInvalidRequest, Code: "key_in_base_url",
+		return endpoint{}, &Error{Class: ClassInvalidRequest, Code: "key_in_base_url",
 			Message: fmt.Sprintf("model %q: the base URL carries a credential in its %s; name an environment variable of the worker with api_key_env instead", m.ID, where)}
 	}
 	if ep.keyEnv != "" && !r.keyEnvAllowed(ep.keyEnv) {
-		return nil, &Error{Class: ClassAuth, Code: "api_key_env_not_allowed",
+		return endpoint{}, &Error{Class: ClassAuth, Code: "api_key_env_not_allowed",
 			Message: fmt.Sprintf("model %q: this worker does not allow api_key_env %s (allowed: %s); "+
 				"the worker's --api-key-env-allow flag or SILICO_API_KEY_ENV_ALLOW variable lists the variables that may be used as keys",
 				m.ID, ep.keyEnv, allowString(r.keyAllow))}
 	}
+	return ep, nil
+}
 
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.clients[ep]; ok {
-		return c, nil
+// key reads the key of endpoint ep ("" without a key variable); an unset variable is an Auth error naming it.
+func (r *Registry) key(m experiment.Model, ep endpoint) (string, error) {
+	if ep.keyEnv == "" {
+		return "", nil
 	}
-	var key string
-	if ep.keyEnv != "" {
-		key = r.getenv(ep.keyEnv)
-		if key == "" {
-			return nil, &Error{Class: ClassAuth, Code: "missing_api_key",
-				Message: fmt.Sprintf("model %q: environment variable %s of the worker is not set or empty", m.ID, ep.keyEnv)}
-		}
+	key := r.getenv(ep.keyEnv)
+	if key == "" {
+		return "", &Error{Class: ClassAuth, Code: "missing_api_key",
+			Message: fmt.Sprintf("model %q: environment variable %s of the worker is not set or empty", m.ID, ep.keyEnv)}
 	}
-	c := NewClient(ep.baseURL, key, r.hc)
-	r.clients[ep] = c
-	return c, nil
+	return key, nil
 }
 
 func allowString(patterns []string) string {

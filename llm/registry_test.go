@@ -84,7 +84,8 @@ func TestRegistryErrors(t *testing.T) {
 	}{
 		{"missing key", experiment.Model{ID: "gpt", Name: "gpt-4o", APIKeyEnv: "OPENAI_API_KEY"}, ClassAuth, []string{"OPENAI_API_KEY", `"gpt"`}},
 		{"sim without simulator", experiment.Model{ID: "s", Provider: "sim"}, ClassInvalidRequest, []string{"sim", "no simulator"}},
-		{"unknown provider", experiment.Model{ID: "x", Provider: "anthropic"}, ClassInvalidRequest, []string{`"anthropic"`, "openai"}},
+		{"unknown provider", experiment.Model{ID: "x", Provider: "claude"}, ClassInvalidRequest, []string{`"claude"`, `"openai"`, `"anthropic"`}},
+		{"anthropic has no OpenAI client", experiment.Model{ID: "c", Provider: "anthropic"}, ClassInvalidRequest, []string{`"anthropic"`, "OpenAI-compatible"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +101,67 @@ func TestRegistryErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("error %q contains a secret", err)
+			}
+		})
+	}
+}
+
+func TestRegistryAnthropicClients(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-default-0123456789", "WORK_API_KEY": "sk-ant-work-0123456789"}
+	reg := NewRegistry(nil, func(k string) string { return env[k] }, "http://127.0.0.1:9/v1")
+	get := func(m experiment.Model) *AnthropicClient {
+		t.Helper()
+		c, err := reg.AnthropicClient(m)
+		if err != nil {
+			t.Fatalf("AnthropicClient(%+v): %v", m, err)
+		}
+		return c
+	}
+	def := get(experiment.Model{ID: "a", Name: "claude-haiku-4-5", Provider: "anthropic"})
+	if def.baseURL != DefaultAnthropicBaseURL || def.key != env["ANTHROPIC_API_KEY"] {
+		t.Errorf("default client %v: want %s with the key of ANTHROPIC_API_KEY", def, DefaultAnthropicBaseURL)
+	}
+	if again := get(experiment.Model{ID: "b", Name: "claude-sonnet-4-5", Provider: "anthropic", APIKeyEnv: "ANTHROPIC_API_KEY",
+		BaseURL: DefaultAnthropicBaseURL + "/"}); again != def {
+		t.Errorf("the spelled-out defaults made a second client of one endpoint")
+	}
+	work := get(experiment.Model{ID: "w", Name: "claude-haiku-4-5", Provider: "anthropic", APIKeyEnv: "WORK_API_KEY"})
+	if work == def || work.key != env["WORK_API_KEY"] {
+		t.Errorf("another key variable: %v, want its own client with its key", work)
+	}
+	local := get(experiment.Model{ID: "s", Name: "sim-chat", Provider: "anthropic", BaseURL: "http://127.0.0.1:8089/v1"})
+	if local.baseURL != "http://127.0.0.1:8089/v1" || local == def {
+		t.Errorf("base URL given: %v", local)
+	}
+	if s := reg.String(); !strings.Contains(s, "clients: 3") {
+		t.Errorf("String = %s, want 3 clients", s)
+	}
+
+	for _, tt := range []struct {
+		name string
+		m    experiment.Model
+		reg  *Registry
+		code string
+	}{
+		{"key not set", experiment.Model{ID: "n", Provider: "anthropic", APIKeyEnv: "UNSET_API_KEY"}, reg, "missing_api_key"},
+		{"default key not set", experiment.Model{ID: "n", Provider: "anthropic"}, NewRegistry(nil, func(string) string { return "" }, ""), "missing_api_key"},
+		{"variable not allowed", experiment.Model{ID: "n", Provider: "anthropic", APIKeyEnv: "ANTHROPIC_TOKEN"}, reg, "api_key_env_not_allowed"},
+		{"key in base URL", experiment.Model{ID: "n", Provider: "anthropic", BaseURL: "https://api.anthropic.com/v1?api_key=SECRET"}, reg, "key_in_base_url"},
+		{"not anthropic", experiment.Model{ID: "n", Provider: "openai"}, reg, "not_anthropic"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.reg.AnthropicClient(tt.m)
+			var e *Error
+			if c != nil || !errors.As(err, &e) || e.Code != tt.code {
+				t.Fatalf("AnthropicClient(%+v) = %v, %v; want %s", tt.m, c, err, tt.code)
+			}
+			for _, v := range env {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("error %q carries a key", err)
+				}
+			}
+			if strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("error %q carries the base URL's secret", err)
 			}
 		})
 	}

@@ -73,9 +73,6 @@ func TestBatchDefaults(t *testing.T) {
 	if got != want || s.Batched(s.Models[0]) {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
-	if err := s.CheckBatchRunnable(); err != nil {
-		t.Errorf("CheckBatchRunnable of a sync spec: %v", err)
-	}
 }
 
 func TestBatchMistakes(t *testing.T) {
@@ -113,25 +110,3 @@ func TestBatchMistakes(t *testing.T) {
 	}
 }
 
-func TestCheckBatchRunnable(t *testing.T) {
-	s, err := Parse([]byte(batchSpec), "spec.yaml", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CheckBatchRunnable(); err != nil {
-		t.Errorf("a plain batch spec: %v", err)
-	}
-	s.BudgetUSD = 5
-	if err := s.CheckBatchRunnable(); err != nil {
-		t.Errorf("a budget: %v, want it runnable (batches reserve it before they are sent)", err)
-	}
-	s.Questionnaire.Items[0].Images = []string{"https://example.org/a.png"}
-	if err := s.CheckBatchRunnable(); err != nil {
-		t.Errorf("pictures: %v, want them run in batch mode", err)
-	}
-	s.Questionnaire.Items[0].Images = nil
-	s.Kind, s.Embed = experiment.KindEmbed, &experiment.EmbedSettings{Texts: experiment.EmbedItems}
-	if err := s.CheckBatchRunnable(); err != nil {
-		t.Errorf("embeddings: %v, want them run in batch mode", err)
-	}
-}

@@ -1,15 +1,22 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
@@ -35,7 +42,13 @@ func rowsOf(t *testing.T, dir string) []results.Row {
 // batchWorker starts a worker that runs batch mode on the stack.
 func (s *stack) batchWorker(t *testing.T) func() {
 	t.Helper()
-	w, err := workerhost.New(s.client, workerhost.Config{Store: s.store, Getenv: func(string) string { return "" },
+	return s.batchWorkerEnv(t, func(string) string { return "" })
+}
+
+// batchWorkerEnv is batchWorker with getenv as the worker's environment.
+func (s *stack) batchWorkerEnv(t *testing.T, getenv func(string) string) func() {
+	t.Helper()
+	w, err := workerhost.New(s.client, workerhost.Config{Store: s.store, Getenv: getenv,
 		SimURL: s.simURL, OutputRoot: s.out})
 	if err != nil {
 		t.Fatal(err)
@@ -149,5 +162,121 @@ func TestBatchRunSurvivesWorkerRestart(t *testing.T) {
 	}
 	if n != 60 {
 		t.Errorf("%d requests ran, want 60", n)
+	}
+}
+
+// loseFirstCreate puts the simulator behind a handler that creates the first Anthropic message batch and then
+// drops the connection instead of answering: the batch exists, and the worker's attempt never learns its id.
+type loseFirstCreate struct {
+	next http.Handler
+	lost atomic.Int32
+}
+
+func (l *loseFirstCreate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages/batches" || !l.lost.CompareAndSwap(0, 1) {
+		l.next.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	l.next.ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK {
+		panic(fmt.Sprintf("the create failed: %d %s", rec.Code, rec.Body))
+	}
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	_ = conn.Close()
+}
+
+// TestAnthropicBatchRunOnTemporal runs the grid with a model of provider anthropic on the simulator's Anthropic
+// API, synchronously (/v1/messages) and in batch mode (Message Batches), on a Temporal server: the same cell
+// columns at half the cost, one batch per chunk and every request run once, although the first create's answer
+// is lost (the submission is attempted again, and adopts the batch it made) and both passes have chunks of one
+// size.
+func TestAnthropicBatchRunOnTemporal(t *testing.T) {
+	lose := &loseFirstCreate{}
+	s := newStackWrapped(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second}}, 0,
+		func(h http.Handler) http.Handler { lose.next = h; return lose })
+	const key = "ant-PLAIN-SECRET-0123456789" // no key pattern: only exact redaction would hide it
+	s.batchWorkerEnv(t, func(k string) string {
+		if k == experiment.DefaultAnthropicKeyEnv {
+			return key
+		}
+		return ""
+	})
+	anthropic := func(spec experiment.Spec) experiment.Spec {
+		spec.Models[0].Provider, spec.Models[0].BaseURL = experiment.ProviderAnthropic, s.simURL
+		spec.Models[0].APIKeyEnv = experiment.DefaultAnthropicKeyEnv
+		return spec
+	}
+	syncSpec := anthropic(batchGrid(12))
+	syncSpec.Models[0].Batch = nil
+	syncRes := s.run(t, "sync", syncSpec)
+	if n := len(s.sim.Batches()); n != 0 {
+		t.Fatalf("the synchronous run made %d batches", n)
+	}
+	batchRes := s.run(t, "batch", anthropic(batchGrid(12)))
+	if lose.lost.Load() != 1 {
+		t.Fatal("no create answer was lost: the test did not test a lost create")
+	}
+	got, want := rowsOf(t, batchRes.OutputDir), rowsOf(t, syncRes.OutputDir)
+	if len(got) != 60 || len(want) != 60 {
+		t.Fatalf("%d batch rows, %d sync rows, want 60 each", len(got), len(want))
+	}
+	for i := range got {
+		if math.Abs(got[i].CostUSD-want[i].CostUSD/2) > 1e-12 || want[i].CostUSD == 0 || got[i].Status != "ok" {
+			t.Errorf("row %d: %s at cost %g, sync %g", i, got[i].Status, got[i].CostUSD, want[i].CostUSD)
+		}
+		got[i].CostUSD, want[i].CostUSD = 0, 0
+		if g, w := results.CellColumns(got[i]), results.CellColumns(want[i]); !reflect.DeepEqual(g, w) {
+			t.Errorf("row %d:\n batch %v\n  sync %v", i, g, w)
+		}
+	}
+	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; want == 0 || got < want*0.999999 || got > want*1.000001 {
+		t.Errorf("batch cost %g, sync %g: want half", got, syncRes.Summary.CostUSD)
+	}
+	bs := s.sim.Batches()
+	if len(bs) != 6 { // 30 cells a pass, chunks of 12, 12, 6
+		t.Errorf("%d batches, want 6", len(bs))
+	}
+	ran := map[string]int{}
+	for _, b := range bs {
+		if b.Format != sim.BatchAnthropic {
+			t.Errorf("batch %s of format %s, want Anthropic's", b.ID, b.Format)
+		}
+		for _, id := range b.Ran {
+			ran[id]++
+		}
+	}
+	for id, n := range ran {
+		if n != 1 {
+			t.Errorf("%s ran %d times", id, n)
+		}
+	}
+	if len(ran) != 60 {
+		t.Errorf("%d requests ran, want 60", len(ran))
+	}
+	// The history holds the submissions' intents (what the retry after the lost create adopted by), never the key.
+	var hist bytes.Buffer
+	for _, id := range []string{"sync", "batch"} {
+		iter := s.client.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := proto.Marshal(ev) // payloads as they are, not base64
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist.Write(b)
+		}
+	}
+	if n := bytes.Count(hist.Bytes(), []byte(`"intent":`)); n != 6 {
+		t.Errorf("%d submissions with an intent in the history, want 6", n)
+	}
+	if bytes.Contains(hist.Bytes(), []byte("SECRET")) {
+		t.Error("the key is in the history")
 	}
 }

@@ -30,6 +30,12 @@ import (
 // its own. A submission that does not fit, even after the share is looked up again, is not sent: the run stops
 // with the budget exhausted and its cells are recorded so. After a collect the reservation becomes what the
 // batch cost. The reservations are workflow state, so a worker that dies does not lose them.
+//
+// Anthropic's Message Batches carry no metadata, so a submission whose create reached Anthropic but whose answer
+// was lost (the worker died) is found again by its intent: the time recorded, as part of the submission's input,
+// before its first attempt runs. A retry adopts the batch created since then with as many requests that the run
+// does not already know. For that to name one batch, the run submits one Anthropic chunk at a time and tells each
+// submission the ids of the batches it adopted before.
 
 // batchActivityCtx is the options of the batch pass's activities: short, retried with backoff for as long as
 // the pass lives, non-retryable only for what no retry can cure.
@@ -58,6 +64,7 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 	res := activities.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached + plan.Failed,
 		Failed: plan.Failed, FirstFailure: -1, Usage: plan.Usage}
 	bb := &batchBudget{on: sh.Budgeted, limit: sh.BudgetUSD}
+	anthropic := plan.Format == batch.FormatAnthropic
 	wg := workflow.NewWaitGroup(ctx)
 	for i, cells := range plan.Chunks {
 		cost, digest := 0.0, ""
@@ -72,7 +79,7 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer wg.Done()
 			defer func() { r.batchChunks-- }()
-			got := r.runChunk(gctx, p, i, cells, digest, cost, bb)
+			got := r.runChunk(gctx, p, i, cells, digest, cost, bb, anthropic)
 			res.Done += got.Recorded
 			res.Failed += got.Failed
 			res.OK += got.Recorded - got.Failed
@@ -109,9 +116,10 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 // runChunk runs chunk i of pass p, whose lines have the given digest, through its rounds and returns what it
 // recorded. cost is the worst-case cost of the first round's cells, reserved against bb before the submission. A
 // chunk whose batch cannot be submitted or collected for a reason no retry cures (its lines changed since the
-// plan) records its unanswered cells failed with that reason.
+// plan) records its unanswered cells failed with that reason. anthropic says the model's batches are
+// Anthropic's, submitted one at a time (see submitAnthropic).
 func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet, digest string, cost float64,
-	bb *batchBudget) activities.BatchCollected {
+	bb *batchBudget, anthropic bool) activities.BatchCollected {
 	m := r.plan.Models[p.Model]
 	set := m.Batch
 	rounds := max(1, r.plan.Run.MaxAttempts)
@@ -131,7 +139,13 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			return total
 		}
 		var info batch.Info
-		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info); err != nil {
+		var err error
+		if anthropic {
+			info, err = r.submitAnthropic(ctx, in, what)
+		} else {
+			err = workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info)
+		}
+		if err != nil {
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
 			if _, refused := refusal(err); refused {
 				bb.settle(cost, 0) // refused before anything was created: nothing to pay
@@ -142,7 +156,6 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		r.batchSeen(ctx, key, m.ID, info)
 		interval := time.Duration(set.PollEvery)
 		for !info.Status.Terminal() {
-			var err error
 			prev := info
 			if err = workflow.Sleep(ctx, interval); err == nil {
 				ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
@@ -172,7 +185,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			r.batchSeen(ctx, key, m.ID, info)
 		}
 		var got activities.BatchCollected
-		err := workflow.ExecuteActivity(batchActivityCtx(ctx, "collect "+info.ID), a.CollectBatch,
+		err = workflow.ExecuteActivity(batchActivityCtx(ctx, "collect "+info.ID), a.CollectBatch,
 			activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got)
 		if err != nil {
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
@@ -246,6 +259,27 @@ func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells expe
 func refusal(err error) (msg string, refused bool) {
 	class, msg := classOf(err)
 	return msg, class == activities.ClassBatch
+}
+
+// submitAnthropic submits an Anthropic chunk's round: once no other Anthropic submission of the run is under
+// way, with the intent (now) and the batches the run adopted so far in its input, which Temporal records before
+// the first attempt, so that every attempt finds a batch an earlier one created and adopts it (see
+// activities.BatchChunkInput.Intent). The batches adopted before a continue-as-new are not carried over: they
+// were all created before the passes that follow it started, so before any of their intents.
+func (r *runner) submitAnthropic(ctx workflow.Context, in activities.BatchChunkInput, what string) (batch.Info, error) {
+	if err := workflow.Await(ctx, func() bool { return !r.anthropicSubmitting }); err != nil {
+		return batch.Info{}, err
+	}
+	r.anthropicSubmitting = true
+	defer func() { r.anthropicSubmitting = false }()
+	in.Intent = workflow.Now(ctx)
+	in.Known = slices.Clone(r.anthropicBatches)
+	var info batch.Info
+	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info); err != nil {
+		return batch.Info{}, err
+	}
+	r.anthropicBatches = append(r.anthropicBatches, info.ID)
+	return info, nil
 }
 
 // batchPassFailed records the pass's cells failed when its plan could not be made.

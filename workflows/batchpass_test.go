@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/csv"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -765,5 +766,127 @@ func TestBatchRunRefusesAChangedPicture(t *testing.T) {
 	}
 	if res.Summary.Failed != 14 {
 		t.Errorf("summary %+v, want 14 failed", res.Summary)
+	}
+}
+
+// loseFirstCreate loses the answer of the first Anthropic batch create that reaches the server: the batch exists
+// and the attempt fails without its id, as when a worker dies after its create.
+type loseFirstCreate struct {
+	mu   sync.Mutex
+	lost int
+}
+
+func (l *loseFirstCreate) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || r.Method != http.MethodPost || r.URL.Path != "/v1/messages/batches" {
+		return resp, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost > 0 {
+		return resp, nil
+	}
+	l.lost++
+	_ = resp.Body.Close()
+	return nil, errors.New("connection reset by peer (after the create)")
+}
+
+// anthropicSimSpec is simSpec with the model on the simulator's Anthropic API.
+func anthropicSimSpec(url string, batchMode bool) experiment.Spec {
+	s := simSpec(url, batchMode)
+	s.Models[0].Provider = experiment.ProviderAnthropic
+	s.Models[0].Params.MaxTokens = 8
+	return s
+}
+
+// TestAnthropicBatchRun runs a spec with a model of provider anthropic through ExperimentWorkflow with the real
+// activities, synchronously (/v1/messages) and in batch mode (Message Batches): the batch run has the same cell
+// columns at half the cost and one batch per chunk, although the first create's answer is lost and the submission
+// attempted again, and although its passes run side by side with chunks of one size (7, 7 and 6 cells each).
+func TestAnthropicBatchRun(t *testing.T) {
+	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	st := tempStore(t)
+	lose := &loseFirstCreate{}
+	keys := func(k string) string {
+		if k == experiment.DefaultAnthropicKeyEnv {
+			return "sk-ant-test-key-0123456789"
+		}
+		return ""
+	}
+	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(&http.Client{Transport: lose}, keys, ""),
+		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
+	runOnce := func(spec experiment.Spec, id string) Result {
+		t.Helper()
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		env.RegisterActivity(acts)
+		env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		var res Result
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	syncRes := runOnce(anthropicSimSpec(srv.URL, false), "sync-run")
+	if n := len(s.Batches()); n != 0 {
+		t.Fatalf("the synchronous run made %d batches", n)
+	}
+	batchRes := runOnce(anthropicSimSpec(srv.URL, true), "batch-run")
+
+	if lose.lost != 1 {
+		t.Fatalf("%d create answers lost, want the first: the test did not test a lost create", lose.lost)
+	}
+	bs := s.Batches()
+	if len(bs) != 6 {
+		t.Errorf("%d batches, want 6: one per chunk, the lost create's adopted", len(bs))
+	}
+	seen := map[string]int{}
+	for _, b := range bs {
+		if b.Format != sim.BatchAnthropic {
+			t.Errorf("batch %s of format %s, want Anthropic's", b.ID, b.Format)
+		}
+		for _, id := range b.Ran {
+			seen[id]++
+		}
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("request %s ran %d times", id, n)
+		}
+	}
+	if len(seen) != 40 {
+		t.Errorf("%d requests ran in batches, want 40", len(seen))
+	}
+	recs := func(run string) []store.Record {
+		r, err := st.Records(context.Background(), run, 0, 40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sr, br := recs("sync-run"), recs("batch-run")
+	if len(sr) != 40 || len(br) != 40 {
+		t.Fatalf("%d sync and %d batch records, want 40 each", len(sr), len(br))
+	}
+	for i := range sr {
+		a, b := sr[i], br[i]
+		if a.Status != b.Status || a.OptionID != b.OptionID || a.Raw != b.Raw || a.PromptTokens != b.PromptTokens ||
+			a.CompletionTokens != b.CompletionTokens || math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 || a.CostUSD == 0 {
+			t.Errorf("cell %d: sync %+v, batch %+v", i, a, b)
+		}
+	}
+	if syncRes.Summary.Failed != 0 || batchRes.Summary.Failed != 0 || batchRes.Summary.Cells != 40 {
+		t.Errorf("summaries: sync %+v, batch %+v", syncRes.Summary, batchRes.Summary)
+	}
+	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; math.Abs(got-want) > 1e-9 || want == 0 {
+		t.Errorf("batch run cost %g, want half of %g", got, syncRes.Summary.CostUSD)
 	}
 }

@@ -207,6 +207,10 @@ type runner struct {
 	batchKeys []string
 	// batchChunks counts the chunks of batch passes in flight, which a cancelled run waits for.
 	batchChunks int
+	// anthropicSubmitting says an Anthropic chunk is being submitted: the next waits (see submitAnthropic).
+	anthropicSubmitting bool
+	// anthropicBatches are the ids of the Anthropic batches the run adopted, in the order it did.
+	anthropicBatches []string
 }
 
 // a is only a name for the activity methods: workflows never call through it, Temporal does, on the worker's

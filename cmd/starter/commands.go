@@ -86,21 +86,14 @@ func batchModeLines(spec *experiment.Spec) []string {
 }
 
 // startNotes are what would make a valid spec fail when a run starts, as far as this machine can tell: a spec too
-// large for a workflow input, what batch mode cannot run yet, an api_key_env that workers refuse by default, or one that is not set here (the
-// embedded mode's worker reads keys from this environment).
+// large for a workflow input, an api_key_env that workers refuse by default, or one that is not set here (the
+// embedded mode's worker reads keys from this environment); and what the spec asks for that will not happen as
+// written (experiment.Spec.Remarks: the seed of an anthropic model is not sent).
 func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
-	var notes []string
+	notes := spec.Remarks()
 	if in, err := workflows.NewInput(spec, "", ""); err == nil {
 		if note := tooLargeNote(in); note != "" {
 			notes = append(notes, note)
-		}
-	}
-	if err := spec.CheckBatchRunnable(); err != nil {
-		var errs experiment.Errors
-		if errors.As(err, &errs) {
-			for _, e := range errs {
-				notes = append(notes, e.Error())
-			}
 		}
 	}
 	allow, _ := llm.ParseKeyEnvAllow(cmp.Or(getenv("SILICO_API_KEY_ENV_ALLOW"), llm.DefaultKeyEnvAllow))

@@ -21,11 +21,11 @@ func TestStartNotesSayWhatWouldFailAtStart(t *testing.T) {
 	spec.Models = append(spec.Models,
 		experiment.Model{ID: "hf", Name: "x", APIKeyEnv: "HF_TOKEN"},
 		experiment.Model{ID: "oa", Name: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY"},
-		experiment.Model{ID: "an", Name: "claude", APIKeyEnv: "ANTHROPIC_API_KEY"})
+		experiment.Model{ID: "an", Name: "claude", Provider: experiment.ProviderAnthropic, APIKeyEnv: "ANTHROPIC_API_KEY"})
 	spec.Questionnaire.Items[0].Text = strings.Repeat("long ", 500_000)
 	notes := strings.Join(startNotes(spec, getenv), "\n")
 	for _, want := range []string{"more than a Temporal workflow input may carry", "models[1].api_key_env: workers read only variables matching *_API_KEY",
-		"models[3].api_key_env: ANTHROPIC_API_KEY is not set here"} {
+		"models[3].api_key_env: ANTHROPIC_API_KEY is not set here", "models[3].provider: Anthropic's API has no seed"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

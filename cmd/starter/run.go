@@ -73,9 +73,6 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if dryRun {
 				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &storeFlags{path: conn.storePath, stateDir: conn.stateDir})
 			}
-			if err := spec.CheckBatchRunnable(); err != nil {
-				return withCode(exitUsage, err)
-			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
 			}
