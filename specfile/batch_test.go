@@ -109,4 +109,3 @@ func TestBatchMistakes(t *testing.T) {
 		})
 	}
 }
-
