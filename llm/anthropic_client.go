@@ -25,12 +25,17 @@ type AnthropicClient struct {
 }
 
 // NewAnthropicClient returns a client of the API at baseURL (DefaultAnthropicBaseURL, or a simulator's
-// "http://127.0.0.1:8088/v1"). hc is the process's shared *http.Client; nil means a private one.
+// "http://127.0.0.1:8088/v1"). hc is the process's shared *http.Client (its transport and timeout are used);
+// nil means a private one.
+//
+// The client follows no redirect: net/http drops Authorization on a redirect to another host but forwards any
+// other header, x-api-key included, and Anthropic's API does not redirect. A 3xx is returned as an error.
 func NewAnthropicClient(baseURL, apiKey string, hc *http.Client) *AnthropicClient {
-	if hc == nil {
-		hc = &http.Client{}
+	own := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if hc != nil {
+		own.Transport, own.Timeout, own.Jar = hc.Transport, hc.Timeout, hc.Jar
 	}
-	return &AnthropicClient{hc: hc, baseURL: strings.TrimRight(baseURL, "/"), key: apiKey, redact: redactor(apiKey),
+	return &AnthropicClient{hc: own, baseURL: strings.TrimRight(baseURL, "/"), key: apiKey, redact: redactor(apiKey),
 		now: time.Now}
 }
 

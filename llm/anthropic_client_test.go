@@ -124,3 +124,25 @@ func TestAnthropicResultsURLOrigin(t *testing.T) {
 	}
 	_ = rc.Close()
 }
+
+// TestAnthropicFollowsNoRedirect: a redirect (to another host here) is not followed, so x-api-key, which net/http
+// would forward, never leaves for the place it points to; the call fails with the 3xx.
+func TestAnthropicFollowsNoRedirect(t *testing.T) {
+	var got []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("x-api-key"))
+		_, _ = io.WriteString(w, `{"id":"msg","type":"message","content":[{"type":"text","text":"1"}]}`)
+	}))
+	defer other.Close()
+	c := serveAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/messages", http.StatusTemporaryRedirect)
+	})
+	_, err := c.Chat(context.Background(), antReq())
+	var e *Error
+	if !errors.As(err, &e) || e.Status != http.StatusTemporaryRedirect {
+		t.Errorf("a redirect: %v, want an error with status 307", err)
+	}
+	if len(got) != 0 {
+		t.Errorf("the redirect was followed with x-api-key %q", got)
+	}
+}
