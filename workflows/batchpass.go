@@ -51,6 +51,20 @@ func batchActivityCtx(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
+// batchWaitCtx is the options of the activities that follow a created batch (poll, collect, cancel): as
+// batchActivityCtx, but retried for as long as it takes. The batch exists and is paid for, so giving up would
+// leave it running unrecorded (and, with on_expired: sync, pay for its cells again); the failing attempts show in
+// the Web UI with their error, and cancelling the run cancels the batch.
+func batchWaitCtx(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    10 * time.Second,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{activities.ClassBatch, activities.ClassInvalidSpec}},
+	})
+}
+
 // runBatchPass runs pass p of a model in batch mode to its end.
 func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activities.Share) {
 	m := r.plan.Models[p.Model]
@@ -96,8 +110,8 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 		return
 	}
 	if res.Done < p.Len() && m.Batch.OnExpired == experiment.OnExpiredSync {
-		// RunSeedPass calls only the cells without a record: exactly those the batches did not answer.
-		r.addTotals(ctx, res)
+		// RunSeedPass calls only the cells without a record: exactly those the batches did not answer. It counts
+		// the cells the batches recorded too (it reads every record of the pass), so they are not counted here.
 		r.runPass(ctx, p, sh)
 		return
 	}
@@ -131,19 +145,48 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		in := activities.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Digest: digest,
 			Since: r.state.Started}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
-		if !r.reserveBatch(p, bb, cost) {
+		reserved := r.reserveBatch(p, bb, cost)
+		for !reserved && bb.reserved > 0 && r.state.Stopped == "" {
+			// Other chunks of the pass hold reservations of their worst case, which their collects turn into
+			// what they cost: wait for one before deciding that the budget is spent.
+			held := bb.reserved
+			if err := workflow.Await(ctx, func() bool { return bb.reserved < held || r.state.Stopped != "" }); err != nil {
+				return total
+			}
+			reserved = r.reserveBatch(p, bb, cost)
+		}
+		if !reserved {
 			if r.state.Stopped == "" {
 				r.stop(activities.ClassBudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
 					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD))
 			}
 			return total
 		}
+		// The submission runs to its end even when the run is cancelled meanwhile: a create may have reached the
+		// provider, and the batch it made is then cancelled and collected below, not left running unknown.
 		var info batch.Info
 		var err error
+		if ctx.Err() != nil {
+			bb.settle(cost, 0) // cancelled before the submission: nothing was created
+			return total
+		}
+		sctx, cancelSubmit := workflow.NewDisconnectedContext(ctx)
 		if anthropic {
-			info, err = r.submitAnthropic(ctx, in, what)
+			info, err = r.submitAnthropic(ctx, sctx, in, what)
 		} else {
-			err = workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info)
+			err = workflow.ExecuteActivity(batchActivityCtx(sctx, "submit "+what), a.SubmitBatch, in).Get(sctx, &info)
+		}
+		cancelSubmit()
+		if err == nil && ctx.Err() != nil {
+			dctx, cancel := workflow.NewDisconnectedContext(ctx)
+			r.batchSeen(dctx, fmt.Sprintf("%d/%d", p.Index, i), m.ID, info)
+			got := r.cancelChunk(dctx, p, in, info)
+			cancel()
+			bb.settle(cost, got.Usage.CostUSD)
+			total.Recorded += got.Recorded
+			total.Failed += got.Failed
+			total.Usage.Add(got.Usage)
+			return total
 		}
 		if err != nil {
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
@@ -159,7 +202,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			prev := info
 			if err = workflow.Sleep(ctx, interval); err == nil {
 				ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
-				err = workflow.ExecuteActivity(batchActivityCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info)
+				err = workflow.ExecuteActivity(batchWaitCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info)
 			}
 			if err != nil && ctx.Err() != nil {
 				// The run is being cancelled: so is this batch, and what it completed is recorded.
@@ -184,9 +227,12 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			}
 			r.batchSeen(ctx, key, m.ID, info)
 		}
+		// The batch ended and is paid for: its results are recorded even when the run is being cancelled.
 		var got activities.BatchCollected
-		err = workflow.ExecuteActivity(batchActivityCtx(ctx, "collect "+info.ID), a.CollectBatch,
-			activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got)
+		dctx, cancel := workflow.NewDisconnectedContext(ctx)
+		err = workflow.ExecuteActivity(batchWaitCtx(dctx, "collect "+info.ID), a.CollectBatch,
+			activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(dctx, &got)
+		cancel()
 		if err != nil {
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
 			return r.chunkFailed(ctx, p, cells, total, err)
@@ -266,16 +312,19 @@ func refusal(err error) (msg string, refused bool) {
 // the first attempt, so that every attempt finds a batch an earlier one created and adopts it (see
 // activities.BatchChunkInput.Intent). The batches adopted before a continue-as-new are not carried over: they
 // were all created before the passes that follow it started, so before any of their intents.
-func (r *runner) submitAnthropic(ctx workflow.Context, in activities.BatchChunkInput, what string) (batch.Info, error) {
+//
+// It waits for its turn on ctx (a cancelled run submits nothing more) and submits on sctx, which the run's
+// cancellation does not cut short.
+func (r *runner) submitAnthropic(ctx, sctx workflow.Context, in activities.BatchChunkInput, what string) (batch.Info, error) {
 	if err := workflow.Await(ctx, func() bool { return !r.anthropicSubmitting }); err != nil {
 		return batch.Info{}, err
 	}
 	r.anthropicSubmitting = true
 	defer func() { r.anthropicSubmitting = false }()
-	in.Intent = workflow.Now(ctx)
+	in.Intent = workflow.Now(sctx)
 	in.Known = slices.Clone(r.anthropicBatches)
 	var info batch.Info
-	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "submit "+what), a.SubmitBatch, in).Get(ctx, &info); err != nil {
+	if err := workflow.ExecuteActivity(batchActivityCtx(sctx, "submit "+what), a.SubmitBatch, in).Get(sctx, &info); err != nil {
 		return batch.Info{}, err
 	}
 	r.anthropicBatches = append(r.anthropicBatches, info.ID)
@@ -293,16 +342,6 @@ func (r *runner) batchPassFailed(ctx workflow.Context, p experiment.Pass, err er
 		workflow.GetLogger(ctx).Error("recording unfinished cells failed", "pass", p.Index, "error", ferr)
 	}
 	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded})
-}
-
-// addTotals counts a pass's batch results before its synchronous remainder runs (which counts the pass done).
-func (r *runner) addTotals(ctx workflow.Context, res activities.PassResult) {
-	t := &r.state.Totals
-	t.CellsDone += res.Done
-	t.Failed += res.Failed
-	t.Cached += res.Cached
-	t.Add(res.Usage)
-	r.details(ctx)
 }
 
 // batchSeen keeps the latest state of a batch for the Web UI and the progress query.
@@ -335,7 +374,7 @@ type BatchProgress struct {
 func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in activities.BatchChunkInput, info batch.Info) activities.BatchCollected {
 	log := workflow.GetLogger(ctx)
 	ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
-	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "cancel "+info.ID), a.CancelBatch, ref).Get(ctx, &info); err != nil {
+	if err := workflow.ExecuteActivity(batchWaitCtx(ctx, "cancel "+info.ID), a.CancelBatch, ref).Get(ctx, &info); err != nil {
 		log.Error("cancelling a batch failed", "batch", info.ID, "error", err)
 		return activities.BatchCollected{}
 	}
@@ -346,14 +385,14 @@ func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in activit
 		if err := workflow.Sleep(ctx, 30*time.Second); err != nil {
 			return activities.BatchCollected{}
 		}
-		if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info); err != nil {
+		if err := workflow.ExecuteActivity(batchWaitCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info); err != nil {
 			log.Error("polling a cancelled batch failed", "batch", info.ID, "error", err)
 			return activities.BatchCollected{}
 		}
 		r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
 	}
 	var got activities.BatchCollected
-	if err := workflow.ExecuteActivity(batchActivityCtx(ctx, "collect "+info.ID), a.CollectBatch,
+	if err := workflow.ExecuteActivity(batchWaitCtx(ctx, "collect "+info.ID), a.CollectBatch,
 		activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got); err != nil {
 		log.Error("collecting a cancelled batch failed", "batch", info.ID, "error", err)
 	}

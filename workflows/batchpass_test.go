@@ -195,9 +195,11 @@ func TestBatchRunCancel(t *testing.T) {
 }
 
 // TestBatchRunReservesTheBudget: before each submission the batch's worst-case cost (every prompt, the longest
-// completion, at the batch price) is reserved against the pass's share of budget_usd. With a budget that covers
-// each pass's first chunk and half its second, one batch per pass is sent, the others never are, the run stops
-// with the budget exhausted, its other cells are recorded so, and the run costs less than its budget.
+// completion, at the batch price) is reserved against the pass's share of budget_usd; a chunk that does not fit
+// waits for the collects of the chunks holding reservations, which turn them into what those batches cost. With
+// a budget that covers each pass's first chunk and half its second, each pass sends its first batch, and at most
+// one more once the first is collected; the others are never sent, the run stops with the budget exhausted, its
+// other cells are recorded so, and the run costs less than its budget.
 func TestBatchRunReservesTheBudget(t *testing.T) {
 	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{}})
 	if err != nil {
@@ -249,8 +251,13 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(s.Batches()); n != 2 {
-		t.Errorf("%d batches sent, want 2: each pass's first chunk", n)
+	bs := s.Batches()
+	ran := 0
+	for _, b := range bs {
+		ran += len(b.Ran)
+	}
+	if len(bs) < 2 || len(bs) > 4 {
+		t.Errorf("%d batches sent, want each pass's first chunk and at most one more each", len(bs))
 	}
 	recs, err := st.Records(context.Background(), "budget-run", 0, 40)
 	if err != nil {
@@ -267,8 +274,9 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 			t.Errorf("cell %d: %s: %s", r.Index, r.ErrorClass, r.ErrorMessage)
 		}
 	}
-	if answered != 14 || exhausted != 26 {
-		t.Errorf("%d cells answered and %d recorded %s, want 14 and 26", answered, exhausted, activities.ClassBudgetExhausted)
+	if answered != ran || answered < 14 || exhausted == 0 || answered+exhausted != 40 {
+		t.Errorf("%d cells answered (%d ran in batches) and %d recorded %s, want those the batches ran and the rest",
+			answered, ran, exhausted, activities.ClassBudgetExhausted)
 	}
 	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD > spec.BudgetUSD {
 		t.Errorf("stopped %q, cost %g of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
