@@ -92,7 +92,8 @@ func embedBatchEstimate(spec *experiment.Spec, m experiment.Model, texts []strin
 		}
 		sizes = append(sizes, batch.Item{Bytes: len(line), Inputs: len(req)})
 	}
-	chunks, err := batch.Split(f, sizes, batch.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes)})
+	chunks, err := batch.Split(f, sizes, batch.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes),
+		MaxInputs: batch.DefaultLimits(f, batch.EndpointEmbeddings).MaxInputs})
 	if err != nil {
 		return nil, fmt.Errorf("estimate: model %s: %w", m.ID, err)
 	}
