@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 
@@ -141,6 +142,7 @@ func (pi *passImages) resolveAll(ctx context.Context, msgs map[int][]experiment.
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	resolved := make(map[int][]experiment.Message, len(msgs)) // msgs is written once the loop over it is done
 	for i, m := range msgs {
 		wg.Go(func() {
 			out, ps, err := pi.resolve(ctx, m)
@@ -150,10 +152,11 @@ func (pi *passImages) resolveAll(ctx context.Context, msgs map[int][]experiment.
 				errs[i] = err
 				return
 			}
-			msgs[i], pics[i] = out, ps
+			resolved[i], pics[i] = out, ps
 		})
 	}
 	wg.Wait()
+	maps.Copy(msgs, resolved)
 	return pics, errs
 }
 
