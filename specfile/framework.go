@@ -1,6 +1,7 @@
 package specfile
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -116,6 +117,7 @@ func (d *decoder) frameworkModel(n *node, path, res, id string) experiment.Model
 		m.APIKeyEnv = d.str(v, child(path, "api_key_env"))
 	}
 	if p := f["parameters"]; p != nil {
+		d.numPredict(p, child(path, "parameters"))
 		m.Params = paramKeys.decode(d, p, child(path, "parameters"))
 		d.mark(res+".params", child(path, "parameters"), p)
 	}
@@ -194,4 +196,37 @@ func (d *decoder) frameworkQuestionnaire(n *node, s *experiment.Spec) {
 		q.Items = append(q.Items, it)
 	}
 	d.mark("questionnaire.instruction", "questionnaire.general_instruction", f["general_instruction"])
+}
+
+// numPredict reads Ollama's num_predict, which the framework's files set on ollama models, as max_tokens (what
+// Ollama's OpenAI-compatible endpoint, which silico calls, takes for it), with a note; a num_predict of 0 or less
+// (Ollama's "no limit", -1, or "fill the context", -2) sends none. Both keys at once are an error.
+func (d *decoder) numPredict(params *node, path string) {
+	np := params.get("num_predict")
+	if np == nil {
+		return
+	}
+	at := child(path, "num_predict")
+	if params.get("max_tokens") != nil {
+		d.errAt(np, at, "both num_predict and max_tokens are set; keep max_tokens, which num_predict stands for")
+		params.drop([]string{"num_predict"})
+		return
+	}
+	if np.kind != kindScalar || np.scalar != scalarInt {
+		d.integer(np, at) // reports what is wrong with it
+		params.drop([]string{"num_predict"})
+		return
+	}
+	n := d.integer(np, at)
+	if n <= 0 {
+		d.noteAt(np, at, fmt.Sprintf("Ollama's num_predict %d (no limit) sends no max_tokens", n))
+		params.drop([]string{"num_predict"})
+		return
+	}
+	for _, k := range params.keys {
+		if k.str == "num_predict" {
+			k.str = "max_tokens"
+		}
+	}
+	d.noteAt(np, at, fmt.Sprintf("read as max_tokens: %d, the completion cap Ollama's OpenAI-compatible endpoint takes for num_predict", n))
 }

@@ -139,3 +139,34 @@ func TestFrameworkSeedsAndNoteVariants(t *testing.T) {
 		t.Errorf("spec JSON carries the note: %s (%v)", b, err)
 	}
 }
+
+// TestFrameworkNumPredict: Ollama's num_predict in a framework file is read as max_tokens, with a note at its
+// position; "no limit" sends none; with max_tokens beside it, or not a number, it is an error.
+func TestFrameworkNumPredict(t *testing.T) {
+	spec := func(params string) string {
+		return `{"name":"x",
+"models":{"m":{"type":"ollama","name_or_path":"llama3","parameters":` + params + `}},
+"demographic_profiles":{"a":{"attributes":{"name":"A"}}},
+"questionnaire":{"name":"q","general_instruction":"Rate.","default_answer_options":{"1":{"text":"No","weight":1}},"instruction_items":[{"question":"Q?"}]}}`
+	}
+	s, err := Parse([]byte(spec(`{"temperature": 0, "num_predict": 12}`)), "f.json", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Models[0].Params.MaxTokens != 12 || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "f.json:2:") ||
+		!strings.Contains(s.Notes[0], "models.m.parameters.num_predict: read as max_tokens: 12") {
+		t.Errorf("num_predict 12: max_tokens %d, notes %q; want 12 and a note at the key", s.Models[0].Params.MaxTokens, s.Notes)
+	}
+	s, err = Parse([]byte(spec(`{"num_predict": -1}`)), "f.json", t.TempDir())
+	if err != nil || s.Models[0].Params.MaxTokens != 0 || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "no limit") {
+		t.Errorf("num_predict -1: %v, max_tokens %d, notes %q; want none sent and a note", err, s.Models[0].Params.MaxTokens, s.Notes)
+	}
+	for params, want := range map[string]string{
+		`{"num_predict": 12, "max_tokens": 8}`: "both num_predict and max_tokens",
+		`{"num_predict": "lots"}`:              "num_predict: want a whole number",
+	} {
+		if _, err := Parse([]byte(spec(params)), "f.json", t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parameters %s: %v, want an error containing %q", params, err, want)
+		}
+	}
+}
