@@ -63,21 +63,7 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 
-	runOnce := func(spec experiment.Spec, id string) Result {
-		t.Helper()
-		var suite testsuite.WorkflowTestSuite
-		env := suite.NewTestWorkflowEnvironment()
-		env.RegisterActivity(acts)
-		env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		var res Result
-		if err := env.GetWorkflowResult(&res); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	runOnce := func(spec experiment.Spec, id string) Result { t.Helper(); return runWith(t, acts, spec, id) }
 	syncSpec, batchSpec := simSpec(srv.URL, false), simSpec(srv.URL, true)
 	if n := len(batchSpec.Passes()); n != 2 {
 		t.Fatalf("batch spec has %d passes, want one per seed", n)
@@ -93,39 +79,8 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	if len(bs) != 6 {
 		t.Errorf("%d batches, want 6", len(bs))
 	}
-	seen := map[string]int{}
-	for _, b := range bs {
-		for _, id := range b.Ran {
-			seen[id]++
-		}
-	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("cell %s ran %d times", id, n)
-		}
-	}
-	if len(seen) != 40 {
-		t.Errorf("%d cells ran in batches, want 40", len(seen))
-	}
-
-	recs := func(run string) []store.Record {
-		r, err := st.Records(context.Background(), run, 0, 40)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	sr, br := recs("sync-run"), recs("batch-run")
-	if len(sr) != 40 || len(br) != 40 {
-		t.Fatalf("%d sync and %d batch records, want 40 each", len(sr), len(br))
-	}
-	for i := range sr {
-		a, b := sr[i], br[i]
-		if a.Status != b.Status || a.OptionID != b.OptionID || a.Raw != b.Raw || a.PromptTokens != b.PromptTokens ||
-			a.CompletionTokens != b.CompletionTokens || math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 {
-			t.Errorf("cell %d: sync %+v, batch %+v", i, a, b)
-		}
-	}
+	checkRanOnce(t, bs, 40)
+	checkHalfPrice(t, st, "sync-run", "batch-run", 40)
 	if syncRes.Summary.Failed != 0 || batchRes.Summary.Failed != 0 || batchRes.Summary.Cells != 40 {
 		t.Errorf("summaries: sync %+v, batch %+v", syncRes.Summary, batchRes.Summary)
 	}
@@ -306,16 +261,7 @@ func TestMixedSyncAndBatchModels(t *testing.T) {
 		}
 		return sp
 	}
-	runOnce := func(spec experiment.Spec, id string) {
-		t.Helper()
-		var suite testsuite.WorkflowTestSuite
-		env := suite.NewTestWorkflowEnvironment()
-		env.RegisterActivity(acts)
-		env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
+	runOnce := func(spec experiment.Spec, id string) { t.Helper(); runWith(t, acts, spec, id) }
 	syncSpec, spec := mixed(false), mixed(true)
 	runOnce(syncSpec, "all-sync")
 	before := len(s.Requests())
@@ -361,6 +307,49 @@ func TestMixedSyncAndBatchModels(t *testing.T) {
 		if a[i].Raw != b[i].Raw || a[i].OptionID != b[i].OptionID || a[i].PromptTokens != b[i].PromptTokens ||
 			math.Abs(b[i].CostUSD-cost) > 1e-12 || a[i].CostUSD == 0 {
 			t.Errorf("cell %d: all-sync %+v, mixed %+v", i, a[i], b[i])
+		}
+	}
+}
+
+// checkRanOnce checks that the simulator's batches ran n requests in all, each once.
+func checkRanOnce(t *testing.T, bs []sim.Batch, n int) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, b := range bs {
+		for _, id := range b.Ran {
+			seen[id]++
+		}
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("request %s ran %d times", id, k)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d requests ran in batches, want %d", len(seen), n)
+	}
+}
+
+// checkHalfPrice holds the n records of run batchRun to those of run syncRun: the same answers, options and
+// tokens, at half a cost that is not zero.
+func checkHalfPrice(t *testing.T, st *store.SQLite, syncRun, batchRun string, n int) {
+	t.Helper()
+	recs := func(run string) []store.Record {
+		r, err := st.Records(context.Background(), run, 0, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sr, br := recs(syncRun), recs(batchRun)
+	if len(sr) != n || len(br) != n {
+		t.Fatalf("%d sync and %d batch records, want %d each", len(sr), len(br), n)
+	}
+	for i := range sr {
+		a, b := sr[i], br[i]
+		if a.Status != b.Status || a.OptionID != b.OptionID || a.Raw != b.Raw || a.PromptTokens != b.PromptTokens ||
+			a.CompletionTokens != b.CompletionTokens || math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 || a.CostUSD == 0 {
+			t.Errorf("cell %d: sync %+v, batch %+v", i, a, b)
 		}
 	}
 }
@@ -828,21 +817,7 @@ func TestAnthropicBatchRun(t *testing.T) {
 	}
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(&http.Client{Transport: lose}, keys, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
-	runOnce := func(spec experiment.Spec, id string) Result {
-		t.Helper()
-		var suite testsuite.WorkflowTestSuite
-		env := suite.NewTestWorkflowEnvironment()
-		env.RegisterActivity(acts)
-		env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		var res Result
-		if err := env.GetWorkflowResult(&res); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	runOnce := func(spec experiment.Spec, id string) Result { t.Helper(); return runWith(t, acts, spec, id) }
 	syncRes := runOnce(anthropicSimSpec(srv.URL, false), "sync-run")
 	if n := len(s.Batches()); n != 0 {
 		t.Fatalf("the synchronous run made %d batches", n)
@@ -856,41 +831,13 @@ func TestAnthropicBatchRun(t *testing.T) {
 	if len(bs) != 6 {
 		t.Errorf("%d batches, want 6: one per chunk, the lost create's adopted", len(bs))
 	}
-	seen := map[string]int{}
 	for _, b := range bs {
 		if b.Format != sim.BatchAnthropic {
 			t.Errorf("batch %s of format %s, want Anthropic's", b.ID, b.Format)
 		}
-		for _, id := range b.Ran {
-			seen[id]++
-		}
 	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("request %s ran %d times", id, n)
-		}
-	}
-	if len(seen) != 40 {
-		t.Errorf("%d requests ran in batches, want 40", len(seen))
-	}
-	recs := func(run string) []store.Record {
-		r, err := st.Records(context.Background(), run, 0, 40)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	sr, br := recs("sync-run"), recs("batch-run")
-	if len(sr) != 40 || len(br) != 40 {
-		t.Fatalf("%d sync and %d batch records, want 40 each", len(sr), len(br))
-	}
-	for i := range sr {
-		a, b := sr[i], br[i]
-		if a.Status != b.Status || a.OptionID != b.OptionID || a.Raw != b.Raw || a.PromptTokens != b.PromptTokens ||
-			a.CompletionTokens != b.CompletionTokens || math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 || a.CostUSD == 0 {
-			t.Errorf("cell %d: sync %+v, batch %+v", i, a, b)
-		}
-	}
+	checkRanOnce(t, bs, 40)
+	checkHalfPrice(t, st, "sync-run", "batch-run", 40)
 	if syncRes.Summary.Failed != 0 || batchRes.Summary.Failed != 0 || batchRes.Summary.Cells != 40 {
 		t.Errorf("summaries: sync %+v, batch %+v", syncRes.Summary, batchRes.Summary)
 	}
