@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -189,25 +188,10 @@ func runBatchKill(t *testing.T, starter, worker, victim string, kp batchKillPoin
 	simURL := srv.URL + "/v1"
 
 	spec := batchKillGrid(simURL)
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "spec.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSpecJSON(t, dir, spec)
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	startServer := func() *proc {
-		p := startProc(t, dir, starter, "dev", "--no-worker", "--port", strconv.Itoa(port), "--no-ui", "--state-dir", filepath.Join(dir, "state"))
-		poll(t, 60*time.Second, 20*time.Millisecond, "the Temporal server", func() bool {
-			if p.exited() {
-				t.Fatalf("starter dev exited:\n%s", p.dump())
-			}
-			return strings.Contains(p.stdout.String(), "Temporal server")
-		})
-		return p
-	}
+	startServer := func() *proc { return startDevServer(t, dir, starter, port) }
 	startWorker := func() *proc {
 		return startProc(t, dir, worker, "--address", addr, "--store", dbPath, "--output-root", filepath.Join(dir, "out"),
 			"--metrics-addr", "")

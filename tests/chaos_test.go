@@ -40,27 +40,12 @@ func TestChaosAcrossWorkers(t *testing.T) {
 	spec.Name = "chaos"
 	spec.Models[0].Provider, spec.Models[0].BaseURL, spec.Models[0].RPM = "openai", simURL, rpm
 	spec.Run.MaxParallelPasses, spec.Run.MaxConcurrency = 3, 8
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "spec.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSpecJSON(t, dir, spec)
 
 	// The server, on a port of its own so that it comes back where the workers look for it.
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	startServer := func() *proc {
-		p := startProc(t, dir, starter, "dev", "--no-worker", "--port", strconv.Itoa(port), "--no-ui", "--state-dir", filepath.Join(dir, "state"))
-		poll(t, 60*time.Second, 20*time.Millisecond, "the Temporal server", func() bool {
-			if p.exited() {
-				t.Fatalf("starter dev exited:\n%s", p.dump())
-			}
-			return strings.Contains(p.stdout.String(), "Temporal server")
-		})
-		return p
-	}
+	startServer := func() *proc { return startDevServer(t, dir, starter, port) }
 	server := startServer()
 	startWorker := func() *proc {
 		return startProc(t, dir, worker, "--address", addr, "--store", dsn, "--output-root", filepath.Join(dir, "out"),
@@ -133,6 +118,32 @@ func TestChaosAcrossWorkers(t *testing.T) {
 	if len(again) > 0 {
 		t.Errorf("%d answered calls were asked again outside a kill's grace: %v", len(again), again[:min(5, len(again))])
 	}
+}
+
+// writeSpecJSON writes spec to dir/spec.json, the file startDetached runs.
+func writeSpecJSON(t *testing.T, dir string, spec experiment.Spec) {
+	t.Helper()
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "spec.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startDevServer starts the Temporal server alone (starter dev --no-worker, state in dir/state) on port, so that
+// after a kill it comes back where the workers look for it, and waits until it serves.
+func startDevServer(t *testing.T, dir, starter string, port int) *proc {
+	t.Helper()
+	p := startProc(t, dir, starter, "dev", "--no-worker", "--port", strconv.Itoa(port), "--no-ui", "--state-dir", filepath.Join(dir, "state"))
+	poll(t, 60*time.Second, 20*time.Millisecond, "the Temporal server", func() bool {
+		if p.exited() {
+			t.Fatalf("starter dev exited:\n%s", p.dump())
+		}
+		return strings.Contains(p.stdout.String(), "Temporal server")
+	})
+	return p
 }
 
 // startDetached starts the run of dir/spec.json with the starter as a plain client of the server at addr
