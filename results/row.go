@@ -57,6 +57,9 @@ type Row struct {
 	Cached           bool    `json:"cached"`
 	// ImageSHA256 are the SHA-256 digests of the pictures the cell sent, joined with ','; empty without pictures.
 	ImageSHA256 string `json:"image_sha256"`
+	// Probs is the cell's probability of each of its item's options, in the order of
+	// spec.OptionsFor(item).Options, summing to 1; nil when the cell has no distribution.
+	Probs []float64 `json:"-"`
 }
 
 // Header returns the CSV header: the column names in order, the same as the JSON keys.
@@ -103,6 +106,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		Attempts:         r.Attempts,
 		Cached:           r.Cached,
 		ImageSHA256:      r.ImageSHA256,
+		Probs:            r.Probs,
 	}
 	if r.OptionID != "" {
 		for _, o := range spec.OptionsFor(c.Item).Options {

@@ -37,6 +37,15 @@ type Record struct {
 	Cached bool `json:"cached,omitempty"`
 	// ImageSHA256 are the hex SHA-256 digests of the pictures the cell sent, in the order sent, joined with ','.
 	ImageSHA256 string `json:"image_sha256,omitempty"`
+	// FinishReason is why the provider stopped generating ("stop", "length", "content_filter"), as it said;
+	// empty when it said nothing or the call failed.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Probs is the cell's probability of each answer option, in the order of the item's options, renormalised
+	// over the options (they sum to 1); nil when the cell has no distribution (no logprobs asked or none usable).
+	Probs []float64 `json:"probs,omitempty"`
+	// Coverage is the probability mass the model put on valid option labels before renormalisation, in (0, 1];
+	// zero when Probs is nil.
+	Coverage float64 `json:"coverage,omitempty"`
 }
 
 // Usage is what the record's call consumed. A cell answered from the response cache consumed nothing: its cost
