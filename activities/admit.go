@@ -86,13 +86,9 @@ func (ad *admitter) chatCost(msgs []experiment.Message) float64 {
 	return llm.Cost(ad.price, ad.tok.CountMessages(ad.model.Name, msgs), maxTokens(ad.model))
 }
 
-// maxTokens is the completion a call may produce: the model's max_tokens, or the default assumed for it.
-func maxTokens(m experiment.Model) int {
-	if n := m.Params.MaxTokens; n > 0 {
-		return n
-	}
-	return experiment.DefaultMaxTokens
-}
+// maxTokens is the completion a call may produce: the model's max_completion_tokens or max_tokens, or the
+// default assumed for it.
+func maxTokens(m experiment.Model) int { return m.Params.CompletionCap() }
 
 // reserveBudget reserves a call's worst-case cost against the pass's share of the budget. When it does not fit,
 // the pass asks the workflow for its current share once (finished passes may have left budget behind); when it

@@ -81,7 +81,7 @@ func (pr *preparer) finish(c experiment.Cell, msgs []experiment.Message, pics pi
 		Model:    pr.model.Name,
 		Messages: msgs,
 		Seed:     pr.spec.Seeds[c.Seed],
-		Params:   pr.model.Params,
+		Params:   pr.spec.CallParams(c),
 		CellID:   pr.spec.CellID(c),
 	}
 	if len(pics.sha) > 0 {

@@ -59,7 +59,7 @@ func batchEstimate(spec *experiment.Spec, mi int) (*BatchEstimate, error) {
 					return nil, fmt.Errorf("estimate: render %s: %w", spec.CellID(c), err)
 				}
 				line, err := requestLine(f, llm.Request{Model: m.Name, Messages: msgs, Seed: spec.Seeds[sd],
-					Params: m.Params, ImageDetail: imageDetail(spec, msgs)}, spec.CellID(c))
+					Params: spec.CallParams(c), ImageDetail: imageDetail(spec, msgs)}, spec.CellID(c))
 				if err != nil {
 					return nil, fmt.Errorf("estimate: %s: %w", spec.CellID(c), err)
 				}

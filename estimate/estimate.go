@@ -132,10 +132,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		}
 		me := ModelEstimate{Model: m.ID, Name: m.Name, Cells: seeds * items * personas}
 		me.Calls = me.Cells
-		maxTok := m.Params.MaxTokens
-		if maxTok <= 0 {
-			maxTok = experiment.DefaultMaxTokens
-		}
+		maxTok := m.Params.CompletionCap()
 		me.MaxCompletionTokens = me.Cells * maxTok
 		perSeed, perSeedMin := g.plain+pics.tokens, g.plain+pics.tokens
 		me.ImageTokens = seeds * pics.tokens

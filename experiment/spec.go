@@ -75,15 +75,40 @@ type Model struct {
 	ImageTransport ImageTransport `json:"image_transport,omitempty"`
 	// Batch says whether this model's cells go through the provider's batch API; nil: run.batch.
 	Batch *BatchSettings `json:"batch,omitempty"`
+	// Answer says what this model's cells record besides the written option; nil: run.answer.
+	Answer *AnswerSettings `json:"answer,omitempty"`
 }
 
-// Params are the sampling parameters sent with every call of a model.
+// Params are the sampling parameters sent with every call of a model, each by its OpenAI Chat Completions name
+// and exactly as written (see params.go for what each accepts). Unset fields are not sent.
 type Params struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	TopP        *float64 `json:"top_p,omitempty"`
 	// MaxTokens caps the completion. Zero: the provider's default (budgets then assume DefaultMaxTokens).
 	MaxTokens int      `json:"max_tokens,omitempty"`
 	Stop      []string `json:"stop,omitempty"`
+	// PresencePenalty and FrequencyPenalty are in [-2, 2].
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	// LogitBias maps token ids (decimal strings of the model's tokenizer) to a bias in [-100, 100].
+	LogitBias map[string]int `json:"logit_bias,omitempty"`
+	// ReasoningEffort is a reasoning model's effort (ReasoningEfforts).
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// MaxCompletionTokens caps the completion including reasoning tokens; it replaces max_tokens (set one).
+	MaxCompletionTokens int `json:"max_completion_tokens,omitempty"`
+	// Logprobs asks for the log probability of every generated token; TopLogprobs (0–20) for that many
+	// alternatives at each position. An answer mode of logprobs sets both.
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs *int `json:"top_logprobs,omitempty"`
+	// ResponseFormat is sent as response_format: {"type": "text"}, {"type": "json_object"} or {"type":
+	// "json_schema", "json_schema": {...}}, as JSON. The answer mode json_schema builds it per item.
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+	// N is the number of choices; only 1 is accepted (silico records one answer per cell; more samples are more
+	// seeds).
+	N int `json:"n,omitempty"`
+	// Extra are keys a server adds to the OpenAI format (top_k, min_p, repeat_penalty), each value the JSON the
+	// spec wrote, sent verbatim at the top level of the request body.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // DefaultMaxTokens is the completion size assumed for estimates and budgets when a model sets no max_tokens.
@@ -207,6 +232,8 @@ type RunSettings struct {
 	ImageTransport ImageTransport `json:"image_transport,omitempty"`
 	// Batch is the batch section of every model that has none (default: mode sync).
 	Batch *BatchSettings `json:"batch,omitempty"`
+	// Answer is the answer section of every model that has none (default: mode text).
+	Answer *AnswerSettings `json:"answer,omitempty"`
 }
 
 // Defaults of RunSettings.

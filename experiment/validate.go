@@ -144,6 +144,7 @@ func (s *Spec) check() Errors {
 	}
 	s.checkRun(&errs)
 	s.checkBatches(&errs)
+	s.checkAnswers(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
 	return errs
@@ -251,16 +252,7 @@ func (s *Spec) checkModels(errs *Errors) {
 		if m.APIKeyEnv != "" && !envName.MatchString(m.APIKeyEnv) {
 			errs.add(p+".api_key_env", "%q is not an environment variable name; want the name of the variable that holds the key, e.g. \"OPENAI_API_KEY\" (never the key itself)", redact(m.APIKeyEnv))
 		}
-		if t := m.Params.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
-			errs.add(p+".params.temperature", "%v is out of range; want a number from 0 to 2", *t)
-		}
-		if t := m.Params.TopP; t != nil && (*t <= 0 || *t > 1 || math.IsNaN(*t)) {
-			errs.add(p+".params.top_p", "%v is out of range; want a number above 0 and at most 1", *t)
-		}
-		nonNegative(errs, p+".params.max_tokens", m.Params.MaxTokens, "a number of tokens ≥ 0 (0: the provider's default)")
-		if len(m.Params.Stop) > 4 && m.Provider != ProviderAnthropic {
-			errs.add(p+".params.stop", "%d stop sequences; OpenAI-compatible APIs accept at most 4", len(m.Params.Stop))
-		}
+		checkParams(errs, p, m)
 		if m.Provider == ProviderAnthropic {
 			s.checkAnthropic(errs, p, m)
 		}

@@ -93,6 +93,12 @@ func AnthropicBody(req Request) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llm: anthropic: encode request: %w", err)
 	}
+	if len(req.Params.Extra) > 0 {
+		// Keys of Anthropic's API that have no OpenAI name (top_k) go out verbatim, as to any server.
+		if b, err = patchBody(b, req.Params.Extra); err != nil {
+			return nil, fmt.Errorf("llm: anthropic: %w", err)
+		}
+	}
 	return b, nil
 }
 

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -174,9 +176,6 @@ func scrub(err error, redact func(string) string) {
 	}
 }
 
-// reasoningPrefixes are models that reject max_tokens and want max_completion_tokens.
-var reasoningPrefixes = []string{"o1", "o3", "o4", "gpt-5"}
-
 // chatRequest maps a Request onto go-openai's request.
 func chatRequest(req Request) openai.ChatCompletionRequest {
 	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
@@ -195,21 +194,28 @@ func chatRequest(req Request) openai.ChatCompletionRequest {
 		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, MultiContent: parts}
 	}
 	seed := int(req.Seed)
+	p := req.Params
 	out := openai.ChatCompletionRequest{
 		Model:    req.Model,
 		Messages: msgs,
 		Seed:     &seed,
-		Stop:     req.Params.Stop,
+		Stop:     p.Stop,
 		// What go-openai's checks of reasoning models see; the values sent are bodyPatch's.
-		Temperature: float32From(req.Params.Temperature),
-		TopP:        float32From(req.Params.TopP),
+		Temperature:         float32From(p.Temperature),
+		TopP:                float32From(p.TopP),
+		PresencePenalty:     float32From(p.PresencePenalty),
+		FrequencyPenalty:    float32From(p.FrequencyPenalty),
+		LogitBias:           p.LogitBias,
+		ReasoningEffort:     p.ReasoningEffort,
+		MaxCompletionTokens: p.MaxCompletionTokens,
+		LogProbs:            p.Logprobs,
+		N:                   p.N,
 	}
-	if n := req.Params.MaxTokens; n > 0 {
-		reasoning := false
-		for _, p := range reasoningPrefixes {
-			reasoning = reasoning || strings.HasPrefix(req.Model, p)
-		}
-		if reasoning {
+	if p.TopLogprobs != nil {
+		out.TopLogProbs = *p.TopLogprobs
+	}
+	if n := p.MaxTokens; n > 0 {
+		if experiment.IsReasoningModel(req.Model) {
 			out.MaxCompletionTokens = n
 		} else {
 			//lint:ignore SA1019 OpenAI-compatible servers (Ollama, vLLM, llama.cpp) know only max_tokens.
@@ -226,39 +232,48 @@ func float32From(p *float64) float32 {
 	return float32(*p)
 }
 
-// bodyPatch returns the fields the request body must carry exactly as the spec set them. go-openai's float
-// fields are float32 and "omitempty": an explicit 0 (temperature 0, the usual choice for reproducible runs)
-// would be dropped and the provider's default (1.0) used, and float32 would round other values. The HTTP layer
-// writes these fields into the body go-openai encoded (see capturingDoer).
-func bodyPatch(p experiment.Params) map[string]float64 {
-	var patch map[string]float64
-	set := func(k string, v *float64) {
-		if v == nil {
-			return
-		}
+// bodyPatch returns the fields the request body must carry exactly as the spec set them: every parameter
+// go-openai would change or drop, and the extra keys. go-openai's float fields are float32 and "omitempty": an
+// explicit 0 (temperature 0, the usual choice for reproducible runs) would be dropped and the provider's default
+// (1.0) used, and float32 would round other values; top_logprobs 0 and response_format have no faithful field
+// either. The HTTP layer writes these fields into the body go-openai encoded (see capturingDoer).
+func bodyPatch(p experiment.Params) map[string]json.RawMessage {
+	var patch map[string]json.RawMessage
+	set := func(k string, v json.RawMessage) {
 		if patch == nil {
-			patch = make(map[string]float64, 2)
+			patch = make(map[string]json.RawMessage, 4)
 		}
-		patch[k] = *v
+		patch[k] = v
 	}
-	set("temperature", p.Temperature)
-	set("top_p", p.TopP)
+	num := func(k string, v *float64) {
+		if v != nil {
+			b, _ := json.Marshal(*v) // a float of a valid spec (never NaN or infinite) always encodes
+			set(k, b)
+		}
+	}
+	num("temperature", p.Temperature)
+	num("top_p", p.TopP)
+	num("presence_penalty", p.PresencePenalty)
+	num("frequency_penalty", p.FrequencyPenalty)
+	if p.TopLogprobs != nil {
+		set("top_logprobs", strconv.AppendInt(nil, int64(*p.TopLogprobs), 10))
+	}
+	if len(p.ResponseFormat) > 0 {
+		set("response_format", p.ResponseFormat)
+	}
+	for k, v := range p.Extra {
+		set(k, v)
+	}
 	return patch
 }
 
 // patchBody sets the fields of patch in the JSON object body.
-func patchBody(body []byte, patch map[string]float64) ([]byte, error) {
+func patchBody(body []byte, patch map[string]json.RawMessage) ([]byte, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
 		return nil, fmt.Errorf("patch request body: %w", err)
 	}
-	for k, v := range patch {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("patch request body: %s: %w", k, err)
-		}
-		obj[k] = b
-	}
+	maps.Copy(obj, patch)
 	out, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("patch request body: %w", err)
@@ -271,7 +286,7 @@ func patchBody(body []byte, patch map[string]float64) ([]byte, error) {
 // request's context: one per call, nothing shared.
 type capture struct {
 	cellID string
-	patch  map[string]float64
+	patch  map[string]json.RawMessage
 	status int
 	header http.Header
 }

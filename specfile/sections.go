@@ -1,6 +1,7 @@
 package specfile
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/silicolab/silico/experiment"
@@ -66,6 +67,7 @@ var modelKeys = table[experiment.Model]{
 	field("cache", func(m *experiment.Model) *experiment.CachePolicy { return &m.Cache }, text[experiment.CachePolicy]),
 	field("image_transport", func(m *experiment.Model) *experiment.ImageTransport { return &m.ImageTransport }, text[experiment.ImageTransport]),
 	field("batch", func(m *experiment.Model) **experiment.BatchSettings { return &m.Batch }, batchKeys.decodePtr),
+	field("answer", func(m *experiment.Model) **experiment.AnswerSettings { return &m.Answer }, answerKeys.decodePtr),
 	refused[experiment.Model]("api_key", (*decoder).noSecret),
 }
 
@@ -74,6 +76,24 @@ var paramKeys = table[experiment.Params]{
 	field("top_p", func(p *experiment.Params) **float64 { return &p.TopP }, (*decoder).numberPtr),
 	field("max_tokens", func(p *experiment.Params) *int { return &p.MaxTokens }, (*decoder).integer),
 	field("stop", func(p *experiment.Params) *[]string { return &p.Stop }, (*decoder).strings),
+	field("presence_penalty", func(p *experiment.Params) **float64 { return &p.PresencePenalty }, (*decoder).numberPtr),
+	field("frequency_penalty", func(p *experiment.Params) **float64 { return &p.FrequencyPenalty }, (*decoder).numberPtr),
+	field("logit_bias", func(p *experiment.Params) *map[string]int { return &p.LogitBias }, (*decoder).logitBias),
+	field("reasoning_effort", func(p *experiment.Params) *string { return &p.ReasoningEffort }, (*decoder).str),
+	field("max_completion_tokens", func(p *experiment.Params) *int { return &p.MaxCompletionTokens }, (*decoder).integer),
+	field("logprobs", func(p *experiment.Params) *bool { return &p.Logprobs }, (*decoder).boolean),
+	field("top_logprobs", func(p *experiment.Params) **int { return &p.TopLogprobs }, (*decoder).integerPtr),
+	field("response_format", func(p *experiment.Params) *json.RawMessage { return &p.ResponseFormat }, (*decoder).jsonValue),
+	field("n", func(p *experiment.Params) *int { return &p.N }, (*decoder).integer),
+	field("extra", func(p *experiment.Params) *map[string]json.RawMessage { return &p.Extra }, (*decoder).jsonMap),
+}
+
+var answerKeys = table[experiment.AnswerSettings]{
+	field("mode", func(a *experiment.AnswerSettings) *experiment.AnswerMode { return &a.Mode }, text[experiment.AnswerMode]),
+	field("logprobs", func(a *experiment.AnswerSettings) *bool { return &a.Logprobs }, (*decoder).boolean),
+	field("top_logprobs", func(a *experiment.AnswerSettings) *int { return &a.TopLogprobs }, (*decoder).integer),
+	field("prefix", func(a *experiment.AnswerSettings) *string { return &a.Prefix }, (*decoder).str),
+	field("reason", func(a *experiment.AnswerSettings) *bool { return &a.Reason }, (*decoder).boolean),
 }
 
 var priceKeys = table[experiment.Price]{
@@ -163,6 +183,7 @@ var runKeys = table[experiment.RunSettings]{
 	field("cache", func(r *experiment.RunSettings) *experiment.CachePolicy { return &r.Cache }, text[experiment.CachePolicy]),
 	field("image_transport", func(r *experiment.RunSettings) *experiment.ImageTransport { return &r.ImageTransport }, text[experiment.ImageTransport]),
 	field("batch", func(r *experiment.RunSettings) **experiment.BatchSettings { return &r.Batch }, batchKeys.decodePtr),
+	field("answer", func(r *experiment.RunSettings) **experiment.AnswerSettings { return &r.Answer }, answerKeys.decodePtr),
 }
 
 var simulatorKeys = table[experiment.SimulatorSettings]{

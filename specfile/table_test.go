@@ -91,6 +91,7 @@ func TestTablesMatchJSONTags(t *testing.T) {
 	check(reflect.TypeFor[experiment.EmbedSettings](), tableProblems(embedKeys))
 	check(reflect.TypeFor[experiment.EmbedInput](), tableProblems(embedInputKeys))
 	check(reflect.TypeFor[experiment.BatchSettings](), tableProblems(batchKeys))
+	check(reflect.TypeFor[experiment.AnswerSettings](), tableProblems(answerKeys))
 
 	var walk func(typ reflect.Type, path string)
 	walk = func(typ reflect.Type, path string) {
@@ -204,11 +205,11 @@ func TestTableMessages(t *testing.T) {
 	}
 	// api_key is refused with its own message, and listed among the accepted keys only where it is written.
 	_, err := Parse([]byte(strings.Replace(baseSpec, "api_key_env: OPENAI_API_KEY", "api_key: sk-1\n    rmp: 1", 1)), "spec.yaml", t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "accepted keys: id, name, provider, base_url, api_key_env, params, max_concurrency, rpm, tpm, burst, price, cache, image_transport, batch, api_key") || strings.Count(err.Error(), "api_key_env, e.g.") != 1 {
+	if err == nil || !strings.Contains(err.Error(), "accepted keys: id, name, provider, base_url, api_key_env, params, max_concurrency, rpm, tpm, burst, price, cache, image_transport, batch, answer, api_key") || strings.Count(err.Error(), "api_key_env, e.g.") != 1 {
 		t.Errorf("a model with api_key and an unknown key: %v", err)
 	}
 	_, err = Parse([]byte(strings.Replace(baseSpec, "api_key_env: OPENAI_API_KEY", "rmp: 1", 1)), "spec.yaml", t.TempDir())
-	if err == nil || !strings.HasSuffix(err.Error(), "burst, price, cache, image_transport, batch") {
+	if err == nil || !strings.HasSuffix(err.Error(), "burst, price, cache, image_transport, batch, answer") {
 		t.Errorf("a model with an unknown key: %v", err)
 	}
 }

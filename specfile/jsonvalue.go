@@ -1,0 +1,97 @@
+package specfile
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// integerPtr reads a whole number that may be absent (nil) or zero (a pointer to 0).
+func (d *decoder) integerPtr(n *node, path string) *int {
+	if n == nil {
+		return nil
+	}
+	v := d.integer(n, path)
+	return &v
+}
+
+// logitBias reads a mapping of token ids to whole-number biases; experiment.Validate checks ids and ranges.
+func (d *decoder) logitBias(n *node, path string) map[string]int {
+	if n.kind != kindMap {
+		d.errAt(n, path, "want a mapping of token ids to biases, such as {\"1639\": -100}, got %s", n.describe())
+		return nil
+	}
+	out := make(map[string]int, len(n.keys))
+	for i, k := range n.keys {
+		p := child(path, k.str)
+		d.mark(p, p, k)
+		out[k.str] = d.integer(n.vals[i], p)
+	}
+	return out
+}
+
+// jsonMap reads a mapping whose values are sent as JSON, each as jsonValue writes it.
+func (d *decoder) jsonMap(n *node, path string) map[string]json.RawMessage {
+	if n.kind != kindMap {
+		d.errAt(n, path, "want a mapping of request keys to values, such as {top_k: 40, min_p: 0.05}, got %s", n.describe())
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(n.keys))
+	for i, k := range n.keys {
+		p := child(path, k.str)
+		d.mark(p, p, n.vals[i])
+		out[k.str] = d.jsonValue(n.vals[i], p)
+	}
+	return out
+}
+
+// jsonValue writes n as JSON, as written: mappings keep the file's key order, numbers their value (an integer as
+// an integer), strings are strings. So a YAML spec and its JSON form send the same bytes.
+func (d *decoder) jsonValue(n *node, path string) json.RawMessage {
+	var b bytes.Buffer
+	writeJSON(&b, n)
+	return b.Bytes()
+}
+
+func writeJSON(b *bytes.Buffer, n *node) {
+	switch n.kind {
+	case kindNull:
+		b.WriteString("null")
+	case kindMap:
+		b.WriteByte('{')
+		for i, k := range n.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k.str)
+			b.WriteByte(':')
+			writeJSON(b, n.vals[i])
+		}
+		b.WriteByte('}')
+	case kindSeq:
+		b.WriteByte('[')
+		for i, v := range n.vals {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeJSON(b, v)
+		}
+		b.WriteByte(']')
+	default:
+		switch n.scalar {
+		case scalarInt:
+			b.WriteString(strconv.FormatFloat(n.num, 'f', -1, 64))
+		case scalarFloat:
+			b.WriteString(strconv.FormatFloat(n.num, 'g', -1, 64))
+		case scalarBool:
+			b.WriteString(strconv.FormatBool(n.boolean))
+		default:
+			writeString(b, n.str)
+		}
+	}
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	q, _ := json.Marshal(s) // a Go string always encodes
+	b.Write(q)
+}
