@@ -71,6 +71,11 @@ func labelVariants(label string) []string {
 // answer writes chosen. The chosen label (itself, not a variant) is the likeliest token, except for about
 // disagreeRate of the requests, where another option's label is and the chosen one is second. Probabilities are
 // positive and sum to less than 1.
+//
+// Why the chosen label is first or second: a label itself takes at least 0.7 of its option's mass, so no variant
+// (at most 0.3 of its option's) outranks the label of an option at least as likely; in a disagreement the other
+// option is at most e^0.55 ≈ 1.73 times as likely as the chosen one, so its variants stay below 1.73 × 0.3 ≈ 0.52
+// of the chosen option's mass, under the chosen label's 0.7; and filler tokens stay below half the likeliest label.
 func labelDistribution(r *rng, labels []string, chosen int) []candidate {
 	k := len(labels)
 	z := make([]float64, k)
@@ -92,7 +97,7 @@ func labelDistribution(r *rng, labels []string, chosen int) []candidate {
 	if k >= 2 && r.uniform() < disagreeRate {
 		d := (chosen + 1 + int(r.uniform()*float64(k-1))) % k
 		z[chosen] = maxOther(chosen, d) + 0.1 + 0.5*r.uniform()
-		z[d] = z[chosen] + 0.1 + 0.8*r.uniform()
+		z[d] = z[chosen] + 0.05 + 0.5*r.uniform()
 	} else {
 		z[chosen] = maxOther(chosen) + 0.5 + 2.5*r.uniform()
 	}
@@ -106,7 +111,7 @@ func labelDistribution(r *rng, labels []string, chosen int) []candidate {
 	filler := 0.01 + 0.1*r.uniform()     // unrelated tokens
 	unlisted := 0.002 + 0.02*r.uniform() // the rest of the vocabulary
 	labelMass := 1 - filler - unlisted
-	primary := 0.55 + 0.35*r.uniform() // the label itself; its variants share the rest
+	primary := 0.7 + 0.25*r.uniform() // the label itself; its variants share the rest
 	var out []candidate
 	seen := map[string]int{}
 	add := func(tok string, p float64) {
