@@ -144,7 +144,7 @@ func labelDistribution(r *rng, labels []string, chosen int) []candidate {
 }
 
 // tokenDistribution returns the candidates at an ordinary position, likeliest first: the generated token with a
-// probability between 0.5 and 0.9995, and filler tokens sharing most of the rest.
+// probability between 0.5 and 0.9997, and filler tokens sharing most of the rest.
 func tokenDistribution(r *rng, token string) []candidate {
 	rest := 0.5 * math.Pow(10, -3.3*r.uniform())
 	out := []candidate{{token, 1 - rest}}

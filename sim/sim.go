@@ -2,7 +2,8 @@
 // streamed), /v1/embeddings and /v1/models, with configurable latency, per-model RPM/TPM limits answered like a
 // provider (429 + Retry-After + x-ratelimit-* headers), injected faults (random ones at seeded rates, cells whose
 // every request fails, and outages: windows in which every call fails, served by Serve when they refuse
-// connections), deterministic answers chosen among the options in the prompt, usage counted with
+// connections), deterministic answers chosen among the options in the prompt (plain, or JSON for a
+// response_format, with made-up logprobs when asked for; see reply.go and logprobs.go), usage counted with
 // tiktoken, and a request log that tests use to prove no finished cell was requested twice. It also serves
 // Anthropic's /v1/messages, and the batch APIs of both (OpenAI's /v1/files and /v1/batches, Anthropic's
 // /v1/messages/batches; see batch.go), answered by the same code.
