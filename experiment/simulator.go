@@ -54,6 +54,10 @@ type SimulatorFaults struct {
 	Hang      float64 `json:"hang,omitempty"`
 	Drop      float64 `json:"drop,omitempty"`
 	Malformed float64 `json:"malformed,omitempty"`
+	// Length answers with the reply cut after its first token and finish_reason "length"; ContentFilter with
+	// content null and finish_reason "content_filter". Both apply to chat calls only.
+	Length        float64 `json:"length,omitempty"`
+	ContentFilter float64 `json:"content_filter,omitempty"`
 	// FailCells are cell ids ("model/seed/item/persona") whose every call is answered 500, as a real server does
 	// for some outputs.
 	FailCells []string `json:"fail_cells,omitempty"`

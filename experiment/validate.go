@@ -171,7 +171,8 @@ func (s *Spec) checkSimulator(errs *Errors) {
 		key string
 		v   float64
 	}{{"rate_limit", f.RateLimit}, {"quota", f.Quota}, {"server_500", f.Server500}, {"server_503", f.Server503},
-		{"hang", f.Hang}, {"drop", f.Drop}, {"malformed", f.Malformed}} {
+		{"hang", f.Hang}, {"drop", f.Drop}, {"malformed", f.Malformed}, {"length", f.Length},
+		{"content_filter", f.ContentFilter}} {
 		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
 			errs.add("simulator.faults."+r.key, "%v is out of range; want a rate from 0 to 1", r.v)
 		}

@@ -46,25 +46,6 @@ func answerHash(model string, seed int64, msgs []chatMessage) uint64 {
 	return mix64(h)
 }
 
-// answer returns the simulator's deterministic reply to msgs from model with seed: one of the answer options
-// listed in the last user message (see Options), written as in the prompt, or a short sentence when it lists none.
-func answer(model string, seed int64, msgs []chatMessage) string {
-	h := answerHash(model, seed, msgs)
-	var last string
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			last = msgs[i].Content
-			break
-		}
-	}
-	var buf [maxEnumerators]span
-	if opts := findOptions(last, buf[:0]); len(opts) > 0 {
-		o := opts[h%uint64(len(opts))]
-		return last[o.start:o.end]
-	}
-	return sentence(h)
-}
-
 // Options returns the answer options listed in text, each written as in the text ("3. Neither Accurate Nor
 // Inaccurate"): the last run of two or more successive enumerators ("1.", "2)", "a.", "B)") that start a line
 // or follow a space, comma, semicolon, colon or bracket. Options end at the next enumerator or the line's end;

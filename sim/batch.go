@@ -1205,13 +1205,20 @@ func chatToMessage(body []byte) (map[string]any, error) {
 	if err := json.Unmarshal(body, &c); err != nil || len(c.Choices) == 0 {
 		return nil, fmt.Errorf("simulator: unreadable answer")
 	}
+	content := []map[string]string{}
+	if t := c.Choices[0].Message.Content; t != nil {
+		content = append(content, map[string]string{"type": "text", "text": *t})
+	}
 	stop := "end_turn"
-	if c.Choices[0].FinishReason == "length" {
+	switch c.Choices[0].FinishReason {
+	case "length":
 		stop = "max_tokens"
+	case "content_filter":
+		stop = "refusal" // Anthropic's stop reason for an answer its safety filter withheld
 	}
 	return map[string]any{"id": "msg_" + strings.TrimPrefix(c.ID, "chatcmpl-"), "type": "message",
 		"role": "assistant", "model": c.Model,
-		"content":     []map[string]string{{"type": "text", "text": c.Choices[0].Message.Content}},
+		"content":     content,
 		"stop_reason": stop, "stop_sequence": nil,
 		"usage": map[string]int{"input_tokens": c.Usage.PromptTokens, "output_tokens": c.Usage.CompletionTokens}}, nil
 }

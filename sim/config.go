@@ -26,6 +26,8 @@ type fileConfig struct {
 		Hang           float64 `yaml:"hang"`
 		Drop           float64 `yaml:"drop"`
 		Malformed      float64 `yaml:"malformed"`
+		Length         float64 `yaml:"length"`
+		ContentFilter  float64 `yaml:"content_filter"`
 	} `yaml:"faults"`
 	FailCells []string `yaml:"fail_cells"`
 	FaultSeed int64    `yaml:"fault_seed"`
@@ -46,7 +48,8 @@ type fileConfig struct {
 //	rpm: 500
 //	tpm: 200000
 //	burst: 1.0
-//	faults: {rate_limit: 0.01, quota: 0, server_error_500: 0.005, server_error_503: 0.005, hang: 0, drop: 0, malformed: 0}
+//	faults: {rate_limit: 0.01, quota: 0, server_error_500: 0.005, server_error_503: 0.005, hang: 0, drop: 0, malformed: 0,
+//	         length: 0, content_filter: 0}
 //	fail_cells: [gpt/1/q7/p3]
 //	fault_seed: 7
 //	hang_for: 5m

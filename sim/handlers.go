@@ -170,6 +170,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, &rec, "messages", "'messages' must contain at least one message")
 		return
 	}
+	rec.Ignored = req.ignoredParams()
+	opts, param, err := parseChatOptions(&req)
+	rec.Logprobs, rec.ResponseFormat = req.Logprobs, opts.format.kind
+	if err != nil {
+		s.badRequest(w, &rec, param, err.Error())
+		return
+	}
 	msgs := make([]chatMessage, len(req.Messages))
 	var images []imagePart
 	for i, m := range req.Messages {
@@ -191,55 +198,48 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		rec.Images, rec.ImageTokens = len(images), n
 		prompt += n
 	}
-	maxTokens := req.MaxCompletionTokens
-	if maxTokens == 0 {
-		maxTokens = req.MaxTokens
-	}
-	if maxTokens < 0 {
-		s.badRequest(w, &rec, "max_tokens", fmt.Sprintf("max_tokens %d: want a positive number", maxTokens))
-		return
-	}
-	cost := prompt + maxTokens
-	if maxTokens == 0 {
-		cost = prompt + DefaultMaxTokens
+	cost := prompt + opts.maxTokens*opts.n
+	if opts.maxTokens == 0 {
+		cost = prompt + DefaultMaxTokens*opts.n
 	}
 	proceed, malformed := s.gate(w, r, &rec, n, cost)
 	if !proceed {
 		return
 	}
 
-	text := answer(req.Model, rec.Seed, msgs)
-	completion, err := tc.count(text)
-	if err != nil {
-		s.internalError(w, &rec, err)
-		return
-	}
-	finish := "stop"
-	if maxTokens > 0 && completion > maxTokens {
-		if text, err = tc.truncate(text, maxTokens); err != nil {
+	h := answerHash(req.Model, rec.Seed, msgs)
+	choices := make([]chatChoice, opts.n)
+	completion := 0
+	for i := range choices {
+		c, k, err := choose(tc, choiceHash(h, i), msgs, opts, rec.Fault)
+		if err != nil {
 			s.internalError(w, &rec, err)
 			return
 		}
-		completion, finish = maxTokens, "length"
+		c.Index = i
+		choices[i], completion = c, completion+k
 	}
+	rec.FinishReason = choices[0].FinishReason
 	rec.PromptTokens, rec.CompletionTokens, rec.Status = prompt, completion, http.StatusOK
 	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	id := "chatcmpl-sim" + strconv.FormatUint(n, 36)
 	created := rec.Time.Unix()
 	if req.Stream {
+		// One choice (parseChatOptions refuses n > 1 with stream), sent without logprobs.
+		var text string
+		if c := choices[0].Message.Content; c != nil {
+			text = *c
+		}
 		withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		s.send(rec, func() error {
 			return s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
-				SystemFingerprint: systemFingerprint}, text, finish, u, withUsage, malformed)
+				SystemFingerprint: systemFingerprint}, text, choices[0].FinishReason, u, withUsage, malformed)
 		})
 		return
 	}
 	body, err := json.Marshal(chatResponse{
 		ID: id, Object: "chat.completion", Created: created, Model: req.Model,
-		Choices: []chatChoice{{
-			Message:      responseMessage{Role: "assistant", Content: text},
-			FinishReason: finish,
-		}},
+		Choices:           choices,
 		Usage:             u,
 		SystemFingerprint: systemFingerprint,
 	})
@@ -251,6 +251,110 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		body = body[:len(body)/2]
 	}
 	s.send(rec, func() error { return writeJSON(w, http.StatusOK, body) })
+}
+
+// maxChoices bounds n, as OpenAI does.
+const maxChoices = 128
+
+// chatOptions are what a chat request asks of the answer, beyond its messages.
+type chatOptions struct {
+	// maxTokens caps each choice's completion (0: no cap).
+	maxTokens int
+	// logprobs asks for the tokens' log probabilities, with top alternatives at each position (0..20).
+	logprobs bool
+	top      int
+	format   responseFormat
+	// n is the number of choices.
+	n int
+}
+
+// parseChatOptions checks the request's max_tokens, logprobs, top_logprobs, n and response_format as OpenAI
+// does, and returns them, or the parameter at fault and why.
+func parseChatOptions(req *chatRequest) (chatOptions, string, error) {
+	o := chatOptions{maxTokens: req.MaxCompletionTokens, logprobs: req.Logprobs, n: 1}
+	if o.maxTokens == 0 {
+		o.maxTokens = req.MaxTokens
+	}
+	if o.maxTokens < 0 {
+		return o, "max_tokens", fmt.Errorf("max_tokens %d: want a positive number", o.maxTokens)
+	}
+	if t := req.TopLogprobs; t != nil {
+		if !req.Logprobs {
+			return o, "top_logprobs", fmt.Errorf("invalid value for 'top_logprobs': 'logprobs' must be true when " +
+				"'top_logprobs' is given")
+		}
+		if *t < 0 || *t > MaxTopLogprobs {
+			return o, "top_logprobs", fmt.Errorf("invalid 'top_logprobs': %d; want an integer from 0 to %d", *t, MaxTopLogprobs)
+		}
+		o.top = *t
+	}
+	if req.N != nil {
+		o.n = *req.N
+		switch {
+		case o.n < 1 || o.n > maxChoices:
+			return o, "n", fmt.Errorf("invalid 'n': %d; want an integer from 1 to %d", o.n, maxChoices)
+		case o.n > 1 && req.Stream:
+			return o, "n", fmt.Errorf("n %d with stream: the simulator streams one choice; send n 1 or no stream", o.n)
+		}
+	}
+	f, err := parseResponseFormat(req.ResponseFormat)
+	if err != nil {
+		return o, "response_format", err
+	}
+	o.format = f
+	return o, "", nil
+}
+
+// choiceHash is the hash of choice i of an answer of hash h: choice 0 is the answer itself, so n only adds
+// choices; the others are answers drawn afresh.
+func choiceHash(h uint64, i int) uint64 {
+	if i == 0 {
+		return h
+	}
+	return mix64(h ^ uint64(i)*0x9e3779b97f4a7c15)
+}
+
+// choose writes one choice of the answer of hash h and returns it with its completion tokens: the reply to the
+// request's format, cut to max_tokens (finish_reason "length"), cut after its first token by the length fault,
+// withheld by the content_filter fault, with logprobs when asked for.
+func choose(tc *tokenCounter, h uint64, msgs []chatMessage, o chatOptions, fault string) (chatChoice, int, error) {
+	c := chatChoice{Message: responseMessage{Role: "assistant"}, FinishReason: "stop"}
+	if fault == FaultContentFilter {
+		c.FinishReason = "content_filter"
+		return c, 0, nil
+	}
+	r := compose(h, msgs, o.format)
+	limit := o.maxTokens
+	if fault == FaultLength {
+		limit, c.FinishReason = 1, "length"
+	}
+	n, err := tc.replyTokens(r)
+	if err != nil {
+		return c, 0, err
+	}
+	text := r.text
+	cut := limit > 0 && n > limit
+	if cut {
+		c.FinishReason = "length"
+	}
+	if o.logprobs || cut {
+		pieces, labelAt, err := tc.replyPieces(r)
+		if err != nil {
+			return c, 0, err
+		}
+		if limit > 0 && len(pieces) > limit {
+			pieces = pieces[:limit]
+			text, n = strings.Join(pieces, ""), limit
+			if labelAt >= limit {
+				labelAt = -1
+			}
+		}
+		if o.logprobs {
+			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top)
+		}
+	}
+	c.Message.Content = &text
+	return c, n, nil
 }
 
 const systemFingerprint = "fp_silico_sim"
@@ -427,6 +531,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if !proceed {
 		return
 	}
+	if rec.Fault == FaultLength || rec.Fault == FaultContentFilter {
+		rec.Fault = "" // faults of chat answers: a vector has no finish reason
+	}
 	vecs := make([][]float32, len(in))
 	for i, x := range in {
 		vecs[i] = embed(req.Model, x, dims)
@@ -475,11 +582,8 @@ func embed(model string, x embedInput, dims int) []float32 {
 	for _, t := range x.tokens {
 		h = fnvUint64(h, uint64(t))
 	}
-	state := mix64(h)
-	next := func() float64 { // SplitMix64 → uniform in (0, 1)
-		state += 0x9e3779b97f4a7c15
-		return (float64(mix64(state)>>11) + 0.5) / (1 << 53)
-	}
+	r := rng{state: mix64(h)}
+	next := r.uniform
 	v := make([]float32, dims)
 	var norm float64
 	for i := 0; i < dims; i += 2 {

@@ -341,7 +341,7 @@ latency: {fixed: 300ms, jitter: 200ms}
 rpm: 500
 tpm: 200000
 burst: 0.5
-faults: {rate_limit: 0.01, server_error_503: 0.02, hang: 0.001}
+faults: {rate_limit: 0.01, server_error_503: 0.02, hang: 0.001, length: 0.03, content_filter: 0.04}
 fail_cells: [m/1/q7/p3, m/2/q7/p3]
 fault_seed: 7
 hang_for: 1m
@@ -353,7 +353,7 @@ outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}
 		t.Fatal(err)
 	}
 	want := Config{Latency: Latency{300 * time.Millisecond, 200 * time.Millisecond}, RPM: 500, TPM: 200000, Burst: 0.5,
-		Faults: Faults{RateLimit: 0.01, ServerError503: 0.02, Hang: 0.001}, FaultSeed: 7, HangFor: time.Minute}
+		Faults: Faults{RateLimit: 0.01, ServerError503: 0.02, Hang: 0.001, Length: 0.03, ContentFilter: 0.04}, FaultSeed: 7, HangFor: time.Minute}
 	models := cfg.Models
 	cfg.Models = nil
 	if strings.Join(cfg.FailCells, ",") != "m/1/q7/p3,m/2/q7/p3" {

@@ -2,7 +2,8 @@
 // streamed), /v1/embeddings and /v1/models, with configurable latency, per-model RPM/TPM limits answered like a
 // provider (429 + Retry-After + x-ratelimit-* headers), injected faults (random ones at seeded rates, cells whose
 // every request fails, and outages: windows in which every call fails, served by Serve when they refuse
-// connections), deterministic answers chosen among the options in the prompt, usage counted with
+// connections), deterministic answers chosen among the options in the prompt (plain, or JSON for a
+// response_format, with made-up logprobs when asked for; see reply.go and logprobs.go), usage counted with
 // tiktoken, and a request log that tests use to prove no finished cell was requested twice. It also serves
 // Anthropic's /v1/messages, and the batch APIs of both (OpenAI's /v1/files and /v1/batches, Anthropic's
 // /v1/messages/batches; see batch.go), answered by the same code.
@@ -50,11 +51,23 @@ type Faults struct {
 	Drop float64
 	// Malformed answers 200 with a truncated JSON body (a truncated event stream when streaming).
 	Malformed float64
+	// Length answers 200 with the reply cut after its first token and finish_reason "length", as a model that
+	// ran out of max_tokens. Chat calls only: an embeddings call that draws it is answered normally.
+	Length float64
+	// ContentFilter answers 200 with content null and finish_reason "content_filter", as OpenAI does for an
+	// answer its filter withheld. Chat calls only, as Length.
+	ContentFilter float64
 }
 
-func (f Faults) probabilities() [7]float64 {
-	return [...]float64{f.RateLimit, f.Quota, f.ServerError500, f.ServerError503, f.Hang, f.Drop, f.Malformed}
+// probabilities lists the rates in the order faults are drawn. New faults go at the end, so a FaultSeed gives
+// the calls the same faults of the older kinds as before.
+func (f Faults) probabilities() [numFaults]float64 {
+	return [...]float64{f.RateLimit, f.Quota, f.ServerError500, f.ServerError503, f.Hang, f.Drop, f.Malformed,
+		f.Length, f.ContentFilter}
 }
+
+// numFaults is the number of kinds of random faults.
+const numFaults = 9
 
 // Fault names, as recorded in Request.Fault, in the order Faults lists them. Calls refused by the RPM or TPM limit
 // are recorded with FaultLimitRequests or FaultLimitTokens.
@@ -66,6 +79,8 @@ const (
 	FaultHang           = "hang"
 	FaultDrop           = "drop"
 	FaultMalformed      = "malformed"
+	FaultLength         = "length"
+	FaultContentFilter  = "content_filter"
 
 	FaultLimitRequests = "limit_requests"
 	FaultLimitTokens   = "limit_tokens"
@@ -76,7 +91,7 @@ const (
 
 func faultName(i int) string {
 	return [...]string{FaultRateLimit, FaultQuota, FaultServerError500, FaultServerError503, FaultHang, FaultDrop,
-		FaultMalformed}[i]
+		FaultMalformed, FaultLength, FaultContentFilter}[i]
 }
 
 // Defaults applied by New to zero fields of Config.
@@ -159,6 +174,15 @@ type Request struct {
 	ImageTokens int `json:"image_tokens,omitempty"`
 	// Fault names the injected fault or the limit that refused the call (the Fault* constants); empty otherwise.
 	Fault string `json:"fault,omitempty"`
+	// FinishReason is the finish_reason of a chat answer's first choice: stop, length (max_tokens, or the
+	// length fault) or content_filter.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Logprobs is set when the chat request asked for logprobs; ResponseFormat is its response_format's type.
+	Logprobs       bool   `json:"logprobs,omitempty"`
+	ResponseFormat string `json:"response_format,omitempty"`
+	// Ignored are the parameters the simulator accepted without acting on them (sampling parameters such as
+	// temperature, presence_penalty, logit_bias or top_k), as "name=value" pairs joined by spaces.
+	Ignored string `json:"ignored,omitempty"`
 	// Done is when the handler finished, by Config.Now: its response was written and flushed to the connection,
 	// the connection was about to be closed without one (hang, drop), or the handler noticed that the client had
 	// gone. The client cannot have had the response before Done. Zero in Requests while the response is being
@@ -180,9 +204,12 @@ type Counters struct {
 	Hangs        int64
 	Drops        int64
 	Malformed    int64
-	BadRequests  int64 // 4xx other than 429: unreadable body, missing model or input, unknown path
-	Cancelled    int64 // the client went away before the answer
-	Outage       int64 // model calls that arrived during an Outage (counted here only)
+	// Length and ContentFilter are the OK chat answers whose first choice finished with "length" (cut by
+	// max_tokens or the length fault) or "content_filter"; they are counted in OK too.
+	Length, ContentFilter int64
+	BadRequests           int64 // 4xx other than 429: unreadable body, missing model or input, unknown path
+	Cancelled             int64 // the client went away before the answer
+	Outage                int64 // model calls that arrived during an Outage (counted here only)
 	// PromptTokens and CompletionTokens are the usage of every 200 response (OK and Malformed).
 	PromptTokens, CompletionTokens int64
 }
@@ -195,7 +222,7 @@ type Server struct {
 	cl100k   *tokenCounter
 	o200k    *tokenCounter
 	models   []byte // the /v1/models body
-	faultCum [7]float64
+	faultCum [numFaults]float64
 	// failCells is the set of Config.FailCells.
 	failCells map[string]bool
 	// outages are Config.Outages with their defaults, in order of start.
@@ -208,8 +235,8 @@ type Server struct {
 
 	calls atomic.Uint64 // model calls, numbering faults
 	c     struct {
-		requests, ok, rateLimited, quota, serverErrors, hangs, drops, malformed, badRequests, cancelled,
-		outage, promptTokens, completionTokens atomic.Int64
+		requests, ok, rateLimited, quota, serverErrors, hangs, drops, malformed, length, contentFilter,
+		badRequests, cancelled, outage, promptTokens, completionTokens atomic.Int64
 	}
 
 	logMu  sync.Mutex
@@ -351,6 +378,8 @@ func (s *Server) Counters() Counters {
 		Hangs:            s.c.hangs.Load(),
 		Drops:            s.c.drops.Load(),
 		Malformed:        s.c.malformed.Load(),
+		Length:           s.c.length.Load(),
+		ContentFilter:    s.c.contentFilter.Load(),
 		BadRequests:      s.c.badRequests.Load(),
 		Cancelled:        s.c.cancelled.Load(),
 		Outage:           s.c.outage.Load(),
@@ -385,6 +414,14 @@ func (s *Server) send(req Request, write func() error) {
 		s.c.cancelled.Add(1)
 	case req.Status >= 400:
 		s.c.badRequests.Add(1)
+	}
+	if req.Status == http.StatusOK && req.Fault != FaultMalformed {
+		switch req.FinishReason {
+		case "length":
+			s.c.length.Add(1)
+		case "content_filter":
+			s.c.contentFilter.Add(1)
+		}
 	}
 	if req.Status == http.StatusOK {
 		s.c.promptTokens.Add(int64(req.PromptTokens))

@@ -89,17 +89,60 @@ func (t *tokenCounter) count(s string) (int, error) {
 	return n, nil
 }
 
-// truncate returns the text of the first n tokens of s.
-func (t *tokenCounter) truncate(s string, n int) (string, error) {
+// pieces returns the texts of the tokens of s, in order: they join back to s. A token may hold part of a
+// multi-byte character.
+func (t *tokenCounter) pieces(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
 	enc, err := t.load()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	toks := enc.EncodeOrdinary(s)
-	if len(toks) <= n {
-		return s, nil
+	out := make([]string, len(toks))
+	for i, tok := range toks {
+		out[i] = enc.Decode([]int{tok})
 	}
-	return enc.Decode(toks[:n]), nil
+	return out, nil
+}
+
+// replyTokens counts the tokens of a reply: its text's, except that the label, however the encoding would split
+// it, is one token (the digits and letters that enumerate options are one token anyway; an option id in a JSON
+// answer may not be). Counting it so keeps the label at one position of the logprobs.
+func (t *tokenCounter) replyTokens(r reply) (int, error) {
+	if r.labelAt < 0 {
+		return t.count(r.text)
+	}
+	a, err := t.count(r.text[:r.labelAt])
+	if err != nil {
+		return 0, err
+	}
+	b, err := t.count(r.text[r.labelEnd:])
+	if err != nil {
+		return 0, err
+	}
+	return a + 1 + b, nil
+}
+
+// replyPieces returns the tokens of a reply as replyTokens counts them, and the index of the label's token (-1
+// when the reply has no label).
+func (t *tokenCounter) replyPieces(r reply) ([]string, int, error) {
+	if r.labelAt < 0 {
+		p, err := t.pieces(r.text)
+		return p, -1, err
+	}
+	before, err := t.pieces(r.text[:r.labelAt])
+	if err != nil {
+		return nil, 0, err
+	}
+	after, err := t.pieces(r.text[r.labelEnd:])
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]string, 0, len(before)+1+len(after))
+	out = append(append(append(out, before...), r.label()), after...)
+	return out, len(before), nil
 }
 
 // Chat accounting as in OpenAI's cookbook ("How to count tokens with tiktoken"): every message costs 3 tokens

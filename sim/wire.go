@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 
 // chatRequest is the part of a chat completion request the simulator reads. It is smaller than go-openai's
 // ChatCompletionRequest, whose message decoding parses every message twice; the field names are the same.
+//
+// Unknown fields are accepted, as OpenAI-compatible servers accept the sampling parameters of other servers; the
+// ones listed in ignoredParams are recorded in the request log (Request.Ignored).
 type chatRequest struct {
 	Model               string           `json:"model"`
 	Messages            []requestMessage `json:"messages"`
@@ -23,6 +27,54 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// Logprobs and TopLogprobs ask for the log probabilities of the generated tokens and of the TopLogprobs
+	// likeliest tokens at each position (0..20; only with Logprobs).
+	Logprobs    bool `json:"logprobs"`
+	TopLogprobs *int `json:"top_logprobs"`
+	// ResponseFormat is read by parseResponseFormat, which names it in its errors.
+	ResponseFormat json.RawMessage `json:"response_format"`
+	// N is the number of choices (default 1).
+	N *int `json:"n"`
+
+	// Parameters accepted and not acted on: the simulator's answers do not depend on sampling.
+	Temperature      json.RawMessage `json:"temperature"`
+	TopP             json.RawMessage `json:"top_p"`
+	PresencePenalty  json.RawMessage `json:"presence_penalty"`
+	FrequencyPenalty json.RawMessage `json:"frequency_penalty"`
+	LogitBias        json.RawMessage `json:"logit_bias"`
+	ReasoningEffort  json.RawMessage `json:"reasoning_effort"`
+	Stop             json.RawMessage `json:"stop"`
+	TopK             json.RawMessage `json:"top_k"`
+	MinP             json.RawMessage `json:"min_p"`
+	RepeatPenalty    json.RawMessage `json:"repeat_penalty"`
+}
+
+// ignoredParams returns the parameters of r that the simulator accepts without acting on them, as
+// "name=value" pairs (values as sent, compacted) joined by spaces in the order of the API reference, or "".
+func (r *chatRequest) ignoredParams() string {
+	var sb strings.Builder
+	for _, p := range [...]struct {
+		name string
+		v    json.RawMessage
+	}{{"temperature", r.Temperature}, {"top_p", r.TopP}, {"presence_penalty", r.PresencePenalty},
+		{"frequency_penalty", r.FrequencyPenalty}, {"logit_bias", r.LogitBias}, {"reasoning_effort", r.ReasoningEffort},
+		{"stop", r.Stop}, {"top_k", r.TopK}, {"min_p", r.MinP}, {"repeat_penalty", r.RepeatPenalty}} {
+		if len(p.v) == 0 || string(p.v) == "null" {
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		var c bytes.Buffer
+		if json.Compact(&c, p.v) != nil {
+			c.Reset()
+			c.Write(p.v)
+		}
+		sb.WriteString(p.name)
+		sb.WriteByte('=')
+		sb.Write(c.Bytes())
+	}
+	return sb.String()
 }
 
 type requestMessage struct {
@@ -113,14 +165,37 @@ type chatResponse struct {
 type chatChoice struct {
 	Index        int             `json:"index"`
 	Message      responseMessage `json:"message"`
-	Logprobs     *struct{}       `json:"logprobs"`
+	Logprobs     *choiceLogprobs `json:"logprobs"`
 	FinishReason string          `json:"finish_reason"`
 }
 
 type responseMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
+	Role string `json:"role"`
+	// Content is null when the answer was withheld (finish_reason content_filter).
+	Content *string `json:"content"`
 	Refusal *string `json:"refusal"`
+}
+
+// choiceLogprobs are a choice's log probabilities, one entry per generated token. Refusal is always null: the
+// simulator never refuses in words.
+type choiceLogprobs struct {
+	Content []tokenLogprob  `json:"content"`
+	Refusal *[]tokenLogprob `json:"refusal"`
+}
+
+// tokenLogprob is one generated token: its text, natural log probability and UTF-8 bytes (a token may hold part
+// of a character, which its text cannot show), and the likeliest tokens at its position.
+type tokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
 }
 
 type chatChunk struct {

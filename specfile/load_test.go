@@ -68,14 +68,14 @@ func TestBaseSpecLoads(t *testing.T) {
 
 func TestSimulatorSettingsLoad(t *testing.T) {
 	doc := strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  latency: 20ms\n"+
-		"  faults: {server_503: 0.1, fail_cells: [m2/1/i1/p1, m2/2/i2/p2]}", 1)
+		"  faults: {server_503: 0.1, length: 0.2, content_filter: 0.05, fail_cells: [m2/1/i1/p1, m2/2/i2/p2]}", 1)
 	s, err := Parse([]byte(doc), "spec.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := s.Simulator.Faults
-	if f.Server503 != 0.1 || strings.Join(f.FailCells, ",") != "m2/1/i1/p1,m2/2/i2/p2" {
-		t.Errorf("simulator faults %+v, want server_503 0.1 and the two fail cells", f)
+	if f.Server503 != 0.1 || f.Length != 0.2 || f.ContentFilter != 0.05 || strings.Join(f.FailCells, ",") != "m2/1/i1/p1,m2/2/i2/p2" {
+		t.Errorf("simulator faults %+v, want server_503 0.1, length 0.2, content_filter 0.05 and the two fail cells", f)
 	}
 	if s.Simulator.Outage != nil {
 		t.Errorf("simulator outage %+v, want none when the spec has none", s.Simulator.Outage)
@@ -195,6 +195,7 @@ func TestSpecMistakes(t *testing.T) {
 		{name: "no models", old: "§models:\n|prompt:", new: "models: []\n", field: "models", at: "models: []", msg: "at least one model"},
 		{name: "no items", old: "  items:\n    - {id: i1, text: I talk., scale: E}\n    - {id: i2, text: I listen., scale: E, reversed: true}\n", new: "  items: []\n", field: "questionnaire.items", at: "items: []", msg: "at least one item"},
 		{name: "simulator fault rate", old: "name: test", new: "name: test\nsimulator:\n  latency: 300ms\n  faults: {rate_limit: 1.5}", field: "simulator.faults.rate_limit", at: "rate_limit", msg: "from 0 to 1"},
+		{name: "simulator content_filter rate", old: "name: test", new: "name: test\nsimulator:\n  faults: {length: 0.1, content_filter: -0.5}", field: "simulator.faults.content_filter", at: "content_filter", msg: "from 0 to 1"},
 		{name: "simulator outage negative start", old: "name: test", new: "name: test\nsimulator:\n  outage: {after: -1s, for: 90s}", field: "simulator.outage.after", at: "after", msg: "negative"},
 		{name: "simulator outage without length", old: "name: test", new: "name: test\nsimulator:\n  outage: {after: 10s}", field: "simulator.outage.for", at: "outage:", msg: "positive duration"},
 		{name: "simulator outage bad duration", old: "name: test", new: "name: test\nsimulator:\n  outage: {after: 10s, for: long}", field: "simulator.outage.for", at: "for:", msg: "want a duration"},

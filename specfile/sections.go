@@ -211,6 +211,8 @@ var faultKeys = table[experiment.SimulatorFaults]{
 	field("hang", func(f *experiment.SimulatorFaults) *float64 { return &f.Hang }, (*decoder).number),
 	field("drop", func(f *experiment.SimulatorFaults) *float64 { return &f.Drop }, (*decoder).number),
 	field("malformed", func(f *experiment.SimulatorFaults) *float64 { return &f.Malformed }, (*decoder).number),
+	field("length", func(f *experiment.SimulatorFaults) *float64 { return &f.Length }, (*decoder).number),
+	field("content_filter", func(f *experiment.SimulatorFaults) *float64 { return &f.ContentFilter }, (*decoder).number),
 	field("fail_cells", func(f *experiment.SimulatorFaults) *[]string { return &f.FailCells }, (*decoder).strings),
 }
 

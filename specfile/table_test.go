@@ -151,7 +151,8 @@ questionnaire:
 run: {max_concurrency: 3, max_parallel_passes: 1, on_error: raise, call_timeout: 90s, max_attempts: 4,
       stall_timeout: 1h, chunk_size: 10, cache: write}
 simulator: {latency: 20ms, jitter: 5ms, rpm: 100, tpm: 1000, faults: {rate_limit: 0.1, quota: 0.01, server_500: 0.02,
-            server_503: 0.03, hang: 0.04, drop: 0.05, malformed: 0.06, fail_cells: [a/3/i1/p]},
+            server_503: 0.03, hang: 0.04, drop: 0.05, malformed: 0.06, length: 0.07, content_filter: 0.08,
+            fail_cells: [a/3/i1/p]},
             outage: {after: 10s, for: 90s, kind: html, status: 504}}
 `,
 		"items with their own options only": `name: own

@@ -76,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fHang := fs.Float64("fault-hang", 0, "rate of calls that hang for --hang-for, then lose their connection")
 	fDrop := fs.Float64("fault-drop", 0, "rate of calls whose connection is closed without a response")
 	fMalformed := fs.Float64("fault-malformed", 0, "rate of 200 responses with a truncated body")
+	fLength := fs.Float64("fault-length", 0, "rate of chat answers cut after their first token, finish_reason length")
+	fFilter := fs.Float64("fault-content-filter", 0, "rate of chat answers withheld: content null, finish_reason content_filter")
 	var failCells listFlag
 	fs.Var(&failCells, "fail-cell", "answer every request of this cell (its X-Silico-Cell header) with 500; repeatable")
 	faultSeed := fs.Int64("fault-seed", 0, "seed of the fault sequence")
@@ -129,6 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	apply("fault-hang", func() { cfg.Faults.Hang = *fHang })
 	apply("fault-drop", func() { cfg.Faults.Drop = *fDrop })
 	apply("fault-malformed", func() { cfg.Faults.Malformed = *fMalformed })
+	apply("fault-length", func() { cfg.Faults.Length = *fLength })
+	apply("fault-content-filter", func() { cfg.Faults.ContentFilter = *fFilter })
 	apply("fail-cell", func() { cfg.FailCells = failCells })
 	apply("fault-seed", func() { cfg.FaultSeed = *faultSeed })
 	apply("hang-for", func() { cfg.HangFor = *hangFor })
@@ -187,9 +191,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	c := s.Counters()
-	fmt.Fprintf(stderr, "simulator: %d requests: %d ok, %d rate limited, %d quota, %d server errors, %d hangs, "+
-		"%d drops, %d malformed, %d in outages; %d prompt + %d completion tokens\n", c.Requests, c.OK, c.RateLimited,
-		c.Quota, c.ServerErrors, c.Hangs, c.Drops, c.Malformed, c.Outage, c.PromptTokens, c.CompletionTokens)
+	fmt.Fprintf(stderr, "simulator: %d requests: %d ok (%d cut by length, %d content filtered), %d rate limited, "+
+		"%d quota, %d server errors, %d hangs, %d drops, %d malformed, %d in outages; %d prompt + %d completion tokens\n",
+		c.Requests, c.OK, c.Length, c.ContentFilter, c.RateLimited, c.Quota, c.ServerErrors, c.Hangs, c.Drops,
+		c.Malformed, c.Outage, c.PromptTokens, c.CompletionTokens)
 	if err := s.RequestLogErr(); err != nil {
 		return err
 	}

@@ -176,6 +176,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--no-such-flag"},
 		{"extra"},
 		{"--fault-hang", "2"},
+		{"--fault-content-filter", "1.5"},
 		{"--config", bad},
 		{"--config", filepath.Join(t.TempDir(), "missing.yaml")},
 		{"--outage-kind", "html"},
@@ -213,6 +214,31 @@ func TestNoFaultsByDefault(t *testing.T) {
 	}
 	if statuses[http.StatusOK] != 500 {
 		t.Errorf("statuses %v, want 500 × 200 with the default flags", statuses)
+	}
+}
+
+// TestFinishReasonFaultFlags: --fault-length and --fault-content-filter give chat answers those finish reasons.
+func TestFinishReasonFaultFlags(t *testing.T) {
+	for flag, want := range map[string]string{"--fault-length": "length", "--fault-content-filter": "content_filter"} {
+		url, stop := startRun(t, "--addr", "127.0.0.1:0", "--latency", "0", "--jitter", "0", flag, "1")
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"a","seed":1,"messages":[{"role":"user","content":"1. Yes\n2. No"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Choices []struct {
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err := stop(); err != nil {
+			t.Errorf("run after stop: %v", err)
+		}
+		if err != nil || resp.StatusCode != http.StatusOK || len(body.Choices) != 1 || body.Choices[0].FinishReason != want {
+			t.Errorf("%s 1: status %d, %+v (%v); want 200 with finish_reason %s", flag, resp.StatusCode, body, err, want)
+		}
 	}
 }
 

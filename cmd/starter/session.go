@@ -254,6 +254,7 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 			RateLimit: set.Faults.RateLimit, Quota: set.Faults.Quota,
 			ServerError500: set.Faults.Server500, ServerError503: set.Faults.Server503,
 			Hang: set.Faults.Hang, Drop: set.Faults.Drop, Malformed: set.Faults.Malformed,
+			Length: set.Faults.Length, ContentFilter: set.Faults.ContentFilter,
 		}
 		cfg.FailCells = set.Faults.FailCells
 		cfg.Batch.ProcessingTime = time.Duration(set.BatchTime)
