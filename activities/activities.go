@@ -53,18 +53,28 @@ const (
 	ClassStalled = "Stalled"
 	// ClassClientSetup marks a model whose client could not be made (a failure of the worker's configuration).
 	ClassClientSetup = "ClientSetup"
+	// ClassNoLogprobs ends a model whose answer mode reads logprobs when its server answered without them: every
+	// later call would too.
+	ClassNoLogprobs = "NoLogprobs"
+	// ClassContentFiltered marks an answer the provider's content filter withheld (finish_reason
+	// content_filter); the cell is unparsed, not failed: the call succeeded and was paid.
+	ClassContentFiltered = "ContentFiltered"
+	// ClassTruncated marks an answer cut at the completion cap (finish_reason length) before it named an option.
+	ClassTruncated = "Truncated"
 )
 
 // DeadModelTypes are the ApplicationError types of a pass that end its model for the rest of the run: every
 // later pass of the model would fail the same way.
 var DeadModelTypes = []string{
 	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), ClassUnreachable, ClassStalled, ClassClientSetup,
+	ClassNoLogprobs,
 }
 
 // NonRetryableTypes are the ApplicationError types Temporal must never retry.
 var NonRetryableTypes = []string{
 	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), string(llm.ClassInvalidRequest),
 	ClassInvalidSpec, ClassBudgetExhausted, ClassUnreachable, ClassStalled, ClassClientSetup, ClassOutputRefused,
+	ClassNoLogprobs,
 }
 
 // Retry backoff of a pass's attempts: InitialRetryInterval doubled per attempt, at most MaxRetryInterval (the

@@ -56,7 +56,7 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format
 		// A malformed answer is a transport failure for a synchronous call too: asked again.
 		return batchOutcome{Again: true, Reason: string(llm.Classify(err).Class)}
 	}
-	a := cache.Answer{Text: redact(resp.Text), PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
+	a := cache.AnswerOf(resp.Redacted(redact))
 	rec := answerRecord(spec, c, a, pr.price, pr.priced)
 	rec.LatencyMS, rec.Attempts = latencyMS, attempts
 	return batchOutcome{Record: &rec, Answer: &a}

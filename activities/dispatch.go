@@ -93,7 +93,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 	// left unused, so only the prompt estimate is trued up.
 	used = r.resp.PromptTokens + maxTokens(p.model)
 	p.answered(r.resp.RateLimit)
-	answer := cache.Answer{Text: r.resp.Text, PromptTokens: r.resp.PromptTokens, CompletionTokens: r.resp.CompletionTokens}
+	answer := cache.AnswerOf(r.resp)
 	rec := p.rec.answerRecord(pc.cell, answer)
 	rec.LatencyMS = float64(r.latency.Microseconds()) / 1000
 	rec.Attempts = p.judge.answer(adm.ticket, pc.cell.Index, r.at)
@@ -108,6 +108,10 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 		entry = &e
 	}
 	p.rec.record(rec, entry)
+	if len(r.resp.Logprobs) == 0 && r.resp.FinishReason != llm.FinishContentFilter && p.spec.AnswerFor(p.model).Logprobs {
+		// The answer is kept (it was paid for), but every later call of this server would come without them too.
+		p.stop.fail(noLogprobs(p.model))
+	}
 	return false, time.Time{}
 }
 

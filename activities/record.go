@@ -2,11 +2,14 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/pmf"
 	"github.com/silicolab/silico/store"
 )
 
@@ -65,8 +68,24 @@ func (r *recorder) answerRecord(c experiment.Cell, a cache.Answer) store.Record 
 
 // answerRecord is the record of cell c of spec answered with a, its cost at price when priced: one record for an
 // answer, whether a synchronous call, the response cache or a provider batch gave it.
+//
+// The written answer is matched to the item's options (under a json_schema answer, the JSON's "answer"); an
+// answer the content filter withheld, or one cut at the completion cap before it named an option, is unparsed
+// with a class that says so. Where the model's answer mode reads logprobs, the record carries the distribution
+// over the options that the label token's alternatives give.
 func answerRecord(spec *experiment.Spec, c experiment.Cell, a cache.Answer, price experiment.Price, priced bool) store.Record {
-	m := experiment.Match(a.Text, spec.OptionsFor(c.Item))
+	set := spec.OptionsFor(c.Item)
+	mode := spec.AnswerFor(spec.Models[c.Model])
+	text := a.Text
+	var schema string
+	if mode.Mode == experiment.AnswerJSONSchema {
+		id, ok := jsonAnswer(a.Text, set)
+		schema = store.SchemaInvalid
+		if ok {
+			text, schema = id, store.SchemaValid
+		}
+	}
+	m := experiment.Match(text, set)
 	rec := store.Record{
 		Index:            c.Index,
 		Status:           m.Status,
@@ -75,11 +94,52 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a cache.Answer, pric
 		Candidates:       strings.Join(m.Candidates, ","),
 		PromptTokens:     a.PromptTokens,
 		CompletionTokens: a.CompletionTokens,
+		FinishReason:     a.FinishReason,
+		Schema:           schema,
+	}
+	switch {
+	case a.FinishReason == llm.FinishContentFilter:
+		rec.Status, rec.OptionID, rec.Candidates = store.StatusUnparsed, "", ""
+		rec.ErrorClass = ClassContentFiltered
+		rec.ErrorMessage = "the provider's content filter withheld the answer (finish_reason content_filter)"
+	case m.Status == experiment.MatchUnparsed && a.FinishReason == llm.FinishLength:
+		rec.ErrorClass = ClassTruncated
+		rec.ErrorMessage = fmt.Sprintf("the answer was cut at the completion cap (%d tokens) before it named an option (finish_reason length); raise max_tokens",
+			spec.Models[c.Model].Params.CompletionCap())
+	}
+	if mode.Logprobs {
+		if d, ok := pmf.FromLogprobs(a.Logprobs, set, mode.Prefix); ok {
+			rec.Probs, rec.Coverage = d.Probs, d.Coverage
+		}
 	}
 	if priced {
 		rec.CostUSD = llm.Cost(price, a.PromptTokens, a.CompletionTokens)
 	}
 	return rec
+}
+
+// jsonAnswer reads the option id of a json_schema answer: a JSON object whose "answer" is one of set's ids. ok
+// is false for anything else (the server did not apply the schema), and the text is then matched as written.
+func jsonAnswer(text string, set experiment.OptionSet) (string, bool) {
+	var v struct {
+		Answer *string `json:"answer"`
+	}
+	if err := json.Unmarshal([]byte(text), &v); err != nil || v.Answer == nil {
+		return "", false
+	}
+	for _, o := range set.Options {
+		if o.ID == *v.Answer {
+			return o.ID, true
+		}
+	}
+	return "", false
+}
+
+// noLogprobs is the error that ends a model whose answer mode reads logprobs when an answer came without them.
+func noLogprobs(m experiment.Model) *llm.Error {
+	return &llm.Error{Class: ClassNoLogprobs, Code: "no_logprobs", Message: fmt.Sprintf(
+		"model %s (%s) answered without logprobs, which answer mode %s reads; its server does not return them "+
+			"(reasoning models and some servers do not): use answer: {mode: samples} for a distribution over the seeds", m.ID, m.Name, experiment.AnswerLogprobs)}
 }
 
 // failedRecord is the record of a cell whose last try failed with e.

@@ -143,28 +143,63 @@ func Key(endpoint string, req llm.Request) store.CacheKey {
 	return sha256.Sum256(b)
 }
 
-// Answer is what an entry keeps of a response: the model's text as it came (the record's raw answer) and the
-// usage the provider reported.
+// Answer is what an entry keeps of a response: the model's text as it came (the record's raw answer), the usage
+// the provider reported, why generation stopped and the first tokens' logprobs (when asked for).
 type Answer struct {
 	Text             string
 	PromptTokens     int
 	CompletionTokens int
+	FinishReason     string
+	Logprobs         []llm.TokenLogprob
+}
+
+// AnswerOf is what the cache keeps of resp.
+func AnswerOf(resp llm.Response) Answer {
+	return Answer{Text: resp.Text, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+		FinishReason: resp.FinishReason, Logprobs: resp.Logprobs}
 }
 
 // An entry's value is binary, so that validating and decoding a hit costs well under a microsecond:
 //
 //	version (1 byte) | key (32 bytes) | prompt tokens (uvarint) | completion tokens (uvarint) | text (the rest)
 //
-// and its checksum is the SHA-256 of the value.
+// An answer with a finish reason or logprobs is written in the second layout, which keeps both before the text:
+//
+//	2 (1 byte) | key | prompt tokens | completion tokens | finish reason length (uvarint) | finish reason |
+//	logprobs length (uvarint) | logprobs (JSON, or nothing) | text (the rest)
+//
+// The first layout stays for answers without either, so entries written before finish reasons existed still
+// read, as answers whose finish reason is unknown. The checksum is the SHA-256 of the value.
 const headerSize = 1 + len(store.CacheKey{})
+
+// entryWithFinish is the first byte of the second layout.
+const entryWithFinish = 2
 
 // Entry is the cache entry of answer a to the request with key, from model, written by run at now.
 func Entry(key store.CacheKey, model, run string, a Answer, now time.Time) store.CacheEntry {
-	v := make([]byte, 0, headerSize+2*binary.MaxVarintLen64+len(a.Text))
-	v = append(v, version)
+	var lp []byte
+	if len(a.Logprobs) > 0 {
+		var err error
+		if lp, err = json.Marshal(a.Logprobs); err != nil {
+			// Strings and finite floats always marshal; a server's NaN cannot reach here (JSON has none).
+			panic(fmt.Sprintf("cache: entry logprobs: %v", err))
+		}
+	}
+	layout := byte(version)
+	if a.FinishReason != "" || lp != nil {
+		layout = entryWithFinish
+	}
+	v := make([]byte, 0, headerSize+4*binary.MaxVarintLen64+len(a.FinishReason)+len(lp)+len(a.Text))
+	v = append(v, layout)
 	v = append(v, key[:]...)
 	v = binary.AppendUvarint(v, uint64(max(0, a.PromptTokens)))
 	v = binary.AppendUvarint(v, uint64(max(0, a.CompletionTokens)))
+	if layout == entryWithFinish {
+		v = binary.AppendUvarint(v, uint64(len(a.FinishReason)))
+		v = append(v, a.FinishReason...)
+		v = binary.AppendUvarint(v, uint64(len(lp)))
+		v = append(v, lp...)
+	}
 	v = append(v, a.Text...)
 	return store.CacheEntry{Key: key, Model: model, Value: v, Sum: sha256.Sum256(v), Run: run, Created: now.UTC()}
 }
@@ -178,7 +213,11 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 	if err := checkEntry(e, key); err != nil {
 		return Answer{}, err
 	}
-	v, err := body(e.Value, key, []byte{version}, fmt.Sprintf("a version %d entry", version))
+	layout := byte(version)
+	if len(e.Value) > 0 && e.Value[0] == entryWithFinish {
+		layout = entryWithFinish
+	}
+	v, err := body(e.Value, key, []byte{layout}, fmt.Sprintf("a version %d entry", version))
 	if err != nil {
 		return Answer{}, err
 	}
@@ -186,14 +225,43 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	completion, text, err := count(v, key, "completion token count")
+	completion, v, err := count(v, key, "completion token count")
 	if err != nil {
 		return Answer{}, err
 	}
-	if !utf8.Valid(text) {
+	a := Answer{PromptTokens: int(prompt), CompletionTokens: int(completion)}
+	if layout == entryWithFinish {
+		var finish, lp []byte
+		if finish, v, err = counted(v, key, "finish reason"); err != nil {
+			return Answer{}, err
+		}
+		if lp, v, err = counted(v, key, "logprobs"); err != nil {
+			return Answer{}, err
+		}
+		a.FinishReason = string(finish)
+		if len(lp) > 0 {
+			if err := json.Unmarshal(lp, &a.Logprobs); err != nil {
+				return Answer{}, fmt.Errorf("%w %s: logprobs: %v", ErrInvalid, key, err)
+			}
+		}
+	}
+	if !utf8.Valid(v) {
 		return Answer{}, fmt.Errorf("%w %s: text is not UTF-8", ErrInvalid, key)
 	}
-	return Answer{Text: string(text), PromptTokens: int(prompt), CompletionTokens: int(completion)}, nil
+	a.Text = string(v)
+	return a, nil
+}
+
+// counted reads a uvarint length and that many bytes from the front of b and returns them and the rest.
+func counted(b []byte, key store.CacheKey, what string) ([]byte, []byte, error) {
+	n, rest, err := count(b, key, what+" length")
+	if err != nil {
+		return nil, nil, err
+	}
+	if n > uint64(len(rest)) {
+		return nil, nil, fmt.Errorf("%w %s: %s is cut short", ErrInvalid, key, what)
+	}
+	return rest[:n], rest[n:], nil
 }
 
 // body checks that an entry's value v starts with prefix and then key, and returns what follows; what names the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -118,11 +119,41 @@ func TestEndpoint(t *testing.T) {
 	}
 }
 
+// An answer with a finish reason and logprobs comes back whole, and an entry of the layout without them (every
+// entry written before finish reasons were kept) still reads, with an unknown finish reason. A second-layout entry
+// whose lengths point past its end is invalid, never a wrong answer.
+func TestEntryKeepsFinishReasonAndLogprobs(t *testing.T) {
+	k := Key("sim", baseRequest())
+	a := Answer{Text: "3. Neutral", PromptTokens: 40, CompletionTokens: 3, FinishReason: llm.FinishLength,
+		Logprobs: []llm.TokenLogprob{{Token: "3", Logprob: -0.25, Top: []llm.TopLogprob{{Token: "3", Logprob: -0.25}, {Token: " 4", Logprob: -1.5}}}}}
+	e := Entry(k, "m", "run-1", a, time.Now())
+	if e.Value[0] != entryWithFinish {
+		t.Fatalf("layout %d, want %d", e.Value[0], entryWithFinish)
+	}
+	got, err := Read(e, k)
+	if err != nil || !reflect.DeepEqual(got, a) {
+		t.Fatalf("Read = %+v, %v; want %+v", got, err, a)
+	}
+	plain := Entry(k, "m", "run-1", Answer{Text: "3", PromptTokens: 40, CompletionTokens: 1}, time.Now())
+	if plain.Value[0] != version {
+		t.Fatalf("an answer without finish reason or logprobs has layout %d, want %d", plain.Value[0], version)
+	}
+	if got, err := Read(plain, k); err != nil || got.FinishReason != "" || got.Text != "3" {
+		t.Fatalf("Read of the first layout = %+v, %v", got, err)
+	}
+	cut := e
+	cut.Value = e.Value[:headerSize+3] // the finish reason's length, and nothing after it
+	cut.Sum = sumOf(cut.Value)
+	if _, err := Read(cut, k); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Read of a cut entry = %v, want ErrInvalid", err)
+	}
+}
+
 func TestReadValidatesTheEntry(t *testing.T) {
 	k := Key("sim", baseRequest())
 	a := Answer{Text: "3", PromptTokens: 40, CompletionTokens: 1}
 	e := Entry(k, "gpt-4o-mini", "run-1", a, time.Now())
-	if got, err := Read(e, k); err != nil || got != a {
+	if got, err := Read(e, k); err != nil || !reflect.DeepEqual(got, a) {
 		t.Fatalf("Read = %+v, %v; want %+v", got, err, a)
 	}
 	flipped := e

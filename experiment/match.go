@@ -281,3 +281,39 @@ func normalizeAnswer(s string) string {
 	}
 	return s
 }
+
+// Labels maps every spelling of an option label to the option's index in set: how the label token of an answer
+// is read (see package pmf). The labels of an option are its id, the enumeration its text starts with ("3." gives
+// "3"), its letter by position when no option id is a letter (as Match reads "c)"), and its text when the text is
+// one word ("agree"); all lower-cased. A spelling two options share belongs to neither.
+func Labels(set OptionSet) map[string]int {
+	out := make(map[string]int, 3*len(set.Options))
+	shared := map[string]bool{}
+	add := func(label string, k int) {
+		label = strings.ToLower(strings.TrimSpace(label))
+		if label == "" || shared[label] {
+			return
+		}
+		if j, ok := out[label]; ok && j != k {
+			delete(out, label)
+			shared[label] = true
+			return
+		}
+		out[label] = k
+	}
+	letters := slices.ContainsFunc(set.Options, func(o Option) bool { return isLetter(o.ID) })
+	for k, o := range set.Options {
+		add(o.ID, k)
+		text := strings.ToLower(normalizeAnswer(o.Text))
+		if e, ok := leadingEnum(text); ok {
+			add(e, k)
+		}
+		if !letters && k < 26 {
+			add(string(rune('a'+k)), k)
+		}
+		if w := strings.TrimRight(text, ".!"); w != "" && !strings.ContainsAny(w, " \t") {
+			add(w, k)
+		}
+	}
+	return out
+}

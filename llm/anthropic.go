@@ -118,7 +118,8 @@ func anthropicImage(u string) (*anthropicImageSource, error) {
 
 // anthropicResponse is the part of a Messages API answer silico reads.
 type anthropicResponse struct {
-	Type    string `json:"type"`
+	Type       string `json:"type"`
+	StopReason string `json:"stop_reason"`
 	Content []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -131,8 +132,8 @@ type anthropicResponse struct {
 	} `json:"usage"`
 }
 
-// AnthropicAnswer reads a Messages API answer (a message object): its text blocks joined, and its usage, the
-// prompt cache's input tokens counted as prompt tokens. A body that is not a message is a malformed body
+// AnthropicAnswer reads a Messages API answer (a message object): its text blocks joined, its usage (the
+// prompt cache's input tokens counted as prompt tokens) and its stop reason as a finish reason. A body that is not a message is a malformed body
 // (ClassTransport), as for an OpenAI-compatible answer.
 func AnthropicAnswer(body []byte) (Response, error) {
 	var r anthropicResponse
@@ -151,7 +152,22 @@ func AnthropicAnswer(body []byte) (Response, error) {
 	}
 	u := r.Usage
 	return Response{Text: sb.String(), PromptTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-		CompletionTokens: u.OutputTokens}, nil
+		CompletionTokens: u.OutputTokens, FinishReason: anthropicFinish(r.StopReason)}, nil
+}
+
+// anthropicFinish maps a Messages API stop reason onto the OpenAI finish reasons, so that a cut or refused answer
+// counts the same whichever API gave it: end_turn and stop_sequence are FinishStop, max_tokens FinishLength,
+// refusal (the safety classifiers') FinishContentFilter; another reason is kept as Anthropic wrote it.
+func anthropicFinish(r string) string {
+	switch r {
+	case "end_turn", "stop_sequence":
+		return FinishStop
+	case "max_tokens":
+		return FinishLength
+	case "refusal":
+		return FinishContentFilter
+	}
+	return r
 }
 
 // anthropicStatus is the HTTP status each Anthropic error type is sent with.

@@ -51,8 +51,8 @@ func EmbedBody(req EmbedRequest) (json.RawMessage, error) {
 func Redactor(apiKey string) func(string) string { return redactor(apiKey) }
 
 // ChatAnswer reads a chat completion answer body, as Client.Chat reads one: the first choice's text and the
-// usage. A body that does not decode, or has no choices, is a malformed body (ClassTransport). The text is not
-// redacted: the caller applies its Redactor.
+// usage, the finish reason and the logprobs. A body that does not decode, or has no choices, is a malformed body (ClassTransport). The text is not
+// redacted: the caller applies its Redactor with Response.Redacted.
 func ChatAnswer(body []byte) (Response, error) {
 	var r openai.ChatCompletionResponse
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -61,8 +61,10 @@ func ChatAnswer(body []byte) (Response, error) {
 	if len(r.Choices) == 0 {
 		return Response{}, &Error{Class: ClassTransport, Code: "malformed_body", Message: "response has no choices"}
 	}
-	return Response{Text: r.Choices[0].Message.Content, PromptTokens: r.Usage.PromptTokens,
-		CompletionTokens: r.Usage.CompletionTokens}, nil
+	out := Response{Text: r.Choices[0].Message.Content, PromptTokens: r.Usage.PromptTokens,
+		CompletionTokens: r.Usage.CompletionTokens}
+	choiceAnswer(&out, r.Choices[0])
+	return out, nil
 }
 
 // EmbedAnswer reads an embeddings answer body of a request with encoding_format base64 and the given number of

@@ -51,6 +51,68 @@ type Response struct {
 	PromptTokens, CompletionTokens int
 	// RateLimit is what the response's x-ratelimit-* headers said.
 	RateLimit RateLimitInfo
+	// FinishReason is why generation stopped, in OpenAI's words: FinishStop, FinishLength, FinishContentFilter,
+	// or another the server sent; empty when it sent none.
+	FinishReason string
+	// Logprobs are the first generated tokens with their alternatives, when the request asked for logprobs
+	// (at most MaxLogprobTokens of them); nil when the server sent none.
+	Logprobs []TokenLogprob
+}
+
+// The finish reasons silico tells apart. Anthropic's stop reasons are mapped onto them (see anthropicFinish).
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+)
+
+// MaxLogprobTokens is how many generated tokens' logprobs a response keeps: the option label is sought among
+// them (after at most a short fixed prefix), and keeping more would make every cached answer of a long reply
+// large.
+const MaxLogprobTokens = 16
+
+// TokenLogprob is one generated token, its log probability and the most likely tokens at its position.
+type TokenLogprob struct {
+	Token   string       `json:"t"`
+	Logprob float64      `json:"l"`
+	Top     []TopLogprob `json:"top,omitempty"`
+}
+
+// TopLogprob is one alternative at a token position.
+type TopLogprob struct {
+	Token   string  `json:"t"`
+	Logprob float64 `json:"l"`
+}
+
+// choiceAnswer reads what a Response keeps of a choice besides its text: its finish reason and the logprobs of
+// its first tokens.
+func choiceAnswer(out *Response, c openai.ChatCompletionChoice) {
+	out.FinishReason = string(c.FinishReason)
+	if c.LogProbs == nil || len(c.LogProbs.Content) == 0 {
+		return
+	}
+	toks := c.LogProbs.Content[:min(len(c.LogProbs.Content), MaxLogprobTokens)]
+	out.Logprobs = make([]TokenLogprob, len(toks))
+	for i, t := range toks {
+		tl := TokenLogprob{Token: t.Token, Logprob: t.LogProb, Top: make([]TopLogprob, len(t.TopLogProbs))}
+		for j, a := range t.TopLogProbs {
+			tl.Top[j] = TopLogprob{Token: a.Token, Logprob: a.LogProb}
+		}
+		out.Logprobs[i] = tl
+	}
+}
+
+// Redacted is r with redact applied to every text the provider sent: the answer and the logprobs' tokens (a
+// server may echo anything, the Authorization header included).
+func (r Response) Redacted(redact func(string) string) Response {
+	r.Text = redact(r.Text)
+	for i := range r.Logprobs {
+		r.Logprobs[i].Token = redact(r.Logprobs[i].Token)
+		for j := range r.Logprobs[i].Top {
+			r.Logprobs[i].Top[j].Token = redact(r.Logprobs[i].Top[j].Token)
+		}
+	}
+	return r
 }
 
 // Client calls one OpenAI-compatible endpoint with one API key. It wraps a single go-openai client and is safe
@@ -120,13 +182,14 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		}, capt)
 	}
 	out := Response{
-		// A server may echo the request (Authorization header included) in its answer.
-		Text:             c.redact(resp.Choices[0].Message.Content),
+		Text:             resp.Choices[0].Message.Content,
 		PromptTokens:     resp.Usage.PromptTokens,
 		CompletionTokens: resp.Usage.CompletionTokens,
 		RateLimit:        ParseRateLimit(capt.header),
 	}
-	return out, nil
+	choiceAnswer(&out, resp.Choices[0])
+	// A server may echo the request (Authorization header included) in its answer.
+	return out.Redacted(c.redact), nil
 }
 
 // fail classifies err, adds what the response headers said, and removes the key from every string the

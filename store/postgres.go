@@ -71,6 +71,11 @@ var pgMigrations = []string{
 	);`,
 	// the digests of the pictures a cell sent
 	`ALTER TABLE silico_cells ADD COLUMN image_sha256 TEXT NOT NULL DEFAULT '';`,
+	// why generation stopped, whether a json_schema answer held, and the option probabilities (see EncodeProbs)
+	`ALTER TABLE silico_cells ADD COLUMN finish_reason TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE silico_cells ADD COLUMN schema TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE silico_cells ADD COLUMN probs TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE silico_cells ADD COLUMN coverage DOUBLE PRECISION NOT NULL DEFAULT 0;`,
 }
 
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all
@@ -79,7 +84,8 @@ const pgMigrateLock = 0x5111c0
 
 // pgCellColumns are the columns Records and Scan read, in the order scanPGRecord takes them.
 const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
-	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, error_code, image_sha256`
+	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, error_code, image_sha256,
+	finish_reason, schema, probs, coverage`
 
 // pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
 // of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A
@@ -90,13 +96,16 @@ const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, err
 const pgUpsert = `WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)
 INSERT INTO silico_cells (run, ` + pgCellColumns + `)
 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[], $15::text[], $16::text[])
+	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[], $15::text[], $16::text[],
+	$17::text[], $18::text[], $19::text[], $20::float8[])
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
 	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached, error_code = excluded.error_code, image_sha256 = excluded.image_sha256
+	cached = excluded.cached, error_code = excluded.error_code, image_sha256 = excluded.image_sha256,
+	finish_reason = excluded.finish_reason, schema = excluded.schema, probs = excluded.probs,
+	coverage = excluded.coverage
 WHERE excluded.status <> 'failed' OR silico_cells.status = 'failed'`
 
 // Postgres is the results store in a PostgreSQL database, shared by any number of worker processes on any
@@ -277,7 +286,8 @@ func (p *Postgres) Write(ctx context.Context, run string, b Batch) error {
 	if len(b.Records) > 0 {
 		c := newPGColumns(mergeByIndex(b.Records))
 		q.Queue(pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
-			c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode, c.imageSHA256)
+			c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode, c.imageSHA256,
+			c.finishReason, c.schema, c.probs, c.coverage)
 	}
 	if len(b.Cache) > 0 {
 		// Sorted by key, so that two batches writing the same keys lock them in one order.
@@ -353,7 +363,8 @@ type pgColumns struct {
 	idx, promptTokens, completionTokens, attempts               []int64
 	status, optionID, raw, candidates, errorClass, errorMessage []string
 	errorCode, imageSHA256                                      []string
-	costUSD, latencyMS                                          []float64
+	finishReason, schema, probs                                 []string
+	costUSD, latencyMS, coverage                                []float64
 	cached                                                      []bool
 }
 
@@ -364,6 +375,7 @@ func newPGColumns(recs []Record) pgColumns {
 		status: make([]string, n), optionID: make([]string, n), raw: make([]string, n), candidates: make([]string, n),
 		errorClass: make([]string, n), errorMessage: make([]string, n), errorCode: make([]string, n), imageSHA256: make([]string, n),
 		costUSD: make([]float64, n), latencyMS: make([]float64, n), cached: make([]bool, n),
+		finishReason: make([]string, n), schema: make([]string, n), probs: make([]string, n), coverage: make([]float64, n),
 	}
 	for i, r := range recs {
 		c.idx[i], c.promptTokens[i], c.completionTokens[i], c.attempts[i] =
@@ -372,6 +384,7 @@ func newPGColumns(recs []Record) pgColumns {
 		c.errorClass[i], c.errorMessage[i], c.errorCode[i] = r.ErrorClass, r.ErrorMessage, r.ErrorCode
 		c.costUSD[i], c.latencyMS[i], c.cached[i] = r.CostUSD, r.LatencyMS, r.Cached
 		c.imageSHA256[i] = r.ImageSHA256
+		c.finishReason[i], c.schema[i], c.probs[i], c.coverage[i] = r.FinishReason, r.Schema, EncodeProbs(r.Probs), r.Coverage
 	}
 	return c
 }
@@ -410,9 +423,15 @@ func scanPGRecords(rows pgx.Rows, out []Record) ([]Record, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var r Record
+		var probs string
 		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
-			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ErrorCode, &r.ImageSHA256); err != nil {
+			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ErrorCode, &r.ImageSHA256,
+			&r.FinishReason, &r.Schema, &probs, &r.Coverage); err != nil {
 			return nil, err
+		}
+		var err error
+		if r.Probs, err = DecodeProbs(probs); err != nil {
+			return nil, fmt.Errorf("cell %d: %w", r.Index, err)
 		}
 		out = append(out, r)
 	}

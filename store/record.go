@@ -3,13 +3,25 @@
 // WAL), the default, and PostgreSQL (pgx), which workers on several machines share. Open picks one by its DSN.
 package store
 
-import "github.com/silicolab/silico/usage"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/silicolab/silico/usage"
+)
 
 // Cell statuses.
 const (
 	StatusOK       = "ok"
 	StatusUnparsed = "unparsed"
 	StatusFailed   = "failed"
+)
+
+// The values of Record.Schema.
+const (
+	SchemaValid   = "valid"
+	SchemaInvalid = "invalid"
 )
 
 // Record is what one finished cell produced. Facts of the grid (model, item text, persona, ...) are not stored:
@@ -43,6 +55,9 @@ type Record struct {
 	// Probs is the cell's probability of each answer option, in the order of the item's options, renormalised
 	// over the options (they sum to 1); nil when the cell has no distribution (no logprobs asked or none usable).
 	Probs []float64 `json:"probs,omitempty"`
+	// Schema says whether a json_schema answer was JSON of the schema naming one of the options (SchemaValid)
+	// or not (SchemaInvalid: the server did not apply the constraint); empty under other answer modes.
+	Schema string `json:"schema,omitempty"`
 	// Coverage is the probability mass the model put on valid option labels before renormalisation, in (0, 1];
 	// zero when Probs is nil.
 	Coverage float64 `json:"coverage,omitempty"`
@@ -55,4 +70,37 @@ func (r Record) Usage() usage.Usage {
 		return usage.Usage{SavedUSD: r.CostUSD}
 	}
 	return usage.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD}
+}
+
+// EncodeProbs writes option probabilities as the store keeps them: comma-separated, each in the shortest form
+// that reads back to the same float64; "" for none.
+func EncodeProbs(p []float64) string {
+	if len(p) == 0 {
+		return ""
+	}
+	b := make([]byte, 0, 20*len(p))
+	for i, v := range p {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	}
+	return string(b)
+}
+
+// DecodeProbs reads what EncodeProbs wrote.
+func DecodeProbs(s string) ([]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]float64, len(parts))
+	for i, f := range parts {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, fmt.Errorf("probs %q: %w", s, err)
+		}
+		out[i] = v
+	}
+	return out, nil
 }

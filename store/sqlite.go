@@ -25,7 +25,7 @@ var ErrSpecConflict = errors.New("a different spec is already saved under this r
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
-const schemaVersion = 4
+const schemaVersion = 5
 
 // migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
 var migrations = []string{
@@ -38,6 +38,11 @@ var migrations = []string{
 	`SELECT 1;`,
 	// 3 → 4: the digests of the pictures a cell sent.
 	`ALTER TABLE cells ADD COLUMN image_sha256 TEXT NOT NULL DEFAULT '';`,
+	// 4 → 5: why generation stopped, whether a json_schema answer held, and the option probabilities.
+	`ALTER TABLE cells ADD COLUMN finish_reason TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE cells ADD COLUMN schema TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE cells ADD COLUMN probs TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE cells ADD COLUMN coverage REAL NOT NULL DEFAULT 0;`,
 }
 
 // mmapSize is the most of a store's file that each connection maps into memory: none. Mapped pages count in the
@@ -74,6 +79,11 @@ CREATE TABLE IF NOT EXISTS cells (
 	attempts          INTEGER NOT NULL DEFAULT 0,
 	cached            INTEGER NOT NULL DEFAULT 0,
 	image_sha256      TEXT    NOT NULL DEFAULT '',
+	finish_reason     TEXT    NOT NULL DEFAULT '',
+	schema            TEXT    NOT NULL DEFAULT '',
+	-- probs: the option probabilities, in the item's option order, comma-separated (see EncodeProbs).
+	probs             TEXT    NOT NULL DEFAULT '',
+	coverage          REAL    NOT NULL DEFAULT 0,
 	PRIMARY KEY (run, idx)
 ) WITHOUT ROWID;
 -- The response cache: one answer per request digest, written by run at created (Unix milliseconds).
@@ -95,17 +105,20 @@ CREATE TABLE IF NOT EXISTS cache_tally (
 `
 
 const cellColumns = `idx, status, option_id, raw, candidates, error_class, error_code, error_message,
-	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, image_sha256`
+	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, image_sha256,
+	finish_reason, schema, probs, coverage`
 
 const upsertCell = `INSERT INTO cells (run, ` + cellColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_code = excluded.error_code,
 	error_message = excluded.error_message,
 	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached, image_sha256 = excluded.image_sha256
+	cached = excluded.cached, image_sha256 = excluded.image_sha256,
+	finish_reason = excluded.finish_reason, schema = excluded.schema, probs = excluded.probs,
+	coverage = excluded.coverage
 WHERE excluded.status <> 'failed' OR cells.status = 'failed'`
 
 // scanPage is how many records Scan reads per query. Between pages no connection or read transaction is
@@ -428,7 +441,8 @@ func putCells(ctx context.Context, tx *sql.Tx, run string, recs []Record) error 
 	for i := range recs {
 		r := &recs[i]
 		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
-			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached, r.ImageSHA256); err != nil {
+			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached, r.ImageSHA256,
+			r.FinishReason, r.Schema, EncodeProbs(r.Probs), r.Coverage); err != nil {
 			return fmt.Errorf("cell %d: %w", r.Index, err)
 		}
 	}
@@ -504,9 +518,15 @@ func scanRecords(rows *sql.Rows, out []Record) ([]Record, error) {
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		var r Record
+		var probs string
 		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorCode, &r.ErrorMessage,
-			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ImageSHA256); err != nil {
+			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ImageSHA256,
+			&r.FinishReason, &r.Schema, &probs, &r.Coverage); err != nil {
 			return nil, err
+		}
+		var err error
+		if r.Probs, err = DecodeProbs(probs); err != nil {
+			return nil, fmt.Errorf("cell %d: %w", r.Index, err)
 		}
 		out = append(out, r)
 	}
