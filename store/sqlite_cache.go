@@ -14,17 +14,20 @@ import (
 // the lookup itself costs) happens once per size and connection, not once per lookup.
 var lookupSizes = []int{1, 8, 64, 256}
 
-func putCache(ctx context.Context, tx *sql.Tx, entries []CacheEntry) error {
+const putCacheQuery = `INSERT INTO cache (key, model, value, sum, run, created) VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (key) DO UPDATE SET model = excluded.model, value = excluded.value, sum = excluded.sum,
+	run = excluded.run, created = excluded.created`
+
+const addTallyQuery = `INSERT INTO cache_tally (model, hits, misses, invalid) VALUES (?, ?, ?, ?)
+	ON CONFLICT (model) DO UPDATE SET hits = hits + excluded.hits, misses = misses + excluded.misses,
+	invalid = invalid + excluded.invalid`
+
+// putCache writes entries in tx through the prepared statement st (putCacheQuery).
+func putCache(ctx context.Context, tx *sql.Tx, st *sql.Stmt, entries []CacheEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	put, err := tx.PrepareContext(ctx, `INSERT INTO cache (key, model, value, sum, run, created) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET model = excluded.model, value = excluded.value, sum = excluded.sum,
-		run = excluded.run, created = excluded.created`)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer func() { _ = put.Close() }()
+	put := tx.StmtContext(ctx, st)
 	for _, e := range entries {
 		if _, err := put.ExecContext(ctx, e.Key[:], e.Model, e.Value, e.Sum[:], e.Run, e.Created.UnixMilli()); err != nil {
 			return fmt.Errorf("entry %s: %w", e.Key, err)
@@ -33,14 +36,17 @@ func putCache(ctx context.Context, tx *sql.Tx, entries []CacheEntry) error {
 	return nil
 }
 
-func addTally(ctx context.Context, tx *sql.Tx, tally map[string]CacheTally) error {
+// addTally adds the lookup counts in tx through the prepared statement st (addTallyQuery).
+func addTally(ctx context.Context, tx *sql.Tx, st *sql.Stmt, tally map[string]CacheTally) error {
+	var add *sql.Stmt
 	for m, t := range tally {
 		if t.IsZero() {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO cache_tally (model, hits, misses, invalid) VALUES (?, ?, ?, ?)
-			ON CONFLICT (model) DO UPDATE SET hits = hits + excluded.hits, misses = misses + excluded.misses,
-			invalid = invalid + excluded.invalid`, m, t.Hits, t.Misses, t.Invalid); err != nil {
+		if add == nil {
+			add = tx.StmtContext(ctx, st)
+		}
+		if _, err := add.ExecContext(ctx, m, t.Hits, t.Misses, t.Invalid); err != nil {
 			return fmt.Errorf("model %s: %w", m, err)
 		}
 	}
