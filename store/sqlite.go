@@ -131,6 +131,8 @@ type SQLite struct {
 	// lookups are the prepared cache lookups, by the number of keys they take (see CacheGet).
 	lookupMu sync.Mutex
 	lookups  map[int]*sql.Stmt
+	// claimStmts are the prepared claims on the claims file, by the number of keys they take (CacheClaim).
+	claimStmts map[int]*sql.Stmt
 	// writes are Write's statements, prepared once: preparing them in every transaction cost more than the
 	// rows of a small group commit.
 	writes writeStmts
@@ -304,7 +306,10 @@ func (s *SQLite) Close() error {
 	for _, st := range s.lookups {
 		_ = st.Close()
 	}
-	s.lookups = nil
+	for _, st := range s.claimStmts {
+		_ = st.Close()
+	}
+	s.lookups, s.claimStmts = nil, nil
 	s.lookupMu.Unlock()
 	s.writes.close()
 	_ = s.claims.Close()

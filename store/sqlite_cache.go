@@ -116,8 +116,30 @@ func scanCacheRows(rows *sql.Rows, out []CacheEntry) ([]CacheEntry, error) {
 	return out, rows.Err()
 }
 
+// claimStmt returns the prepared claim of n keys, on the claims file.
+func (s *SQLite) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	s.lookupMu.Lock()
+	defer s.lookupMu.Unlock()
+	if st, ok := s.claimStmts[n]; ok {
+		return st, nil
+	}
+	st, err := s.claims.PrepareContext(ctx, `INSERT INTO cache_claims (key, owner, expires) VALUES `+
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ")+`
+		ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+		WHERE cache_claims.owner = excluded.owner OR cache_claims.expires <= ?
+		RETURNING key`)
+	if err != nil {
+		return nil, err
+	}
+	if s.claimStmts == nil {
+		s.claimStmts = map[int]*sql.Stmt{}
+	}
+	s.claimStmts[n] = st
+	return st, nil
+}
+
 // CacheClaim claims keys for owner until until, except keys whose claim by another owner lasts beyond now: one
-// statement per 256 keys, which returns the keys it claimed.
+// prepared statement per 256 keys (of the sizes of lookupSizes, as CacheGet), which returns the keys it claimed.
 func (s *SQLite) CacheClaim(ctx context.Context, owner string, keys []CacheKey, now, until time.Time) ([]CacheKey, error) {
 	keys = uniqueKeys(keys)
 	if len(keys) == 0 {
@@ -129,25 +151,30 @@ func (s *SQLite) CacheClaim(ctx context.Context, owner string, keys []CacheKey, 
 	}
 	defer end()
 	claimed := make(map[CacheKey]bool, len(keys))
-	const per = 256
-	args := make([]any, 0, 3*per+1)
-	for start := 0; start < len(keys); start += per {
-		part := keys[start:min(len(keys), start+per)]
+	largest := lookupSizes[len(lookupSizes)-1]
+	args := make([]any, 0, 3*largest+1)
+	// As in Write, the statements run without ctx's cancellation (no goroutine per statement); cancelling ctx
+	// still rolls the transaction back.
+	rowCtx := context.WithoutCancel(ctx)
+	for start := 0; start < len(keys); start += largest {
+		part := keys[start:min(len(keys), start+largest)]
+		size := lookupSizes[slices.IndexFunc(lookupSizes, func(n int) bool { return n >= len(part) })]
 		args = args[:0]
-		for _, k := range part {
-			args = append(args, k[:], owner, until.UnixMilli())
+		// The slots left over repeat the last key: its second row updates the claim its first row made.
+		for i := range size {
+			args = append(args, part[min(i, len(part)-1)][:], owner, until.UnixMilli())
 		}
 		args = append(args, now.UnixMilli())
-		rows, err := tx.QueryContext(ctx, `INSERT INTO cache_claims (key, owner, expires) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")+`
-			ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
-			WHERE cache_claims.owner = excluded.owner OR cache_claims.expires <= ?
-			RETURNING key`, args...)
+		st, err := s.claimStmt(ctx, size)
+		if err != nil {
+			return nil, fmt.Errorf("store: cache claim: %w", err)
+		}
+		rows, err := tx.StmtContext(ctx, st).QueryContext(rowCtx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: cache claim: %w", err)
 		}
 		for rows.Next() {
-			var b []byte
+			var b sql.RawBytes
 			if err := rows.Scan(&b); err != nil {
 				_ = rows.Close()
 				return nil, fmt.Errorf("store: cache claim: %w", err)
