@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -129,7 +128,7 @@ type pass struct {
 	stop    *stopper
 	rec     *recorder
 	outage  *outageWatch
-	calls   sync.WaitGroup
+	calls   callGroup
 }
 
 // newPass assembles the parts of one attempt of pass in, continuing from the previous attempt's heartbeat prev.

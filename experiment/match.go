@@ -259,6 +259,26 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
+// quoteChars are the characters quoteReplacer replaces on their own; it also drops "**" and "__".
+const quoteChars = "\u201c\u201d\u201e\u00ab\u00bb\u2018\u2019\u201a`\u00a0"
+
+// singleSpaced reports whether s is already what strings.Join(strings.Fields(s), " ") makes of it: ASCII
+// spaces only, one between words, none at either end.
+func singleSpaced(s string) bool {
+	prev := byte(' ')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return false // possibly Unicode white space: leave it to strings.Fields
+		case c == ' ' && prev == ' ', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		}
+		prev = c
+	}
+	return prev != ' ' || s == ""
+}
+
 var quoteReplacer = strings.NewReplacer(
 	"\u201c", `"`, "\u201d", `"`, "\u201e", `"`, "\u00ab", `"`, "\u00bb", `"`,
 	"\u2018", "'", "\u2019", "'", "\u201a", "'", "`", "",
@@ -268,8 +288,14 @@ var quoteReplacer = strings.NewReplacer(
 // normalizeAnswer straightens quotes, drops markdown emphasis, headings and quoting, collapses white space and
 // trims surrounding quotes.
 func normalizeAnswer(s string) string {
-	s = quoteReplacer.Replace(s)
-	s = strings.Join(strings.Fields(s), " ")
+	// Match normalises the answer and every option text of every cell: the replacer and the re-joined fields
+	// allocate even when they change nothing, so they run only on strings they would change.
+	if strings.ContainsAny(s, quoteChars) || strings.Contains(s, "**") || strings.Contains(s, "__") {
+		s = quoteReplacer.Replace(s)
+	}
+	if !singleSpaced(s) {
+		s = strings.Join(strings.Fields(s), " ")
+	}
 	for {
 		t := strings.TrimLeft(s, "#> *")
 		t = strings.Trim(t, `"' `)

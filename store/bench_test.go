@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -198,4 +201,55 @@ func putCopy(p *Postgres, ctx context.Context, run string, recs []Record) error 
 			WHERE excluded.status <> 'failed' OR silico_cells.status = 'failed'`)
 		return err
 	})
+}
+
+// BenchmarkWriterAnswers adds 20,000 records with the cache entries of their answers and a lookup count each to a
+// Writer over a fresh SQLite file from 16 goroutines, as a pass with the default cache policy does, and reports
+// the CPU time per record (this process's user and system time), which holds whatever else the machine runs. Run
+// it with
+//
+//	go test -run '^$' -bench WriterAnswers -benchtime 5x -benchmem ./store/
+func BenchmarkWriterAnswers(b *testing.B) {
+	const n, writers = 20_000, 16
+	recs := make([]Record, n)
+	entries := make([]CacheEntry, n)
+	for i := range recs {
+		recs[i] = rec(i)
+		entries[i] = benchEntry(i)
+	}
+	ctx := context.Background()
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		s, err := OpenSQLite(ctx, filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cpu0 := cpuTime(b)
+		w := NewWriter(s, "run", WriterOptions{})
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+					if err := w.AddAnswer(ctx, recs[i], entries[i]); err != nil {
+						b.Error(err)
+						return
+					}
+					w.Tally("bench-model", CacheTally{Misses: 1})
+				}
+			})
+		}
+		wg.Wait()
+		if err := w.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime(b) - cpu0
+		b.StopTimer()
+		_ = s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "cpu-µs/record")
 }

@@ -235,3 +235,32 @@ func TestWriterKeepsTheRecordsWhenTheCacheWriteFails(t *testing.T) {
 		t.Fatalf("refused %d batches, told %q; want the failure reported once", refuser.refused, told)
 	}
 }
+
+// TestCacheClaimsOfManyKeys: claims of more keys than one statement takes, and of counts between the prepared
+// sizes (whose slots left over repeat a key), claim exactly the keys free and report exactly the keys held.
+func TestCacheClaimsOfManyKeys(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		dsn := b.dsn(t)
+		s1, s2 := openStore(t, dsn), openStore(t, dsn)
+		now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		keys := func(from, to int) []CacheKey {
+			var out []CacheKey
+			for i := from; i < to; i++ {
+				out = append(out, key(i))
+			}
+			return out
+		}
+		if taken, err := s1.CacheClaim(ctx, "a/0", keys(0, 300), now, now.Add(time.Minute)); err != nil || len(taken) != 0 {
+			t.Fatalf("first claim of 300 keys: taken %d, %v; want none", len(taken), err)
+		}
+		taken, err := s2.CacheClaim(ctx, "b/0", keys(290, 303), now, now.Add(time.Minute))
+		if err != nil || !slices.Equal(taken, keys(290, 300)) {
+			t.Fatalf("claim of 13 keys, 10 held: taken %d keys, %v; want keys 290 to 299", len(taken), err)
+		}
+		taken, err = s1.CacheClaim(ctx, "a/0", keys(295, 305), now, now.Add(time.Minute))
+		if err != nil || !slices.Equal(taken, keys(300, 303)) {
+			t.Fatalf("owner's claim of 10 keys, 3 held by another: taken %d keys, %v; want keys 300 to 302", len(taken), err)
+		}
+	})
+}

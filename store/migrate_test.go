@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestMigrateVersion1File(t *testing.T) {
 	if err := s.Put(ctx, "old", []Record{r}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Records(ctx, "old", 1, 2); err != nil || len(got) != 1 || got[0] != r {
+	if got, err := s.Records(ctx, "old", 1, 2); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], r) {
 		t.Fatalf("Records = %+v, %v; want %+v", got, err, r)
 	}
 	var v int

@@ -144,6 +144,44 @@ type SQLite struct {
 	// lookups are the prepared cache lookups, by the number of keys they take (see CacheGet).
 	lookupMu sync.Mutex
 	lookups  map[int]*sql.Stmt
+	// claimStmts are the prepared claims on the claims file, by the number of keys they take (CacheClaim).
+	claimStmts map[int]*sql.Stmt
+	// writes are Write's statements, prepared once: preparing them in every transaction cost more than the
+	// rows of a small group commit.
+	writes writeStmts
+}
+
+// writeStmts are the statements of Write. database/sql prepares each on a connection the first time a
+// transaction on that connection uses it (Tx.StmtContext) and keeps it there.
+type writeStmts struct {
+	run, cell, cache, tally *sql.Stmt
+}
+
+func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		st    **sql.Stmt
+		query string
+	}{
+		{&w.run, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING"},
+		{&w.cell, upsertCell},
+		{&w.cache, putCacheQuery},
+		{&w.tally, addTallyQuery},
+	} {
+		st, err := db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", p.query, err)
+		}
+		*p.st = st
+	}
+	return nil
+}
+
+func (w *writeStmts) close() {
+	for _, st := range []*sql.Stmt{w.run, w.cell, w.cache, w.tally} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
 }
 
 // OpenSQLite opens the store at path, creating its directory, the file and the schema when they do not exist.
@@ -179,6 +217,10 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if _, err := claims.ExecContext(ctx, claimsSchema); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("store: open %s: claims: %w", path, err)
+	}
+	if err := s.writes.prepare(ctx, db); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -277,8 +319,12 @@ func (s *SQLite) Close() error {
 	for _, st := range s.lookups {
 		_ = st.Close()
 	}
-	s.lookups = nil
+	for _, st := range s.claimStmts {
+		_ = st.Close()
+	}
+	s.lookups, s.claimStmts = nil, nil
 	s.lookupMu.Unlock()
+	s.writes.close()
 	_ = s.claims.Close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close %s: %w", s.path, err)
@@ -398,13 +444,18 @@ func (s *SQLite) Write(ctx context.Context, run string, b Batch) error {
 		return fmt.Errorf("store: put %s: begin: %w", run, err)
 	}
 	defer end()
-	if err := putCells(ctx, tx, run, b.Records); err != nil {
+	// The rows' statements run without ctx's cancellation: with a cancellable context the driver starts a
+	// goroutine per statement to interrupt it, which cost more than a row. Cancelling ctx still ends the
+	// transaction: database/sql rolls it back, after the statement running (microseconds: the write lock is
+	// taken at BEGIN, so no row waits for another writer).
+	rows := context.WithoutCancel(ctx)
+	if err := putCells(rows, tx, s.writes, run, b.Records); err != nil {
 		return fmt.Errorf("store: put %s: %w", run, err)
 	}
-	if err := putCache(ctx, tx, b.Cache); err != nil {
+	if err := putCache(rows, tx, s.writes.cache, b.Cache); err != nil {
 		return fmt.Errorf("store: put %s: cache: %w", run, err)
 	}
-	if err := addTally(ctx, tx, b.Tally); err != nil {
+	if err := addTally(rows, tx, s.writes.tally, b.Tally); err != nil {
 		return fmt.Errorf("store: put %s: cache lookups: %w", run, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -426,18 +477,14 @@ func checkBatch(run string, b Batch) error {
 	return nil
 }
 
-func putCells(ctx context.Context, tx *sql.Tx, run string, recs []Record) error {
+func putCells(ctx context.Context, tx *sql.Tx, ws writeStmts, run string, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING", run); err != nil {
+	if _, err := tx.StmtContext(ctx, ws.run).ExecContext(ctx, run); err != nil {
 		return err
 	}
-	stmt, err := tx.PrepareContext(ctx, upsertCell)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer func() { _ = stmt.Close() }()
+	stmt := tx.StmtContext(ctx, ws.cell)
 	for i := range recs {
 		r := &recs[i]
 		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,

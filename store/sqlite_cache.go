@@ -14,17 +14,20 @@ import (
 // the lookup itself costs) happens once per size and connection, not once per lookup.
 var lookupSizes = []int{1, 8, 64, 256}
 
-func putCache(ctx context.Context, tx *sql.Tx, entries []CacheEntry) error {
+const putCacheQuery = `INSERT INTO cache (key, model, value, sum, run, created) VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (key) DO UPDATE SET model = excluded.model, value = excluded.value, sum = excluded.sum,
+	run = excluded.run, created = excluded.created`
+
+const addTallyQuery = `INSERT INTO cache_tally (model, hits, misses, invalid) VALUES (?, ?, ?, ?)
+	ON CONFLICT (model) DO UPDATE SET hits = hits + excluded.hits, misses = misses + excluded.misses,
+	invalid = invalid + excluded.invalid`
+
+// putCache writes entries in tx through the prepared statement st (putCacheQuery).
+func putCache(ctx context.Context, tx *sql.Tx, st *sql.Stmt, entries []CacheEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	put, err := tx.PrepareContext(ctx, `INSERT INTO cache (key, model, value, sum, run, created) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET model = excluded.model, value = excluded.value, sum = excluded.sum,
-		run = excluded.run, created = excluded.created`)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer func() { _ = put.Close() }()
+	put := tx.StmtContext(ctx, st)
 	for _, e := range entries {
 		if _, err := put.ExecContext(ctx, e.Key[:], e.Model, e.Value, e.Sum[:], e.Run, e.Created.UnixMilli()); err != nil {
 			return fmt.Errorf("entry %s: %w", e.Key, err)
@@ -33,14 +36,17 @@ func putCache(ctx context.Context, tx *sql.Tx, entries []CacheEntry) error {
 	return nil
 }
 
-func addTally(ctx context.Context, tx *sql.Tx, tally map[string]CacheTally) error {
+// addTally adds the lookup counts in tx through the prepared statement st (addTallyQuery).
+func addTally(ctx context.Context, tx *sql.Tx, st *sql.Stmt, tally map[string]CacheTally) error {
+	var add *sql.Stmt
 	for m, t := range tally {
 		if t.IsZero() {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO cache_tally (model, hits, misses, invalid) VALUES (?, ?, ?, ?)
-			ON CONFLICT (model) DO UPDATE SET hits = hits + excluded.hits, misses = misses + excluded.misses,
-			invalid = invalid + excluded.invalid`, m, t.Hits, t.Misses, t.Invalid); err != nil {
+		if add == nil {
+			add = tx.StmtContext(ctx, st)
+		}
+		if _, err := add.ExecContext(ctx, m, t.Hits, t.Misses, t.Invalid); err != nil {
 			return fmt.Errorf("model %s: %w", m, err)
 		}
 	}
@@ -110,8 +116,30 @@ func scanCacheRows(rows *sql.Rows, out []CacheEntry) ([]CacheEntry, error) {
 	return out, rows.Err()
 }
 
+// claimStmt returns the prepared claim of n keys, on the claims file.
+func (s *SQLite) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	s.lookupMu.Lock()
+	defer s.lookupMu.Unlock()
+	if st, ok := s.claimStmts[n]; ok {
+		return st, nil
+	}
+	st, err := s.claims.PrepareContext(ctx, `INSERT INTO cache_claims (key, owner, expires) VALUES `+
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ")+`
+		ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+		WHERE cache_claims.owner = excluded.owner OR cache_claims.expires <= ?
+		RETURNING key`)
+	if err != nil {
+		return nil, err
+	}
+	if s.claimStmts == nil {
+		s.claimStmts = map[int]*sql.Stmt{}
+	}
+	s.claimStmts[n] = st
+	return st, nil
+}
+
 // CacheClaim claims keys for owner until until, except keys whose claim by another owner lasts beyond now: one
-// statement per 256 keys, which returns the keys it claimed.
+// prepared statement per 256 keys (of the sizes of lookupSizes, as CacheGet), which returns the keys it claimed.
 func (s *SQLite) CacheClaim(ctx context.Context, owner string, keys []CacheKey, now, until time.Time) ([]CacheKey, error) {
 	keys = uniqueKeys(keys)
 	if len(keys) == 0 {
@@ -123,25 +151,30 @@ func (s *SQLite) CacheClaim(ctx context.Context, owner string, keys []CacheKey, 
 	}
 	defer end()
 	claimed := make(map[CacheKey]bool, len(keys))
-	const per = 256
-	args := make([]any, 0, 3*per+1)
-	for start := 0; start < len(keys); start += per {
-		part := keys[start:min(len(keys), start+per)]
+	largest := lookupSizes[len(lookupSizes)-1]
+	args := make([]any, 0, 3*largest+1)
+	// As in Write, the statements run without ctx's cancellation (no goroutine per statement); cancelling ctx
+	// still rolls the transaction back.
+	rowCtx := context.WithoutCancel(ctx)
+	for start := 0; start < len(keys); start += largest {
+		part := keys[start:min(len(keys), start+largest)]
+		size := lookupSizes[slices.IndexFunc(lookupSizes, func(n int) bool { return n >= len(part) })]
 		args = args[:0]
-		for _, k := range part {
-			args = append(args, k[:], owner, until.UnixMilli())
+		// The slots left over repeat the last key: its second row updates the claim its first row made.
+		for i := range size {
+			args = append(args, part[min(i, len(part)-1)][:], owner, until.UnixMilli())
 		}
 		args = append(args, now.UnixMilli())
-		rows, err := tx.QueryContext(ctx, `INSERT INTO cache_claims (key, owner, expires) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")+`
-			ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
-			WHERE cache_claims.owner = excluded.owner OR cache_claims.expires <= ?
-			RETURNING key`, args...)
+		st, err := s.claimStmt(ctx, size)
+		if err != nil {
+			return nil, fmt.Errorf("store: cache claim: %w", err)
+		}
+		rows, err := tx.StmtContext(ctx, st).QueryContext(rowCtx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: cache claim: %w", err)
 		}
 		for rows.Next() {
-			var b []byte
+			var b sql.RawBytes
 			if err := rows.Scan(&b); err != nil {
 				_ = rows.Close()
 				return nil, fmt.Errorf("store: cache claim: %w", err)

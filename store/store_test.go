@@ -202,7 +202,7 @@ func TestPutRecordsRoundTripAndUpsert(t *testing.T) {
 			t.Fatalf("Put upsert: %v", err)
 		}
 		got, err = s.Records(ctx, "run", 5, 6)
-		if err != nil || len(got) != 1 || got[0] != up[2] {
+		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], up[2]) {
 			t.Fatalf("Records after upsert = %+v, %v; want [%+v]", got, err, up[2])
 		}
 		c, err := s.Counts(ctx, "run")
@@ -253,7 +253,7 @@ func TestFailedRecordNeverReplacesAnAnswer(t *testing.T) {
 			t.Fatalf("%d records, want %d", len(got), len(want))
 		}
 		for i := range want {
-			if got[i] != want[i] {
+			if !reflect.DeepEqual(got[i], want[i]) {
 				t.Errorf("cell %d = %+v, want %+v", i, got[i], want[i])
 			}
 		}
@@ -343,7 +343,7 @@ func TestScanStreamsAllPagesInOrder(t *testing.T) {
 			if r.Index <= prev || r.Index%7 == 3 {
 				return fmt.Errorf("index %d after %d", r.Index, prev)
 			}
-			if r != rec(r.Index) {
+			if !reflect.DeepEqual(r, rec(r.Index)) {
 				return fmt.Errorf("record %d = %+v, want %+v", r.Index, r, rec(r.Index))
 			}
 			prev = r.Index
@@ -423,7 +423,7 @@ func TestConcurrentOverlappingPuts(t *testing.T) {
 			t.Fatalf("Records = %d, %v; want %d", len(got), err, cells)
 		}
 		for i, r := range got {
-			if r != rec(i) {
+			if !reflect.DeepEqual(r, rec(i)) {
 				t.Fatalf("record %d = %+v, want %+v", i, r, rec(i))
 			}
 		}
@@ -637,7 +637,7 @@ func TestEveryRecordFieldRoundTrips(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("Records = %+v, %v", got, err)
 		}
-		if got[0] != in {
+		if !reflect.DeepEqual(got[0], in) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got[0], in)
 		}
 	})

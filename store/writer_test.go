@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -279,7 +280,7 @@ func TestWriterConcurrentAdds(t *testing.T) {
 		t.Fatalf("Records = %d, %v; want %d", len(got), err, goroutines*each)
 	}
 	for i, r := range got {
-		if r != rec(i) {
+		if !reflect.DeepEqual(r, rec(i)) {
 			t.Fatalf("record %d = %+v, want %+v", i, r, rec(i))
 		}
 	}

@@ -5,7 +5,8 @@
 // response cache off, with the default policy on an empty cache (every cell called and written to the cache), and
 // as a new run served entirely from the cache the empty-cache run filled in the same round. Every round starts a
 // new server, simulator, worker and results store, and every run has a run id of its own; each ratio is taken to
-// the bare loop of the same round. It prints a markdown table.
+// the bare loop of the same round. Beside cells/s it reports the process's CPU time per cell, which, unlike
+// cells/s, holds whatever else the machine runs. It prints a markdown table.
 //
 //	go run ./benchmarks/overhead            # 5 rounds
 //	go run ./benchmarks/overhead --quick    # 1 round
@@ -21,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -103,6 +105,10 @@ func cacheModes() [nModes]cacheMode {
 type sample struct {
 	bare             float64
 	run, pass, alone [nModes]float64
+	// The CPU time of this process per cell (user and system, the simulator's and the server's share included)
+	// of the bare loop, the runs and the passes alone: unlike cells/s, it holds whatever else the machine runs.
+	bareCPU          float64
+	runCPU, aloneCPU [nModes]float64
 }
 
 func run(o options) error {
@@ -135,23 +141,35 @@ func run(o options) error {
 	fmt.Printf("### Overhead: %d calls (1 model × 1 seed × %d items × %d personas), simulator at zero latency, concurrency %d\n\n",
 		spec.NumCells(), o.items, o.personas, o.conc)
 	fmt.Printf("%s · rounds %d (median)\n\n", bench.Machine(), o.rounds)
-	fmt.Println("| what | response cache | cells/s | ratio to bare loop |")
-	fmt.Println("|---|---|---:|---:|")
-	row := func(name, cache string, f func(sample) float64) {
-		fmt.Printf("| %s | %s | %.0f | %.2f |\n", name, cache, med(f), med(func(s sample) float64 { return f(s) / s.bare }))
+	fmt.Println("| what | response cache | cells/s | ratio to bare loop | CPU µs per cell | bare loop's CPU / this |")
+	fmt.Println("|---|---|---:|---:|---:|---:|")
+	row := func(name, cache string, f, cpu func(sample) float64) {
+		c, cr := "–", "–"
+		if cpu != nil {
+			c = fmt.Sprintf("%.0f", med(cpu))
+			cr = fmt.Sprintf("%.2f", med(func(s sample) float64 { return s.bareCPU / cpu(s) }))
+		}
+		fmt.Printf("| %s | %s | %.0f | %.2f | %s | %s |\n", name, cache, med(f), med(func(s sample) float64 { return f(s) / s.bare }), c, cr)
 	}
-	fmt.Printf("| bare go-openai loop, %d goroutines | none | %.0f | 1.00 |\n", o.conc, med(func(s sample) float64 { return s.bare }))
+	fmt.Printf("| bare go-openai loop, %d goroutines | none | %.0f | 1.00 | %.0f | 1.00 |\n", o.conc,
+		med(func(s sample) float64 { return s.bare }), med(func(s sample) float64 { return s.bareCPU }))
 	modes := cacheModes()
 	for _, what := range []struct {
-		name string
-		f    func(sample, int) float64
+		name   string
+		f, cpu func(sample, int) float64
 	}{
-		{"run: ExperimentWorkflow start → result (prepare, pass, export)", func(s sample, i int) float64 { return s.run[i] }},
-		{"run: its RunSeedPass (server's started → completed)", func(s sample, i int) float64 { return s.pass[i] }},
-		{"RunSeedPass alone (testsuite activity environment)", func(s sample, i int) float64 { return s.alone[i] }},
+		{"run: ExperimentWorkflow start → result (prepare, pass, export)", func(s sample, i int) float64 { return s.run[i] },
+			func(s sample, i int) float64 { return s.runCPU[i] }},
+		{"run: its RunSeedPass (server's started → completed)", func(s sample, i int) float64 { return s.pass[i] }, nil},
+		{"RunSeedPass alone (testsuite activity environment)", func(s sample, i int) float64 { return s.alone[i] },
+			func(s sample, i int) float64 { return s.aloneCPU[i] }},
 	} {
 		for i, m := range modes {
-			row(what.name, m.label, func(s sample) float64 { return what.f(s, i) })
+			var cpu func(sample) float64
+			if what.cpu != nil {
+				cpu = func(s sample) float64 { return what.cpu(s, i) }
+			}
+			row(what.name, m.label, func(s sample) float64 { return what.f(s, i) }, cpu)
 		}
 	}
 
@@ -199,13 +217,14 @@ func round(o options, r int, spec experiment.Spec, reqs []openai.ChatCompletionR
 
 	n := spec.NumCells()
 	var d time.Duration
+	cpu0 := processCPU()
 	if err := o.profile(r, "bare", func() (err error) {
 		d, err = bench.Bare(ctx, oc, reqs, o.conc)
 		return err
 	}); err != nil {
 		return s, err
 	}
-	s.bare = float64(n) / d.Seconds()
+	s.bare, s.bareCPU = float64(n)/d.Seconds(), perCell(processCPU()-cpu0, n)
 
 	modes := cacheModes()
 	var first [][]string
@@ -214,6 +233,7 @@ func round(o options, r int, spec experiment.Spec, reqs []openai.ChatCompletionR
 		sp.Run.Cache = m.policy
 		id := fmt.Sprintf("overhead-r%d-%s", r, m.name)
 		var res workflows.Result
+		cpu0 := processCPU()
 		if err := o.profile(r, "workflow-"+m.name, func() (err error) {
 			start := time.Now()
 			res, err = st.Run(ctx, id, sp)
@@ -222,6 +242,7 @@ func round(o options, r int, spec experiment.Spec, reqs []openai.ChatCompletionR
 		}); err != nil {
 			return s, err
 		}
+		s.runCPU[i] = perCell(processCPU()-cpu0, n)
 		if got := res.Summary.OK + res.Summary.Unparsed; got != n {
 			return s, fmt.Errorf("%s: %d of %d cells answered: %+v", id, got, n, res.Summary.Errors)
 		}
@@ -246,13 +267,14 @@ func round(o options, r int, spec experiment.Spec, reqs []openai.ChatCompletionR
 	for i, m := range modes {
 		sp := spec
 		sp.Run.Cache = m.policy
+		var cpu time.Duration
 		if err := o.profile(r, "activity-"+m.name, func() (err error) {
-			d, err = passAlone(act, fmt.Sprintf("overhead-r%d-activity-%s", r, m.name), sp, o.conc, cachedWant(m, n))
+			d, cpu, err = passAlone(act, fmt.Sprintf("overhead-r%d-activity-%s", r, m.name), sp, o.conc, cachedWant(m, n))
 			return err
 		}); err != nil {
 			return s, err
 		}
-		s.alone[i] = float64(n) / d.Seconds()
+		s.alone[i], s.aloneCPU[i] = float64(n)/d.Seconds(), perCell(cpu, n)
 	}
 	fmt.Fprintf(os.Stderr, "round %d: bare %.0f; run off/fill/hit %.0f/%.0f/%.0f; its pass %.0f/%.0f/%.0f; pass alone %.0f/%.0f/%.0f cells/s (load %s)\n",
 		r+1, s.bare, s.run[0], s.run[1], s.run[2], s.pass[0], s.pass[1], s.pass[2], s.alone[0], s.alone[1], s.alone[2], bench.Load())
@@ -308,35 +330,47 @@ func newActivities(st *store.SQLite, simURL string) (*activities.Activities, err
 
 // passAlone runs PrepareRun, then times RunSeedPass of the spec's only pass in Temporal's test activity
 // environment (no server involved); cached is how many cells must come from the response cache.
-func passAlone(a *activities.Activities, runID string, spec experiment.Spec, conc, cached int) (time.Duration, error) {
+func passAlone(a *activities.Activities, runID string, spec experiment.Spec, conc, cached int) (time.Duration, time.Duration, error) {
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
 	raw, err := json.Marshal(spec)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if _, err := env.ExecuteActivity(a.PrepareRun, activities.PrepareInput{RunID: runID, Spec: raw}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	passes := spec.Passes()
 	if len(passes) != 1 {
-		return 0, fmt.Errorf("%d passes, want 1", len(passes))
+		return 0, 0, fmt.Errorf("%d passes, want 1", len(passes))
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	v, err := env.ExecuteActivity(a.RunSeedPass, activities.PassInput{RunID: runID, Pass: passes[0],
 		Limits: ratelimit.Limits{Concurrency: conc}})
-	d := time.Since(start)
+	d, cpu := time.Since(start), processCPU()-cpu0
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var res activities.PassResult
 	if err := v.Get(&res); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if res.OK+res.Unparsed != passes[0].Len() || res.Cached != cached {
-		return 0, fmt.Errorf("pass alone %s: %+v, want every cell answered and %d from the cache", runID, res, cached)
+		return 0, 0, fmt.Errorf("pass alone %s: %+v, want every cell answered and %d from the cache", runID, res, cached)
 	}
-	return d, nil
+	return d, cpu, nil
 }
+
+// processCPU is the CPU time this process has used so far, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// perCell is cpu per cell of n, in microseconds.
+func perCell(cpu time.Duration, n int) float64 { return float64(cpu.Nanoseconds()) / 1e3 / float64(n) }
