@@ -120,7 +120,7 @@ func anthropicImage(u string) (*anthropicImageSource, error) {
 type anthropicResponse struct {
 	Type       string `json:"type"`
 	StopReason string `json:"stop_reason"`
-	Content []struct {
+	Content    []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`

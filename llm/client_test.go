@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -277,9 +278,9 @@ func TestChatRequestAndResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Response{Text: "Agree", PromptTokens: 42, CompletionTokens: 3, RateLimit: RateLimitInfo{
+	want := Response{Text: "Agree", PromptTokens: 42, CompletionTokens: 3, FinishReason: FinishStop, RateLimit: RateLimitInfo{
 		RemainingRequests: 499, RemainingTokens: 199000, ResetRequests: 120 * time.Millisecond, ResetTokens: 90500 * time.Millisecond}}
-	if resp != want {
+	if !reflect.DeepEqual(resp, want) {
 		t.Errorf("response = %+v, want %+v", resp, want)
 	}
 	if got.path != "/v1/chat/completions" {

@@ -55,7 +55,7 @@ func TestFirstTokenVariantsAreSummed(t *testing.T) {
 // Under a JSON schema the label follows {"answer":"; tokens may split or merge the prefix and the label.
 func TestLabelAfterThePrefix(t *testing.T) {
 	for name, toks := range map[string][]llm.TokenLogprob{
-		"split": {tok(`{"`, -0.01), tok("answer", -0.01), tok(`":"`, -0.01), tok("2", math.Log(0.6), alt("2", 0.6), alt("1", 0.3), alt(" ", 0.05)), tok(`"}`, -0.01)},
+		"split":  {tok(`{"`, -0.01), tok("answer", -0.01), tok(`":"`, -0.01), tok("2", math.Log(0.6), alt("2", 0.6), alt("1", 0.3), alt(" ", 0.05)), tok(`"}`, -0.01)},
 		"merged": {tok(`{"answer": "`, -0.01), tok(`2"`, math.Log(0.6), alt(`2"`, 0.6), alt(`1"`, 0.3), alt(`3`, 0.0)), tok("}", -0.01)},
 		"spaces": {tok("{", -0.01), tok(` "answer"`, -0.01), tok(`: "`, -0.01), tok("2", math.Log(0.6), alt("2", 0.6), alt("1", 0.3))},
 	} {

@@ -622,6 +622,11 @@ func TestEveryRecordFieldRoundTrips(t *testing.T) {
 			f.SetFloat(float64(i) + 0.25)
 		case reflect.Bool:
 			f.SetBool(true)
+		case reflect.Slice:
+			if f.Type().Elem().Kind() != reflect.Float64 {
+				t.Fatalf("Record.%s is a slice of %s: teach this test to fill it", v.Type().Field(i).Name, f.Type().Elem().Kind())
+			}
+			f.Set(reflect.ValueOf([]float64{0.1, 1.0 / 3, float64(i) / 7}))
 		default:
 			t.Fatalf("Record.%s has kind %s: teach this test to fill it", v.Type().Field(i).Name, f.Kind())
 		}
