@@ -146,6 +146,7 @@ func (s *Spec) check() Errors {
 	s.checkBatches(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
+	s.checkReference(&errs)
 	return errs
 }
 
