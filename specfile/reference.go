@@ -340,7 +340,11 @@ func (rr *refReader) counts(lower []string) {
 				rr.fail(line, gCol, "group %q: want column=value such as gender=2, or empty (or %q) for the whole sample", g, experiment.GroupAll)
 				continue
 			case !slices.Contains(ref.Groups, c):
-				rr.fail(line, gCol, "group %q: column %q is not in reference.groups (%s); add it there", g, c, strings.Join(ref.Groups, ", "))
+				declared := strings.Join(ref.Groups, ", ")
+				if declared == "" {
+					declared = "none declared"
+				}
+				rr.fail(line, gCol, "group %q: column %q is not in reference.groups (%s); add it there", g, c, declared)
 				continue
 			}
 			groupsOf[it] = true

@@ -301,6 +301,21 @@ func TestReferenceValidation(t *testing.T) {
 	}
 }
 
+// TestReferenceItemWithoutColumn: an item the file has no column for is not an error, but a note says it gets no
+// human side.
+func TestReferenceItemWithoutColumn(t *testing.T) {
+	s, err := refSpec(t, "{file: human.csv}", "i1\n1\n2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "no column for items i2") {
+		t.Fatalf("notes %q, want one naming item i2", s.Notes)
+	}
+	if len(s.Reference.Counts) != 1 || s.Reference.Counts[0].Item != "i1" {
+		t.Fatalf("counts %+v, want i1's alone", s.Reference.Counts)
+	}
+}
+
 func TestInGroup(t *testing.T) {
 	s, err := refSpec(t, "{file: human.csv, groups: [age]}", "i1,i2,age\n1,2,30\n")
 	if err != nil {
