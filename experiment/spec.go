@@ -34,6 +34,8 @@ type Spec struct {
 	Image ImageSettings `json:"image,omitzero"`
 	// Embed says which texts a kind: embed spec embeds and how requests are packed.
 	Embed *EmbedSettings `json:"embed,omitempty"`
+	// Reference is a human reference sample the answers are compared with (see reference.go); nil: none.
+	Reference *Reference `json:"reference,omitempty"`
 	// Notes are remarks of specfile.Parse that are not errors ("file:line:col: field: text"), such as a key of the
 	// seed-000 framework's files that is accepted but has no effect here. Commands print them; they are never
 	// serialised, so they do not change the spec's hash or its run.

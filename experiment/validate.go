@@ -147,6 +147,7 @@ func (s *Spec) check() Errors {
 	s.checkAnswers(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
+	s.checkReference(&errs)
 	return errs
 }
 

@@ -34,10 +34,13 @@ func readCSV(t *testing.T, name string) [][]string {
 	return recs
 }
 
-func readReference(t *testing.T) map[string]*refCase {
+func readReference(t *testing.T) map[string]*refCase { return readReferenceFile(t, "reference.csv") }
+
+// readReferenceFile reads a file of psych's numbers in the format of reference.csv: case, stat, item, value.
+func readReferenceFile(t *testing.T, name string) map[string]*refCase {
 	t.Helper()
 	out := map[string]*refCase{}
-	for _, r := range readCSV(t, "reference.csv")[1:] {
+	for _, r := range readCSV(t, name)[1:] {
 		c := out[r[0]]
 		if c == nil {
 			c = &refCase{totals: map[string]float64{}, items: map[string]map[string]float64{}}

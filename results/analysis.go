@@ -114,6 +114,9 @@ type Analysis struct {
 	Reliability []Reliability
 	Items       []ItemStat
 	Agreement   []Agreement
+	// Reference and ReferenceScales compare the answers with the spec's human reference (empty without one).
+	Reference       []ReferenceRow
+	ReferenceScales []ReferenceScale
 	// Cells holds every cell in submission order (index = cell index).
 	Cells []CellResult
 	// ScaleIDs and ScaleNames are the scored scales in output order; ItemScale maps an item index to its
@@ -121,6 +124,9 @@ type Analysis struct {
 	ScaleIDs   []string
 	ScaleNames []string
 	ItemScale  []int
+
+	// dists are the cells' answer distributions summed per (model, item, persona); see PersonaPMF.
+	dists *distAccumulator
 }
 
 // Analyze reads the records of a run and computes its Analysis. elapsed is the run's wall time, written to
@@ -152,7 +158,7 @@ func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration) *an
 	sc := newScaleAccumulator(spec)
 	return &analyzer{
 		a: &Analysis{Spec: spec, RunID: runID, Cells: make([]CellResult, spec.NumCells()),
-			ScaleIDs: sc.scales, ScaleNames: sc.names, ItemScale: sc.itemScale},
+			ScaleIDs: sc.scales, ScaleNames: sc.names, ItemScale: sc.itemScale, dists: newDistAccumulator(spec)},
 		sum:    newSummarizer(spec, runID, elapsed),
 		scales: sc,
 	}
@@ -181,6 +187,7 @@ func (an *analyzer) add(r *Row) {
 		}
 	}
 	an.a.Cells[r.Index] = c
+	an.a.dists.add(r, int(c.Option))
 }
 
 func (an *analyzer) finish() *Analysis {
@@ -189,6 +196,7 @@ func (an *analyzer) finish() *Analysis {
 	a.Scales = an.scales.scores(a.Spec)
 	a.reliability()
 	a.agreement()
+	a.reference()
 	return a
 }
 

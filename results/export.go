@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/silicolab/silico/experiment"
@@ -28,7 +30,28 @@ const (
 	ReliabilityFile = "reliability.csv"
 	ItemsFile       = "items.csv"
 	AgreementFile   = "agreement.csv"
+	// DistributionsFile holds every persona's mean answer distribution per model and item.
+	DistributionsFile = "distributions.csv"
+	// ReferenceFile and ReferenceScalesFile compare the answers with the spec's human reference; written only
+	// when the spec has one.
+	ReferenceFile       = "reference.csv"
+	ReferenceScalesFile = "reference_scales.csv"
 )
+
+// AnalysisFiles returns the names of the analysis outputs Export writes for spec besides results.jsonl,
+// results.csv and summary.json, in the order it writes them.
+func AnalysisFiles(spec *experiment.Spec) []string {
+	out := []string{ScalesFile, ReliabilityFile, ItemsFile, AgreementFile, DistributionsFile}
+	if spec != nil && spec.Reference != nil {
+		out = append(out, ReferenceFile, ReferenceScalesFile)
+	}
+	return out
+}
+
+// OutputFiles returns the names of every file Export writes for spec, summary.json last.
+func OutputFiles(spec *experiment.Spec) []string {
+	return slices.Concat([]string{JSONLFile, CSVFile}, AnalysisFiles(spec), []string{SummaryFile})
+}
 
 // maxErrors is how many distinct errors a Summary lists.
 const maxErrors = 5
@@ -59,6 +82,8 @@ type Summary struct {
 	Errors []string `json:"errors"`
 	// Models has one entry per model of the spec, in spec order.
 	Models []ModelSummary `json:"models"`
+	// Outputs are the files Export writes for the run, summary.json last; empty for an embed run's summary.
+	Outputs []string `json:"outputs,omitempty"`
 }
 
 // ModelSummary is the part of a Summary that concerns one model.
@@ -74,9 +99,11 @@ type ModelSummary struct {
 }
 
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
-// per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv and
-// agreement.csv (see Analysis), and summary.json. A cell with no record is written as failed with error class
-// NotRun. Records are streamed from src, never all held in memory; the analysis keeps a CellResult per cell.
+// per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv,
+// agreement.csv and distributions.csv (see Analysis), reference.csv and reference_scales.csv when the spec has a
+// human reference, and summary.json. A cell with no record is written as failed with error class
+// NotRun. Records are streamed from src, never all held in memory; the analysis keeps a CellResult per cell
+// and the answer distributions summed per model, item and persona.
 //
 // Each file is written to a temporary file in dir and renamed into place only when all of them are complete,
 // summary.json last: on error no partial output is left and earlier outputs in dir are untouched.
@@ -103,7 +130,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		return Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	side := map[string]*atomicFile{}
-	for _, name := range []string{ReliabilityFile, ItemsFile, AgreementFile} {
+	for _, name := range AnalysisFiles(spec)[1:] {
 		if side[name], err = create(name); err != nil {
 			return Summary{}, fmt.Errorf("results: export: %w", err)
 		}
@@ -141,12 +168,16 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if err := writeScales(sf.w, runID, a.Scales); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
 	}
-	for name, write := range map[string]func() error{
-		ReliabilityFile: func() error { return writeReliability(side[ReliabilityFile].w, runID, a.Reliability) },
-		ItemsFile:       func() error { return writeItems(side[ItemsFile].w, runID, a.Items) },
-		AgreementFile:   func() error { return writeAgreement(side[AgreementFile].w, runID, a.Agreement) },
-	} {
-		if err := write(); err != nil {
+	writers := map[string]func(io.Writer) error{
+		ReliabilityFile:     func(w io.Writer) error { return writeReliability(w, runID, a.Reliability) },
+		ItemsFile:           func(w io.Writer) error { return writeItems(w, runID, a.Items) },
+		AgreementFile:       func(w io.Writer) error { return writeAgreement(w, runID, a.Agreement) },
+		DistributionsFile:   func(w io.Writer) error { return writeDistributions(w, runID, a.Distributions()) },
+		ReferenceFile:       func(w io.Writer) error { return writeReference(w, runID, a.Reference) },
+		ReferenceScalesFile: func(w io.Writer) error { return writeReferenceScales(w, runID, a.ReferenceScales) },
+	}
+	for name, f := range side {
+		if err := writers[name](f.w); err != nil {
 			return Summary{}, fmt.Errorf("results: export: %s: %w", name, err)
 		}
 	}
@@ -273,6 +304,9 @@ func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *
 			Errors: []string{}, Models: make([]ModelSummary, len(spec.Models))},
 		models: make(map[string]int, len(spec.Models)),
 		seen:   make(map[string]bool),
+	}
+	if !spec.IsEmbed() {
+		z.s.Outputs = OutputFiles(spec)
 	}
 	for i, m := range spec.Models {
 		z.s.Models[i].Model = m.ID

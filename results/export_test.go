@@ -281,6 +281,8 @@ func TestSummaryCountsAndFirstDistinctErrors(t *testing.T) {
 			{Model: "m1", Cells: 12, OK: 10, Unparsed: 2, Usage: usage.Usage{PromptTokens: 500, CompletionTokens: 30, CostUSD: 0.000125}},
 			{Model: "m2", Cells: 12, OK: 2, Failed: 10, Usage: usage.Usage{PromptTokens: 160, CompletionTokens: 6, CostUSD: 0.000025}},
 		},
+		Outputs: []string{"results.jsonl", "results.csv", "scales.csv", "reliability.csv", "items.csv", "agreement.csv",
+			"distributions.csv", "summary.json"},
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("Summary =\n%+v\nwant\n%+v", s, want)

@@ -1,6 +1,7 @@
 // Package results turns the records of a run into its outputs: results.jsonl and results.csv
 // with one row per cell in submission order, summary.json, scales.csv with the mean score of every scale, and
-// the psychometrics of Analysis: reliability.csv, items.csv and agreement.csv.
+// the psychometrics of Analysis: reliability.csv, items.csv and agreement.csv; the answer distributions of
+// distributions.csv, and their comparison with a human reference in reference.csv and reference_scales.csv.
 //
 // Every column of a row except run_id, latency_ms and attempts is a fact of the cell: identical for every
 // concurrency setting, worker count and resume. CellColumns returns exactly those columns.

@@ -16,25 +16,46 @@ import (
 	"github.com/silicolab/silico/suggest"
 )
 
+// csvTable is a CSV file the spec names: its header and rows, with the line of each row and the column (1-based,
+// in bytes) of each field, for errors.
+type csvTable struct {
+	name       string
+	header     []string
+	headerCols []int
+	rows       [][]string
+	lines      []int
+	cols       [][]int
+}
+
 // readCSV opens a CSV file named by the spec; n is the spec's file node, for errors.
 func (d *decoder) readCSV(n *node, path string) (name string, header []string, rows [][]string, lines []int, ok bool) {
+	t, ok := d.readCSVTable(n, path)
+	if t == nil {
+		return "", nil, nil, nil, false
+	}
+	return t.name, t.header, t.rows, t.lines, ok
+}
+
+// readCSVTable reads a CSV file named by the spec, with the position of every field; n is the spec's file node,
+// for errors. The table is nil when no file name could be resolved.
+func (d *decoder) readCSVTable(n *node, path string) (*csvTable, bool) {
 	rel := d.str(n, path)
 	if rel == "" {
 		d.errAt(n, path, "want the path of a CSV file, relative to the spec")
-		return "", nil, nil, nil, false
+		return nil, false
 	}
 	if d.noFiles {
 		d.errAt(n, path, "files are not read from a workflow input; inline them with `starter validate --json`")
-		return "", nil, nil, nil, false
+		return nil, false
 	}
-	name = rel
+	t := &csvTable{name: rel}
 	if !filepath.IsAbs(rel) {
-		name = filepath.Join(d.baseDir, rel)
+		t.name = filepath.Join(d.baseDir, rel)
 	}
-	data, err := os.ReadFile(name)
+	data, err := os.ReadFile(t.name)
 	if err != nil {
-		d.errAt(n, path, "cannot read %s: %s (the path is relative to the spec's directory)", name, unwrapPathError(err))
-		return name, nil, nil, nil, false
+		d.errAt(n, path, "cannot read %s: %s (the path is relative to the spec's directory)", t.name, unwrapPathError(err))
+		return t, false
 	}
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
 	for {
@@ -43,30 +64,36 @@ func (d *decoder) readCSV(n *node, path string) (name string, header []string, r
 			break
 		}
 		if err != nil {
-			e := &experiment.Error{File: name, Field: path, Msg: "not valid CSV: " + err.Error()}
+			e := &experiment.Error{File: t.name, Field: path, Msg: "not valid CSV: " + err.Error()}
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				e.Line, e.Column, e.Msg = pe.Line, pe.Column, "not valid CSV: "+pe.Err.Error()
 			}
 			d.errs = append(d.errs, e)
-			return name, nil, nil, nil, false
+			return t, false
 		}
 		line, _ := r.FieldPos(0)
-		if header == nil {
-			header = make([]string, len(rec))
+		cols := make([]int, len(rec))
+		for i := range rec {
+			_, cols[i] = r.FieldPos(i)
+		}
+		if t.header == nil {
+			t.header = make([]string, len(rec))
 			for i, h := range rec {
-				header[i] = strings.TrimSpace(h)
+				t.header[i] = strings.TrimSpace(h)
 			}
+			t.headerCols = cols
 			continue
 		}
-		rows = append(rows, rec)
-		lines = append(lines, line)
+		t.rows = append(t.rows, rec)
+		t.lines = append(t.lines, line)
+		t.cols = append(t.cols, cols)
 	}
-	if header == nil {
-		d.errs = append(d.errs, &experiment.Error{File: name, Line: 1, Column: 1, Msg: "empty CSV: want a header row and one row per entry"})
-		return name, nil, nil, nil, false
+	if t.header == nil {
+		d.errs = append(d.errs, &experiment.Error{File: t.name, Line: 1, Column: 1, Msg: "empty CSV: want a header row and one row per entry"})
+		return t, false
 	}
-	return name, header, rows, lines, true
+	return t, true
 }
 
 // personaCSV reads personas from a CSV with an id column and one column per attribute.

@@ -24,6 +24,8 @@ type decoder struct {
 	// notes are remarks that are not errors: keys accepted but without effect in silico.
 	notes []string
 	locs  map[string]loc
+	// referenceNode is the reference section whose file parse reads after decoding (see referenceFile).
+	referenceNode *node
 }
 
 // loc is where a resolved field came from: its path in the source and its position.
@@ -206,6 +208,15 @@ func (d *decoder) strings(n *node, path string) []string {
 	var out []string
 	for i, e := range d.list(n, path, "strings") {
 		out = append(out, d.str(e, index(path, i)))
+	}
+	return out
+}
+
+// integers reads a list of whole numbers.
+func (d *decoder) integers(n *node, path string) []int {
+	var out []int
+	for i, e := range d.list(n, path, "whole numbers") {
+		out = append(out, d.integer(e, index(path, i)))
 	}
 	return out
 }

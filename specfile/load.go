@@ -65,6 +65,9 @@ func parse(data []byte, d *decoder, control []string) (*experiment.Spec, error) 
 	} else {
 		specKeys.into(d, root, "", s)
 	}
+	if d.referenceNode != nil {
+		d.referenceFile(s, d.referenceNode)
+	}
 	if s.Name == "" && root.get("name") == nil && filename != "" {
 		base := filepath.Base(filename)
 		s.Name = strings.TrimSuffix(base, filepath.Ext(base))

@@ -25,6 +25,42 @@ var specKeys = table[experiment.Spec]{
 	field("simulator", func(s *experiment.Spec) **experiment.SimulatorSettings { return &s.Simulator }, simulatorKeys.decodePtr),
 	field("image", func(s *experiment.Spec) *experiment.ImageSettings { return &s.Image }, imageKeys.decode),
 	field("embed", func(s *experiment.Spec) **experiment.EmbedSettings { return &s.Embed }, embed),
+	field("reference", func(s *experiment.Spec) **experiment.Reference { return &s.Reference }, reference),
+}
+
+// referenceKeys are the keys of the human reference. A spec file gives file and groups; form, counts and
+// scales are what the starter reads from the file (see referenceFile), which a resolved spec carries.
+var referenceKeys = table[experiment.Reference]{
+	field("file", func(r *experiment.Reference) *string { return &r.File }, (*decoder).str),
+	field("groups", func(r *experiment.Reference) *[]string { return &r.Groups }, (*decoder).strings),
+	field("form", func(r *experiment.Reference) *string { return &r.Form }, (*decoder).str),
+	field("counts", func(r *experiment.Reference) *[]experiment.ReferenceCounts { return &r.Counts }, listOf(referenceCountKeys, "reference counts")),
+	field("scales", func(r *experiment.Reference) *[]experiment.ReferenceScale { return &r.Scales }, listOf(referenceScaleKeys, "reference scales")),
+}
+
+var referenceCountKeys = table[experiment.ReferenceCounts]{
+	field("item", func(c *experiment.ReferenceCounts) *string { return &c.Item }, (*decoder).str),
+	field("group", func(c *experiment.ReferenceCounts) *string { return &c.Group }, (*decoder).str),
+	field("counts", func(c *experiment.ReferenceCounts) *[]int { return &c.Counts }, (*decoder).integers),
+}
+
+var referenceScaleKeys = table[experiment.ReferenceScale]{
+	field("scale", func(c *experiment.ReferenceScale) *string { return &c.Scale }, (*decoder).str),
+	field("group", func(c *experiment.ReferenceScale) *string { return &c.Group }, (*decoder).str),
+	field("n", func(c *experiment.ReferenceScale) *int { return &c.Respondents }, (*decoder).integer),
+	field("n_items_used", func(c *experiment.ReferenceScale) *int { return &c.ItemsUsed }, (*decoder).integer),
+	field("alpha", func(c *experiment.ReferenceScale) **float64 { return &c.Alpha }, (*decoder).numberPtr),
+	field("omega_total", func(c *experiment.ReferenceScale) **float64 { return &c.OmegaTotal }, (*decoder).numberPtr),
+}
+
+// reference reads the reference section. A file that is named but not yet read (no counts inlined) is read
+// once the whole spec is decoded: its item and option ids are resolved against the questionnaire.
+func reference(d *decoder, n *node, path string) *experiment.Reference {
+	r := referenceKeys.decodePtr(d, n, path)
+	if r != nil && r.File != "" && len(r.Counts) == 0 && len(r.Scales) == 0 {
+		d.referenceNode = n
+	}
+	return r
 }
 
 var embedKeys = table[experiment.EmbedSettings]{

@@ -165,7 +165,8 @@ func newExportCmd() *cobra.Command {
 		Short: "Write a run's outputs from the results store",
 		Long: `Export reads the run's results from the results store (--store or SILICO_STORE: a SQLite file, default
 .silico/results.db, or a postgres:// URL) and writes results.jsonl, results.csv, scales.csv, reliability.csv,
-items.csv, agreement.csv and summary.json to DIR. It needs no Temporal server; a run still in progress exports
+items.csv, agreement.csv, distributions.csv (reference.csv and reference_scales.csv when the spec has a human
+reference) and summary.json to DIR. It needs no Temporal server; a run still in progress exports
 what has finished, the rest marked NotRun.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -335,5 +335,9 @@ func printSummary(w io.Writer, res workflows.Result) {
 			results.VectorIndexFile}, append(sims, results.SummaryFile)...), ",")+"}"))
 		return
 	}
-	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{results.jsonl,results.csv,scales.csv,reliability.csv,items.csv,agreement.csv,summary.json}"))
+	outputs := s.Outputs
+	if len(outputs) == 0 { // a summary written before the list was kept
+		outputs = []string{"results.jsonl", "results.csv", "scales.csv", "reliability.csv", "items.csv", "agreement.csv", "summary.json"}
+	}
+	fmt.Fprintf(w, "  outputs: %s\n", filepath.Join(res.OutputDir, "{"+strings.Join(outputs, ",")+"}"))
 }

@@ -1,0 +1,206 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/silicolab/silico/suggest"
+)
+
+// GroupAll is the label of the group of every respondent (and every persona).
+const GroupAll = "all"
+
+// Forms of a human reference file.
+const (
+	// ReferenceAnswers is a file of raw answers: one row per respondent, a column per item id.
+	ReferenceAnswers = "answers"
+	// ReferenceCountsForm is a file of counts: columns item_id, option_id, count and an optional group.
+	ReferenceCountsForm = "counts"
+)
+
+var referenceForms = []string{ReferenceAnswers, ReferenceCountsForm}
+
+// Reference is a human reference sample the models' answer distributions are compared with (reference.csv and
+// reference_scales.csv). A spec file names a CSV file; the starter reads it when it loads the spec and inlines
+// what the analysis needs — the counts of every option per item and group and, for raw answers, each scale's
+// reliability among the humans — so a resolved spec carries them and no worker reads a file. A few hundred
+// numbers stand for any number of respondents, which keeps the spec small enough for a workflow input.
+type Reference struct {
+	// File is the CSV file the reference was read from, relative to the spec; kept to say where it came from.
+	File string `json:"file,omitempty"`
+	// Groups are the respondents' attributes that split them into groups besides GroupAll: columns of a file
+	// of answers, or the column part of the group labels of a file of counts. A persona belongs to the group
+	// "gender=2" when its attribute gender is "2".
+	Groups []string `json:"groups,omitempty"`
+	// Form is the form the file had: ReferenceAnswers or ReferenceCountsForm.
+	Form string `json:"form,omitempty"`
+	// Counts has one entry per item and group with an answer, items in questionnaire order, groups GroupAll
+	// first, then by column in Groups order and value.
+	Counts []ReferenceCounts `json:"counts,omitempty"`
+	// Scales is the humans' reliability per scale and group (answers form only: counts carry no respondents).
+	Scales []ReferenceScale `json:"scales,omitempty"`
+}
+
+// ReferenceCounts is how many people of one group gave each answer to one item.
+type ReferenceCounts struct {
+	Item  string `json:"item"`
+	Group string `json:"group"`
+	// Counts[k] is the number who chose option k of the item's options (Spec.OptionsFor order).
+	Counts []int `json:"counts"`
+}
+
+// ReferenceScale is the reliability of one scale among the humans of one group, computed when the file is
+// read as results computes a model's: psychometrics on the respondents × items matrix of scores (reverse-keyed
+// items reversed, missing answers missing).
+type ReferenceScale struct {
+	Scale string `json:"scale"`
+	Group string `json:"group"`
+	// Respondents is the number of respondents with at least one scored answer on the scale's items used.
+	Respondents int `json:"n"`
+	// ItemsUsed is the number of the scale's items with variance among them.
+	ItemsUsed int `json:"n_items_used"`
+	// Alpha is Cronbach's α (psych raw_alpha) and OmegaTotal ω total (omega(nfactors = 1, fm = "pa")); nil
+	// when undefined.
+	Alpha      *float64 `json:"alpha"`
+	OmegaTotal *float64 `json:"omega_total"`
+}
+
+// GroupLabel is the label of the group of respondents whose column has value: "gender=2".
+func GroupLabel(column, value string) string { return column + "=" + value }
+
+// SplitGroup returns the column and value of a group label; ok is false for GroupAll and malformed labels.
+func SplitGroup(label string) (column, value string, ok bool) {
+	column, value, ok = strings.Cut(label, "=")
+	return column, value, ok && column != ""
+}
+
+// GroupLabels returns the reference's groups in output order: GroupAll, then the others in the order Counts
+// and Scales first name them.
+func (r *Reference) GroupLabels() []string {
+	out := []string{GroupAll}
+	for _, c := range r.Counts {
+		if !slices.Contains(out, c.Group) {
+			out = append(out, c.Group)
+		}
+	}
+	for _, c := range r.Scales {
+		if !slices.Contains(out, c.Group) {
+			out = append(out, c.Group)
+		}
+	}
+	return out
+}
+
+// InGroup reports whether persona p belongs to the reference group label: every persona belongs to GroupAll,
+// and to "column=value" when its attribute column is value (surrounding spaces ignored).
+func (s *Spec) InGroup(p int, label string) bool {
+	if label == GroupAll {
+		return true
+	}
+	col, val, ok := SplitGroup(label)
+	if !ok {
+		return false
+	}
+	v, has := s.Personas[p].Attributes[col]
+	return has && strings.TrimSpace(v) == val
+}
+
+// checkReference validates an inlined reference against the questionnaire: known items and scales, counts
+// that fit the item's options, group labels of the declared groups.
+func (s *Spec) checkReference(errs *Errors) {
+	r := s.Reference
+	if r == nil {
+		return
+	}
+	if s.IsEmbed() {
+		errs.add("reference", "only for chat specs: an embed spec has no answers to compare with humans; remove it")
+		return
+	}
+	if r.File == "" && len(r.Counts) == 0 {
+		errs.add("reference", "missing file: name the CSV of human answers, e.g. reference: {file: human.csv, groups: [gender]}")
+	}
+	seenGroup := map[string]int{}
+	for i, g := range r.Groups {
+		p := fmt.Sprintf("reference.groups[%d]", i)
+		switch {
+		case strings.TrimSpace(g) == "" || strings.Contains(g, "="):
+			errs.add(p, "group column %q: want a non-empty column name without \"=\"", g)
+		case g == GroupAll:
+			errs.add(p, "%q is the group of everyone, always reported; name a column such as gender", g)
+		}
+		if j, dup := seenGroup[g]; dup {
+			errs.add(p, "duplicate group column %q, already entry %d", g, j)
+		}
+		seenGroup[g] = i
+	}
+	if r.Form != "" && !contains(referenceForms, r.Form) {
+		errs.add("reference.form", "unknown form %q; want %s (read from the file's header)", r.Form, oneOf(referenceForms))
+	}
+	checkGroup := func(path, label string) {
+		if label == GroupAll {
+			return
+		}
+		col, _, ok := SplitGroup(label)
+		if !ok || !slices.Contains(r.Groups, col) {
+			errs.add(path, "group %q: want %q or column=value with a column of reference.groups (%s)", label, GroupAll,
+				strings.Join(r.Groups, ", "))
+		}
+	}
+	items := map[string]int{}
+	var ids []string
+	scaleOf := map[string]bool{}
+	for i, it := range s.Questionnaire.Items {
+		if _, dup := items[it.ID]; !dup {
+			items[it.ID] = i
+			ids = append(ids, it.ID)
+		}
+		if it.Scale != "" {
+			scaleOf[it.Scale] = true
+		}
+	}
+	type key struct{ a, b string }
+	seen := map[key]int{}
+	for i, c := range r.Counts {
+		p := fmt.Sprintf("reference.counts[%d]", i)
+		checkGroup(p+".group", c.Group)
+		if j, dup := seen[key{c.Item, c.Group}]; dup {
+			errs.add(p, "item %q, group %q again (entry %d has it); give each item and group once", c.Item, c.Group, j)
+		}
+		seen[key{c.Item, c.Group}] = i
+		it, ok := items[c.Item]
+		if !ok {
+			errs.add(p+".item", "unknown item %q%s; the questionnaire's items: %s", c.Item, suggest.DidYouMean(c.Item, ids), strings.Join(ids, ", "))
+			continue
+		}
+		if k := len(s.OptionsFor(it).Options); len(c.Counts) != k {
+			errs.add(p+".counts", "%d counts, but item %q has %d options; want one count per option, in their order", len(c.Counts), c.Item, k)
+		}
+		for k, n := range c.Counts {
+			if n < 0 {
+				errs.add(fmt.Sprintf("%s.counts[%d]", p, k), "%d is negative; want a number of people ≥ 0", n)
+			}
+		}
+	}
+	seenScale := map[key]int{}
+	for i, sc := range r.Scales {
+		p := fmt.Sprintf("reference.scales[%d]", i)
+		checkGroup(p+".group", sc.Group)
+		if !scaleOf[sc.Scale] {
+			errs.add(p+".scale", "scale %q has no items in the questionnaire", sc.Scale)
+		}
+		if j, dup := seenScale[key{sc.Scale, sc.Group}]; dup {
+			errs.add(p, "scale %q, group %q again (entry %d has it)", sc.Scale, sc.Group, j)
+		}
+		seenScale[key{sc.Scale, sc.Group}] = i
+		if sc.Respondents < 0 || sc.ItemsUsed < 0 {
+			errs.add(p, "negative counts; want n and n_items_used ≥ 0")
+		}
+		for _, v := range []*float64{sc.Alpha, sc.OmegaTotal} {
+			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+				errs.add(p, "alpha and omega_total must be finite numbers or null")
+			}
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package results
+
+import (
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/psychometrics"
+)
+
+// ReferenceRow is one line of reference.csv: a model's answer distribution on one item against the humans'
+// of one group (experiment.Reference).
+type ReferenceRow struct {
+	Model  string
+	ItemID string
+	Scale  string
+	Group  string
+	// Options are the item's option ids, in the order of Answers.P and Human.
+	Options []string
+	// Answers is the model's mean distribution over the cells of the group's personas (every seed).
+	Answers PMF
+	// Human is the humans' distribution (counts over their total), nil when none answered; Humans their number.
+	Human  []float64
+	Humans int
+	// W1 is the 1-Wasserstein distance over the scored options (those not ignored for scale, in their order,
+	// unit spacing), each distribution renormalised over them; JSD the Jensen–Shannon divergence in bits over
+	// every option. Entropies are in bits; means the expected scores (reverse-keyed items reversed). nil where a
+	// side has no distribution.
+	W1, JSD                    *float64
+	ModelEntropy, HumanEntropy *float64
+	ModelMean, HumanMean       *float64
+}
+
+// ReferenceScale is one line of reference_scales.csv: a scale's reliability among one model's personas of a
+// group next to the humans' of that group.
+type ReferenceScale struct {
+	Model     string
+	Scale     string
+	ScaleName string
+	Group     string
+	// Personas is the number of the group's personas with a score; ItemsUsed the scale's items with variance
+	// among them. The model's matrix is personas × items of expected scores: Σ p·score over each persona's mean
+	// distribution across seeds (the mean score over seeds when the cells have no probabilities).
+	Personas   int
+	ItemsUsed  int
+	ModelAlpha *float64
+	ModelOmega *float64
+	// The humans' numbers, as the spec's reference carries them (nil: not computed, e.g. from a file of counts).
+	Humans         int
+	HumanItemsUsed int
+	HumanAlpha     *float64
+	HumanOmega     *float64
+}
+
+// reference fills Reference and ReferenceScales when the spec has a human reference.
+func (a *Analysis) reference() {
+	s := a.Spec
+	ref := s.Reference
+	if ref == nil {
+		return
+	}
+	groups := ref.GroupLabels()
+	counts := map[[2]string][]int{}
+	for _, c := range ref.Counts {
+		counts[[2]string{c.Item, c.Group}] = c.Counts
+	}
+	for m := range s.Models {
+		for it, item := range s.Questionnaire.Items {
+			opts := optionIDs(s, it)
+			for _, g := range groups {
+				row := ReferenceRow{Model: s.Models[m].ID, ItemID: item.ID, Scale: item.Scale, Group: g, Options: opts,
+					Answers: a.GroupPMF(m, it, g)}
+				if c := counts[[2]string{item.ID, g}]; len(c) == len(opts) {
+					for _, n := range c {
+						row.Humans += n
+					}
+					if row.Humans > 0 {
+						row.Human = make([]float64, len(c))
+						for k, n := range c {
+							row.Human[k] = float64(n) / float64(row.Humans)
+						}
+					}
+				}
+				row.compare(s, it)
+				a.Reference = append(a.Reference, row)
+			}
+		}
+	}
+	human := map[[2]string]experiment.ReferenceScale{}
+	for _, h := range ref.Scales {
+		human[[2]string{h.Scale, h.Group}] = h
+	}
+	for m := range s.Models {
+		for k, sc := range a.ScaleIDs {
+			items := a.ScaleItems(k)
+			for _, g := range groups {
+				rs := ReferenceScale{Model: s.Models[m].ID, Scale: sc, ScaleName: a.ScaleNames[k], Group: g}
+				var x [][]float64
+				for p := range s.Personas {
+					if !s.InGroup(p, g) {
+						continue
+					}
+					row := make([]float64, len(items))
+					for j, it := range items {
+						row[j] = psychometrics.Missing
+						if v := expectedScore(s, it, a.PersonaPMF(m, it, p).P); v != nil {
+							row[j] = *v
+						}
+					}
+					x = append(x, row)
+				}
+				al, err := psychometrics.ComputeAlpha(x)
+				rs.Personas, rs.ItemsUsed = al.Respondents, len(al.Items)
+				if err == nil {
+					rs.ModelAlpha = finite(al.Raw)
+					if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
+						rs.ModelOmega = finite(om)
+					}
+				}
+				if h, ok := human[[2]string{sc, g}]; ok {
+					rs.Humans, rs.HumanItemsUsed, rs.HumanAlpha, rs.HumanOmega = h.Respondents, h.ItemsUsed, h.Alpha, h.OmegaTotal
+				}
+				a.ReferenceScales = append(a.ReferenceScales, rs)
+			}
+		}
+	}
+}
+
+// compare fills the distances, entropies and means of a row whose distributions are set.
+func (r *ReferenceRow) compare(s *experiment.Spec, it int) {
+	if r.Answers.P != nil {
+		r.ModelEntropy = stat(psychometrics.Entropy(r.Answers.P))
+		r.ModelMean = expectedScore(s, it, r.Answers.P)
+	}
+	if r.Human != nil {
+		r.HumanEntropy = stat(psychometrics.Entropy(r.Human))
+		r.HumanMean = expectedScore(s, it, r.Human)
+	}
+	if r.Answers.P == nil || r.Human == nil {
+		return
+	}
+	r.JSD = stat(psychometrics.JensenShannon(r.Answers.P, r.Human))
+	if mp, hp := scoredPMF(s, it, r.Answers.P), scoredPMF(s, it, r.Human); mp != nil && hp != nil {
+		r.W1 = stat(psychometrics.Wasserstein1(mp, hp))
+	}
+}
+
+func stat(v float64, err error) *float64 {
+	if err != nil {
+		return nil
+	}
+	return finite(v)
+}
+
+// scoredPMF returns p over item it's scored options (those not ignored for scale), renormalised; nil when they
+// have no mass. With no option ignored it is p itself.
+func scoredPMF(s *experiment.Spec, it int, p []float64) []float64 {
+	opts := s.OptionsFor(it).Options
+	var out []float64
+	var sum float64
+	for k, o := range opts {
+		if o.IgnoredForScale {
+			continue
+		}
+		out = append(out, p[k])
+		sum += p[k]
+	}
+	if sum <= 0 {
+		return nil
+	}
+	if len(out) == len(p) {
+		return p
+	}
+	for k := range out {
+		out[k] /= sum
+	}
+	return out
+}
+
+// expectedScore is Σ p_k · score_k over item it's scored options, divided by their mass (the spec's scoring:
+// reverse-keyed items reversed); nil without p or without mass on a scored option.
+func expectedScore(s *experiment.Spec, it int, p []float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	var sum, mass float64
+	for k, o := range s.OptionsFor(it).Options {
+		v, ok := s.Score(it, o.ID)
+		if !ok {
+			continue
+		}
+		sum += p[k] * float64(v)
+		mass += p[k]
+	}
+	if mass <= 0 {
+		return nil
+	}
+	return finite(sum / mass)
+}

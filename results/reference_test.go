@@ -1,0 +1,340 @@
+package results
+
+import (
+	"context"
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/psychometrics"
+	"github.com/silicolab/silico/specfile"
+	"github.com/silicolab/silico/store"
+)
+
+func withProbs(r store.Record, p ...float64) store.Record {
+	r.Probs = p
+	return r
+}
+
+func close9(a, b float64) bool { return math.Abs(a-b) <= 1e-9 }
+
+func closeAll(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !close9(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// referenceSpec is testSpec with personas p1 (sex f) and p2 (sex m) and an inlined human reference.
+func referenceSpec(t *testing.T) *experiment.Spec {
+	t.Helper()
+	s := testSpec()
+	s.Personas[0].Attributes = map[string]string{"sex": "f"}
+	s.Personas[1].Attributes = map[string]string{"sex": "m"}
+	alpha := 0.61
+	s.Reference = &experiment.Reference{Groups: []string{"sex"}, Form: experiment.ReferenceAnswers,
+		Counts: []experiment.ReferenceCounts{
+			{Item: "q1", Group: "all", Counts: []int{2, 1, 1}},
+			{Item: "q1", Group: "sex=f", Counts: []int{2, 0, 0}},
+			{Item: "q3", Group: "all", Counts: []int{1, 1, 2}},
+		},
+		Scales: []experiment.ReferenceScale{{Scale: "E", Group: "all", Respondents: 4, ItemsUsed: 2, Alpha: &alpha}},
+	}
+	s.ApplyDefaults()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("reference spec: %v", err)
+	}
+	return s
+}
+
+// The cells of model m1 in referenceSpec: index = ((seed*3)+item)*2 + persona.
+func referenceRecords() []store.Record {
+	return []store.Record{
+		withProbs(ok(0, "1"), 0.5, 0.3, 0.2),               // seed 0, q1, p1
+		ok(1, "3"),                                         // seed 0, q1, p2: no probabilities, a point mass at 3
+		withProbs(ok(6, "3"), 0.1, 0.1, 0.8),               // seed 1, q1, p1
+		{Index: 7, Status: store.StatusUnparsed, Raw: "?"}, // seed 1, q1, p2: no distribution at all
+		ok(4, "dk"), // seed 0, q3, p1: an option ignored for scale
+		ok(5, "y"),  // seed 0, q3, p2
+	}
+}
+
+func TestCellPMF(t *testing.T) {
+	okRow := Row{Status: store.StatusOK, Probs: []float64{0.2, 0.2, 0.6}}
+	if p, probs, ok := cellPMF(&okRow, 0, 3); !ok || !probs || !closeAll(p, []float64{0.2, 0.2, 0.6}) {
+		t.Errorf("a row with probabilities: %v %v %v", p, probs, ok)
+	}
+	unparsed := Row{Status: store.StatusUnparsed, Probs: []float64{2, 1, 1}}
+	if p, probs, ok := cellPMF(&unparsed, -1, 3); !ok || !probs || !closeAll(p, []float64{0.5, 0.25, 0.25}) {
+		t.Errorf("an unparsed row with probabilities keeps them, scaled to 1: %v %v %v", p, probs, ok)
+	}
+	wrong := Row{Status: store.StatusOK, Probs: []float64{0.5, 0.5}}
+	if p, probs, ok := cellPMF(&wrong, 2, 3); !ok || probs || !closeAll(p, []float64{0, 0, 1}) {
+		t.Errorf("probabilities of the wrong length: want the written answer, got %v %v %v", p, probs, ok)
+	}
+	if _, _, ok := cellPMF(&Row{Status: store.StatusFailed}, -1, 3); ok {
+		t.Error("a failed row without probabilities has a distribution")
+	}
+}
+
+// TestReferenceComparison follows a small run through the distributions and reference.csv's numbers, worked
+// out by hand: probabilities and written answers averaged over seeds and personas, groups by persona attribute,
+// W1 over the scored options only.
+func TestReferenceComparison(t *testing.T) {
+	s := referenceSpec(t)
+	a, err := Analyze(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name         string
+		got          PMF
+		want         []float64
+		cells, probs int
+		source       string
+	}{
+		{"p1 over seeds", a.PersonaPMF(0, 0, 0), []float64{0.3, 0.2, 0.5}, 2, 2, SourceProbs},
+		{"p2 over seeds", a.PersonaPMF(0, 0, 1), []float64{0, 0, 1}, 1, 0, SourceAnswers},
+		{"all", a.GroupPMF(0, 0, "all"), []float64{0.6 / 3, 0.4 / 3, 2.0 / 3}, 3, 2, SourceMixed},
+		{"sex=f", a.GroupPMF(0, 0, "sex=f"), []float64{0.3, 0.2, 0.5}, 2, 2, SourceProbs},
+		{"q3 all", a.GroupPMF(0, 2, "all"), []float64{0.5, 0, 0.5}, 2, 0, SourceAnswers},
+		{"m2 has no cells", a.GroupPMF(1, 0, "all"), nil, 0, 0, ""},
+	} {
+		if !closeAll(c.got.P, c.want) || c.got.Cells != c.cells || c.got.FromProbs != c.probs || c.got.Source() != c.source {
+			t.Errorf("%s: %+v (source %q), want %v from %d cells, %d with probabilities (%q)", c.name, c.got, c.got.Source(),
+				c.want, c.cells, c.probs, c.source)
+		}
+	}
+
+	// 2 models × 3 items × the groups the reference has (all, sex=f).
+	if len(a.Reference) != 12 {
+		t.Fatalf("%d reference rows, want 12", len(a.Reference))
+	}
+	row := func(model, item, group string) ReferenceRow {
+		for _, r := range a.Reference {
+			if r.Model == model && r.ItemID == item && r.Group == group {
+				return r
+			}
+		}
+		t.Fatalf("no reference row %s %s %s", model, item, group)
+		return ReferenceRow{}
+	}
+	q1 := row("m1", "q1", "all")
+	mp, hp := []float64{0.2, 0.4 / 3, 2.0 / 3}, []float64{0.5, 0.25, 0.25}
+	jsd, _ := psychometrics.JensenShannon(mp, hp)
+	if !closeAll(q1.Human, hp) || q1.Humans != 4 || q1.W1 == nil || !close9(*q1.W1, 0.3+(0.75-(0.2+0.4/3))) ||
+		q1.JSD == nil || !close9(*q1.JSD, jsd) || !close9(*q1.ModelMean, 0.2+0.8/3+2) || !close9(*q1.HumanMean, 1.75) {
+		t.Errorf("q1 all: %+v", q1)
+	}
+	// q3's "don't know" is ignored for scale: W1 compares the scored options only (model [1 0], humans
+	// [0.5 0.5]), JSD and the entropies every option.
+	q3 := row("m1", "q3", "all")
+	if q3.W1 == nil || !close9(*q3.W1, 0.5) || !close9(*q3.ModelEntropy, 1) || !close9(*q3.HumanEntropy, 1.5) ||
+		!close9(*q3.ModelMean, 5) || !close9(*q3.HumanMean, 2.5) {
+		t.Errorf("q3 all: %+v", q3)
+	}
+	if r := row("m1", "q2", "all"); r.Human != nil || r.W1 != nil || r.Answers.Cells != 0 {
+		t.Errorf("q2 has neither humans nor cells: %+v", r)
+	}
+	if r := row("m2", "q1", "sex=f"); r.Answers.P != nil || r.W1 != nil || r.JSD != nil || !closeAll(r.Human, []float64{1, 0, 0}) {
+		t.Errorf("m2 q1 sex=f: the humans without a model: %+v", r)
+	}
+	// The humans' alpha comes from the spec; where it has none the columns are empty.
+	var e, aSc *ReferenceScale
+	for i, r := range a.ReferenceScales {
+		switch {
+		case r.Model == "m1" && r.Scale == "E" && r.Group == "all":
+			e = &a.ReferenceScales[i]
+		case r.Model == "m1" && r.Scale == "A" && r.Group == "all":
+			aSc = &a.ReferenceScales[i]
+		}
+	}
+	if e == nil || e.HumanAlpha == nil || *e.HumanAlpha != 0.61 || e.Humans != 4 || aSc == nil || aSc.HumanAlpha != nil {
+		t.Errorf("reference scales: E %+v, A %+v", e, aSc)
+	}
+}
+
+// TestReferenceScalesMatchReliability: with one seed and written answers only, the expected scores are the
+// scores, so the model's alpha and omega of reference_scales.csv are reliability.csv's.
+func TestReferenceScalesMatchReliability(t *testing.T) {
+	s := testSpec()
+	s.Seeds = s.Seeds[:1]
+	s.Personas = nil
+	for p := range 8 {
+		s.Personas = append(s.Personas, experiment.Persona{ID: "p" + strconv.Itoa(p)})
+	}
+	s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: "q4", Text: "I am loud.", Scale: "E"})
+	s.Reference = &experiment.Reference{Counts: []experiment.ReferenceCounts{{Item: "q1", Group: "all", Counts: []int{1, 1, 1}}}}
+	s.ApplyDefaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var recs []store.Record
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		opts := s.OptionsFor(c.Item).Options
+		recs = append(recs, ok(i, opts[(i*7+c.Persona*c.Persona+c.Item)%2+c.Persona%2].ID))
+	}
+	a, err := Analyze(context.Background(), sliceSource{recs: recs}, s, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, rel := range a.Reliability {
+		for _, rs := range a.ReferenceScales {
+			if rs.Model != rel.Model || rs.Scale != rel.Scale || rs.Group != "all" {
+				continue
+			}
+			if !reflect.DeepEqual(rs.ModelAlpha, rel.Alpha) || !reflect.DeepEqual(rs.ModelOmega, rel.OmegaTotal) {
+				t.Errorf("%s %s: reference alpha %v omega %v, reliability %v %v", rel.Model, rel.Scale,
+					deref(rs.ModelAlpha), deref(rs.ModelOmega), deref(rel.Alpha), deref(rel.OmegaTotal))
+			}
+			if rel.Scale == "E" && rel.Alpha != nil {
+				checked++
+			}
+		}
+	}
+	if checked != 2 {
+		t.Fatalf("%d models with an alpha of scale E compared, want 2", checked)
+	}
+}
+
+// readOutput reads a CSV output of dir into its header index and rows.
+func readOutput(t *testing.T, dir, name string) (map[string]int, [][]string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	return col, recs[1:]
+}
+
+func TestExportWritesReferenceFiles(t *testing.T) {
+	s := referenceSpec(t)
+	dir := t.TempDir()
+	if _, err := Export(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	col, rows := readOutput(t, dir, DistributionsFile)
+	// 2 models × (3 + 3 + 3 options) × 2 personas.
+	if len(rows) != 2*9*2 {
+		t.Fatalf("distributions.csv: %d lines, want 36", len(rows))
+	}
+	r := rows[0]
+	if r[col["model"]] != "m1" || r[col["item_id"]] != "q1" || r[col["persona_id"]] != "p1" || r[col["option_id"]] != "1" ||
+		r[col["p"]] != "0.300000" || r[col["n_cells"]] != "2" || r[col["source"]] != SourceProbs {
+		t.Errorf("distributions.csv first line %v", r)
+	}
+	col, rows = readOutput(t, dir, ReferenceFile)
+	if len(rows) != 12 {
+		t.Fatalf("reference.csv: %d lines, want 12", len(rows))
+	}
+	r = rows[0]
+	if r[col["group"]] != "all" || r[col["source"]] != SourceMixed || r[col["options"]] != "1;2;3" ||
+		r[col["model_p"]] != "0.200000;0.133333;0.666667" || r[col["human_p"]] != "0.500000;0.250000;0.250000" ||
+		r[col["w1"]] != "0.716667" || r[col["n_humans"]] != "4" || r[col["n_cells"]] != "3" {
+		t.Errorf("reference.csv first line %v", r)
+	}
+	if _, rows = readOutput(t, dir, ReferenceScalesFile); len(rows) != 2*2*2 {
+		t.Errorf("reference_scales.csv: %d lines, want models × scales × groups = 8", len(rows))
+	}
+
+	// Without a reference there is no reference file, and a stale one is not left looking current.
+	plain := testSpec()
+	dir = t.TempDir()
+	if _, err := Export(context.Background(), sliceSource{}, plain, "r", dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ReferenceFile, ReferenceScalesFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s written for a spec without a reference (%v)", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, DistributionsFile)); err != nil {
+		t.Errorf("distributions.csv is written for every chat run: %v", err)
+	}
+}
+
+// TestBFIReferenceCSVHumansEqualR: the human side of reference.csv and reference_scales.csv for examples/bfi
+// is what R computed (human_counts.csv, human_scales.csv), through loading the spec and exporting a run.
+func TestBFIReferenceCSVHumansEqualR(t *testing.T) {
+	dir := "../examples/bfi"
+	s, err := specfile.Load(filepath.Join(dir, "experiment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := Export(context.Background(), sliceSource{}, s, "r", out, 0); err != nil {
+		t.Fatal(err)
+	}
+	rcol, rrows := readOutput(t, dir, "human_counts.csv")
+	counts := map[[2]string]map[string]int{}
+	for _, r := range rrows {
+		k := [2]string{r[rcol["item_id"]], r[rcol["group"]]}
+		if counts[k] == nil {
+			counts[k] = map[string]int{}
+		}
+		n, _ := strconv.Atoi(r[rcol["count"]])
+		counts[k][r[rcol["option_id"]]] = n
+	}
+	col, rows := readOutput(t, out, ReferenceFile)
+	if len(rows) != len(counts) {
+		t.Fatalf("reference.csv has %d lines, R %d item × group counts", len(rows), len(counts))
+	}
+	for _, r := range rows {
+		k := [2]string{r[col["item_id"]], r[col["group"]]}
+		c := counts[k]
+		total := 0
+		for _, n := range c {
+			total += n
+		}
+		if strconv.Itoa(total) != r[col["n_humans"]] {
+			t.Errorf("%v: n_humans %s, R %d", k, r[col["n_humans"]], total)
+		}
+		opts, ps := strings.Split(r[col["options"]], ";"), strings.Split(r[col["human_p"]], ";")
+		for i, o := range opts {
+			if want := strconv.FormatFloat(float64(c[o])/float64(total), 'f', 6, 64); ps[i] != want {
+				t.Errorf("%v option %s: human p %s, R %s", k, o, ps[i], want)
+			}
+		}
+	}
+	scol, srows := readOutput(t, dir, "human_scales.csv")
+	want := map[[2]string][2]string{}
+	for _, r := range srows {
+		f := func(c string) string {
+			v, _ := strconv.ParseFloat(r[scol[c]], 64)
+			return strconv.FormatFloat(v, 'f', 6, 64)
+		}
+		want[[2]string{r[scol["scale"]], r[scol["group"]]}] = [2]string{f("alpha"), f("omega_total")}
+	}
+	col, rows = readOutput(t, out, ReferenceScalesFile)
+	if len(rows) != len(want) {
+		t.Fatalf("reference_scales.csv has %d lines, R %d", len(rows), len(want))
+	}
+	for _, r := range rows {
+		k := [2]string{r[col["scale"]], r[col["group"]]}
+		if got := [2]string{r[col["human_alpha"]], r[col["human_omega_total"]]}; got != want[k] {
+			t.Errorf("%v: human alpha, omega %v; psych %v", k, got, want[k])
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package specfile
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/experiment"
+)
+
+const bfiDir = "../examples/bfi"
+
+func loadBFI(t *testing.T) *experiment.Spec {
+	t.Helper()
+	s, err := Load(filepath.Join(bfiDir, "experiment.yaml"))
+	if err != nil {
+		t.Fatalf("examples/bfi: %v", err)
+	}
+	if s.Reference == nil || s.Reference.Form != experiment.ReferenceAnswers {
+		t.Fatalf("examples/bfi: reference %+v, want one read from a file of answers", s.Reference)
+	}
+	return s
+}
+
+func readExampleCSV(t *testing.T, name string) (map[string]int, [][]string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(bfiDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	return col, recs[1:]
+}
+
+// countsByKey indexes a reference's counts by item and group.
+func countsByKey(r *experiment.Reference) map[[2]string][]int {
+	out := map[[2]string][]int{}
+	for _, c := range r.Counts {
+		out[[2]string{c.Item, c.Group}] = c.Counts
+	}
+	return out
+}
+
+// TestBFICountsEqualR: what silico counts in bfi.csv, item by item and group by group, is exactly what R's
+// table() counted in make_reference.R (human_counts.csv), and the groups are the same.
+func TestBFICountsEqualR(t *testing.T) {
+	s := loadBFI(t)
+	got := countsByKey(s.Reference)
+	col, rows := readExampleCSV(t, "human_counts.csv")
+	want := map[[2]string][]int{}
+	for _, r := range rows {
+		k := [2]string{r[col["item_id"]], r[col["group"]]}
+		n, err := strconv.Atoi(r[col["count"]])
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, err := strconv.Atoi(r[col["option_id"]])
+		if err != nil || opt < 1 || opt > 6 {
+			t.Fatalf("option %q", r[col["option_id"]])
+		}
+		if want[k] == nil {
+			want[k] = make([]int, 6)
+		}
+		want[k][opt-1] = n
+	}
+	if len(want) != 25*7 {
+		t.Fatalf("human_counts.csv has %d item × group entries, want 25 items × 7 groups", len(want))
+	}
+	for k, w := range want {
+		if g := got[k]; !reflect.DeepEqual(g, w) {
+			t.Errorf("item %s, group %s: silico %v, R %v", k[0], k[1], g, w)
+		}
+	}
+	for k := range got {
+		if want[k] == nil {
+			t.Errorf("item %s, group %s: silico has counts R has not", k[0], k[1])
+		}
+	}
+	wantGroups := []string{"all", "gender=1", "gender=2", "age_band=0-17", "age_band=18-29", "age_band=30-44", "age_band=45+"}
+	if g := s.Reference.GroupLabels(); !reflect.DeepEqual(g, wantGroups) {
+		t.Errorf("groups %v, want %v", g, wantGroups)
+	}
+}
+
+// TestBFIScalesEqualPsych: the humans' alpha and omega per scale and group, computed when the spec is loaded,
+// equal psych's (human_scales.csv) to 1e-9.
+func TestBFIScalesEqualPsych(t *testing.T) {
+	s := loadBFI(t)
+	got := map[[2]string]experiment.ReferenceScale{}
+	for _, sc := range s.Reference.Scales {
+		got[[2]string{sc.Scale, sc.Group}] = sc
+	}
+	col, rows := readExampleCSV(t, "human_scales.csv")
+	if len(rows) != 35 || len(got) != 35 {
+		t.Fatalf("%d scale rows from R, %d from silico; want 5 scales × 7 groups", len(rows), len(got))
+	}
+	num := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	worst := 0.0
+	for _, r := range rows {
+		k := [2]string{r[col["scale"]], r[col["group"]]}
+		g, ok := got[k]
+		if !ok || g.Alpha == nil || g.OmegaTotal == nil {
+			t.Errorf("scale %s group %s: silico %+v", k[0], k[1], g)
+			continue
+		}
+		if strconv.Itoa(g.ItemsUsed) != r[col["n_items_used"]] {
+			t.Errorf("scale %s group %s: %d items used, psych %s", k[0], k[1], g.ItemsUsed, r[col["n_items_used"]])
+		}
+		for _, c := range []struct {
+			name string
+			got  float64
+		}{{"alpha", *g.Alpha}, {"omega_total", *g.OmegaTotal}} {
+			w := num(r[col[c.name]])
+			worst = max(worst, math.Abs(c.got-w))
+			if math.Abs(c.got-w) > 1e-9 {
+				t.Errorf("scale %s group %s: %s %.15g, psych %.15g", k[0], k[1], c.name, c.got, w)
+			}
+		}
+	}
+	t.Logf("largest difference to psych: %.3g", worst)
+}
+
+// TestCountsFormEqualsAnswers: human_counts.csv read as a file of counts gives the counts bfi.csv gives as a
+// file of answers (and no scales: counts carry no respondents).
+func TestCountsFormEqualsAnswers(t *testing.T) {
+	s := loadBFI(t)
+	data, err := os.ReadFile(filepath.Join(bfiDir, "experiment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(data), "file: bfi.csv", "file: human_counts.csv", 1)
+	c, err := Parse([]byte(doc), filepath.Join(bfiDir, "counts.yaml"), bfiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reference.Form != experiment.ReferenceCountsForm || len(c.Reference.Scales) != 0 {
+		t.Fatalf("form %q, %d scales; want counts and none", c.Reference.Form, len(c.Reference.Scales))
+	}
+	if !reflect.DeepEqual(c.Reference.Counts, s.Reference.Counts) {
+		t.Fatalf("counts from the file of counts differ from those of the answers:\n%v\n%v", c.Reference.Counts[:2], s.Reference.Counts[:2])
+	}
+}
+
+// TestReferenceRoundTrip: the resolved spec's JSON carries the reference, and reads back (as a workflow input,
+// which reads no file) to the same reference.
+func TestReferenceRoundTrip(t *testing.T) {
+	s := loadBFI(t)
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseInput(b, "input")
+	if err != nil {
+		t.Fatalf("ParseInput of the resolved spec: %v", err)
+	}
+	if !reflect.DeepEqual(back.Reference, s.Reference) {
+		t.Fatalf("reference changed through JSON")
+	}
+	if back.Hash() != s.Hash() {
+		t.Fatalf("hash changed through JSON: %s, %s", back.Hash(), s.Hash())
+	}
+	// Without the inlined counts a workflow input names a file no worker may read.
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["reference"] = map[string]any{"file": "bfi.csv"}
+	b, _ = json.Marshal(m)
+	if _, err := ParseInput(b, "input"); err == nil || !strings.Contains(err.Error(), "files are not read from a workflow input") {
+		t.Fatalf("a workflow input naming a reference file: err %v", err)
+	}
+}
+
+// refSpec is baseSpec with a reference read from file, whose content is content.
+func refSpec(t *testing.T, reference, content string) (*experiment.Spec, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "human.csv"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := baseSpec + "reference: " + reference + "\n"
+	return Parse([]byte(doc), filepath.Join(dir, "spec.yaml"), dir)
+}
+
+func TestReferenceAnswersSmall(t *testing.T) {
+	s, err := refSpec(t, "{file: human.csv, groups: [sex]}", "i1,i2,sex\n1,2,f\n2,2,m\n,1,f\nNA,2,\n2,1,m\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []experiment.ReferenceCounts{
+		{Item: "i1", Group: "all", Counts: []int{1, 2}},
+		{Item: "i1", Group: "sex=f", Counts: []int{1, 0}},
+		{Item: "i1", Group: "sex=m", Counts: []int{0, 2}},
+		{Item: "i2", Group: "all", Counts: []int{2, 3}},
+		{Item: "i2", Group: "sex=f", Counts: []int{1, 1}},
+		{Item: "i2", Group: "sex=m", Counts: []int{1, 1}},
+	}
+	if !reflect.DeepEqual(s.Reference.Counts, want) {
+		t.Fatalf("counts %+v\nwant %+v", s.Reference.Counts, want)
+	}
+	// Scale E's reliability is computed per group; every respondent answered one of its items at least.
+	if len(s.Reference.Scales) != 3 || s.Reference.Scales[0].Respondents != 5 {
+		t.Fatalf("scales %+v, want E for all, sex=f and sex=m with 5 respondents in all", s.Reference.Scales)
+	}
+}
+
+// TestReferenceErrors: every mistake in a reference file is reported at its line and column, saying what
+// would be accepted.
+func TestReferenceErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, ref, content string
+		want               []string
+	}{
+		{"unknown column", "{file: human.csv}", "i1,i3\n1,2\n", []string{`human.csv:1:4: reference.file: column "i3" is neither an item id`}},
+		{"bad option", "{file: human.csv}", "i1,i2\n1,2\n2,7\n", []string{`human.csv:3:3: reference.file: "7" is not an option id of item i2; its options: 1, 2`}},
+		{"missing group column", "{file: human.csv, groups: [sex]}", "i1,i2\n1,2\n", []string{`reference.groups[0]: no column "sex"`}},
+		{"unknown item id", "{file: human.csv}", "item_id,option_id,count\ni9,1,3\n", []string{`human.csv:2:1: reference.file: unknown item id "i9"`}},
+		{"option not among options", "{file: human.csv}", "item_id,option_id,count\ni1,3,4\n", []string{`human.csv:2:4: reference.file: "3" is not an option id of item i1`}},
+		{"bad count", "{file: human.csv}", "item_id,option_id,count\ni1,1,-2\ni1,2,x\n",
+			[]string{`human.csv:2:6: reference.file: count "-2"`, `human.csv:3:6: reference.file: count "x"`}},
+		{"group not declared", "{file: human.csv}", "item_id,option_id,count,group\ni1,1,3,\ni1,1,2,sex=f\n",
+			[]string{`human.csv:3:8: reference.file: group "sex=f": column "sex" is not in reference.groups`}},
+		{"duplicate count", "{file: human.csv}", "item_id,option_id,count\ni1,1,3\ni1,1,2\n", []string{`human.csv:3:1: reference.file: item i1, option 1, group all again (line 2 has it)`}},
+		{"no all", "{file: human.csv, groups: [sex]}", "item_id,option_id,count,group\ni1,1,3,sex=f\n", []string{`human.csv:2:1: reference.file: item i1 has counts for groups but none for the whole sample`}},
+		{"unknown count column", "{file: human.csv}", "item_id,option_id,count,gruop\n", []string{`human.csv:1:25: reference.file: unknown column "gruop" in a file of counts (did you mean "group"?)`}},
+		{"no file", "{groups: [sex]}", "", []string{`reference: missing file`}},
+		{"not a file", "{file: nowhere.csv}", "", []string{`reference.file: cannot read`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := refSpec(t, c.ref, c.content)
+			if err == nil {
+				t.Fatal("loaded without error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%v\nwant it to contain\n%s", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestReferenceErrorsCapped: a file with a mistake on every row lists maxReferenceErrors and counts the rest.
+func TestReferenceErrorsCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("i1,i2\n")
+	for range 50 {
+		b.WriteString("9,1\n")
+	}
+	_, err := refSpec(t, "{file: human.csv}", b.String())
+	var es experiment.Errors
+	if err == nil || !asErrors(err, &es) {
+		t.Fatalf("err %v", err)
+	}
+	if len(es) != maxReferenceErrors+1 || !strings.Contains(es[len(es)-1].Msg, "30 more mistakes") {
+		t.Fatalf("%d errors, last %v; want %d and a count of 30 more", len(es), es[len(es)-1], maxReferenceErrors+1)
+	}
+}
+
+func asErrors(err error, es *experiment.Errors) bool {
+	e, ok := err.(experiment.Errors)
+	*es = e
+	return ok
+}
+
+// TestReferenceValidation: an inlined reference (a resolved spec, as a workflow input carries it) is checked
+// against the questionnaire too.
+func TestReferenceValidation(t *testing.T) {
+	for _, c := range []struct{ ref, want string }{
+		{`{counts: [{item: i1, group: all, counts: [1, 2, 3]}]}`, `reference.counts[0].counts: 3 counts, but item "i1" has 2 options`},
+		{`{counts: [{item: i7, group: all, counts: [1, 2]}]}`, `reference.counts[0].item: unknown item "i7"`},
+		{`{counts: [{item: i1, group: sex=f, counts: [1, 2]}]}`, `reference.counts[0].group: group "sex=f"`},
+		{`{counts: [{item: i1, group: all, counts: [1, -2]}]}`, `reference.counts[0].counts[1]: -2 is negative`},
+		{`{groups: [all], counts: [{item: i1, group: all, counts: [1, 2]}]}`, `reference.groups[0]: "all" is the group of everyone`},
+		{`{counts: [{item: i1, group: all, counts: [1, 2]}], scales: [{scale: X, group: all, n: 3}]}`, `reference.scales[0].scale: scale "X" has no items`},
+	} {
+		_, err := Parse([]byte(baseSpec+"reference: "+c.ref+"\n"), "spec.yaml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("reference %s: err %v, want %q", c.ref, err, c.want)
+		}
+	}
+}
+
+// TestReferenceItemWithoutColumn: an item the file has no column for is not an error, but a note says it gets no
+// human side.
+func TestReferenceItemWithoutColumn(t *testing.T) {
+	s, err := refSpec(t, "{file: human.csv}", "i1\n1\n2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "no column for items i2") {
+		t.Fatalf("notes %q, want one naming item i2", s.Notes)
+	}
+	if len(s.Reference.Counts) != 1 || s.Reference.Counts[0].Item != "i1" {
+		t.Fatalf("counts %+v, want i1's alone", s.Reference.Counts)
+	}
+}
+
+func TestInGroup(t *testing.T) {
+	s, err := refSpec(t, "{file: human.csv, groups: [age]}", "i1,i2,age\n1,2,30\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.InGroup(0, "all") || !s.InGroup(0, "age=30") || s.InGroup(1, "age=30") || s.InGroup(0, "name=") {
+		t.Fatalf("InGroup wrong for personas %+v", s.Personas)
+	}
+}
