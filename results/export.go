@@ -74,6 +74,11 @@ type Summary struct {
 	Failed   int `json:"failed"`
 	// Cached counts the cells answered from the response cache; their cost is in saved_usd, not in cost_usd.
 	Cached int `json:"cached"`
+	// Length counts the answers cut at the completion cap (finish_reason length), whether or not they still
+	// named an option; ContentFiltered those the provider's content filter withheld (finish_reason
+	// content_filter, unparsed with error class ContentFiltered).
+	Length          int `json:"length"`
+	ContentFiltered int `json:"content_filtered"`
 	usage.Usage
 	// BatchSavedUSD is what the cells of models in batch mode would have cost more as synchronous calls.
 	BatchSavedUSD  float64 `json:"batch_saved_usd,omitempty"`
@@ -94,6 +99,9 @@ type ModelSummary struct {
 	Unparsed int    `json:"unparsed"`
 	Failed   int    `json:"failed"`
 	Cached   int    `json:"cached"`
+	// Length and ContentFiltered are as in Summary.
+	Length          int `json:"length"`
+	ContentFiltered int `json:"content_filtered"`
 	usage.Usage
 	BatchSavedUSD float64 `json:"batch_saved_usd,omitempty"`
 }
@@ -143,7 +151,8 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	jenc := json.NewEncoder(jf.w)
 	jenc.SetEscapeHTML(false)
 	cw := csv.NewWriter(cf.w)
-	if err := cw.Write(Header()); err != nil {
+	probCols := probColumns(spec)
+	if err := cw.Write(HeaderFor(spec)); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
 	}
 	an := newAnalyzer(spec, runID, elapsed)
@@ -152,7 +161,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		if err := jenc.Encode(row.jsonForm()); err != nil {
 			return fmt.Errorf("%s: %w", JSONLFile, err)
 		}
-		if err := cw.Write(row.Values()); err != nil {
+		if err := cw.Write(row.ValuesFor(probCols)); err != nil {
 			return fmt.Errorf("%s: %w", CSVFile, err)
 		}
 		an.add(&row)
@@ -332,15 +341,21 @@ func (z *summarizer) add(r *Row) {
 		z.s.BatchSavedUSD += saved
 	}
 	for _, c := range []struct {
-		cells, ok, unparsed, failed, cached *int
-		usage                               *usage.Usage
+		cells, ok, unparsed, failed, cached, length, filtered *int
+		usage                                                 *usage.Usage
 	}{
-		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.Cached, &z.s.Usage},
-		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.Cached, &m.Usage},
+		{&z.s.Cells, &z.s.OK, &z.s.Unparsed, &z.s.Failed, &z.s.Cached, &z.s.Length, &z.s.ContentFiltered, &z.s.Usage},
+		{&m.Cells, &m.OK, &m.Unparsed, &m.Failed, &m.Cached, &m.Length, &m.ContentFiltered, &m.Usage},
 	} {
 		*c.cells++
 		if r.Cached {
 			*c.cached++
+		}
+		switch r.FinishReason {
+		case llm.FinishLength:
+			*c.length++
+		case llm.FinishContentFilter:
+			*c.filtered++
 		}
 		switch r.Status {
 		case store.StatusOK:

@@ -221,8 +221,10 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 		keys = append(keys, k.(string))
 		vals[k.(string)] = v
 	}
-	if !slices.Equal(keys, Header()) {
-		t.Fatalf("JSONL keys = %v, want %v", keys, Header())
+	// JSON has the probabilities as one object, "probs", where the CSV has its p_<option id> columns.
+	wantKeys := slices.Insert(Header(), slices.Index(Header(), "schema")+1, "probs")
+	if !slices.Equal(keys, wantKeys) {
+		t.Fatalf("JSONL keys = %v, want %v", keys, wantKeys)
 	}
 	if vals["score"] != nil || vals["cost_usd"] != json.Number("0.00012346") || vals["latency_ms"] != json.Number("1234.6") {
 		t.Fatalf("JSONL score, cost, latency = %v, %v, %v; want null, 0.00012346, 1234.6", vals["score"], vals["cost_usd"], vals["latency_ms"])
@@ -382,8 +384,9 @@ func TestCellColumnsIgnoreFactsOfOneRun(t *testing.T) {
 	if !slices.Equal(CellColumns(a), CellColumns(b)) {
 		t.Fatalf("CellColumns differ across runs:\n%q\n%q", CellColumns(a), CellColumns(b))
 	}
-	if n := len(CellColumns(a)); n != len(Header())-4 {
-		t.Fatalf("CellColumns has %d columns, want %d", n, len(Header())-4)
+	// Every column but the four facts of one run, and the probabilities.
+	if n := len(CellColumns(a)); n != len(Header())-4+1 {
+		t.Fatalf("CellColumns has %d columns, want %d", n, len(Header())-4+1)
 	}
 	r.CostUSD = 1
 	if slices.Equal(CellColumns(a), CellColumns(BuildRow(spec, "run-a", r))) {

@@ -13,10 +13,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/psychometrics"
 	"github.com/silicolab/silico/store"
 )
 
@@ -58,9 +60,26 @@ type Row struct {
 	Cached           bool    `json:"cached"`
 	// ImageSHA256 are the SHA-256 digests of the pictures the cell sent, joined with ','; empty without pictures.
 	ImageSHA256 string `json:"image_sha256"`
-	// Probs is the cell's probability of each of its item's options, in the order of
-	// spec.OptionsFor(item).Options, summing to 1; nil when the cell has no distribution.
+	// FinishReason is why the provider stopped generating ("stop", "length", "content_filter"); empty when it
+	// said nothing or there was no answer.
+	FinishReason string `json:"finish_reason"`
+	// Schema is "valid" or "invalid" for a json_schema answer (see store.Record.Schema), empty otherwise.
+	Schema string `json:"schema"`
+	// Probs is the cell's probability of each of its item's options, in the order of Options, summing to 1;
+	// nil when the cell has no distribution. In JSON an object of option id to probability ("probs"); in CSV
+	// one p_<option id> column per option id of the spec.
 	Probs []float64 `json:"-"`
+	// Options are the ids of the cell's item's options (spec.OptionsFor(item)), in order.
+	Options []string `json:"-"`
+	// Coverage is the probability the model put on valid option labels; Entropy the distribution's entropy in
+	// bits; TopOption its most likely option; ExpectedScore Σ p·score over the options that score (reversed
+	// items reversed); TopAgrees whether TopOption is the written answer (nil without a written option). All
+	// nil or empty when the cell has no distribution.
+	Coverage      *float64 `json:"coverage"`
+	Entropy       *float64 `json:"entropy"`
+	TopOption     string   `json:"top_option"`
+	ExpectedScore *float64 `json:"expected_score"`
+	TopAgrees     *bool    `json:"top_agrees"`
 }
 
 // Header returns the CSV header: the column names in order, the same as the JSON keys.
@@ -68,7 +87,35 @@ func Header() []string {
 	return []string{"run_id", "index", "cell_id", "model", "seed", "item_id", "item_text", "scale", "reversed",
 		"persona_id", "status", "option_id", "option_text", "score", "raw", "error_class", "error_code",
 		"error_message", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "cached",
-		"image_sha256"}
+		"image_sha256", "finish_reason", "schema", "coverage", "entropy", "top_option", "expected_score", "top_agrees"}
+}
+
+// HeaderFor is the CSV header of spec's results.csv: Header, then p_<option id> for every option id of the
+// spec's items, in order of first appearance, when a model of the spec records option probabilities.
+func HeaderFor(spec *experiment.Spec) []string {
+	return append(Header(), probColumns(spec)...)
+}
+
+// probColumns are the p_<option id> columns of spec; none when no model records option probabilities.
+func probColumns(spec *experiment.Spec) []string {
+	logprobs := false
+	for _, m := range spec.Models {
+		logprobs = logprobs || spec.AnswerFor(m).Logprobs
+	}
+	if !logprobs {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for it := range spec.Questionnaire.Items {
+		for _, o := range spec.OptionsFor(it).Options {
+			if !seen[o.ID] {
+				seen[o.ID] = true
+				out = append(out, "p_"+o.ID)
+			}
+		}
+	}
+	return out
 }
 
 // Positions in Header of the columns that are facts of one run rather than of the cell.
@@ -107,10 +154,12 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		Attempts:         r.Attempts,
 		Cached:           r.Cached,
 		ImageSHA256:      r.ImageSHA256,
-		Probs:            r.Probs,
+		FinishReason:     r.FinishReason,
+		Schema:           r.Schema,
 	}
+	opts := spec.OptionsFor(c.Item).Options
 	if r.OptionID != "" {
-		for _, o := range spec.OptionsFor(c.Item).Options {
+		for _, o := range opts {
 			if o.ID == r.OptionID {
 				row.OptionText = o.Text
 				break
@@ -120,6 +169,26 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 	if r.Status == store.StatusOK {
 		if s, ok := spec.Score(c.Item, r.OptionID); ok {
 			row.Score = &s
+		}
+	}
+	if len(r.Probs) == len(opts) && len(opts) > 0 {
+		row.Probs, row.Coverage = r.Probs, finite(r.Coverage)
+		row.Options = make([]string, len(opts))
+		top := 0
+		for k, o := range opts {
+			row.Options[k] = o.ID
+			if r.Probs[k] > r.Probs[top] {
+				top = k
+			}
+		}
+		row.TopOption = opts[top].ID
+		if h, err := psychometrics.Entropy(r.Probs); err == nil {
+			row.Entropy = &h
+		}
+		row.ExpectedScore = expectedScore(spec, c.Item, r.Probs)
+		if r.Status == store.StatusOK && r.OptionID != "" {
+			agrees := row.TopOption == r.OptionID
+			row.TopAgrees = &agrees
 		}
 	}
 	return row
@@ -140,7 +209,39 @@ func (r Row) Values() []string {
 		r.ItemText, r.Scale, strconv.FormatBool(r.Reversed), r.PersonaID, r.Status, r.OptionID, r.OptionText, score,
 		r.Raw, r.ErrorClass, r.ErrorCode, r.ErrorMessage, strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens),
 		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.FormatBool(r.Cached),
-		r.ImageSHA256}
+		r.ImageSHA256, r.FinishReason, r.Schema, formatProb(r.Coverage), formatProb(r.Entropy), r.TopOption,
+		formatProb(r.ExpectedScore), formatBoolPtr(r.TopAgrees)}
+}
+
+// ValuesFor is Values followed by the row's probability in each of the p_<option id> columns cols (HeaderFor's
+// tail); empty where its item has no such option or the cell no distribution.
+func (r Row) ValuesFor(cols []string) []string {
+	v := r.Values()
+	for _, c := range cols {
+		id := strings.TrimPrefix(c, "p_")
+		cell := ""
+		if k := slices.Index(r.Options, id); k >= 0 && k < len(r.Probs) {
+			cell = strconv.FormatFloat(r.Probs[k], 'g', -1, 64)
+		}
+		v = append(v, cell)
+	}
+	return v
+}
+
+// formatProb writes a probability, entropy or expected score in the shortest form that reads back exactly; empty
+// for nil.
+func formatProb(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
+}
+
+func formatBoolPtr(v *bool) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatBool(*v)
 }
 
 // CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column
@@ -149,13 +250,14 @@ func (r Row) Values() []string {
 // provider or by the response cache — have equal CellColumns for every row; tests compare outputs with it.
 func CellColumns(r Row) []string {
 	v := r.Values()
-	out := make([]string, 0, len(v)-4)
+	out := make([]string, 0, len(v)-3)
 	for i, s := range v {
 		if i != colRunID && i != colLatencyMS && i != colAttempts && i != colCached {
 			out = append(out, s)
 		}
 	}
-	return out
+	// The option probabilities, which results.csv spreads over the p_<option id> columns.
+	return append(out, store.EncodeProbs(r.Probs))
 }
 
 // rowJSON is Row as written to results.jsonl: cost and latency carry the same fixed formatting as the CSV.
@@ -185,13 +287,88 @@ type rowJSON struct {
 	Attempts         int         `json:"attempts"`
 	Cached           bool        `json:"cached"`
 	ImageSHA256      string      `json:"image_sha256"`
+	FinishReason     string      `json:"finish_reason"`
+	Schema           string      `json:"schema"`
+	Probs            probsJSON   `json:"probs"`
+	Coverage         *float64    `json:"coverage"`
+	Entropy          *float64    `json:"entropy"`
+	TopOption        string      `json:"top_option"`
+	ExpectedScore    *float64    `json:"expected_score"`
+	TopAgrees        *bool       `json:"top_agrees"`
+}
+
+// probsJSON is a row's option probabilities in JSON: an object of option id to probability in the item's option
+// order, null without a distribution.
+type probsJSON struct {
+	ids   []string
+	probs []float64
+}
+
+// MarshalJSON writes {"<id>": p, ...} in option order, or null.
+func (p probsJSON) MarshalJSON() ([]byte, error) {
+	if len(p.probs) == 0 {
+		return []byte("null"), nil
+	}
+	b := []byte{'{'}
+	for i, id := range p.ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(id)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, k...)
+		b = append(b, ':')
+		b = strconv.AppendFloat(b, p.probs[i], 'g', -1, 64)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, keeping the order of the keys.
+func (p *probsJSON) UnmarshalJSON(b []byte) error {
+	*p = probsJSON{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return err
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v float64
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		id, _ := k.(string)
+		p.ids, p.probs = append(p.ids, id), append(p.probs, v)
+	}
+	return nil
 }
 
 func (r Row) jsonForm() rowJSON {
 	return rowJSON{r.RunID, r.Index, r.CellID, r.Model, r.Seed, r.ItemID, r.ItemText, r.Scale, r.Reversed,
 		r.PersonaID, r.Status, r.OptionID, r.OptionText, r.Score, r.Raw, r.ErrorClass, r.ErrorCode,
 		r.ErrorMessage, r.PromptTokens, r.CompletionTokens, json.Number(formatCost(r.CostUSD)), json.Number(formatLatency(r.LatencyMS)),
-		r.Attempts, r.Cached, r.ImageSHA256}
+		r.Attempts, r.Cached, r.ImageSHA256, r.FinishReason, r.Schema, probsJSON{r.Options, r.Probs}, r.Coverage,
+		r.Entropy, r.TopOption, r.ExpectedScore, r.TopAgrees}
+}
+
+// UnmarshalJSON reads a results.jsonl line, the option probabilities included.
+func (r *Row) UnmarshalJSON(b []byte) error {
+	type plain Row // the same fields without this method
+	var aux struct {
+		plain
+		Probs probsJSON `json:"probs"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*r = Row(aux.plain)
+	r.Options, r.Probs = aux.Probs.ids, aux.Probs.probs
+	return nil
 }
 
 // MarshalJSON writes the row as one results.jsonl line (without the newline): keys in column order, cost and
