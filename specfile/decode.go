@@ -116,9 +116,14 @@ func (d *decoder) unknownKey(k *node, path string, allowed []string) {
 	if h, ok := keyHints[k.str]; ok && slices.Contains(allowed, h) {
 		hint = fmt.Sprintf(" (did you mean %q?)", h)
 	}
-	if hint == "" && slices.Contains(allowed, "extra") && slices.Contains(allowed, "logit_bias") {
-		// A sampling parameter of one server's own (llama.cpp's top_k, vLLM's min_p).
-		hint = fmt.Sprintf(" (a key your server adds to the OpenAI format goes under extra, e.g. extra: {%s: ...})", k.str)
+	if slices.Contains(allowed, "extra") && slices.Contains(allowed, "logit_bias") {
+		// Perhaps a sampling parameter of one server's own (llama.cpp's top_k, vLLM's min_p).
+		extra := fmt.Sprintf("a key your server adds to the OpenAI format goes under extra, e.g. extra: {%s: ...}", k.str)
+		if hint == "" {
+			hint = " (" + extra + ")"
+		} else {
+			hint = strings.TrimSuffix(hint, ")") + "; or " + extra + ")"
+		}
 	}
 	d.errAt(k, child(path, k.str), "unknown key %q%s; accepted keys: %s", k.str, hint, strings.Join(allowed, ", "))
 }
