@@ -35,6 +35,10 @@ type Reliability struct {
 	StdAlpha   *float64 `json:"std_alpha"`
 	AverageR   *float64 `json:"average_r"`
 	OmegaTotal *float64 `json:"omega_total"`
+	// AlphaExpected and OmegaExpected are alpha and omega of the same scale on the personas' expected scores
+	// (Row.ExpectedScore) instead of their written answers' scores; nil without option probabilities.
+	AlphaExpected *float64 `json:"alpha_expected"`
+	OmegaExpected *float64 `json:"omega_expected"`
 }
 
 // ItemStat is one line of items.csv: one item of a scale for one model and seed, across personas.
@@ -99,9 +103,12 @@ type CellResult struct {
 	LatencyMS float64
 	Score     int32 // valid when Scored
 	Attempts  int32
-	Option    int16 // index of the answer in the item's options, -1 when there is none
-	Status    uint8
-	Scored    bool
+	// Expected is the cell's expected score (Row.ExpectedScore), NaN when it has none. A float32 keeps the
+	// struct at 24 bytes; its 7 significant digits are more than the 6 decimals reliability.csv writes.
+	Expected float32
+	Option   int16 // index of the answer in the item's options, -1 when there is none
+	Status   uint8
+	Scored   bool
 }
 
 // Analysis is everything a run's outputs say, computed in one pass over its records: the summary, scale
@@ -167,7 +174,10 @@ func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration) *an
 func (an *analyzer) add(r *Row) {
 	an.sum.add(r)
 	an.scales.add(r)
-	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed}
+	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed, Expected: float32(math.NaN())}
+	if r.ExpectedScore != nil {
+		c.Expected = float32(*r.ExpectedScore)
+	}
 	switch r.Status {
 	case store.StatusOK:
 		c.Status = CellOK
@@ -262,6 +272,7 @@ func (a *Analysis) reliability() {
 						rel.OmegaTotal = finite(om)
 					}
 				}
+				rel.AlphaExpected, rel.OmegaExpected = a.expectedReliability(m, sd, items)
 				a.Reliability = append(a.Reliability, rel)
 				for j, it := range items {
 					st := ItemStat{Model: rel.Model, Seed: rel.Seed, Scale: rel.Scale, ItemID: s.Questionnaire.Items[it].ID,
@@ -278,6 +289,37 @@ func (a *Analysis) reliability() {
 			}
 		}
 	}
+}
+
+// expectedReliability is alpha and omega of the personas × items matrix of expected scores of model m and seed
+// sd; nil when no cell of it has an expected score.
+func (a *Analysis) expectedReliability(m, sd int, items []int) (alpha, omega *float64) {
+	s := a.Spec
+	x := make([][]float64, len(s.Personas))
+	any := false
+	for p := range s.Personas {
+		x[p] = make([]float64, len(items))
+		for j, it := range items {
+			e := a.Cells[a.Index(m, sd, it, p)].Expected
+			if e != e { // NaN: no expected score
+				x[p][j] = psychometrics.Missing
+				continue
+			}
+			x[p][j], any = float64(e), true
+		}
+	}
+	if !any {
+		return nil, nil
+	}
+	al, err := psychometrics.ComputeAlpha(x)
+	if err != nil {
+		return nil, nil
+	}
+	alpha = finite(al.Raw)
+	if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
+		omega = finite(om)
+	}
+	return alpha, omega
 }
 
 // modalShare is, over the seeds of one (model, item, persona), the share of answered seeds that gave the most

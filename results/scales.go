@@ -26,6 +26,10 @@ type ScaleScore struct {
 	// without one (failed, unparsed, not run, or answered with an option ignored for scale).
 	NItems   int `json:"n_items"`
 	NMissing int `json:"n_missing"`
+	// ExpectedMean is the mean of the scale's items' expected scores (Row.ExpectedScore: Σ p·score over the
+	// option probabilities), over the NExpected items that have one; nil without option probabilities.
+	ExpectedMean *float64 `json:"expected_mean"`
+	NExpected    int      `json:"n_expected"`
 }
 
 // ScaleScores reads the records of a run and scores every scale for every (model, persona, seed), ordered by
@@ -56,6 +60,8 @@ type scaleAccumulator struct {
 
 type scaleSum struct {
 	sum, scored, missing int
+	esum                 float64
+	expected             int
 }
 
 func newScaleAccumulator(spec *experiment.Spec) *scaleAccumulator {
@@ -103,6 +109,10 @@ func (a *scaleAccumulator) add(r *Row) {
 		return
 	}
 	s := &a.sums[a.group(c.Model, c.Persona, c.Seed, k)]
+	if r.ExpectedScore != nil {
+		s.esum += *r.ExpectedScore
+		s.expected++
+	}
 	if r.Score == nil {
 		s.missing++
 		return
@@ -124,6 +134,9 @@ func (a *scaleAccumulator) scores(spec *experiment.Spec) []ScaleScore {
 						mean := float64(s.sum) / float64(s.scored)
 						sc.Mean = &mean
 					}
+					if sc.NExpected = s.expected; s.expected > 0 {
+						sc.ExpectedMean = ptr(s.esum / float64(s.expected))
+					}
 					out = append(out, sc)
 				}
 			}
@@ -134,10 +147,11 @@ func (a *scaleAccumulator) scores(spec *experiment.Spec) []ScaleScore {
 
 // ScalesHeader returns the header of scales.csv.
 func ScalesHeader() []string {
-	return []string{"run_id", "model", "persona_id", "seed", "scale", "scale_name", "mean", "n_items", "n_missing"}
+	return []string{"run_id", "model", "persona_id", "seed", "scale", "scale_name", "mean", "n_items", "n_missing",
+		"expected_mean", "n_expected"}
 }
 
-// writeScales writes scales.csv: one line per ScaleScore, the mean with 4 decimals (empty when none).
+// writeScales writes scales.csv: one line per ScaleScore, the means with 4 decimals (empty when none).
 func writeScales(w io.Writer, runID string, scores []ScaleScore) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(ScalesHeader()); err != nil {
@@ -148,8 +162,12 @@ func writeScales(w io.Writer, runID string, scores []ScaleScore) error {
 		if s.Mean != nil {
 			mean = strconv.FormatFloat(*s.Mean, 'f', 4, 64)
 		}
+		expected := ""
+		if s.ExpectedMean != nil {
+			expected = strconv.FormatFloat(*s.ExpectedMean, 'f', 4, 64)
+		}
 		if err := cw.Write([]string{runID, s.Model, s.PersonaID, strconv.FormatInt(s.Seed, 10), s.Scale, s.ScaleName,
-			mean, strconv.Itoa(s.NItems), strconv.Itoa(s.NMissing)}); err != nil {
+			mean, strconv.Itoa(s.NItems), strconv.Itoa(s.NMissing), expected, strconv.Itoa(s.NExpected)}); err != nil {
 			return err
 		}
 	}
