@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -99,6 +100,11 @@ func newPromptCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "# cell %s\n", spec.CellID(c))
+			// The parameters the call sends with its answer mode's (logprobs, response_format), as JSON: what
+			// the response cache keys it by, besides the messages.
+			if params, err := json.Marshal(spec.CallParams(c)); err == nil && string(params) != "{}" {
+				fmt.Fprintf(out, "# params %s\n", params)
+			}
 			for _, m := range msgs {
 				fmt.Fprintf(out, "\n[%s]\n%s\n", m.Role, m.Content)
 				for _, ref := range m.Images {
