@@ -43,7 +43,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 5)
-	want := sync.answerRecord(c, cache.Answer{Text: "2. Yes [REDACTED]", PromptTokens: 40, CompletionTokens: 3})
+	want := sync.answerRecord(c, cache.Answer{Text: "2. Yes [REDACTED]", PromptTokens: 40, CompletionTokens: 3, FinishReason: llm.FinishStop})
 	want.CostUSD /= 2
 	want.LatencyMS, want.Attempts = 5, 1
 	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, want) || got.Answer == nil || got.Answer.Text != want.Raw {
