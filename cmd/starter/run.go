@@ -318,6 +318,9 @@ func printSummary(w io.Writer, res workflows.Result) {
 	if s.BatchSavedUSD > 0 {
 		fmt.Fprintf(w, "  batch: provider batches at the batch price · $%.4f saved against synchronous calls\n", s.BatchSavedUSD)
 	}
+	if s.Length > 0 || s.ContentFiltered > 0 {
+		fmt.Fprintf(w, "  finish: %d answers cut at max_tokens (finish_reason length) · %d withheld by the content filter\n", s.Length, s.ContentFiltered)
+	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "  stopped early: %s\n", res.Stopped)
 	}
