@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 				q := spec.Questionnaire
 				fmt.Fprintf(out, "OK %s: %s - %d items x %d personas x %d models x %d seeds = %d calls\n", path, spec.Name,
 					len(q.Items), len(spec.Personas), len(spec.Models), len(spec.Seeds), spec.NumCells())
-				for _, line := range batchModeLines(spec) {
+				for _, line := range slices.Concat(batchModeLines(spec), answerModeLines(spec)) {
 					fmt.Fprintln(out, "  "+line)
 				}
 			}
@@ -81,6 +82,25 @@ func batchModeLines(spec *experiment.Spec) []string {
 		out = append(out, fmt.Sprintf("model %s: batch mode: the provider's batch API at the batch price (%s), answered within 24 h, "+
 			"batches of at most %d requests and %d bytes; cells a batch never runs: on_expired %s (starter estimate counts the batches)",
 			m.ID, price, set.MaxRequests, set.MaxBytes, set.OnExpired))
+	}
+	return out
+}
+
+// answerModeLines say, for each model whose answer mode is not text, what its cells record.
+func answerModeLines(spec *experiment.Spec) []string {
+	var out []string
+	for _, m := range spec.Models {
+		a := spec.AnswerFor(m)
+		switch {
+		case a.Mode == experiment.AnswerText:
+			continue
+		case a.Mode == experiment.AnswerSamples:
+			out = append(out, fmt.Sprintf("model %s: answer %s: distributions.csv has the share of the %d seeds that chose each option", m.ID, a, len(spec.Seeds)))
+		case a.Logprobs:
+			out = append(out, fmt.Sprintf("model %s: answer %s: each cell records its probability per option (p_<option id> columns) from the label token's logprobs", m.ID, a))
+		default:
+			out = append(out, fmt.Sprintf("model %s: answer %s: the answer is JSON naming one of the item's option ids", m.ID, a))
+		}
 	}
 	return out
 }
