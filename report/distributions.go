@@ -9,8 +9,10 @@ import (
 	"github.com/silicolab/silico/results"
 )
 
-// pmfHeight is the height in pixels of a probability of 1 in the inline distribution bars.
-const pmfHeight = 30
+// pmfHeight is the height in pixels of an item's tallest bar (the largest probability of either side): an item's
+// probabilities are mostly well below 1, and what a reader compares is the shape of the model's distribution
+// against the humans', so each item's bars are scaled to fill the chart. The template's .pmf .b has this height.
+const pmfHeight = 32
 
 // distTable is one model's mean answer distribution per item over all its cells, beside the humans' (group
 // "all") when the spec has a reference.
@@ -44,7 +46,7 @@ type distRow struct {
 	HasModel, HasHumans bool
 }
 
-// optBar is one option of an item: its model and human probability as bar heights (pixels) and as text (data-p
+// optBar is one option of an item: its model and human probability as bar heights (pixels, see pmfHeight) and as text (data-p
 // and data-h, 6 decimals as reference.csv writes them; "" without that side).
 type optBar struct {
 	Label, Title   string
@@ -124,6 +126,16 @@ func distTables(r *Run) []distTable {
 
 // optBars returns the bars of an item's options; model or human may be nil (no such side).
 func optBars(opts []experiment.Option, model, human []float64) []optBar {
+	top := 0.0
+	for _, p := range [][]float64{model, human} {
+		for _, v := range p {
+			top = max(top, v)
+		}
+	}
+	scale := 0.0
+	if top > 0 {
+		scale = pmfHeight / top
+	}
 	out := make([]optBar, len(opts))
 	for k, o := range opts {
 		b := optBar{Label: o.ID, Title: "option " + o.ID}
@@ -135,11 +147,11 @@ func optBars(opts []experiment.Option, model, human []float64) []optBar {
 		}
 		var parts []string
 		if model != nil {
-			b.Model, b.HModel = prob(model[k]), pmfHeight*model[k]
+			b.Model, b.HModel = prob(model[k]), scale*model[k]
 			parts = append(parts, "model "+strconv.FormatFloat(model[k], 'f', 3, 64))
 		}
 		if human != nil {
-			b.Human, b.HHuman = prob(human[k]), pmfHeight*human[k]
+			b.Human, b.HHuman = prob(human[k]), scale*human[k]
 			parts = append(parts, "humans "+strconv.FormatFloat(human[k], 'f', 3, 64))
 		}
 		if len(parts) > 0 {
@@ -148,6 +160,19 @@ func optBars(opts []experiment.Option, model, human []float64) []optBar {
 		out[k] = b
 	}
 	return out
+}
+
+// sourceText says in words where a model's distributions come from (results.PMF.Source).
+func sourceText(source string) string {
+	switch source {
+	case results.SourceProbs:
+		return "option probabilities"
+	case results.SourceAnswers:
+		return "written answers"
+	case results.SourceMixed:
+		return "option probabilities and written answers"
+	}
+	return "no answers"
 }
 
 // prob writes a probability with 6 decimals.

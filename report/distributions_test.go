@@ -191,11 +191,15 @@ func TestReportDistributions(t *testing.T) {
 	// Every item of every model against reference.csv's "all" lines.
 	col, rows := readCSV(t, filepath.Join(dir, results.ReferenceFile))
 	lines := 0
+	w1 := map[string][]float64{}
 	for _, r := range rows {
 		if r[col["group"]] != experiment.GroupAll {
 			continue
 		}
 		lines++
+		if v, err := strconv.ParseFloat(r[col["w1"]], 64); err == nil {
+			w1[r[col["model"]]] = append(w1[r[col["model"]]], v)
+		}
 		key := "dist/" + r[col["model"]] + "/" + r[col["item_id"]]
 		for stat, column := range map[string]string{"w1": "w1", "jsd": "jsd", "model_entropy": "model_entropy", "human_entropy": "human_entropy"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
@@ -209,7 +213,10 @@ func TestReportDistributions(t *testing.T) {
 			t.Errorf("%s human bars %v, reference.csv %v", key, h, want)
 		}
 	}
-	if lines != 4 {
+	for model, vs := range w1 {
+		expect("dist/"+model+"/mean_w1", strconv.FormatFloat((vs[0]+vs[1])/2, 'f', 6, 64), sameStat)
+	}
+	if lines != 4 || len(w1["m1"]) != 2 || len(w1["m2"]) != 2 {
 		t.Errorf("%d lines of group all in reference.csv, want 2 models × 2 items", lines)
 	}
 
@@ -327,7 +334,7 @@ func TestReportDistributionsPartly(t *testing.T) {
 	if _, ok := kv["parse/m1/coverage"]; ok {
 		t.Error("the parse table shows coverage for a run without probabilities")
 	}
-	if !strings.Contains(b.String(), "source answers") {
+	if !strings.Contains(b.String(), "from written answers") {
 		t.Error("the model's distributions do not say they come from the written answers")
 	}
 

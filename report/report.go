@@ -43,11 +43,12 @@ var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 		}
 		return strconv.FormatFloat(100**v, 'f', 1, 64) + "%"
 	},
-	"f1":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"low":  isLow,
-	"add":  func(a, b float64) float64 { return a + b },
-	"half": func(v float64) float64 { return v / 2 },
-	"list": func(h ...histogram) []histogram { return h },
+	"f1":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"low":    isLow,
+	"source": sourceText,
+	"add":    func(a, b float64) float64 { return a + b },
+	"half":   func(v float64) float64 { return v / 2 },
+	"list":   func(h ...histogram) []histogram { return h },
 }).ParseFS(templates, "report.html.tmpl"))
 
 // Write renders the report of r to w.
