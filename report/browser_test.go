@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -27,16 +28,43 @@ func chromium() string {
 	return ""
 }
 
-// TestReportInChromium opens the fixed run's report in headless Chromium as a reader would: it must load with
-// no console error, no exception and no request beyond the file itself, and show its charts. The screenshot
+// TestReportInChromium opens two reports in headless Chromium as a reader would — the fixed run's, and the small
+// run's with option probabilities and a human reference — each must load with no console error, no exception and
+// no request beyond the file itself, and show its charts; the second its distribution bars too. Each screenshot
 // is saved as report.png in the test's temp dir (printed with -v); SILICO_REPORT_SCREENSHOT=/path.png keeps a copy
-// to look at.
+// of each to look at (the second as /path-distributions.png).
 func TestReportInChromium(t *testing.T) {
 	bin := chromium()
 	if bin == "" {
 		t.Skip("chromium not installed (apt-get install chromium): skipping the browser test")
 	}
-	dir, _ := render(t)
+	t.Run("quickstart", func(t *testing.T) {
+		dir, _ := render(t)
+		openInChromium(t, bin, dir, "", nil)
+	})
+	t.Run("distributions", func(t *testing.T) {
+		dir, _ := renderRun(t, distSpec(t), distRecords())
+		openInChromium(t, bin, dir, "-distributions", func(bctx context.Context) {
+			// The first model's section is unfolded: its bars take room on the page; the second's are folded away.
+			shown, err := chromedp.Run(bctx, chromedp.Evaluate[int](`[...document.querySelectorAll("details.dist .pmf .m")].filter(e => e.checkVisibility()).length`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tall, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`document.querySelector("details.dist[open] .pmf .m").getBoundingClientRect().height`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// m1: 2 items × 3 options; its q1 option 1 has p = 0.41, the humans' option 3 the largest, 0.5.
+			if want := 0.41 / 0.5 * pmfHeight; shown != 6 || math.Abs(tall-want) > 0.5 {
+				t.Errorf("%d model bars shown, the first %.2f px high; want 6, %.2f px", shown, tall, want)
+			}
+		})
+	})
+}
+
+// openInChromium opens dir's report and checks it as TestReportInChromium says; extra checks more on the page.
+// suffix goes before .png in the name of the copy SILICO_REPORT_SCREENSHOT asks for.
+func openInChromium(t *testing.T, bin, dir, suffix string, extra func(context.Context)) {
 	page := (&url.URL{Scheme: "file", Path: filepath.Join(dir, FileName)}).String()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -97,6 +125,9 @@ func TestReportInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if extra != nil {
+		extra(bctx)
+	}
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +166,7 @@ func TestReportInChromium(t *testing.T) {
 	t.Logf("screenshot: %s", shot)
 	if p := os.Getenv("SILICO_REPORT_SCREENSHOT"); p != "" {
 		// For a person to look at: keep a copy where asked.
+		p = strings.TrimSuffix(p, ".png") + suffix + ".png"
 		if err := os.WriteFile(p, png, 0o644); err != nil {
 			t.Fatal(err)
 		}

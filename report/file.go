@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/silicolab/silico/results"
 )
 
-// WriteFile writes the report of a to dir/report.html (dir is created if needed) and returns its path. The
+// WriteFile writes the report of r to dir/report.html (dir is created if needed) and returns its path. The
 // page is written under a temporary name and renamed into place when complete, so a reader never sees half a
 // report and a failed write leaves an earlier report untouched.
-func WriteFile(dir string, a *results.Analysis) (string, error) {
+func WriteFile(dir string, r *Run) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("report: %w", err)
 	}
@@ -28,7 +26,7 @@ func WriteFile(dir string, a *results.Analysis) (string, error) {
 		}
 	}()
 	w := bufio.NewWriterSize(f, 256<<10)
-	if err := Write(w, a); err != nil {
+	if err := Write(w, r); err != nil {
 		return "", err
 	}
 	if err := w.Flush(); err != nil {

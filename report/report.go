@@ -1,6 +1,7 @@
-// Package report renders a run's results.Analysis as one self-contained HTML page: the spec in brief, cost,
-// tokens and time, parse rates, scale score distributions, item × persona answer heatmaps, reliability, seed
-// agreement, and latency and attempt histograms.
+// Package report renders a run (its results.Analysis, see Analyze) as one self-contained HTML page: the spec in
+// brief, cost, tokens and time, parse rates, scale score distributions, item × persona answer heatmaps, the
+// answer distributions per item beside a human reference's, reliability (the humans' too), seed agreement, and
+// latency and attempt histograms.
 //
 // The page has no scripts and loads nothing: its style is inlined and every chart is SVG written by
 // html/template from positions computed here. That is deliberate. The page must open offline and in
@@ -36,16 +37,23 @@ var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"stat": fmtStat,
 	"int":  thousands,
 	"pct":  func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
-	"f1":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"low":  isLow,
-	"add":  func(a, b float64) float64 { return a + b },
-	"half": func(v float64) float64 { return v / 2 },
-	"list": func(h ...histogram) []histogram { return h },
+	"pctp": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(100**v, 'f', 1, 64) + "%"
+	},
+	"f1":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"low":    isLow,
+	"source": sourceText,
+	"add":    func(a, b float64) float64 { return a + b },
+	"half":   func(v float64) float64 { return v / 2 },
+	"list":   func(h ...histogram) []histogram { return h },
 }).ParseFS(templates, "report.html.tmpl"))
 
-// Write renders the report of a to w.
-func Write(w io.Writer, a *results.Analysis) error {
-	if err := page.Execute(w, build(a)); err != nil {
+// Write renders the report of r to w.
+func Write(w io.Writer, r *Run) error {
+	if err := page.Execute(w, build(r)); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
@@ -62,6 +70,14 @@ type view struct {
 	Facts       []fact
 	Batch       []batchRow
 	Parse       []parseRow
+	// Probs: some cell had option probabilities (the parse table shows coverage and agreement); Cut: some
+	// answer was cut at max_tokens or content-filtered (it shows their counts).
+	Probs, Cut bool
+	// Dists has a table per model when the run has probabilities or a human reference, none otherwise;
+	// HasRef says there is a reference, RefScales its model × scale reliabilities.
+	Dists       []distTable
+	HasRef      bool
+	RefScales   []refScaleRow
 	Scales      []scaleChart
 	Heatmaps    []heatmap
 	Reliability []relRow
@@ -78,7 +94,8 @@ type modelInfo struct{ ID, Name, Provider, Params string }
 // fact is one headline number; Key names it for tests (data-key).
 type fact struct{ Label, Value, Key string }
 
-func build(a *results.Analysis) view {
+func build(r *Run) view {
+	a := r.Analysis
 	s := a.Spec
 	v := view{
 		Title: s.Name, RunID: a.RunID, Summary: s.Summary(), Description: s.Description,
@@ -109,7 +126,14 @@ func build(a *results.Analysis) view {
 	}
 	v.Batch = batchRows(a)
 	v.Facts = facts(a, len(v.Batch) > 0)
-	v.Parse = parseRows(a)
+	v.Parse = parseRows(r)
+	v.Probs = r.cells.any()
+	v.Cut = a.Summary.Length > 0 || a.Summary.ContentFiltered > 0
+	if showDistributions(r) {
+		v.Dists = distTables(r)
+		v.HasRef = s.Reference != nil
+		v.RefScales = refScaleRows(a)
+	}
 	v.Scales = scaleCharts(a)
 	v.Heatmaps = heatmaps(a)
 	v.Reliability, v.Items = relRows(a)
@@ -190,18 +214,27 @@ func batchRows(a *results.Analysis) []batchRow {
 	return out
 }
 
-// parseRow is one model's parse rate with its stacked bar (widths in percent of the bar).
+// parseRow is one model's parse rate with its stacked bar (widths in percent of the bar), its answers cut at
+// max_tokens (finish_reason length) and content-filtered, and over its cells with option probabilities the mean
+// coverage and the share whose most likely option is the written answer (nil without such cells).
 type parseRow struct {
 	Model                  string
 	Cells, OK, Unp, Failed int
 	Rate                   float64
 	WOK, WUnp, WFailed     float64
+	Length, Filtered       int
+	Coverage, Agree        *float64
+	Agreed, AgreeCells     int
 }
 
-func parseRows(a *results.Analysis) []parseRow {
+func parseRows(run *Run) []parseRow {
+	a := run.Analysis
 	var out []parseRow
-	for _, m := range a.Summary.Models {
-		r := parseRow{Model: m.Model, Cells: m.Cells, OK: m.OK, Unp: m.Unparsed, Failed: m.Failed}
+	for i, m := range a.Summary.Models {
+		r := parseRow{Model: m.Model, Cells: m.Cells, OK: m.OK, Unp: m.Unparsed, Failed: m.Failed,
+			Length: m.Length, Filtered: m.ContentFiltered}
+		ps := run.cells.model(i)
+		r.Coverage, r.Agree, r.Agreed, r.AgreeCells = ps.meanCoverage(), ps.agreeShare(), ps.agree, ps.nAgree
 		if m.Cells > 0 {
 			n := float64(m.Cells)
 			r.Rate = float64(m.OK) / n

@@ -121,7 +121,7 @@ func render(t *testing.T) (dir, page string) {
 	if _, err := results.Export(ctx, src, spec, "fixed-run", dir, 0); err != nil {
 		t.Fatal(err)
 	}
-	a, err := results.Analyze(ctx, src, spec, "fixed-run", 0)
+	a, err := Analyze(ctx, src, spec, "fixed-run", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestReportEscapes(t *testing.T) {
 	spec, src := fixedRun(t)
 	spec.Name = `<script>alert("x")</script>`
 	spec.Personas[0].ID = `a"b<c>`
-	a, err := results.Analyze(context.Background(), src, spec, "r", 0)
+	a, err := Analyze(context.Background(), src, spec, "r", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestReportWithoutScales(t *testing.T) {
 	for i := range spec.Questionnaire.Items {
 		spec.Questionnaire.Items[i].Scale = ""
 	}
-	a, err := results.Analyze(context.Background(), src, spec, "r", 0)
+	a, err := Analyze(context.Background(), src, spec, "r", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestReportBatchSaving(t *testing.T) {
 	if _, err := results.Export(ctx, src, spec, "batch-run", dir, 0); err != nil {
 		t.Fatal(err)
 	}
-	a, err := results.Analyze(ctx, src, spec, "batch-run", 0)
+	a, err := Analyze(ctx, src, spec, "batch-run", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

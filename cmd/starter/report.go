@@ -92,11 +92,11 @@ func loadRunSpec(ctx context.Context, st specStore, id string) (*experiment.Spec
 
 // writeReport analyses the run's records and writes dir/report.html.
 func writeReport(ctx context.Context, src results.Source, spec *experiment.Spec, id, dir string, elapsed time.Duration) (string, error) {
-	a, err := results.Analyze(ctx, src, spec, id, elapsed)
+	r, err := report.Analyze(ctx, src, spec, id, elapsed)
 	if err != nil {
 		return "", err
 	}
-	return report.WriteFile(dir, a)
+	return report.WriteFile(dir, r)
 }
 
 // elapsedFrom returns the wall time recorded in dir/summary.json, 0 when there is none.
