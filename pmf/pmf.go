@@ -30,15 +30,25 @@ type Dist struct {
 // prefix. ok is false when no label token was found or no alternative there spells an option (coverage 0): the
 // cell then has no distribution, only its written answer.
 func FromLogprobs(toks []llm.TokenLogprob, set experiment.OptionSet, prefix string) (d Dist, ok bool) {
-	want := squeeze(prefix)
+	wants := []string{squeeze(prefix)}
+	if strings.HasPrefix(wants[0], "{") {
+		// JSON may come in a Markdown code fence, which llama.cpp's grammars allow and it strips from the
+		// message but not from the logprobs.
+		wants = append(wants, "```json"+wants[0], "```"+wants[0])
+	}
 	labels := experiment.Labels(set)
 	var before strings.Builder
 	for _, t := range toks {
 		so := before.String()
-		switch cur := squeeze(so + t.Token); {
-		case len(cur) > len(want) && strings.HasPrefix(cur, want):
-			return read(t, so, want, labels, len(set.Options))
-		case !strings.HasPrefix(want, cur):
+		cur := squeeze(so + t.Token)
+		within := false
+		for _, want := range wants {
+			if len(cur) > len(want) && strings.HasPrefix(cur, want) {
+				return read(t, so, want, labels, len(set.Options))
+			}
+			within = within || strings.HasPrefix(want, cur)
+		}
+		if !within {
 			return Dist{}, false // the reply does not start with the prefix: it has no label position
 		}
 		before.WriteString(t.Token)

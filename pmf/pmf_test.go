@@ -58,6 +58,9 @@ func TestLabelAfterThePrefix(t *testing.T) {
 		"split":  {tok(`{"`, -0.01), tok("answer", -0.01), tok(`":"`, -0.01), tok("2", math.Log(0.6), alt("2", 0.6), alt("1", 0.3), alt(" ", 0.05)), tok(`"}`, -0.01)},
 		"merged": {tok(`{"answer": "`, -0.01), tok(`2"`, math.Log(0.6), alt(`2"`, 0.6), alt(`1"`, 0.3), alt(`3`, 0.0)), tok("}", -0.01)},
 		"spaces": {tok("{", -0.01), tok(` "answer"`, -0.01), tok(`: "`, -0.01), tok("2", math.Log(0.6), alt("2", 0.6), alt("1", 0.3))},
+		// llama.cpp's grammar lets a model fence its JSON; the fence is in the logprobs, not in the message.
+		"fenced": {tok(" ", -0.01), tok("\n", -0.01), tok(" ```", -0.01), tok("js", -0.01), tok("on", -0.01), tok("{", -0.01), tok(` "answer": "`, -0.01),
+			tok("2", math.Log(0.6), alt("2", 0.6), alt("1", 0.3))},
 	} {
 		d, ok := FromLogprobs(toks, likert(), experiment.JSONAnswerPrefix)
 		if !ok {
