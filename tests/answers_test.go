@@ -180,3 +180,53 @@ questionnaire:
 		t.Errorf("top_k outside extra: %v", err)
 	}
 }
+
+// A server that answers without logprobs, while the answer mode reads them, stops its model with one error: the
+// answers that came are kept, every other cell says NoLogprobs and why, and the model is not asked again and again.
+func TestAServerWithoutLogprobsStopsTheModelOnce(t *testing.T) {
+	strip := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]json.RawMessage
+			b, _ := io.ReadAll(r.Body)
+			if json.Unmarshal(b, &body) == nil {
+				delete(body, "logprobs")
+				delete(body, "top_logprobs")
+				b, _ = json.Marshal(body)
+			}
+			r.Body, r.ContentLength = io.NopCloser(strings.NewReader(string(b))), int64(len(b))
+			h.ServeHTTP(w, r)
+		})
+	}
+	s := newStackWrapped(t, sim.Config{}, 1, strip)
+	spec := gridSpec(1, 2, 20, 10)
+	spec.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerLogprobs}
+	spec.Run.Cache = experiment.CacheOff
+	const cells = 400
+	res := s.run(t, "nolp", spec)
+	calls := len(s.sim.Requests())
+	if calls == 0 || calls > 2*spec.Run.MaxConcurrency+2 {
+		t.Errorf("%d calls of a server without logprobs, want a handful (those in flight when the first answer came)", calls)
+	}
+	noLP := 0
+	for _, r := range readRows(t, res.OutputDir) {
+		switch {
+		case r.Status == "ok":
+			if r.Probs != nil {
+				t.Errorf("cell %s has probabilities from a server that sent none", r.CellID)
+			}
+		case r.ErrorClass == activities.ClassNoLogprobs || r.ErrorClass == activities.ClassSkipped:
+			noLP++
+			if !strings.Contains(r.ErrorMessage, "logprobs") {
+				t.Errorf("cell %s: %q does not say why", r.CellID, r.ErrorMessage)
+			}
+		default:
+			t.Errorf("cell %s: %s %s %q", r.CellID, r.Status, r.ErrorClass, r.ErrorMessage)
+		}
+	}
+	if noLP < cells-calls {
+		t.Errorf("%d cells stopped for want of logprobs, want the %d not called", noLP, cells-calls)
+	}
+	if len(res.Summary.Errors) == 0 || !strings.Contains(strings.Join(res.Summary.Errors, "\n"), "answered without logprobs") {
+		t.Errorf("summary errors %q do not say the server sends no logprobs", res.Summary.Errors)
+	}
+}
