@@ -249,15 +249,7 @@ func heatmaps(a *results.Analysis) []heatmap {
 			y := heatTop + float64(row)*heatCell
 			h.Rows = append(h.Rows, label{X: heatLeft - 4, Y: y + heatCell - 4, Text: item.ID})
 			for p := range s.Personas {
-				var sum float64
-				n := 0
-				for sd := range s.Seeds {
-					c := a.Cells[a.Index(m, sd, it, p)]
-					if c.Scored {
-						sum += float64(c.Score)
-						n++
-					}
-				}
+				mean, n := a.HeatMean(m, it, p)
 				cell := heatCellView{X: heatLeft + float64(p)*heatCell, Y: y}
 				rev := ""
 				if item.Reversed {
@@ -267,7 +259,6 @@ func heatmaps(a *results.Analysis) []heatmap {
 					cell.Missing = true
 					cell.Title = item.ID + rev + " · " + s.Personas[p].ID + ": no score"
 				} else {
-					mean := sum / float64(n)
 					cell.Fill = ramp((mean-lo)/(hi-lo), viridis)
 					cell.Title = item.ID + rev + " · " + s.Personas[p].ID + ": " + strconv.FormatFloat(mean, 'f', 2, 64) +
 						" (" + strconv.Itoa(n) + " of " + strconv.Itoa(len(s.Seeds)) + " seeds) · " + item.Text
@@ -322,38 +313,24 @@ type ytick struct {
 }
 
 func histograms(a *results.Analysis) (latency, attempts histogram) {
-	var lat []float64
-	maxAtt := 0
-	for _, c := range a.Cells {
-		if c.Attempts > 0 {
-			lat = append(lat, c.LatencyMS)
-			maxAtt = max(maxAtt, int(c.Attempts))
-		}
-	}
+	lat := a.Latency
 	latency = histogram{Title: "Call latency", XLabel: "latency (ms)"}
 	attempts = histogram{Title: "Attempts per cell", XLabel: "attempt of the pass that recorded the cell (1 = no retry)"}
-	if len(lat) == 0 {
+	if lat.Ran == 0 {
 		latency.Empty, attempts.Empty = true, true
 		return latency, attempts
 	}
-	top := slices.Max(lat)
+	top := lat.MaxMS
 	width := niceStep(top / 20)
 	nb := int(top/width) + 1
-	counts := make([]int, nb)
-	for _, v := range lat {
-		counts[min(int(v/width), nb-1)]++
-	}
+	counts := lat.Bins(width, nb)
 	labels := make([]string, nb)
 	for i := range nb {
 		labels[i] = strconv.FormatFloat(float64(i)*width, 'g', -1, 64) + "–" + strconv.FormatFloat(float64(i+1)*width, 'g', -1, 64) + " ms"
 	}
 	latency = bars(latency, counts, labels, func(i int) string { return strconv.FormatFloat(float64(i)*width, 'g', -1, 64) }, "latency")
-	acounts := make([]int, maxAtt)
-	for _, c := range a.Cells {
-		if c.Attempts > 0 {
-			acounts[c.Attempts-1]++
-		}
-	}
+	maxAtt := len(lat.Attempts)
+	acounts := slices.Clone(lat.Attempts)
 	alabels := make([]string, maxAtt)
 	for i := range maxAtt {
 		alabels[i] = strconv.Itoa(i+1) + " attempt"

@@ -145,14 +145,7 @@ func build(r *Run) view {
 // facts are the overview's headline numbers; batch adds what the models in batch mode saved.
 func facts(a *results.Analysis, batch bool) []fact {
 	sum := a.Summary
-	var latSum float64
-	ran := 0
-	for _, c := range a.Cells {
-		if c.Attempts > 0 {
-			latSum += c.LatencyMS
-			ran++
-		}
-	}
+	latSum, ran := a.Latency.SumMS, a.Latency.Ran
 	elapsed := "—"
 	if sum.ElapsedSeconds > 0 {
 		elapsed = formatSeconds(sum.ElapsedSeconds)

@@ -98,7 +98,8 @@ const (
 	CellFailed
 )
 
-// CellResult is what the analysis keeps of one cell: 24 bytes, so a run of a million cells takes 24 MB.
+// CellResult is what the analysis reads of one cell. It keeps none: it counts them (see cellStats), so its
+// memory does not grow with the seeds.
 type CellResult struct {
 	LatencyMS float64
 	Score     int32 // valid when Scored
@@ -112,11 +113,13 @@ type CellResult struct {
 }
 
 // Analysis is everything a run's outputs say, computed in one pass over its records: the summary, scale
-// scores, reliability, item statistics and seed agreement, and the per-cell results the report plots.
+// scores, reliability, item statistics and seed agreement, and the sums and counts the report plots.
 type Analysis struct {
-	Spec        *experiment.Spec
-	RunID       string
-	Summary     Summary
+	Spec    *experiment.Spec
+	RunID   string
+	Summary Summary
+	// Scales are the scale scores in ScaleScore's order, filled by Analyze; Export leaves it nil and writes
+	// scales.csv from the sums (ScaleScore reads either).
 	Scales      []ScaleScore
 	Reliability []Reliability
 	Items       []ItemStat
@@ -124,8 +127,8 @@ type Analysis struct {
 	// Reference and ReferenceScales compare the answers with the spec's human reference (empty without one).
 	Reference       []ReferenceRow
 	ReferenceScales []ReferenceScale
-	// Cells holds every cell in submission order (index = cell index).
-	Cells []CellResult
+	// Latency holds the latencies and attempts of the cells that ran.
+	Latency LatencyStats
 	// ScaleIDs and ScaleNames are the scored scales in output order; ItemScale maps an item index to its
 	// position in ScaleIDs, -1 for an item without a scale.
 	ScaleIDs   []string
@@ -134,6 +137,10 @@ type Analysis struct {
 
 	// dists are the cells' answer distributions summed per (model, item, persona); see PersonaPMF.
 	dists *distAccumulator
+	// cells counts answers and scores per (model, item, persona) over seeds; see cellStats.
+	cells *cellStats
+	// scaleSums are the scale sums ScaleScore reads when Scales is not kept.
+	scaleSums *scaleAccumulator
 }
 
 // Analyze reads the records of a run and computes its Analysis. elapsed is the run's wall time, written to
@@ -151,7 +158,7 @@ func Analyze(ctx context.Context, src Source, spec *experiment.Spec, runID strin
 	if err != nil {
 		return nil, fmt.Errorf("results: analyze %s: %w", runID, err)
 	}
-	return an.finish(), nil
+	return an.finish(true), nil
 }
 
 // analyzer accumulates an Analysis row by row.
@@ -163,12 +170,10 @@ type analyzer struct {
 
 func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration) *analyzer {
 	sc := newScaleAccumulator(spec)
-	return &analyzer{
-		a: &Analysis{Spec: spec, RunID: runID, Cells: make([]CellResult, spec.NumCells()),
-			ScaleIDs: sc.scales, ScaleNames: sc.names, ItemScale: sc.itemScale, dists: newDistAccumulator(spec)},
-		sum:    newSummarizer(spec, runID, elapsed),
-		scales: sc,
-	}
+	a := &Analysis{Spec: spec, RunID: runID, ScaleIDs: sc.scales, ScaleNames: sc.names, ItemScale: sc.itemScale,
+		dists: newDistAccumulator(spec)}
+	a.cells = newCellStats(spec, a.reliabilityOf)
+	return &analyzer{a: a, sum: newSummarizer(spec, runID, elapsed), scales: sc}
 }
 
 func (an *analyzer) add(r *Row) {
@@ -196,15 +201,23 @@ func (an *analyzer) add(r *Row) {
 			}
 		}
 	}
-	an.a.Cells[r.Index] = c
+	an.a.cells.add(c, r.Index)
 	an.a.dists.add(r, int(c.Option))
 }
 
-func (an *analyzer) finish() *Analysis {
+// finish computes what needs every record. keepScales fills Scales; without it ScaleScore reads the sums, and
+// an export writes scales.csv from them: a run's scale scores are one per (model, persona, seed, scale), 50 MB
+// of them for 10,000,000 cells.
+func (an *analyzer) finish(keepScales bool) *Analysis {
 	a := an.a
 	a.Summary = an.sum.summary()
-	a.Scales = an.scales.scores(a.Spec)
-	a.reliability()
+	a.scaleSums = an.scales
+	if keepScales {
+		a.Scales = an.scales.scores(a.Spec)
+	}
+	a.cells.finish()
+	a.Latency = a.cells.lat
+	a.itemModalShares()
 	a.agreement()
 	a.reference()
 	return a
@@ -220,6 +233,9 @@ func (a *Analysis) Index(m, sd, it, p int) int {
 // ScaleScore returns the score of scale k for (model m, persona p, seed sd): Scales is in that order.
 func (a *Analysis) ScaleScore(m, p, sd, k int) ScaleScore {
 	s := a.Spec
+	if a.Scales == nil {
+		return a.scaleSums.score(s, m, p, sd, k)
+	}
 	return a.Scales[((m*len(s.Personas)+p)*len(s.Seeds)+sd)*len(a.ScaleIDs)+k]
 }
 
@@ -239,78 +255,8 @@ func (a *Analysis) ScaleItems(k int) []int {
 	return out
 }
 
-// reliability fills Reliability and Items: for every model, seed and scale (in that order) the personas ×
-// items matrix of scores goes through psychometrics.
-func (a *Analysis) reliability() {
-	s := a.Spec
-	modal := a.itemModalShares()
-	for m := range s.Models {
-		for sd := range s.Seeds {
-			for k := range a.ScaleIDs {
-				items := a.ScaleItems(k)
-				x := make([][]float64, len(s.Personas))
-				missing := 0
-				for p := range s.Personas {
-					x[p] = make([]float64, len(items))
-					for j, it := range items {
-						c := a.Cells[a.Index(m, sd, it, p)]
-						if !c.Scored {
-							x[p][j] = psychometrics.Missing
-							missing++
-							continue
-						}
-						x[p][j] = float64(c.Score)
-					}
-				}
-				rel := Reliability{Model: s.Models[m].ID, Seed: s.Seeds[sd], Scale: a.ScaleIDs[k],
-					ScaleName: a.ScaleNames[k], Items: len(items), Missing: missing}
-				al, err := psychometrics.ComputeAlpha(x)
-				rel.Personas, rel.ItemsUsed = al.Respondents, len(al.Items)
-				if err == nil {
-					rel.Alpha, rel.StdAlpha, rel.AverageR = finite(al.Raw), finite(al.Std), finite(al.AverageR)
-					if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
-						rel.OmegaTotal = finite(om)
-					}
-				}
-				rel.AlphaExpected, rel.OmegaExpected = a.expectedReliability(m, sd, items)
-				a.Reliability = append(a.Reliability, rel)
-				for j, it := range items {
-					st := ItemStat{Model: rel.Model, Seed: rel.Seed, Scale: rel.Scale, ItemID: s.Questionnaire.Items[it].ID,
-						Reversed: s.Questionnaire.Items[it].Reversed, ModalShare: modal[m*len(s.Questionnaire.Items)+it]}
-					st.N, st.Mean, st.SD = describe(column(x, j))
-					if pos := slices.Index(al.Items, j); pos >= 0 {
-						st.Used = true
-						if err == nil {
-							st.ItemRest, st.AlphaIfDropped = finite(al.ItemRest[pos]), finite(al.IfDropped[pos])
-						}
-					}
-					a.Items = append(a.Items, st)
-				}
-			}
-		}
-	}
-}
-
-// expectedReliability is alpha and omega of the personas × items matrix of expected scores of model m and seed
-// sd; nil when no cell of it has an expected score.
-func (a *Analysis) expectedReliability(m, sd int, items []int) (alpha, omega *float64) {
-	s := a.Spec
-	x := make([][]float64, len(s.Personas))
-	any := false
-	for p := range s.Personas {
-		x[p] = make([]float64, len(items))
-		for j, it := range items {
-			e := a.Cells[a.Index(m, sd, it, p)].Expected
-			if e != e { // NaN: no expected score
-				x[p][j] = psychometrics.Missing
-				continue
-			}
-			x[p][j], any = float64(e), true
-		}
-	}
-	if !any {
-		return nil, nil
-	}
+// alphaOmega is alpha and omega total of x; nil where undefined.
+func alphaOmega(x [][]float64) (alpha, omega *float64) {
 	al, err := psychometrics.ComputeAlpha(x)
 	if err != nil {
 		return nil, nil
@@ -322,46 +268,86 @@ func (a *Analysis) expectedReliability(m, sd int, items []int) (alpha, omega *fl
 	return alpha, omega
 }
 
-// modalShare is, over the seeds of one (model, item, persona), the share of answered seeds that gave the most
-// frequent answer; ok is false when no seed answered.
-func (a *Analysis) modalShare(m, it, p int) (share float64, ok bool) {
-	counts := map[int16]int{}
-	n, top := 0, 0
-	for sd := range a.Spec.Seeds {
-		c := a.Cells[a.Index(m, sd, it, p)]
-		if c.Option < 0 {
-			continue
+// reliabilityOf appends the Reliability and Items lines of one (model, seed) block (index m*seeds + sd), whose
+// scores are in item × persona order: for every scale the personas × items matrix of scores goes through
+// psychometrics. Blocks come in index order, so the lines are in model, seed, scale order. ModalShare, which
+// needs every seed, is filled in by itemModalShares.
+func (a *Analysis) reliabilityOf(block int, score []int32, has []bool, expected []float64) {
+	s := a.Spec
+	m, sd := block/len(s.Seeds), block%len(s.Seeds)
+	for k := range a.ScaleIDs {
+		items := a.ScaleItems(k)
+		x, missing := scoreMatrix(len(s.Personas), items, score, has)
+		rel := Reliability{Model: s.Models[m].ID, Seed: s.Seeds[sd], Scale: a.ScaleIDs[k],
+			ScaleName: a.ScaleNames[k], Items: len(items), Missing: missing}
+		al, err := psychometrics.ComputeAlpha(x)
+		rel.Personas, rel.ItemsUsed = al.Respondents, len(al.Items)
+		if err == nil {
+			rel.Alpha, rel.StdAlpha, rel.AverageR = finite(al.Raw), finite(al.Std), finite(al.AverageR)
+			if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
+				rel.OmegaTotal = finite(om)
+			}
 		}
-		n++
-		counts[c.Option]++
-		top = max(top, counts[c.Option])
+		if ex, any := expectedMatrix(len(s.Personas), items, expected); any {
+			rel.AlphaExpected, rel.OmegaExpected = alphaOmega(ex)
+		}
+		a.Reliability = append(a.Reliability, rel)
+		for j, it := range items {
+			st := ItemStat{Model: rel.Model, Seed: rel.Seed, Scale: rel.Scale, ItemID: s.Questionnaire.Items[it].ID,
+				Reversed: s.Questionnaire.Items[it].Reversed}
+			st.N, st.Mean, st.SD = describe(column(x, j))
+			if pos := slices.Index(al.Items, j); pos >= 0 {
+				st.Used = true
+				if err == nil {
+					st.ItemRest, st.AlphaIfDropped = finite(al.ItemRest[pos]), finite(al.IfDropped[pos])
+				}
+			}
+			a.Items = append(a.Items, st)
+		}
 	}
-	if n == 0 {
-		return 0, false
-	}
-	return float64(top) / float64(n), true
 }
 
-// itemModalShares returns, for every (model, item) at m*items+item, the mean modal share over personas.
-func (a *Analysis) itemModalShares() []*float64 {
+// HeatMean returns the mean score of (model m, item it, persona p) over the seeds, and the number of seeds with
+// a score (0: no mean).
+func (a *Analysis) HeatMean(m, it, p int) (mean float64, n int) {
+	i, _ := a.cells.at(m, it, p)
+	if a.cells.scored[i] == 0 {
+		return 0, 0
+	}
+	return float64(a.cells.scoreSum[i]) / float64(a.cells.scored[i]), int(a.cells.scored[i])
+}
+
+// itemModalShares fills the ModalShare of every Items line: for its (model, item), the mean modal share over
+// personas. Items is in model, seed, scale, item order (see reliabilityOf).
+func (a *Analysis) itemModalShares() {
 	s := a.Spec
-	out := make([]*float64, len(s.Models)*len(s.Questionnaire.Items))
+	modal := make([]*float64, len(s.Models)*len(s.Questionnaire.Items))
 	for m := range s.Models {
 		for it := range s.Questionnaire.Items {
 			var sum float64
 			n := 0
 			for p := range s.Personas {
-				if v, ok := a.modalShare(m, it, p); ok {
+				if v, ok := a.cells.modalShare(m, it, p); ok {
 					sum += v
 					n++
 				}
 			}
 			if n > 0 {
-				out[m*len(s.Questionnaire.Items)+it] = ptr(sum / float64(n))
+				modal[m*len(s.Questionnaire.Items)+it] = ptr(sum / float64(n))
 			}
 		}
 	}
-	return out
+	i := 0
+	for m := range s.Models {
+		for range s.Seeds {
+			for k := range a.ScaleIDs {
+				for _, it := range a.ScaleItems(k) {
+					a.Items[i].ModalShare = modal[m*len(s.Questionnaire.Items)+it]
+					i++
+				}
+			}
+		}
+	}
 }
 
 // agreement fills Agreement from the scale scores (model, persona, seed, scale order) and the answers.
@@ -385,7 +371,7 @@ func (a *Analysis) agreement() {
 				var sum float64
 				n := 0
 				for _, it := range a.ScaleItems(k) {
-					if v, ok := a.modalShare(m, it, p); ok {
+					if v, ok := a.cells.modalShare(m, it, p); ok {
 						sum += v
 						n++
 					}

@@ -110,8 +110,8 @@ type ModelSummary struct {
 // per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv,
 // agreement.csv and distributions.csv (see Analysis), reference.csv and reference_scales.csv when the spec has a
 // human reference, and summary.json. A cell with no record is written as failed with error class
-// NotRun. Records are streamed from src, never all held in memory; the analysis keeps a CellResult per cell
-// and the answer distributions summed per model, item and persona.
+// NotRun. Records are streamed from src, never all held in memory, and the analysis keeps nothing per cell: its
+// sums and counts are per (model, item, persona), per (model, persona, seed, scale), or per (model, seed) block.
 //
 // Each file is written to a temporary file in dir and renamed into place only when all of them are complete,
 // summary.json last: on error no partial output is left and earlier outputs in dir are untouched.
@@ -173,8 +173,8 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if cw.Flush(); cw.Error() != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, cw.Error())
 	}
-	a := an.finish()
-	if err := writeScales(sf.w, runID, a.Scales); err != nil {
+	a := an.finish(false)
+	if err := writeScales(sf.w, runID, an.scales.all(spec)); err != nil {
 		return Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
 	}
 	writers := map[string]func(io.Writer) error{

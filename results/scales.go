@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"iter"
+	"slices"
 	"strconv"
 
 	"github.com/silicolab/silico/experiment"
@@ -122,27 +124,39 @@ func (a *scaleAccumulator) add(r *Row) {
 }
 
 func (a *scaleAccumulator) scores(spec *experiment.Spec) []ScaleScore {
-	out := make([]ScaleScore, 0, len(a.sums))
-	for m := range spec.Models {
-		for p := range spec.Personas {
-			for sd := range spec.Seeds {
-				for k := range a.scales {
-					s := a.sums[a.group(m, p, sd, k)]
-					sc := ScaleScore{Model: spec.Models[m].ID, PersonaID: spec.Personas[p].ID, Seed: spec.Seeds[sd],
-						Scale: a.scales[k], ScaleName: a.names[k], NItems: s.scored, NMissing: s.missing}
-					if s.scored > 0 {
-						mean := float64(s.sum) / float64(s.scored)
-						sc.Mean = &mean
+	return slices.AppendSeq(make([]ScaleScore, 0, len(a.sums)), a.all(spec))
+}
+
+// all yields every ScaleScore in output order (model, persona, seed, scale), without holding them.
+func (a *scaleAccumulator) all(spec *experiment.Spec) iter.Seq[ScaleScore] {
+	return func(yield func(ScaleScore) bool) {
+		for m := range spec.Models {
+			for p := range spec.Personas {
+				for sd := range spec.Seeds {
+					for k := range a.scales {
+						if !yield(a.score(spec, m, p, sd, k)) {
+							return
+						}
 					}
-					if sc.NExpected = s.expected; s.expected > 0 {
-						sc.ExpectedMean = ptr(s.esum / float64(s.expected))
-					}
-					out = append(out, sc)
 				}
 			}
 		}
 	}
-	return out
+}
+
+// score is the ScaleScore of scale k for (model m, persona p, seed sd).
+func (a *scaleAccumulator) score(spec *experiment.Spec, m, p, sd, k int) ScaleScore {
+	s := a.sums[a.group(m, p, sd, k)]
+	sc := ScaleScore{Model: spec.Models[m].ID, PersonaID: spec.Personas[p].ID, Seed: spec.Seeds[sd],
+		Scale: a.scales[k], ScaleName: a.names[k], NItems: s.scored, NMissing: s.missing}
+	if s.scored > 0 {
+		mean := float64(s.sum) / float64(s.scored)
+		sc.Mean = &mean
+	}
+	if sc.NExpected = s.expected; s.expected > 0 {
+		sc.ExpectedMean = ptr(s.esum / float64(s.expected))
+	}
+	return sc
 }
 
 // ScalesHeader returns the header of scales.csv.
@@ -151,13 +165,13 @@ func ScalesHeader() []string {
 		"expected_mean", "n_expected"}
 }
 
-// writeScales writes scales.csv: one line per ScaleScore, the means with 4 decimals (empty when none).
-func writeScales(w io.Writer, runID string, scores []ScaleScore) error {
+// writeScales writes scales.csv: one line per ScaleScore, the mean with 4 decimals (empty when none).
+func writeScales(w io.Writer, runID string, scores iter.Seq[ScaleScore]) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(ScalesHeader()); err != nil {
 		return err
 	}
-	for _, s := range scores {
+	for s := range scores {
 		mean := ""
 		if s.Mean != nil {
 			mean = strconv.FormatFloat(*s.Mean, 'f', 4, 64)
