@@ -68,7 +68,10 @@ func parse(data []byte, d *decoder, control []string) (*experiment.Spec, error) 
 	if d.referenceNode != nil {
 		d.referenceFile(s, d.referenceNode)
 	}
-	if s.Name == "" && root.get("name") == nil && filename != "" {
+	// The tree is not needed after decoding (the Spec shares its strings): let it go before validating.
+	noName, top := root.get("name") == nil, &node{line: root.line, col: root.col}
+	d.referenceNode = nil
+	if s.Name == "" && noName && filename != "" {
 		base := filepath.Base(filename)
 		s.Name = strings.TrimSuffix(base, filepath.Ext(base))
 	}
@@ -79,7 +82,7 @@ func parse(data []byte, d *decoder, control []string) (*experiment.Spec, error) 
 	}
 	errs := d.errs
 	for _, e := range verrs {
-		d.place(e, root)
+		d.place(e, top)
 		if !coveredBy(e.Field, d.errs) {
 			errs = append(errs, e)
 		}
