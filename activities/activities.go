@@ -137,9 +137,12 @@ type Activities struct {
 	Breakers *breaker.Set
 	// Outages tells a run's workflow when its models' providers go down and come back. Optional.
 	Outages Outages
+	// Specs holds the runs' decoded specs; nil: the Activities keeps its own. A process that saves specs with
+	// SaveSpec and runs this worker shares one and puts what SaveSpec returns (see SpecCache).
+	Specs *SpecCache
 
-	mu    sync.Mutex
-	specs map[string]*experiment.Spec
+	mu       sync.Mutex
+	ownSpecs SpecCache
 }
 
 // PrepareInput names a run and carries the spec as the workflow received it: a JSON object, perhaps with the
@@ -260,6 +263,7 @@ func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experim
 	case err != nil:
 		return nil, err
 	}
+	a.specCache().Put(in.RunID, s)
 	return s, nil
 }
 
@@ -337,10 +341,8 @@ func planOf(s *experiment.Spec) Plan {
 
 // spec returns the run's spec, loaded once per process.
 func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, error) {
-	a.mu.Lock()
-	s, ok := a.specs[run]
-	a.mu.Unlock()
-	if ok {
+	cache := a.specCache()
+	if s, ok := cache.Get(run); ok {
 		return s, nil
 	}
 	b, err := a.Store.LoadRun(ctx, run)
@@ -350,17 +352,19 @@ func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, er
 	// The saved spec is the JSON form of the resolved spec PrepareRun decoded, which the spec format accepts
 	// as it is: it goes through the decoder every spec goes through, so a worker holds the same Spec (defaults
 	// filled, templates compiled once by Validate) as the one that saved it.
-	s, err = specfile.ParseInput(b, "saved spec of run "+run)
+	s, err := specfile.ParseInput(b, "saved spec of run "+run)
 	if err != nil {
 		return nil, fmt.Errorf("spec of run %s: %w", run, err)
 	}
-	a.mu.Lock()
-	if a.specs == nil {
-		a.specs = make(map[string]*experiment.Spec)
-	}
-	a.specs[run] = s
-	a.mu.Unlock()
+	cache.Put(run, s)
 	return s, nil
+}
+
+func (a *Activities) specCache() *SpecCache {
+	if a.Specs != nil {
+		return a.Specs
+	}
+	return &a.ownSpecs
 }
 
 // simulatorWarnings says what is wrong with the simulator a spec's models get from this worker.

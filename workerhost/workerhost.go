@@ -26,6 +26,9 @@ type Config struct {
 	Store activities.Store
 	// Getenv reads the API keys named by specs. Required (os.Getenv in production).
 	Getenv func(string) string
+	// Specs holds the decoded specs of runs, shared with whoever saves them in this process (the starter in
+	// embedded mode). Optional: the worker keeps its own.
+	Specs *activities.SpecCache
 	// HTTPClient is shared by every model endpoint. Optional: defaults to a client tuned for many concurrent calls.
 	HTTPClient *http.Client
 	// SimURL is the base URL of the simulator that models with provider "sim" call. Optional: without it such
@@ -121,6 +124,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		Observe:  cfg.Observe,
 		// One fetcher per worker process: its LRU and its downloads under way serve every pass.
 		Images: imagefetch.New(imagefetch.Config{Client: hc}),
+		Specs:  cfg.Specs,
 	})
 	return w, nil
 }

@@ -51,6 +51,18 @@ type progressStore interface {
 // reach the server every few seconds; when the results store is at hand (embedded mode), its counts replace them,
 // exact to the last flushed batch.
 func readProgress(ctx context.Context, c client.Client, st progressStore, id string) (snapshot, error) {
+	return readProgressSized(ctx, c, st, id, &runSize{})
+}
+
+// runSize is a run's number of cells and passes as its saved spec says, decoded once: a watch asks every second,
+// and a spec may be tens of megabytes.
+type runSize struct {
+	cells, passes int
+	known         bool
+}
+
+// readProgressSized is readProgress that reads the run's size from the store into size only once.
+func readProgressSized(ctx context.Context, c client.Client, st progressStore, id string, size *runSize) (snapshot, error) {
 	var s snapshot
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -90,14 +102,18 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 		}
 	}
 	if st != nil {
-		if s.total == 0 {
-			// The workflow did not answer (no worker is up): size the run from the spec it saved.
+		if s.total == 0 && !size.known {
+			// The workflow did not answer (no worker is up, or it is still preparing the run): size the run from
+			// the spec it saved.
 			if b, err := st.LoadRun(ctx, id); err == nil {
 				var spec experiment.Spec
 				if json.Unmarshal(b, &spec) == nil {
-					s.total, s.passes = spec.NumCells(), len(spec.Passes())
+					size.cells, size.passes, size.known = spec.NumCells(), len(spec.Passes()), true
 				}
 			}
+		}
+		if s.total == 0 && size.known {
+			s.total, s.passes = size.cells, size.passes
 		}
 		if n, err := st.Counts(ctx, id); err == nil && n.Records >= s.done {
 			s.done, s.failed, s.cached = n.Records, n.Failed, n.Cached
@@ -191,13 +207,14 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 	lastLine := time.Time{}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	size := &runSize{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		s, err := readProgress(ctx, c, st, id)
+		s, err := readProgressSized(ctx, c, st, id, size)
 		if err != nil {
 			continue
 		}

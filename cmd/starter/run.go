@@ -206,22 +206,24 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		StaticSummary:            spec.Summary(),
-		StaticDetails:            fmt.Sprintf("spec %s · hash %s", spec.Name, spec.Hash()),
 	}
+	hash := spec.Hash() // a copy of the spec through JSON: once
+	opts.StaticDetails = fmt.Sprintf("spec %s · hash %s", spec.Name, hash)
 	if sess.attrs {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(workflows.AttrExperiment).ValueSet(spec.Name),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrSpecHash).ValueSet(spec.Hash()),
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrSpecHash).ValueSet(hash),
 		)
 	}
-	in, err := workflows.NewInput(spec, "", output)
+	var in workflows.Input
+	var err error
+	if attached {
+		in, err = workflows.NewInput(spec, "", output)
+	} else {
+		in, spec, err = startInput(ctx, sess, id, spec, output)
+	}
 	if err != nil {
 		return err
-	}
-	if !attached {
-		if in, err = startInput(ctx, sess, id, in); err != nil {
-			return err
-		}
 	}
 	run, err := c.ExecuteWorkflow(ctx, opts, workflows.ExperimentWorkflow, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
+	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/devserver"
 	"github.com/silicolab/silico/experiment"
@@ -97,6 +98,8 @@ type session struct {
 	simLog   io.Closer
 	store    store.Store
 	worker   worker.Worker
+	// specs is shared with this session's own worker: a spec the starter saves is the one the worker uses.
+	specs *activities.SpecCache
 	// shared is the server of another starter on the same state dir, when this session uses it.
 	shared *serverInfo
 	// attrs reports whether the server knows silico's search attributes.
@@ -211,8 +214,10 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
 		}
+		s.specs = &activities.SpecCache{}
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
+			Specs:  s.specs,
 			Getenv: cluster.WithoutOwnVariables(os.Getenv, envStore),
 			SimURL: s.simURL,
 			// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
