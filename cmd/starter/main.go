@@ -101,6 +101,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	addPprofFlag(root, stderr)
 	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newCancelCmd(), newReportCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd())
 	return root
 }
