@@ -294,6 +294,18 @@ func SaveSpec(ctx context.Context, st SpecSaver, run string, raw json.RawMessage
 	return s, SpecDigest(b), nil
 }
 
+// SaveCanonical saves canonical, the canonical JSON of a spec that validated (experiment.Spec.Canonical), under
+// run, and returns the digest of the saved bytes. They are the bytes SaveSpec would save for the same input:
+// decoding canonical with the spec files' decoder and encoding the result gives canonical again, which
+// TestCanonicalIsWhatSaveSpecSaves holds for every example spec. A starter that has the spec decoded saves it
+// this way, without decoding a large spec a second time. Another spec saved under run is store.ErrSpecConflict.
+func SaveCanonical(ctx context.Context, st SpecSaver, run string, canonical []byte) (string, error) {
+	if err := st.SaveRun(ctx, run, canonical); err != nil {
+		return "", fmt.Errorf("save run %s: %w", run, err)
+	}
+	return SpecDigest(canonical), nil
+}
+
 // savedSpec loads the spec a starter saved for run, after checking that it is the one the input names.
 func (a *Activities) savedSpec(ctx context.Context, run, digest string) (*experiment.Spec, error) {
 	b, err := a.Store.LoadRun(ctx, run)

@@ -1,11 +1,14 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
 
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -53,5 +56,58 @@ func TestSharedSpecCache(t *testing.T) {
 	}
 	if again != first {
 		t.Errorf("a pass decoded the spec PrepareRun had saved again")
+	}
+}
+
+// savedBytes is a SpecSaver that keeps what it is given.
+type savedBytes map[string][]byte
+
+func (s savedBytes) SaveRun(_ context.Context, run string, spec []byte) error {
+	s[run] = spec
+	return nil
+}
+
+// TestCanonicalIsWhatSaveSpecSaves holds SaveCanonical's promise: a spec's canonical JSON is what SaveSpec saves
+// for it (decoding it with the spec files' decoder and encoding the result gives the same bytes), so a run whose
+// spec the starter saved with SaveCanonical has the digest PrepareRun gives it from an inline input.
+func TestCanonicalIsWhatSaveSpecSaves(t *testing.T) {
+	paths, err := filepath.Glob("../examples/*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) < 3 {
+		t.Fatalf("found %d example specs, want the quickstart, bfi and embed", len(paths))
+	}
+	ctx := context.Background()
+	for _, path := range paths {
+		spec, err := specfile.Load(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		c, canonical, err := spec.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: the canonical copy does not validate: %v", path, err)
+		}
+		saved := savedBytes{}
+		_, digest, err := SaveSpec(ctx, saved, "r", canonical)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if !bytes.Equal(saved["r"], canonical) {
+			t.Errorf("%s: SaveSpec saved %d bytes that differ from the %d of the canonical JSON", path, len(saved["r"]), len(canonical))
+		}
+		d2, err := SaveCanonical(ctx, saved, "r2", canonical)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d2 != digest {
+			t.Errorf("%s: SaveCanonical's digest %s, SaveSpec's %s", path, d2, digest)
+		}
+		if h := spec.Hash(); h != experiment.HashOf(canonical) {
+			t.Errorf("%s: Hash %s, HashOf(canonical) %s", path, h, experiment.HashOf(canonical))
+		}
 	}
 }

@@ -12,21 +12,37 @@ import (
 // defaults applied (so a spec that spells out a default hashes like one that leaves it out). Workflow ids derive
 // from it: the same spec attaches to the same run.
 func (s *Spec) Hash() string {
-	// A copy through JSON, so defaults can be applied without touching s.
+	_, b, err := s.Canonical()
+	if err != nil {
+		panic(err.Error()) // a Spec holds only JSON-safe values
+	}
+	return HashOf(b)
+}
+
+// HashOf is the Hash of the spec whose canonical JSON (see Canonical) is b.
+func HashOf(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// Canonical returns a copy of s through JSON with its defaults applied, and the copy's JSON: the spec's canonical
+// form, which Hash digests and a workflow input carries. s is not changed. The copy is not validated (Validate
+// compiles its templates). s is not used after its first encoding, so a caller that goes on with the copy and
+// drops s holds a large spec once, plus its JSON, not twice.
+func (s *Spec) Canonical() (*Spec, []byte, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
-		panic(fmt.Sprintf("experiment: marshal spec: %v", err)) // a Spec holds only JSON-safe values
+		return nil, nil, fmt.Errorf("experiment: encode spec: %w", err)
 	}
-	var c Spec
-	if err := json.Unmarshal(b, &c); err != nil {
-		panic(fmt.Sprintf("experiment: unmarshal spec: %v", err))
+	c := &Spec{}
+	if err := json.Unmarshal(b, c); err != nil {
+		return nil, nil, fmt.Errorf("experiment: decode spec: %w", err)
 	}
 	c.ApplyDefaults()
-	if b, err = json.Marshal(&c); err != nil {
-		panic(fmt.Sprintf("experiment: marshal spec: %v", err))
+	if b, err = json.Marshal(c); err != nil {
+		return nil, nil, fmt.Errorf("experiment: encode spec: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:12]
+	return c, b, nil
 }
 
 // Summary describes the grid in one line: "IPIP-50 · 2 models × 3 seeds × 50 items × 20 personas = 6,000 calls".

@@ -231,9 +231,15 @@ func (s *Spec) compile() (*compiled, Errors) {
 	}
 	c.options = make([]string, len(s.Questionnaire.Items))
 	c.questions = make([]string, len(s.Questionnaire.Items))
-	for i := range s.Questionnaire.Items {
-		c.options[i] = s.OptionsFor(i).Render()
-		c.questions[i] = s.Questionnaire.Items[i].Text
+	// Items without options of their own share one rendering: an item bank of 100,000 items would otherwise
+	// hold 100,000 copies of the same text.
+	shared := s.Questionnaire.Options.Render()
+	for i, it := range s.Questionnaire.Items {
+		c.options[i] = shared
+		if it.Options != nil {
+			c.options[i] = it.Options.Render()
+		}
+		c.questions[i] = it.Text
 	}
 	return c, errs
 }

@@ -116,17 +116,9 @@ func (in Input) MarshalJSON() ([]byte, error) {
 
 // NewInput is the input that starts a run of spec, with its defaults filled in (spec itself is not changed).
 func NewInput(spec *experiment.Spec, runID, output string) (Input, error) {
-	b, err := json.Marshal(spec)
+	_, b, err := spec.Canonical()
 	if err != nil {
-		return Input{}, fmt.Errorf("encode spec: %w", err)
-	}
-	var c experiment.Spec
-	if err := json.Unmarshal(b, &c); err != nil {
-		return Input{}, fmt.Errorf("encode spec: %w", err)
-	}
-	c.ApplyDefaults()
-	if b, err = json.Marshal(&c); err != nil {
-		return Input{}, fmt.Errorf("encode spec: %w", err)
+		return Input{}, err
 	}
 	return Input{Spec: b, RunID: runID, Output: output}, nil
 }

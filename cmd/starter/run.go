@@ -59,6 +59,8 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 					return retryRun(cmd, &conn, args[0], nil, output, opts)
 				}
 			}
+			largePhaseDone := collectOftenFor(args[0])
+			defer largePhaseDone()
 			spec, err := loadSpec(cmd.ErrOrStderr(), args[0])
 			if err != nil {
 				return withCode(exitUsage, err)
@@ -79,7 +81,15 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if retry {
 				return retryRun(cmd, &conn, workflowID(spec), spec, output, opts)
 			}
-			id := workflowID(spec)
+			// From here on the run's spec is its canonical copy, made once: its JSON is the run's hash, the
+			// workflow input and the spec saved in the store, and the spec as loaded goes (a large spec is held
+			// once, not twice).
+			spec, canonical, err := canonicalSpec(spec)
+			largePhaseDone()
+			if err != nil {
+				return err
+			}
+			id := workflowIDOf(spec.Name, experiment.HashOf(canonical))
 			if fresh {
 				id += "-" + time.Now().UTC().Format("20060102T150405")
 			}
@@ -97,7 +107,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 					return err
 				}
 			}
-			return runSpec(ctx, sess, spec, id, output, opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runSpec(ctx, sess, spec, canonical, id, output, opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	conn.register(cmd)
@@ -118,14 +128,33 @@ var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
 // workflowID derives the run's workflow id from the spec: the same spec always maps to the same run, so running
 // the same command again attaches to it.
 func workflowID(spec *experiment.Spec) string {
-	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(spec.Name), "-"), "-")
+	return workflowIDOf(spec.Name, spec.Hash())
+}
+
+// workflowIDOf is the workflow id of a spec named name whose Hash is hash.
+func workflowIDOf(name, hash string) string {
+	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(name), "-"), "-")
 	if len(slug) > 40 {
 		slug = strings.TrimRight(slug[:40], "-")
 	}
 	if slug == "" {
 		slug = "experiment"
 	}
-	return "silico-" + slug + "-" + spec.Hash()
+	return "silico-" + slug + "-" + hash
+}
+
+// canonicalSpec returns the spec a run goes on with: spec's canonical copy (experiment.Spec.Canonical), validated
+// so that its templates are compiled, and the copy's JSON. The caller drops spec for it.
+func canonicalSpec(spec *experiment.Spec) (*experiment.Spec, []byte, error) {
+	c, canonical, err := spec.Canonical()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.Validate(); err != nil {
+		// Cannot happen for a spec that loaded: its canonical copy holds the same values.
+		return nil, nil, fmt.Errorf("the spec's canonical form: %w", err)
+	}
+	return c, canonical, nil
 }
 
 // retryRun starts a new execution of finished run id that calls only its failed cells. spec is the run's spec
@@ -190,7 +219,9 @@ type runOptions struct {
 	every  time.Duration
 }
 
-func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, output string, o runOptions,
+// runSpec starts run id of spec, whose canonical JSON is canonical (see canonicalSpec), or attaches to it, and
+// follows it.
+func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonical []byte, id, output string, o runOptions,
 	stdout, stderr io.Writer) error {
 	c := sess.client
 	attached := false
@@ -207,7 +238,7 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		StaticSummary:            spec.Summary(),
 	}
-	hash := spec.Hash() // a copy of the spec through JSON: once
+	hash := experiment.HashOf(canonical)
 	opts.StaticDetails = fmt.Sprintf("spec %s · hash %s", spec.Name, hash)
 	if sess.attrs {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
@@ -218,9 +249,9 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 	var in workflows.Input
 	var err error
 	if attached {
-		in, err = workflows.NewInput(spec, "", output)
+		in = workflows.Input{Spec: canonical, Output: output}
 	} else {
-		in, spec, err = startInput(ctx, sess, id, spec, output)
+		in, err = startInput(ctx, sess, id, spec, canonical, output)
 	}
 	if err != nil {
 		return err
@@ -253,15 +284,17 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, id, outp
 // the summary. spec may be nil (a retry by run id without the store at hand).
 func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *experiment.Spec, id, output string,
 	attached bool, o runOptions, stdout, stderr io.Writer) error {
-	cells := 0
+	// The run's size, for the progress shown before the workflow answers its first query; without the spec the
+	// watch reads it from the spec saved in the store.
+	var size runSize
 	if spec != nil {
-		cells = spec.NumCells()
+		size = runSize{cells: spec.NumCells(), passes: len(spec.Passes()), known: true}
 	}
 	pctx, stopProgress := context.WithCancel(ctx)
 	progDone := make(chan struct{})
 	go func() {
 		defer close(progDone)
-		watchProgress(pctx, sess.client, sess.store, id, cells, o.every, stderr)
+		watchProgress(pctx, sess.client, sess.store, id, size, o.every, stderr)
 	}()
 	var res workflows.Result
 	err := run.Get(ctx, &res)
