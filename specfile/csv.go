@@ -124,8 +124,8 @@ func (d *decoder) personaCSV(n *node, template string) []experiment.Persona {
 			}
 		}
 		res := index("personas", len(out))
-		d.locs[res] = loc{file: name, path: res, line: lines[r], col: 1}
-		d.locs[res+".template"] = loc{file: d.file, path: "personas.template", line: n.line, col: n.col}
+		d.setLoc(res, loc{file: name, path: res, line: lines[r], col: 1})
+		d.setLoc(res+".template", loc{file: d.file, path: "personas.template", line: n.line, col: n.col})
 		out = append(out, p)
 	}
 	return out
@@ -183,7 +183,7 @@ func (d *decoder) itemCSV(n *node) []experiment.Item {
 			it.ID = strconv.Itoa(r + 1)
 		}
 		res := index("questionnaire.items", len(out))
-		d.locs[res] = loc{file: name, path: res, line: lines[r], col: 1}
+		d.setLoc(res, loc{file: name, path: res, line: lines[r], col: 1})
 		if hasKeyed {
 			switch cell("keyed") {
 			case "+", "":
@@ -258,7 +258,7 @@ func (d *decoder) embedCSV(n *node, column, idColumn string) []experiment.EmbedI
 				Msg: fmt.Sprintf("row %d has no text in column %q; every row needs a text to embed", r+1, column)})
 		}
 		res := index("embed.inputs", len(out))
-		d.locs[res] = loc{file: name, path: res, line: lines[r], col: 1}
+		d.setLoc(res, loc{file: name, path: res, line: lines[r], col: 1})
 		out = append(out, in)
 	}
 	return out

@@ -13,8 +13,9 @@ import (
 	"github.com/silicolab/silico/suggest"
 )
 
-// decoder turns a node tree into a Spec, collecting every mistake with its position. It also records where each
-// part of the resolved Spec came from (locs), so that Validate's field paths can be mapped back to the file.
+// decoder turns a node tree into a Spec, collecting every mistake with its position. With locs not nil it also
+// records where each part of the resolved Spec came from, so that Validate's field paths can be mapped back to
+// the file (see parse: only a spec that fails validation needs them).
 type decoder struct {
 	file    string
 	baseDir string
@@ -24,6 +25,8 @@ type decoder struct {
 	// notes are remarks that are not errors: keys accepted but without effect in silico.
 	notes []string
 	locs  map[string]loc
+	// unplaced says Validate found mistakes while locs was nil: they need a decoding that records positions.
+	unplaced bool
 	// referenceNode is the reference section whose file parse reads after decoding (see referenceFile).
 	referenceNode *node
 }
@@ -71,7 +74,14 @@ func (d *decoder) mark(resolved, src string, n *node) {
 		return
 	}
 	line, col := n.where()
-	d.locs[resolved] = loc{file: d.file, path: src, line: line, col: col}
+	d.setLoc(resolved, loc{file: d.file, path: src, line: line, col: col})
+}
+
+// setLoc records where the resolved field came from, when the decoder records positions.
+func (d *decoder) setLoc(resolved string, l loc) {
+	if d.locs != nil {
+		d.locs[resolved] = l
+	}
 }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

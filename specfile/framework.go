@@ -148,7 +148,9 @@ func (d *decoder) frameworkQuestionnaire(n *node, s *experiment.Spec) {
 				q.Scales = d.scales(dim, "questionnaire.attributes.dimension")
 			}
 			for i := range q.Scales {
-				d.locs["questionnaire.scales"+"["+strconv.Itoa(i)+"]"] = d.locs[index("questionnaire.attributes.dimension", i)]
+				if l, ok := d.locs[index("questionnaire.attributes.dimension", i)]; ok {
+					d.setLoc("questionnaire.scales"+"["+strconv.Itoa(i)+"]", l)
+				}
 			}
 		}
 	}
