@@ -33,13 +33,17 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 			out := cmd.OutOrStdout()
 			bad := 0
 			for _, path := range args {
+				largePhaseDone := collectOftenFor(path)
 				spec, err := loadSpec(cmd.ErrOrStderr(), path)
 				if err != nil {
+					largePhaseDone()
 					bad++
 					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
 					continue
 				}
-				for _, note := range startNotes(spec, os.Getenv) {
+				notes := startNotes(spec, os.Getenv) // encodes the spec to size its workflow input
+				largePhaseDone()
+				for _, note := range notes {
 					fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", path, note)
 				}
 				if asJSON {

@@ -188,8 +188,10 @@ func (s snapshot) batchLines(running bool) []string {
 	return out
 }
 
-// watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends.
-func watchProgress(ctx context.Context, c client.Client, st progressStore, id string, total int, every time.Duration, w io.Writer) {
+// watchProgress shows a live bar on a terminal, and plain lines every `every` otherwise, until ctx ends. size is
+// the run's size when the caller knows it (the zero value when not).
+func watchProgress(ctx context.Context, c client.Client, st progressStore, id string, size runSize, every time.Duration, w io.Writer) {
+	total := size.cells
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
@@ -207,14 +209,13 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 	lastLine := time.Time{}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	size := &runSize{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		s, err := readProgressSized(ctx, c, st, id, size)
+		s, err := readProgressSized(ctx, c, st, id, &size)
 		if err != nil {
 			continue
 		}
