@@ -126,3 +126,60 @@ func TestElapsed(t *testing.T) {
 		t.Errorf("Elapsed after SaveRun = %v", d)
 	}
 }
+
+// TestMigrateVersion5Elapsed holds the 5 → 6 migration: the elapsed times a version 5 file kept in the runs row
+// move to run_elapsed, a run without one still counts from its creation, and the saved spec stays.
+func TestMigrateVersion5Elapsed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRun(ctx, "ended", []byte(`{"name":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRun(ctx, "going", []byte(`{"name":"y"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Back to version 5's layout: elapsed_ms a column of runs.
+	for _, q := range []string{
+		"DROP TABLE run_elapsed",
+		"ALTER TABLE runs ADD COLUMN elapsed_ms INTEGER",
+		"UPDATE runs SET elapsed_ms = 1234 WHERE run = 'ended'",
+		"UPDATE runs SET created = '2025-01-01T00:00:00.000Z' WHERE run = 'going'",
+		"PRAGMA user_version = 5",
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("open a version 5 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	if d, err := s.Elapsed(ctx, "ended", time.Now()); err != nil || d != 1234*time.Millisecond {
+		t.Errorf("Elapsed(ended) = %v, %v; want 1.234s", d, err)
+	}
+	now := time.Date(2025, 1, 1, 0, 1, 0, 0, time.UTC)
+	if d, err := s.Elapsed(ctx, "going", now); err != nil || d != time.Minute {
+		t.Errorf("Elapsed(going) = %v, %v; want 1m0s since its creation", d, err)
+	}
+	if b, err := s.LoadRun(ctx, "ended"); err != nil || string(b) != `{"name":"x"}` {
+		t.Errorf("LoadRun(ended) = %q, %v", b, err)
+	}
+	var cols int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'elapsed_ms'").Scan(&cols); err != nil || cols != 0 {
+		t.Errorf("runs still has elapsed_ms (%d, %v)", cols, err)
+	}
+	if err := s.SetElapsed(ctx, "going", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Elapsed(ctx, "going", now); err != nil || d != 5*time.Second {
+		t.Errorf("Elapsed(going) after SetElapsed = %v, %v; want 5s", d, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -158,8 +159,11 @@ type SQLite struct {
 	// writes are Write's statements, prepared once: preparing them in every transaction cost more than the
 	// rows of a small group commit.
 	writes writeStmts
-	// walLimit is walLimit; tests lower it.
+	// wal is the write-ahead log's file. walLimit is the size from which a writer truncates it (the constant
+	// walLimit; tests lower it), trimAt the size at which it tries next (see trimWAL); both under writeSem.
+	wal      string
 	walLimit int64
+	trimAt   int64
 }
 
 // writeStmts are the statements of Write. database/sql prepares each on a connection the first time a
@@ -221,7 +225,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &SQLite{db: db, path: path, writeSem: make(chan struct{}, 1), claims: claims, claimSem: make(chan struct{}, 1),
-		walLimit: walLimit}
+		wal: abs + "-wal", walLimit: walLimit, trimAt: walLimit}
 	if err := s.migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -484,19 +488,43 @@ func (s *SQLite) Write(ctx context.Context, run string, b Batch) error {
 // walLimit is the size of the write-ahead log from which a writer checkpoints it and truncates it (trimWAL).
 const walLimit = 64 << 20
 
-// trimWAL checkpoints the write-ahead log and truncates it once it reaches walLimit. SQLite's own checkpoint
-// after each commit (PASSIVE) copies the log into the database but starts the log over only at a moment when
-// no reader uses it, and a run has lookups and progress queries going on all the time: without this the log
-// grew to 57 GB in a 10,000,000-cell run, beside a 2.9 GB database, and its index, mapped into memory, to
-// 111 MB. TRUNCATE waits for the readers under way (busy_timeout; each reads for milliseconds) and keeps
-// writers out meanwhile, so the caller holds writeSem: this process's writers queue here, not in SQLite's busy
-// handler. Its outcome is not an error of the write that committed: a checkpoint that could not finish is
-// tried again after the next commit.
+// trimBusy is how long trimWAL's checkpoint waits for the readers of the log before it gives up until later.
+const trimBusy = 100 * time.Millisecond
+
+// trimWAL checkpoints the write-ahead log and truncates it once it reaches its limit. SQLite's automatic
+// checkpoint (PASSIVE, every 1,000 pages) copies the log into the database, but the log starts over only at a
+// moment when no reader uses it, and a run has lookups and progress queries going on all the time: without this
+// the log grew to 60 GB in a 10,000,000-cell run, beside a 2.9 GB database, and its index, which every connection
+// maps into memory, to 111 MB. A TRUNCATE checkpoint waits for the readers that still use the log and keeps
+// writers out while it does, so it runs on a connection of its own with a short busy timeout (trimBusy): a
+// reader that takes longer (a scan of a large run) makes it give up, and it is tried again once the log has
+// grown by another quarter of the limit, never holding the writers for long. The caller holds writeSem, so this
+// process's writers queue here rather than in SQLite's busy handler. Nothing here fails the write that committed.
 func (s *SQLite) trimWAL(ctx context.Context) {
-	if fi, err := os.Stat(s.path + "-wal"); err != nil || fi.Size() < s.walLimit {
+	fi, err := os.Stat(s.wal)
+	if err != nil || fi.Size() < s.trimAt {
 		return
 	}
-	_, _ = s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	s.trimAt = fi.Size() + s.walLimit/4
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", trimBusy.Milliseconds())); err != nil {
+		return
+	}
+	// The connection goes back to the pool with the store's busy timeout, or not at all.
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout.Milliseconds())); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	var busy, logFrames, done int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil || busy != 0 {
+		return
+	}
+	s.trimAt = s.walLimit
 }
 
 // checkBatch rejects a batch that no back end may write, before any of it is.

@@ -22,9 +22,9 @@ func TestWALStaysBoundedUnderReaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.walLimit = limit
+		s.walLimit, s.trimAt = limit, limit
 		if !trim {
-			s.walLimit = 1 << 62
+			s.walLimit, s.trimAt = 1<<62, 1<<62
 		}
 		if err := s.Put(ctx, "r", []Record{rec(0)}); err != nil {
 			t.Fatal(err)
