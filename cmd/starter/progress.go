@@ -54,12 +54,21 @@ func readProgress(ctx context.Context, c client.Client, st progressStore, id str
 	return readProgressSized(ctx, c, st, id, &runSize{})
 }
 
-// runSize is a run's number of cells and passes as its saved spec says, decoded once: a watch asks every second,
-// and a spec may be tens of megabytes.
+// runSize is what a progress watch keeps between its reads, which come every second: the run's number of cells
+// and passes, decoded once from its saved spec when the caller did not know them (a spec may be tens of
+// megabytes), and the store's last counts with the time to ask for them again. Counts reads every record of the
+// run (seconds at 10,000,000 cells, while the writers wait for a checkpoint behind it), so the watch asks again
+// only after countsPause times as long as the last answer took: its share of a core stays near 1/countsPause.
 type runSize struct {
 	cells, passes int
 	known         bool
+	counts        store.Counts
+	haveCounts    bool
+	nextCounts    time.Time
 }
+
+// countsPause is how many times the duration of the last Counts a watch waits before the next one.
+const countsPause = 20
 
 // readProgressSized is readProgress that reads the run's size from the store into size only once.
 func readProgressSized(ctx context.Context, c client.Client, st progressStore, id string, size *runSize) (snapshot, error) {
@@ -115,7 +124,13 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 		if s.total == 0 && size.known {
 			s.total, s.passes = size.cells, size.passes
 		}
-		if n, err := st.Counts(ctx, id); err == nil && n.Records >= s.done {
+		if asked := time.Now(); !asked.Before(size.nextCounts) {
+			if n, err := st.Counts(ctx, id); err == nil {
+				size.counts, size.haveCounts = n, true
+				size.nextCounts = time.Now().Add(countsPause * time.Since(asked))
+			}
+		}
+		if n := size.counts; size.haveCounts && n.Records >= s.done {
 			s.done, s.failed, s.cached = n.Records, n.Failed, n.Cached
 			s.usage = n.Usage
 		}
