@@ -79,8 +79,22 @@ func TestCanonicalIsWhatSaveSpecSaves(t *testing.T) {
 		t.Fatalf("found %d example specs, want the quickstart, bfi and embed", len(paths))
 	}
 	ctx := context.Background()
+	// encoding/json writes 1e-7 and 1e+21 with an exponent and no decimal point, which YAML reads as a string
+	// unless the decoder knows better: a spec with such numbers must save and read back like any other.
+	paths = append(paths, "tiny floats")
 	for _, path := range paths {
-		spec, err := specfile.Load(path)
+		var spec *experiment.Spec
+		var err error
+		if path == "tiny floats" {
+			spec, err = specfile.Load("../examples/quickstart/experiment.yaml")
+			if err == nil {
+				tiny, huge := 1e-7, 1e21
+				spec.Models[0].Params.Temperature = &tiny
+				spec.Models[0].Price = &experiment.Price{InputPerMTok: huge, OutputPerMTok: 5e-8}
+			}
+		} else {
+			spec, err = specfile.Load(path)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -27,6 +27,8 @@ type decoder struct {
 	locs  map[string]loc
 	// unplaced says Validate found mistakes while locs was nil: they need a decoding that records positions.
 	unplaced bool
+	// aliased says the tree has nodes shared through YAML aliases, which must not be cleared once decoded.
+	aliased bool
 	// referenceNode is the reference section whose file parse reads after decoding (see referenceFile).
 	referenceNode *node
 }
@@ -173,12 +175,22 @@ func (d *decoder) number(n *node, path string) float64 {
 	if n == nil {
 		return 0
 	}
+	if n.kind == kindScalar && n.scalar == scalarString && expNumber.MatchString(n.str) {
+		// go-yaml reads an exponent without a decimal point (1e-7) as a string, as YAML 1.1 does; encoding/json
+		// writes small and large floats that way, so a spec saved as JSON must read back.
+		if v, err := strconv.ParseFloat(n.str, 64); err == nil {
+			return v
+		}
+	}
 	if n.kind != kindScalar || (n.scalar != scalarInt && n.scalar != scalarFloat) {
 		d.errAt(n, path, "want a number, got %s", n.describe())
 		return 0
 	}
 	return n.num
 }
+
+// expNumber is a number written with an exponent and no decimal point, which go-yaml reads as a string.
+var expNumber = regexp.MustCompile(`^-?[0-9]+[eE][-+]?[0-9]+$`)
 
 func (d *decoder) numberPtr(n *node, path string) *float64 {
 	if n == nil {

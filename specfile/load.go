@@ -66,6 +66,7 @@ func parseWith(data []byte, d *decoder, control []string) (*experiment.Spec, err
 	if perr != nil {
 		return nil, experiment.Errors{perr}
 	}
+	d.aliased = root.aliased
 	s := &experiment.Spec{}
 	if root.kind != kindMap {
 		d.errAt(root, "", "want a mapping with name, models, personas, questionnaire, ..., got %s", root.describe())

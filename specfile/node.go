@@ -26,6 +26,8 @@ type node struct {
 	scalar    scalarKind
 	num       float64 // int and float scalars
 	boolean   bool
+	// aliased, on a root only, says the tree has YAML aliases: nodes shared by more than one parent.
+	aliased bool
 	// keyLine and keyCol are the position of the key of a collection that is a mapping value: errors about the
 	// collection as a whole point at its key.
 	keyLine, keyCol int
@@ -135,6 +137,7 @@ func yamlNodes(data []byte, file string) (*node, *experiment.Error) {
 		c.err.File = file
 		return nil, c.err
 	}
+	n.aliased = c.sawAnchor
 	return n, nil
 }
 

@@ -357,9 +357,12 @@ func items(d *decoder, n *node, path string) []experiment.Item {
 		out = make([]experiment.Item, 0, len(list))
 	}
 	for i, e := range list {
-		// Nothing reads an item's subtree once it is decoded (errors found later are placed through d.locs), so
-		// it goes at once: an item bank of 100,000 items is most of a spec's tree.
-		list[i] = nil
+		// Nothing reads an item's subtree once it is decoded (validation errors are placed by a second decoding,
+		// see parse), so it goes at once: an item bank of 100,000 items is most of a spec's tree. Not when the
+		// tree has aliases: another reader of a shared list would meet a hole.
+		if !d.aliased {
+			list[i] = nil
+		}
 		it := experiment.Item{ID: strconv.Itoa(i + 1)}
 		if e.kind == kindScalar {
 			it.Text = e.str
