@@ -59,9 +59,10 @@ func main() {
 
 // run executes the command line and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+	root, stopPprof := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	stopPprof()
 	if err == nil {
 		return exitOK
 	}
@@ -91,7 +92,8 @@ func isUsage(err error) bool {
 	return errors.As(err, &u)
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+// newRoot is the command tree, and the function that stops what its flags started (the --pprof server).
+func newRoot(stdout, stderr io.Writer) (*cobra.Command, func()) {
 	root := &cobra.Command{
 		Use:           "starter",
 		Short:         "Run language-model experiments as durable Temporal workflows",
@@ -101,9 +103,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	addPprofFlag(root, stderr)
+	stopPprof := addPprofFlag(root, stderr)
 	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newCancelCmd(), newReportCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd())
-	return root
+	return root, stopPprof
 }
 
 // exactArgs is cobra.ExactArgs with the usage exit code.
