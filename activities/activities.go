@@ -137,8 +137,8 @@ type Activities struct {
 	Breakers *breaker.Set
 	// Outages tells a run's workflow when its models' providers go down and come back. Optional.
 	Outages Outages
-	// Specs holds the runs' decoded specs; nil: the Activities keeps its own. A process that saves specs with
-	// SaveSpec and runs this worker shares one and puts what SaveSpec returns (see SpecCache).
+	// Specs holds the runs' decoded specs; nil: the Activities keeps its own. A process that saves specs (with
+	// SaveSpec or SaveCanonical) and runs this worker shares one and puts the spec it saved (see SpecCache).
 	Specs *SpecCache
 
 	mu       sync.Mutex

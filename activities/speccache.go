@@ -23,7 +23,8 @@ func (c *SpecCache) Get(run string) (*experiment.Spec, bool) {
 	return s, ok
 }
 
-// Put records s as the spec of run. s must be the decoding of the spec saved under run (SaveSpec returns one).
+// Put records s as the spec of run. s must be the decoding of the spec saved under run: what SaveSpec returns, or
+// the canonical copy whose JSON SaveCanonical saved (experiment.Spec.Canonical), validated.
 func (c *SpecCache) Put(run string, s *experiment.Spec) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -17,7 +17,7 @@ type cellStats struct {
 	itemOff   []int // item → offset of its options in one (model, persona) block of answers
 	optBlock  int   // options of all items
 	answers   []uint32
-	scoreSum  []int64 // per (model, item, persona), at seedIndex
+	scoreSum  []int64 // per (model, item, persona): the sum over seeds of the scores
 	scored    []int32
 	perBlock  int // cells of one (model, seed): items × personas
 	block     int // the (model, seed) block in blockScore, -1 before the first cell
