@@ -52,12 +52,8 @@ func (l LatencyStats) Bins(width float64, nb int) []int {
 }
 
 func newCellStats(spec *experiment.Spec, blockDone func(block int, score []int32, has []bool, expected []float64)) *cellStats {
-	c := &cellStats{spec: spec, itemOff: make([]int, len(spec.Questionnaire.Items)), block: -1, blockDone: blockDone,
-		lat: LatencyStats{byMS: map[int64]int{}}}
-	for it := range spec.Questionnaire.Items {
-		c.itemOff[it] = c.optBlock
-		c.optBlock += len(spec.OptionsFor(it).Options)
-	}
+	c := &cellStats{spec: spec, block: -1, blockDone: blockDone, lat: LatencyStats{byMS: map[int64]int{}}}
+	c.itemOff, c.optBlock = optionOffsets(spec)
 	mp := len(spec.Models) * len(spec.Personas)
 	c.answers = make([]uint32, mp*c.optBlock)
 	c.scoreSum = make([]int64, mp*len(spec.Questionnaire.Items))
@@ -181,4 +177,15 @@ func expectedMatrix(personas int, items []int, expected []float64) (x [][]float6
 		}
 	}
 	return x, any
+}
+
+// optionOffsets is, for every item, the offset of its first option in a block that holds every item's options
+// in item order, and the size of that block.
+func optionOffsets(spec *experiment.Spec) (off []int, size int) {
+	off = make([]int, len(spec.Questionnaire.Items))
+	for it := range spec.Questionnaire.Items {
+		off[it] = size
+		size += len(spec.OptionsFor(it).Options)
+	}
+	return off, size
 }

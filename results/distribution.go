@@ -79,11 +79,8 @@ type distAccumulator struct {
 }
 
 func newDistAccumulator(spec *experiment.Spec) *distAccumulator {
-	d := &distAccumulator{spec: spec, itemOff: make([]int, len(spec.Questionnaire.Items))}
-	for it := range spec.Questionnaire.Items {
-		d.itemOff[it] = d.block
-		d.block += len(spec.OptionsFor(it).Options)
-	}
+	d := &distAccumulator{spec: spec}
+	d.itemOff, d.block = optionOffsets(spec)
 	mp := len(spec.Models) * len(spec.Personas)
 	d.sums = make([]float64, mp*d.block)
 	d.cells = make([]int32, mp*len(spec.Questionnaire.Items))
