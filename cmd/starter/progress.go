@@ -67,12 +67,17 @@ type runSize struct {
 	nextCounts    time.Time
 }
 
-// countsPause is how many times the duration of the last Counts a watch waits before the next one.
-const countsPause = 20
+// countsPause is how many times the duration of the last Counts a watch waits before the next one, and
+// countsTimeout the longest a Counts may take.
+const (
+	countsPause   = 20
+	countsTimeout = time.Minute
+)
 
 // readProgressSized is readProgress that reads the run's size from the store into size only once.
 func readProgressSized(ctx context.Context, c client.Client, st progressStore, id string, size *runSize) (snapshot, error) {
 	var s snapshot
+	watchCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	d, err := c.DescribeWorkflowExecution(ctx, id, "")
@@ -125,10 +130,16 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 			s.total, s.passes = size.cells, size.passes
 		}
 		if asked := time.Now(); !asked.Before(size.nextCounts) {
-			if n, err := st.Counts(ctx, id); err == nil {
+			// Its own deadline, longer than the query's: a count that is cut short is asked again, and a watch
+			// that asks every second for a count taking longer than its deadline would read all the time (and a
+			// reader that never stops keeps SQLite from starting its write-ahead log over).
+			cctx, cancel := context.WithTimeout(watchCtx, countsTimeout)
+			n, err := st.Counts(cctx, id)
+			cancel()
+			if err == nil {
 				size.counts, size.haveCounts = n, true
-				size.nextCounts = time.Now().Add(countsPause * time.Since(asked))
 			}
+			size.nextCounts = time.Now().Add(countsPause * time.Since(asked))
 		}
 		if n := size.counts; size.haveCounts && n.Records >= s.done {
 			s.done, s.failed, s.cached = n.Records, n.Failed, n.Cached
