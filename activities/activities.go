@@ -288,10 +288,11 @@ func SaveSpec(ctx context.Context, st SpecSaver, run string, raw json.RawMessage
 	if err != nil {
 		return nil, "", fmt.Errorf("encode spec: %w", err)
 	}
-	if err := st.SaveRun(ctx, run, b); err != nil {
-		return nil, "", fmt.Errorf("save run %s: %w", run, err)
+	digest, err := SaveCanonical(ctx, st, run, b)
+	if err != nil {
+		return nil, "", err
 	}
-	return s, SpecDigest(b), nil
+	return s, digest, nil
 }
 
 // SaveCanonical saves canonical, the canonical JSON of a spec that validated (experiment.Spec.Canonical), under

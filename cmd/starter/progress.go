@@ -51,20 +51,31 @@ type progressStore interface {
 // reach the server every few seconds; when the results store is at hand (embedded mode), its counts replace them,
 // exact to the last flushed batch.
 func readProgress(ctx context.Context, c client.Client, st progressStore, id string) (snapshot, error) {
-	return readProgressSized(ctx, c, st, id, &runSize{})
+	return readProgressSized(ctx, c, st, id, &watchState{})
 }
 
-// runSize is what a progress watch keeps between its reads, which come every second: the run's number of cells
-// and passes, decoded once from its saved spec when the caller did not know them (a spec may be tens of
-// megabytes), and the store's last counts with the time to ask for them again. Counts reads every record of the
-// run (seconds at 10,000,000 cells, while the writers wait for a checkpoint behind it), so the watch asks again
-// only after countsPause times as long as the last answer took: its share of a core stays near 1/countsPause.
+// runSize is a run's number of cells and passes; known is false until they are.
 type runSize struct {
 	cells, passes int
 	known         bool
-	counts        store.Counts
-	haveCounts    bool
-	nextCounts    time.Time
+}
+
+// pacedCounts is the store's last counts of a run and when a watch may ask for them again. Counts reads every
+// record of the run (seconds at 10,000,000 cells, while the writers wait for a checkpoint behind it), so the
+// watch asks again only after countsPause times as long as the last answer took: its share of a core stays near
+// 1/countsPause.
+type pacedCounts struct {
+	last store.Counts
+	have bool
+	next time.Time
+}
+
+// watchState is what a progress watch keeps between its reads, which come every second: the run's size, decoded
+// once from its saved spec when the caller did not know it (a spec may be tens of megabytes), and the store's
+// paced counts.
+type watchState struct {
+	size   runSize
+	counts pacedCounts
 }
 
 // countsPause is how many times the duration of the last Counts a watch waits before the next one, and
@@ -74,8 +85,10 @@ const (
 	countsTimeout = time.Minute
 )
 
-// readProgressSized is readProgress that reads the run's size from the store into size only once.
-func readProgressSized(ctx context.Context, c client.Client, st progressStore, id string, size *runSize) (snapshot, error) {
+// readProgressSized is readProgress that keeps what it reads of the store in w: the run's size, read once, and
+// its paced counts.
+func readProgressSized(ctx context.Context, c client.Client, st progressStore, id string, w *watchState) (snapshot, error) {
+	size, pc := &w.size, &w.counts
 	var s snapshot
 	watchCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -129,7 +142,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 		if s.total == 0 && size.known {
 			s.total, s.passes = size.cells, size.passes
 		}
-		if asked := time.Now(); !asked.Before(size.nextCounts) {
+		if asked := time.Now(); !asked.Before(pc.next) {
 			// Its own deadline, longer than the query's: a count that is cut short is asked again, and a watch
 			// that asks every second for a count taking longer than its deadline would read all the time (and a
 			// reader that never stops keeps SQLite from starting its write-ahead log over).
@@ -137,11 +150,11 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 			n, err := st.Counts(cctx, id)
 			cancel()
 			if err == nil {
-				size.counts, size.haveCounts = n, true
+				pc.last, pc.have = n, true
 			}
-			size.nextCounts = time.Now().Add(countsPause * time.Since(asked))
+			pc.next = time.Now().Add(countsPause * time.Since(asked))
 		}
-		if n := size.counts; size.haveCounts && n.Records >= s.done {
+		if n := pc.last; pc.have && n.Records >= s.done {
 			s.done, s.failed, s.cached = n.Records, n.Failed, n.Cached
 			s.usage = n.Usage
 		}
@@ -218,6 +231,7 @@ func (s snapshot) batchLines(running bool) []string {
 // the run's size when the caller knows it (the zero value when not).
 func watchProgress(ctx context.Context, c client.Client, st progressStore, id string, size runSize, every time.Duration, w io.Writer) {
 	total := size.cells
+	state := watchState{size: size}
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
@@ -241,7 +255,7 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			return
 		case <-tick.C:
 		}
-		s, err := readProgressSized(ctx, c, st, id, &size)
+		s, err := readProgressSized(ctx, c, st, id, &state)
 		if err != nil {
 			continue
 		}
