@@ -142,8 +142,9 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	if err := s.SaveRun(ctx, "going", []byte(`{"name":"y"}`)); err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 5's layout: elapsed_ms a column of runs.
+	// Back to version 5's layout: elapsed_ms a column of runs, no run_state.
 	for _, q := range []string{
+		"DROP TABLE run_state",
 		"DROP TABLE run_elapsed",
 		"ALTER TABLE runs ADD COLUMN elapsed_ms INTEGER",
 		"UPDATE runs SET elapsed_ms = 1234 WHERE run = 'ended'",
@@ -181,5 +182,43 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	}
 	if d, err := s.Elapsed(ctx, "going", now); err != nil || d != 5*time.Second {
 		t.Errorf("Elapsed(going) after SetElapsed = %v, %v; want 5s", d, err)
+	}
+}
+
+// TestMigrateVersion6RunState holds the 6 → 7 migration: a version 6 file gains run_state, its runs are listed
+// with no state, and states can be recorded.
+func TestMigrateVersion6RunState(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRun(ctx, "r", []byte(`{"name":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP TABLE run_state", "PRAGMA user_version = 6"} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("open a version 6 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	runs, err := s.Runs(ctx)
+	if err != nil || len(runs) != 1 || runs[0].ID != "r" || runs[0].State != "" {
+		t.Fatalf("Runs after the migration = %+v, %v; want run r without a state", runs, err)
+	}
+	if err := s.SetRunState(ctx, "r", RunCompleted, time.Now()); err != nil {
+		t.Fatalf("SetRunState after the migration: %v", err)
+	}
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, schemaVersion)
 	}
 }

@@ -76,6 +76,12 @@ var pgMigrations = []string{
 	 ALTER TABLE silico_cells ADD COLUMN schema TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE silico_cells ADD COLUMN probs TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE silico_cells ADD COLUMN coverage DOUBLE PRECISION NOT NULL DEFAULT 0;`,
+	// the state a starter last recorded for a run, so that runs can be listed without a Temporal server
+	`CREATE TABLE silico_run_state (
+		run   TEXT        PRIMARY KEY,
+		state TEXT        NOT NULL,
+		at    TIMESTAMPTZ NOT NULL
+	);`,
 }
 
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all
@@ -474,6 +480,9 @@ func (p *Postgres) DeleteFailed(ctx context.Context, run string) (int, error) {
 func (p *Postgres) DeleteRun(ctx context.Context, run string) error {
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM silico_cells WHERE run = $1", run); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM silico_run_state WHERE run = $1", run); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "DELETE FROM silico_runs WHERE run = $1", run)

@@ -26,7 +26,7 @@ var ErrSpecConflict = errors.New("a different spec is already saved under this r
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
-const schemaVersion = 6
+const schemaVersion = 7
 
 // migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
 var migrations = []string{
@@ -48,6 +48,8 @@ var migrations = []string{
 	`CREATE TABLE run_elapsed (run TEXT PRIMARY KEY, elapsed_ms INTEGER NOT NULL);
 	 INSERT INTO run_elapsed (run, elapsed_ms) SELECT run, elapsed_ms FROM runs WHERE elapsed_ms IS NOT NULL;
 	 ALTER TABLE runs DROP COLUMN elapsed_ms;`,
+	// 6 → 7: the state a starter last recorded for a run (see run_state in schema).
+	`CREATE TABLE run_state (run TEXT PRIMARY KEY, state TEXT NOT NULL, at TEXT NOT NULL);`,
 }
 
 // mmapSize is the most of a store's file that each connection maps into memory: none. Mapped pages count in the
@@ -71,6 +73,13 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS run_elapsed (
 	run        TEXT PRIMARY KEY,
 	elapsed_ms INTEGER NOT NULL
+);
+-- state is what a starter last saw of the run (running, completed, failed, cancelled, ...), at when it saw it, so
+-- that runs can be listed without a Temporal server.
+CREATE TABLE IF NOT EXISTS run_state (
+	run   TEXT PRIMARY KEY,
+	state TEXT NOT NULL,
+	at    TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS cells (
 	run               TEXT    NOT NULL REFERENCES runs(run) ON DELETE CASCADE,
@@ -708,6 +717,9 @@ func (s *SQLite) DeleteRun(ctx context.Context, run string) error {
 		return fmt.Errorf("store: delete run %s: %w", run, err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM run_elapsed WHERE run = ?", run); err != nil {
+		return fmt.Errorf("store: delete run %s: %w", run, err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM run_state WHERE run = ?", run); err != nil {
 		return fmt.Errorf("store: delete run %s: %w", run, err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM runs WHERE run = ?", run); err != nil {

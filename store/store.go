@@ -29,6 +29,10 @@ type Store interface {
 	SetElapsed(ctx context.Context, run string, d time.Duration) error
 	// Elapsed returns what SetElapsed recorded, else the time since the run was created.
 	Elapsed(ctx context.Context, run string, now time.Time) (time.Duration, error)
+	// Runs lists the runs, newest first, with the state a starter last recorded for each.
+	Runs(ctx context.Context) ([]RunInfo, error)
+	// SetRunState records the state of a run (RunRunning, RunCompleted, ...) at a time.
+	SetRunState(ctx context.Context, run, state string, at time.Time) error
 	// DeleteRun removes a run and its records.
 	DeleteRun(ctx context.Context, run string) error
 	// Location says where the store is, for messages: a file path, or a URL without its password.
