@@ -141,4 +141,3 @@ func (p *Postgres) SetRunState(ctx context.Context, run, state string, at time.T
 	}
 	return nil
 }
-
