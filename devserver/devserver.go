@@ -53,6 +53,9 @@ const (
 	DBFile = "temporal.db"
 )
 
+// ErrStateDirInUse is the error Start wraps when another process's server holds the state dir.
+var ErrStateDirInUse = errors.New("in use by another silico server")
+
 // clusterName names the single cluster of the embedded server.
 const clusterName = "active"
 

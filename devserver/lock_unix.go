@@ -22,7 +22,7 @@ func lockDir(dir string) (func() error, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("state dir %s is in use by another silico server", dir)
+			return nil, fmt.Errorf("state dir %s: %w", dir, ErrStateDirInUse)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

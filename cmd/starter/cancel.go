@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -27,6 +29,8 @@ func newCancelCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
+		Example: `  starter runs --status running
+  starter cancel silico-ipip-50-quickstart-6f4f   # a unique prefix of the id will do`,
 		Short: "Cancel a run and wait for it to end",
 		Long: `Cancel asks the Temporal server to cancel run ID (the workflow id ` + "`starter run`" + ` printed). The server
 is the one the connection flags name, as for ` + "`starter status`" + `: --address (TEMPORAL_ADDRESS), --namespace, the
@@ -42,8 +46,9 @@ provider batch in flight is cancelled at the provider, and what it completed is 
 ends (providers end a cancelled batch within minutes). The count is exact when the results store is at hand
 (always without --address; with --address when --store or SILICO_STORE names the workers' store), otherwise a
 lower bound from the run's last progress ("at least"). Nothing recorded is discarded: ` + "`starter export ID`" + `
-writes it, and ` + "`starter run SPEC`" + ` starts the run again under the same id, calling only the cells without a
-record.
+writes it, and ` + "`starter run ID`" + ` starts the run again under the same id, calling only the cells without a
+record. ID may be a unique prefix of the run's id (` + "`starter runs`" + ` lists them). The command returns as soon
+as the run has ended, also when the starter that ran it exits with it.
 
 --wait 0 returns once the cancellation is requested. When no worker polls the run's task queue, the command says
 so and returns: the cancellation is carried out when a worker next runs.
@@ -71,7 +76,11 @@ interrupted while waiting (the cancellation stays requested).`,
 					return err
 				}
 			}
-			return cancelRun(ctx, sess, args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			id, err := sess.resolve(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return cancelRun(ctx, sess, id, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	conn.register(cmd)
@@ -103,13 +112,14 @@ func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, s
 	where := fmt.Sprintf("%s namespace %s", sess.hostPort, sess.flags.namespace)
 	d, err := describeRun(ctx, c, id)
 	if _, missing := errors.AsType[*serviceerror.NotFound](err); missing {
-		return fmt.Errorf("no run named %s on %s", id, where)
+		return sess.noSuchRun(ctx, id, where)
 	}
 	if err != nil {
 		return fmt.Errorf("look up run %s on %s: %w", id, where, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
-	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		sess.recordState(id, stateWord(st))
 		printEnded(stdout, id, d)
 		return nil
 	}
@@ -153,10 +163,15 @@ func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, s
 		}
 		d, err := describeRun(wctx, c, id)
 		if err != nil {
+			if sess.ownerGone() {
+				// The starter whose server this is has exited, its server with it: it ends when its run ends
+				// (and says how in the store), or it was killed.
+				return ownerExited(wctx, sess, id, last, stdout)
+			}
 			continue // the server may be restarting: ask again, until the deadline
 		}
-		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return reportEnd(wctx, sess, id, last, stdout)
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return reportEnd(wctx, sess, id, st, last, stdout)
 		}
 		if s, err := readProgress(wctx, c, sess.store, id); err == nil {
 			last = s
@@ -178,14 +193,66 @@ func printEnded(w io.Writer, id string, d *workflowservice.DescribeWorkflowExecu
 		info.GetCloseTime().AsTime().Local().Format(time.DateTime))
 }
 
-// reportEnd prints how run id ended once it is no longer running. last is its latest progress seen while it ran.
-func reportEnd(ctx context.Context, sess *session, id string, last snapshot, stdout io.Writer) error {
-	c := sess.client
-	d, err := describeRun(ctx, c, id)
-	if err != nil {
-		return fmt.Errorf("look up run %s: %w", id, err)
+// ownerExited says how run id ended when the starter that served it has exited while this command waited: the
+// state it recorded in the results store, or, when it recorded none (it was killed), that the run stopped with it.
+func ownerExited(ctx context.Context, sess *session, id string, last snapshot, stdout io.Writer) error {
+	state := ""
+	if sess.store != nil {
+		if runs, err := sess.store.Runs(ctx); err == nil {
+			for _, r := range runs {
+				if r.ID == id {
+					state = r.State
+				}
+			}
+		}
 	}
-	st := d.GetWorkflowExecutionInfo().GetStatus()
+	switch state {
+	case store.RunCancelled:
+		return reportEnd(ctx, sess, id, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, last, stdout)
+	case store.RunCompleted:
+		fmt.Fprintf(stdout, "run %s completed before the cancellation took effect\n", id)
+		return nil
+	case store.RunFailed, store.RunTerminated, store.RunTimedOut:
+		fmt.Fprintf(stdout, "run %s ended %s before the cancellation took effect\n", id, state)
+		return nil
+	}
+	recorded := last.done
+	if sess.store != nil {
+		if n, ok := settledCount(ctx, sess, id); ok {
+			recorded = n
+		}
+	}
+	fmt.Fprintf(stdout, "stopped: the starter that ran %s (pid %d) exited before the run ended; %s of %s cells recorded\n",
+		id, sess.shared.PID, thousands(recorded), thousands(last.total))
+	fmt.Fprintf(stdout, "  the cancellation stays requested: the run ends cancelled when it is next served (`%s`), and nothing "+
+		"recorded is lost\n", sess.flags.command("run", id))
+	return nil
+}
+
+// noSuchRun is the error for a run id the server does not know, with where to look instead.
+func (s *session) noSuchRun(ctx context.Context, id, where string) error {
+	hint := ""
+	if s.store != nil {
+		if _, known, _ := resolveRun(ctx, s.store, id); known {
+			hint = fmt.Sprintf("; the results store %s has it, but the server has no history of it (its retention ended, or "+
+				"the server's state was removed)", s.store.Location())
+		} else {
+			hint = fmt.Sprintf("; `%s` lists the runs of %s", s.flags.command("runs"), s.store.Location())
+		}
+	}
+	if s.flags.embedded() {
+		if abs, err := filepath.Abs(s.flags.stateDir); err == nil {
+			where += " (state dir " + abs + ")"
+		}
+	}
+	return fmt.Errorf("no run named %s on %s%s", id, where, hint)
+}
+
+// reportEnd prints how run id ended once it is no longer running (its status st). last is its latest progress
+// seen while it ran.
+func reportEnd(ctx context.Context, sess *session, id string, st enumspb.WorkflowExecutionStatus, last snapshot, stdout io.Writer) error {
+	c := sess.client
+	sess.recordState(id, stateWord(st))
 	switch st {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
@@ -204,9 +271,13 @@ func reportEnd(ctx context.Context, sess *session, id string, last snapshot, std
 		return nil
 	}
 	// Cancelled. The workflow's progress, read again from its history, has the batches' last states.
-	qctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-	p, qerr := queryProgress(qctx, c, id)
-	cancel()
+	var p workflows.Progress
+	qerr := errors.New("its starter has exited, and its server with it")
+	if !sess.ownerGone() {
+		qctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		p, qerr = queryProgress(qctx, c, id)
+		cancel()
+	}
 	batches := last.batches
 	if qerr == nil {
 		batches = p.Batches
@@ -253,8 +324,8 @@ func reportEnd(ctx context.Context, sess *session, id string, last snapshot, std
 			fmt.Fprintf(stdout, "  %s: batch %s was last seen %s, not ended: check it at the provider\n", b.Model, b.ID, b.Status)
 		}
 	}
-	fmt.Fprintf(stdout, "  nothing recorded is lost: `starter export %s --output DIR` writes it, and `starter run SPEC` "+
-		"resumes the run, calling only the cells without a record\n", id)
+	fmt.Fprintf(stdout, "  nothing recorded is lost: `%s` writes it, and `%s` resumes the run, calling only the cells "+
+		"without a record\n", sess.flags.command("export", id, "--output", "DIR"), sess.flags.command("run", id))
 	return nil
 }
 
@@ -264,6 +335,9 @@ func settledCount(ctx context.Context, sess *session, run string) (int, bool) {
 	n, err := sess.store.Counts(ctx, run)
 	if err != nil {
 		return 0, false
+	}
+	if sess.ownerGone() {
+		return n.Records, true // the worker that recorded the run's cells has exited: nothing more lands
 	}
 	deadline := time.Now().Add(cancelSettle)
 	for time.Now().Before(deadline) {

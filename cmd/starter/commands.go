@@ -136,49 +136,6 @@ func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 	return notes
 }
 
-func newStatusCmd() *cobra.Command {
-	var conn connFlags
-	cmd := &cobra.Command{
-		Use:   "status ID",
-		Short: "Show where a run stands",
-		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sess, err := open(cmd.Context(), &conn, sessionOptions{}, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			if conn.embedded() {
-				// The run's results are in the local store: count them directly.
-				if err := sess.openStore(cmd.Context()); err != nil {
-					return err
-				}
-			}
-			s, err := readProgress(cmd.Context(), sess.client, sess.store, args[0])
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s: %s\n", args[0], s.status)
-			var res workflows.Result
-			if s.status == "Completed" && sess.client.GetWorkflow(cmd.Context(), args[0], "").Get(cmd.Context(), &res) == nil {
-				printSummary(out, res)
-			} else {
-				fmt.Fprintf(out, "  passes %d/%d · %s\n", s.passesDone, s.passes, s.line(0))
-			}
-			for _, b := range s.batchLines(false) {
-				fmt.Fprintf(out, "  %s\n", b)
-			}
-			if link := sess.uiLink(args[0]); link != "" {
-				fmt.Fprintf(out, "  Temporal UI: %s\n", link)
-			}
-			return nil
-		},
-	}
-	conn.register(cmd)
-	return cmd
-}
-
 func newExportCmd() *cobra.Command {
 	var (
 		conn   connFlags

@@ -25,7 +25,9 @@ import (
 
 // snapshot is where a run stands: the workflow's totals of finished passes plus the heartbeats of running ones.
 type snapshot struct {
-	status     string
+	status string
+	// started is when the run's current execution started.
+	started    time.Time
 	total      int
 	done       int
 	failed     int
@@ -98,6 +100,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 		return s, fmt.Errorf("describe %s: %w", id, err)
 	}
 	s.status = d.GetWorkflowExecutionInfo().GetStatus().String()
+	s.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
 	if v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress); err == nil {
 		var p workflows.Progress
 		if v.Get(&p) == nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -37,27 +38,39 @@ func newRunCmd() *cobra.Command {
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run SPEC",
+		Use:   "run SPEC|ID",
 		Short: "Run an experiment (or attach to its run) and write its outputs",
 		Long: `Run starts the ExperimentWorkflow of SPEC, or attaches to it when a run of the same spec exists (running:
 it waits for it; completed: it exports its results again). --new starts a fresh run. Without --address the whole
 system runs in this process; kill it at any moment and run the same command again to finish the run.
+
+Given a run id (or a unique prefix of one; ` + "`starter runs`" + ` lists them) instead of SPEC, it resumes that run
+with the spec saved in the results store, whatever flags started it: a cancelled, failed or interrupted run goes
+on, calling only the cells without a record; a running one is attached to; a completed one is exported again.
 
 --retry-failed starts a new execution of the finished run of SPEC (or of the run id given instead of SPEC) that
 calls only the cells recorded as failed, then rewrites the outputs; the Web UI shows both executions.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := runOptions{detach: detach, report: withRep, every: interval}
+			if !looksLikeRunID(args[0]) {
+				opts.specRef = args[0]
+			}
 			if withRep && detach {
 				return withCode(exitUsage, errors.New("--report waits for the run: drop --detach, or run `starter report` when it is done"))
 			}
 			if noCache && retry {
 				return withCode(exitUsage, errors.New("--no-cache cannot change a finished run's spec: run --retry-failed without it, or start a fresh run with --new --no-cache"))
 			}
-			if retry {
-				if _, err := os.Stat(args[0]); err != nil && !strings.ContainsAny(args[0], "/.") {
+			if looksLikeRunID(args[0]) {
+				if retry {
 					return retryRun(cmd, &conn, args[0], nil, output, opts)
 				}
+				if dryRun || noCache || anyChanged(cmd, "model", "seeds", "on-error", "cumulative", "max-concurrency") {
+					return withCode(exitUsage, fmt.Errorf("%s names a run, whose spec is saved: --dry-run, --no-cache and "+
+						"the spec overrides take a spec file", args[0]))
+				}
+				return resumeRun(cmd, &conn, args[0], output, opts)
 			}
 			largePhaseDone := collectOftenFor(args[0])
 			defer largePhaseDone()
@@ -99,13 +112,8 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				return err
 			}
 			defer sess.Close()
-			if conn.embedded() && output == "" {
-				output = filepath.Join("out", id)
-			}
-			if output != "" && conn.embedded() {
-				if output, err = filepath.Abs(output); err != nil {
-					return err
-				}
+			if output, err = outputDir(&conn, output, id); err != nil {
+				return err
 			}
 			return runSpec(ctx, sess, spec, canonical, id, output, opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -185,13 +193,8 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 	if st := d.GetWorkflowExecutionInfo().GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return withCode(exitUsage, fmt.Errorf("run %s is still running: wait for it to finish (starter status %s), then retry its failed cells", id, id))
 	}
-	if conn.embedded() && output == "" {
-		output = filepath.Join("out", id)
-	}
-	if output != "" && conn.embedded() {
-		if output, err = filepath.Abs(output); err != nil {
-			return err
-		}
+	if output, err = outputDir(conn, output, id); err != nil {
+		return err
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                    id,
@@ -214,7 +217,9 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 
 // runOptions are the flags of `starter run` that shape runSpec.
 type runOptions struct {
-	detach bool
+	// specRef is the spec file the user named, "" when they named a run.
+	specRef string
+	detach  bool
 	report bool // write report.html next to the outputs when done
 	every  time.Duration
 }
@@ -224,10 +229,11 @@ type runOptions struct {
 func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonical []byte, id, output string, o runOptions,
 	stdout, stderr io.Writer) error {
 	c := sess.client
-	attached := false
+	attached, ended := false, false
 	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
 		st := d.GetWorkflowExecutionInfo().GetStatus()
 		attached = st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		ended = st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 	}
 	opts := client.StartWorkflowOptions{
 		ID:        id,
@@ -270,6 +276,15 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 		verb = "Attached to"
 	}
 	fmt.Fprintf(stdout, "%s run %s\n  %s\n", verb, id, spec.Summary())
+	if !attached || !ended {
+		sess.recordState(id, store.RunRunning)
+	}
+	if attached && ended {
+		if r, ok := newerUnfinished(ctx, sess, id); ok {
+			fmt.Fprintf(stdout, "  note: this run had already ended, and it is not the newest of this spec: run %s (started %s) "+
+				"has not finished; `%s` finishes it\n", r.ID, r.Created.Local().Format(time.DateTime), sess.flags.command("run", r.ID))
+		}
+	}
 	if link := sess.uiLink(id); link != "" {
 		fmt.Fprintf(stdout, "  Temporal UI: %s\n", link)
 	}
@@ -278,6 +293,70 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 		return nil
 	}
 	return follow(ctx, sess, run, spec, id, output, attached, o, stdout, stderr)
+}
+
+// looksLikeRunID reports whether arg of `starter run` names a run rather than a spec file: no file of that name
+// exists and it has neither a path separator nor a dot, which every spec file name has (.yaml, .json) and no run
+// id has.
+func looksLikeRunID(arg string) bool {
+	if _, err := os.Stat(arg); err == nil {
+		return false
+	}
+	return !strings.ContainsAny(arg, "/.\\")
+}
+
+// resumeRun goes on with the run ref names (an id or a unique prefix), with the spec saved in the results store.
+func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOptions) error {
+	ctx := cmd.Context()
+	if dsn := conn.store(); !store.IsPostgres(dsn) {
+		// Opening a SQLite path that does not exist would create an empty store.
+		if _, err := os.Stat(dsn); err != nil {
+			return withCode(exitUsage, fmt.Errorf("%s is neither a spec file nor a run of a results store: there is no store at %s "+
+				"(set --store, SILICO_STORE or --state-dir)", ref, dsn))
+		}
+	}
+	st, err := store.Open(ctx, conn.store())
+	if err != nil {
+		return fmt.Errorf("open results store: %w", err)
+	}
+	id, known, err := resolveRun(ctx, st, ref)
+	var canonical []byte
+	if err == nil && known {
+		canonical, err = st.LoadRun(ctx, id)
+	}
+	_ = st.Close()
+	switch {
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return err
+	case !known || err != nil:
+		return withCode(exitUsage, fmt.Errorf("%s is neither a spec file nor a run with a saved spec in %s; `%s` lists the runs",
+			ref, conn.store(), conn.command("runs")))
+	}
+	spec, err := decodeRunSpec(canonical, id)
+	if err != nil {
+		return err
+	}
+	sess, err := open(ctx, conn, sessionOptions{worker: true, sim: spec.Simulator}, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if output, err = outputDir(conn, output, id); err != nil {
+		return err
+	}
+	return runSpec(ctx, sess, spec, canonical, id, output, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+}
+
+// outputDir is the directory a run's outputs go to: output when given, else out/<id> in embedded mode, made
+// absolute there (the worker is this process); with --address it is the worker's to resolve.
+func outputDir(conn *connFlags, output, id string) (string, error) {
+	if conn.embedded() && output == "" {
+		output = filepath.Join("out", id)
+	}
+	if output != "" && conn.embedded() {
+		return filepath.Abs(output)
+	}
+	return output, nil
 }
 
 // follow shows a run's progress until it ends, re-exports an attached run where this command asks, and prints
@@ -300,23 +379,29 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	err := run.Get(ctx, &res)
 	stopProgress()
 	<-progDone
+	resume := sess.flags.command("run", id)
 	if err != nil {
 		if ctx.Err() != nil {
 			if sess.worker != nil {
 				fmt.Fprintf(stderr, "\ninterrupted: letting the calls in flight land (Ctrl-C again to quit at once);"+
-					" run the same command again to resume\n")
+					" `%s` resumes the run, calling only the cells without a record\n", resume)
 			} else {
-				fmt.Fprintf(stderr, "\ninterrupted: the run goes on on the workers; follow it with `starter status %s`"+
-					" or attach again with the same command\n", id)
+				fmt.Fprintf(stderr, "\ninterrupted: the run goes on on the workers; follow it with `%s`"+
+					" or attach again with `%s`\n", sess.flags.command("status", id), resume)
 			}
 			return withCode(exitInterrupted, errors.New(""))
 		}
+		sess.recordState(id, endState(err))
+		uiAfter(stderr, sess, id)
 		if temporal.IsCanceledError(err) {
 			return fmt.Errorf("run %s was cancelled (`starter cancel`, the Web UI or `temporal workflow cancel`); what it "+
-				"recorded is kept: run the same command again to resume it, or `starter export %s --output DIR`: %w", id, id, err)
+				"recorded is kept: `%s` resumes it, calling only the cells without a record, and `%s` writes what it has",
+				id, resume, sess.flags.command("export", id, "--output", "DIR"))
 		}
-		return fmt.Errorf("run %s failed: %w", id, err)
+		return fmt.Errorf("run %s %s: %w; what it recorded is kept: `%s` starts it again, calling only the cells without a record",
+			id, endState(err), err, resume)
 	}
+	sess.recordState(id, store.RunCompleted)
 	// A completed run is exported again where this command asks, when its store is at hand.
 	if attached && spec != nil && sess.store != nil && output != "" && output != res.OutputDir {
 		sum, err := results.ExportFor(spec)(ctx, sess.store, spec, res.RunID, output, time.Duration(res.Summary.ElapsedSeconds*float64(time.Second)))
@@ -332,6 +417,10 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 			return err
 		}
 	}
+	if res.Summary.Failed > 0 {
+		nextSteps(ctx, stdout, sess, res.RunID, o.specRef, res.Summary.Cells, attached)
+	}
+	uiAfter(stdout, sess, id)
 	if res.Summary.Failed > 0 {
 		return withCode(exitCallsFailed, nil)
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -130,7 +130,24 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	}()
 	hostPort := f.address
 	if f.embedded() {
-		if info, live := liveServer(ctx, f.stateDir); live {
+		info, live := liveServer(ctx, f.stateDir)
+		if !live {
+			var err error
+			if live, err = s.startEmbedded(ctx, opts); err != nil {
+				return nil, err
+			}
+			if live {
+				// Another starter holds the state dir and has just published its server.
+				info, live = awaitPublished(ctx, f.stateDir)
+				if !live {
+					return nil, fmt.Errorf("state dir %s is in use by another process whose server does not answer; "+
+						"wait for it to end, or give this command its own --state-dir", f.stateDir)
+				}
+			}
+		}
+		if s.dev != nil {
+			hostPort = s.dev.FrontendHostPort()
+		} else {
 			// Another starter serves this state dir. Looking at runs through its server is fine; running one
 			// is not: that starter stops its server and worker when its own run ends.
 			if opts.worker {
@@ -143,47 +160,6 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			if err := s.openStore(ctx); err != nil {
 				return nil, err
 			}
-		}
-	}
-	if f.embedded() && s.shared == nil {
-		// The server takes the longest to start; the simulator (its tokenizer) and the store get ready beside it.
-		type started struct {
-			srv *devserver.Server
-			err error
-		}
-		devDone := make(chan started, 1)
-		go func() {
-			uiPort := f.uiPort
-			if f.noUI {
-				uiPort = -1
-			}
-			srv, err := devserver.Start(ctx, devserver.Options{
-				StateDir:         f.stateDir,
-				Port:             f.port,
-				UIPort:           uiPort,
-				Namespace:        f.namespace,
-				SearchAttributes: workflows.SearchAttributes(),
-				Logger:           zl,
-			})
-			devDone <- started{srv, err}
-		}()
-		var prepErr error
-		if opts.worker {
-			if prepErr = s.startSim(opts.sim); prepErr == nil {
-				prepErr = s.openStore(ctx)
-			}
-		}
-		d := <-devDone
-		s.dev = d.srv
-		if d.err != nil {
-			return nil, fmt.Errorf("start embedded Temporal server: %w", d.err)
-		}
-		if prepErr != nil {
-			return nil, prepErr
-		}
-		hostPort = s.dev.FrontendHostPort()
-		if err := writeServerInfo(f.stateDir, serverInfo{HostPort: hostPort, UIURL: s.dev.UIURL(), PID: os.Getpid()}); err != nil {
-			return nil, err
 		}
 	}
 	s.hostPort = hostPort
@@ -235,6 +211,56 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	}
 	ok = true
 	return s, nil
+}
+
+// startEmbedded starts the embedded server on the state dir (and, for a session with a worker, the simulator and
+// the store beside it) and publishes where it listens. inUse reports, without an error, that another process
+// holds the state dir: a starter that is starting its server or stopping it.
+func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse bool, err error) {
+	f := s.flags
+	// The server takes the longest to start; the simulator (its tokenizer) and the store get ready beside it.
+	type started struct {
+		srv *devserver.Server
+		err error
+	}
+	devDone := make(chan started, 1)
+	go func() {
+		uiPort := f.uiPort
+		if f.noUI {
+			uiPort = -1
+		}
+		srv, err := devserver.Start(ctx, devserver.Options{
+			StateDir:         f.stateDir,
+			Port:             f.port,
+			UIPort:           uiPort,
+			Namespace:        f.namespace,
+			SearchAttributes: workflows.SearchAttributes(),
+			Logger:           s.log,
+		})
+		devDone <- started{srv, err}
+	}()
+	var prepErr error
+	if opts.worker {
+		if prepErr = s.startSim(opts.sim); prepErr == nil {
+			prepErr = s.openStore(ctx)
+		}
+	}
+	d := <-devDone
+	s.dev = d.srv
+	if errors.Is(d.err, devserver.ErrStateDirInUse) {
+		return true, nil
+	}
+	if d.err != nil {
+		return false, fmt.Errorf("start embedded Temporal server: %w", d.err)
+	}
+	if prepErr != nil {
+		return false, prepErr
+	}
+	info := serverInfo{HostPort: s.dev.FrontendHostPort(), UIURL: s.dev.UIURL(), PID: os.Getpid()}
+	if err := writeServerInfo(f.stateDir, info); err != nil {
+		return false, fmt.Errorf("write %s: %w", serverFile, err)
+	}
+	return false, nil
 }
 
 func (s *session) openStore(ctx context.Context) error {
@@ -331,57 +357,15 @@ func (s *session) uiLink(id string) string {
 	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", ui, s.flags.namespace, id)
 }
 
-// serverFile, in the state dir, says where the embedded server of a running starter listens, so that other
-// starter commands on the same state dir (status, a second run) connect to it instead of starting a server of
-// their own, which the state dir's lock would refuse.
-const serverFile = "server.json"
-
-type serverInfo struct {
-	HostPort string `json:"host_port"`
-	UIURL    string `json:"ui_url,omitempty"`
-	PID      int    `json:"pid"`
+// ownerGone reports whether the starter whose server this session uses has exited (or stopped serving): its
+// run ended, or it was killed. False for a session with a server of its own.
+func (s *session) ownerGone() bool {
+	if s.shared == nil {
+		return false
+	}
+	info, alive := readServerInfo(s.flags.stateDir)
+	return !alive || info.PID != s.shared.PID || info.HostPort != s.shared.HostPort
 }
-
-func writeServerInfo(dir string, info serverInfo) error {
-	b, err := json.Marshal(info)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, serverFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", serverFile, err)
-	}
-	return os.Rename(tmp, filepath.Join(dir, serverFile))
-}
-
-// liveServer reports the server another starter runs on dir, if one answers. A file left by a killed starter
-// points at nothing and is ignored.
-func liveServer(ctx context.Context, dir string) (serverInfo, bool) {
-	var info serverInfo
-	b, err := os.ReadFile(filepath.Join(dir, serverFile))
-	if err != nil || json.Unmarshal(b, &info) != nil || info.HostPort == "" || info.PID == os.Getpid() {
-		return info, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: info.HostPort, Logger: quietLogger{}})
-	if err != nil {
-		return info, false
-	}
-	defer c.Close()
-	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-		return info, false
-	}
-	return info, true
-}
-
-// quietLogger drops the SDK's logs of a probe dial.
-type quietLogger struct{}
-
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(string, ...any)  {}
-func (quietLogger) Error(string, ...any) {}
 
 // Close stops what the session started, worker first so no activity writes after the store closes.
 func (s *session) Close() {

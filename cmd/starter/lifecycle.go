@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/store"
+)
+
+// defaultStateDir is the state dir of embedded mode when --state-dir is not given.
+const defaultStateDir = ".silico"
+
+// command is the starter command line that does verb with args against the same server and store as f: the
+// connection flags that differ from their defaults are repeated, so that the line works when pasted.
+func (f *connFlags) command(verb string, args ...string) string {
+	parts := append([]string{"starter", verb}, args...)
+	if f.address != "" && f.address != os.Getenv("TEMPORAL_ADDRESS") {
+		parts = append(parts, "--address", f.address)
+	}
+	if ns := envOr("TEMPORAL_NAMESPACE", "default"); f.namespace != ns {
+		parts = append(parts, "--namespace", f.namespace)
+	}
+	if f.embedded() && f.stateDir != defaultStateDir {
+		parts = append(parts, "--state-dir", f.stateDir)
+	}
+	if f.storePath != "" {
+		parts = append(parts, "--store", f.storePath)
+	}
+	return strings.Join(parts, " ")
+}
+
+// runLister is what resolving a run id needs of the results store.
+type runLister interface {
+	Runs(ctx context.Context) ([]store.RunInfo, error)
+	Location() string
+}
+
+// resolveRun is the id of the run ref names: a run of st whose id is ref, or the one whose id starts with ref.
+// A prefix that more than one run starts with is an error that lists them. A ref the store does not know is
+// returned as it is (a cluster's server may know it), with known false.
+func resolveRun(ctx context.Context, st runLister, ref string) (id string, known bool, err error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return ref, false, err
+	}
+	var matches []string
+	for _, r := range runs {
+		if r.ID == ref {
+			return ref, true, nil
+		}
+		if strings.HasPrefix(r.ID, ref) {
+			matches = append(matches, r.ID)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return ref, false, nil
+	case 1:
+		return matches[0], true, nil
+	}
+	shown := matches[:min(len(matches), 10)]
+	more := ""
+	if len(matches) > len(shown) {
+		more = fmt.Sprintf("\n  … and %d more", len(matches)-len(shown))
+	}
+	return ref, false, withCode(exitUsage, fmt.Errorf("%q names %d runs of %s; give more of the id:\n  %s%s",
+		ref, len(matches), st.Location(), strings.Join(shown, "\n  "), more))
+}
+
+// resolveInSession resolves ref (see resolveRun) against the session's results store, when it has one.
+func (s *session) resolve(ctx context.Context, ref string) (string, error) {
+	if s.store == nil {
+		return ref, nil
+	}
+	id, _, err := resolveRun(ctx, s.store, ref)
+	return id, err
+}
+
+// recordState records in the results store that run id is in state, when the session has the store. It is
+// best effort: the state only serves `starter runs` when no server is up, and a failure to write it must not
+// turn a finished run into an error.
+func (s *session) recordState(id, state string) {
+	if s.store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.store.SetRunState(ctx, id, state, time.Now()); err != nil {
+		s.log.Warn("record the run's state: " + err.Error())
+	}
+}
+
+// stateWord is the store's name of a closed workflow status.
+func stateWord(st enumspb.WorkflowExecutionStatus) string {
+	switch st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return store.RunRunning
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return store.RunCompleted
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return store.RunCancelled
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return store.RunTerminated
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return store.RunTimedOut
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return store.RunFailed
+	}
+	return statusWord(st)
+}
+
+// endState is the state of a run whose workflow result was err (nil: completed).
+func endState(err error) string {
+	var term *temporal.TerminatedError
+	var timeout *temporal.TimeoutError
+	switch {
+	case err == nil:
+		return store.RunCompleted
+	case temporal.IsCanceledError(err):
+		return store.RunCancelled
+	case errors.As(err, &term):
+		return store.RunTerminated
+	case errors.As(err, &timeout):
+		return store.RunTimedOut
+	}
+	return store.RunFailed
+}
+
+// environmentClasses are the error classes of failures that come from where the run runs, not from the cells:
+// the key, its variable or the worker's allow-list (Auth), the account (QuotaExhausted), the endpoint
+// (Unreachable), the worker's client configuration (ClientSetup). Every cell of the model fails the same way
+// until the cause is fixed, and asking again without fixing it fails again.
+var environmentClasses = map[string]string{
+	string(llm.ClassAuth):           "the API key: its variable is unset or wrong, or the worker does not allow it (--api-key-env-allow)",
+	string(llm.ClassQuotaExhausted): "the provider account's quota or billing",
+	activities.ClassUnreachable:     "the endpoint: a wrong base_url, or a server that is not up",
+	activities.ClassClientSetup:     "the worker's client configuration",
+}
+
+// notRunClass is the class export gives a cell without a record.
+const notRunClass = "NotRun"
+
+// failedClasses counts the failed cells of a run by error class, from its records; cells of the grid without a
+// record count as NotRun. cells is the grid's size.
+func failedClasses(ctx context.Context, st interface {
+	Scan(ctx context.Context, run string, fn func(store.Record) error) error
+}, run string, cells int) (map[string]int, error) {
+	byClass := map[string]int{}
+	n := 0
+	err := st.Scan(ctx, run, func(r store.Record) error {
+		n++
+		if r.Status == store.StatusFailed {
+			byClass[r.ErrorClass]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cells > n {
+		byClass[notRunClass] += cells - n
+	}
+	return byClass, nil
+}
+
+// nextSteps says, after a run that ended with failed cells, what failed and the commands that go on: call the
+// failed cells again (--retry-failed) or start over (--new). attached says this command found the run already
+// ended: running it again only exports the same failures. specRef is how the user named the spec (a path, or ""
+// when they named the run).
+func nextSteps(ctx context.Context, w io.Writer, sess *session, id, specRef string, cells int, attached bool) {
+	if sess.store == nil {
+		fmt.Fprintf(w, "  call the failed cells again: %s\n", sess.flags.command("run", id, "--retry-failed"))
+		return
+	}
+	byClass, err := failedClasses(ctx, sess.store, id, cells)
+	if err != nil || len(byClass) == 0 {
+		return
+	}
+	classes := slices.SortedFunc(maps.Keys(byClass), func(a, b string) int {
+		if byClass[a] != byClass[b] {
+			return byClass[b] - byClass[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var parts, env []string
+	for _, c := range classes {
+		parts = append(parts, fmt.Sprintf("%s %s", thousands(byClass[c]), c))
+		if why, ok := environmentClasses[c]; ok {
+			env = append(env, c+": "+why)
+		}
+	}
+	fmt.Fprintf(w, "  failed cells: %s\n", strings.Join(parts, ", "))
+	if len(env) > 0 {
+		lead := "these failures come from the environment, not from the cells"
+		if attached {
+			lead = "this run had already ended, and its failures come from the environment, not from the cells"
+		}
+		fmt.Fprintf(w, "  %s; running the same command again only exports them again. Fix:\n", lead)
+		for _, e := range env {
+			fmt.Fprintf(w, "    %s\n", e)
+		}
+		fmt.Fprintf(w, "  then call the failed cells again:\n")
+	} else {
+		fmt.Fprintf(w, "  call the failed cells again:\n")
+	}
+	fmt.Fprintf(w, "    %s\n", sess.flags.command("run", id, "--retry-failed"))
+	if specRef != "" {
+		fmt.Fprintf(w, "  or start over, every cell asked again: %s\n", sess.flags.command("run", specRef, "--new"))
+	}
+}
+
+// newerUnfinished is a run of the same spec as id started after it (a --new run, whose id is id plus a time)
+// that has not finished, or "" when there is none.
+func newerUnfinished(ctx context.Context, sess *session, id string) (store.RunInfo, bool) {
+	if sess.store == nil {
+		return store.RunInfo{}, false
+	}
+	runs, err := sess.store.Runs(ctx)
+	if err != nil {
+		return store.RunInfo{}, false
+	}
+	for _, r := range runs { // newest first
+		if strings.HasPrefix(r.ID, id+"-") && r.State != store.RunCompleted {
+			return r, true
+		}
+	}
+	return store.RunInfo{}, false
+}
+
+// uiAfter says where the run's history can be browsed once this command has exited: the embedded server (and
+// its Web UI) stops with the command, the history stays in the state dir, and `starter dev` serves it.
+func uiAfter(w io.Writer, sess *session, id string) {
+	if sess.dev == nil || sess.dev.UIURL() == "" {
+		return
+	}
+	abs, err := filepath.Abs(sess.flags.stateDir)
+	if err != nil {
+		abs = sess.flags.stateDir
+	}
+	fmt.Fprintf(w, "  history: the Web UI stops with this command; the run's history stays in %s, and `%s` serves it again\n"+
+		"    (run %s)\n", abs, sess.flags.command("dev"), id)
+}
+
+// anyChanged reports whether any of the named flags of cmd was given.
+func anyChanged(cmd *cobra.Command, names ...string) bool {
+	return slices.ContainsFunc(names, cmd.Flags().Changed)
+}
+
+// decodeRunSpec decodes the spec saved for run id, with its defaults applied and its templates compiled.
+func decodeRunSpec(b []byte, id string) (*experiment.Spec, error) {
+	var spec experiment.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("decode spec of run %s: %w", id, err)
+	}
+	spec.ApplyDefaults()
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("spec of run %s: %w", id, err)
+	}
+	return &spec, nil
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/store"
+)
+
+// runStateInterrupted is the state `starter runs` shows for a run recorded as running in embedded mode when no
+// starter serves the state dir: nothing can be running it, and `starter run ID` resumes it.
+const runStateInterrupted = "interrupted"
+
+// runRow is one run as `starter runs` lists it.
+type runRow struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"`
+	Status   string    `json:"status"`
+	Cells    int       `json:"cells"`
+	Recorded int       `json:"recorded"`
+	OK       int       `json:"ok"`
+	Unparsed int       `json:"unparsed"`
+	Failed   int       `json:"failed"`
+	CostUSD  float64   `json:"cost_usd"`
+	Models   []string  `json:"models"`
+	Started  time.Time `json:"started"`
+	// DurationSeconds is the run's wall time: as its workflow measured it when it exported, else the time from
+	// its start to its last recorded state (or to now while it runs).
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+func newRunsCmd() *cobra.Command {
+	var (
+		conn   connFlags
+		name   string
+		status string
+		asJSON bool
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List the runs of the results store, newest first",
+		Long: `Runs lists the runs the results store holds (--store, SILICO_STORE or <state-dir>/results.db), newest first:
+id, name, status (running, completed, failed, cancelled, terminated, or interrupted: recorded as running by a
+starter that is no longer there), cells recorded ok/unparsed/failed of the grid's total, cost, models, when it
+started and how long it took. It needs no Temporal server; when one serves the state dir (a running starter or
+` + "`starter dev`" + `), or --address names one, the status is the server's. --name keeps the runs whose name or id
+contains the text, --status those in that state. Every command that takes a run id also takes a unique prefix.`,
+		Example: `  starter runs
+  starter runs --status running --json
+  starter status silico-ipip-50   # a unique prefix of an id`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if dsn := conn.store(); !store.IsPostgres(dsn) {
+				if _, err := os.Stat(dsn); err != nil {
+					if asJSON {
+						_, err := fmt.Fprintln(cmd.OutOrStdout(), "[]")
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "no runs: there is no results store at %s yet\n", dsn)
+					return nil
+				}
+			}
+			st, err := store.Open(ctx, conn.store())
+			if err != nil {
+				return fmt.Errorf("open results store: %w", err)
+			}
+			defer st.Close()
+			c, done := runsServer(ctx, &conn, cmd.ErrOrStderr())
+			defer done()
+			rows, err := listRuns(ctx, st, c, conn.embedded(), name, status, limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if rows == nil {
+					rows = []runRow{}
+				}
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			return printRuns(cmd.OutOrStdout(), rows)
+		},
+	}
+	conn.register(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "only runs whose name or id contains this text")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this state: running, completed, failed, cancelled, terminated, interrupted")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")
+	return cmd
+}
+
+// runsServer is a client of the server that knows the runs' status, if one answers: with --address, that server;
+// in embedded mode, the server of a starter running on the state dir (none is started for a listing). done
+// closes it.
+func runsServer(ctx context.Context, conn *connFlags, stderr io.Writer) (client.Client, func()) {
+	if conn.embedded() {
+		info, ok := liveServer(ctx, conn.stateDir)
+		if !ok {
+			return nil, func() {}
+		}
+		c, err := client.DialContext(ctx, client.Options{HostPort: info.HostPort, Namespace: conn.namespace, Logger: quietLogger{}})
+		if err != nil {
+			return nil, func() {}
+		}
+		return c, c.Close
+	}
+	sess, err := open(ctx, conn, sessionOptions{}, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "note: the status is the one recorded in the store: %v\n", err)
+		return nil, func() {}
+	}
+	return sess.client, sess.Close
+}
+
+// listRuns is the store's runs as rows, filtered by name (a substring of the name or id) and status, at most limit
+// (0: all). c, when not nil, is asked for the status of the runs not recorded as ended.
+func listRuns(ctx context.Context, st store.Store, c client.Client, embedded bool, name, status string, limit int) ([]runRow, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var rows []runRow
+	for _, r := range runs {
+		row := runRow{ID: r.ID, Started: r.Created, Status: r.State}
+		if b, err := st.LoadRun(ctx, r.ID); err == nil {
+			var spec experiment.Spec
+			if json.Unmarshal(b, &spec) == nil {
+				row.Name, row.Cells = spec.Name, spec.NumCells()
+				for _, m := range spec.Models {
+					row.Models = append(row.Models, m.ID)
+				}
+			}
+		}
+		if name != "" && !strings.Contains(row.Name, name) && !strings.Contains(r.ID, name) {
+			continue
+		}
+		if c != nil && !store.Terminal(r.State) {
+			dctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+			if d, err := c.DescribeWorkflowExecution(dctx, r.ID, ""); err == nil {
+				row.Status = stateWord(d.GetWorkflowExecutionInfo().GetStatus())
+			}
+			cancel()
+		}
+		switch {
+		case row.Status == store.RunRunning && c == nil && embedded:
+			row.Status = runStateInterrupted
+		case row.Status == "" && r.HasElapsed:
+			row.Status = store.RunCompleted // exported by a starter that recorded no state
+		case row.Status == "":
+			row.Status = "unknown"
+		}
+		if status != "" && row.Status != status {
+			continue
+		}
+		if n, err := st.Counts(ctx, r.ID); err == nil {
+			row.Recorded, row.OK, row.Unparsed, row.Failed, row.CostUSD = n.Records, n.OK, n.Unparsed, n.Failed, n.CostUSD
+		}
+		switch {
+		case r.HasElapsed:
+			row.DurationSeconds = r.Elapsed.Seconds()
+		case row.Status == store.RunRunning:
+			row.DurationSeconds = now.Sub(r.Created).Seconds()
+		case !r.StateAt.IsZero():
+			row.DurationSeconds = max(0, r.StateAt.Sub(r.Created).Seconds())
+		}
+		rows = append(rows, row)
+		if limit > 0 && len(rows) == limit {
+			break
+		}
+	}
+	return rows, nil
+}
+
+// printRuns writes rows as a table.
+func printRuns(w io.Writer, rows []runRow) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no runs")
+		return err
+	}
+	table := [][]string{{"ID", "NAME", "STATUS", "CELLS ok/unparsed/failed of total", "COST", "MODELS", "STARTED", "DURATION"}}
+	for _, r := range rows {
+		table = append(table, []string{r.ID, r.Name, r.Status,
+			fmt.Sprintf("%s/%s/%s of %s", thousands(r.OK), thousands(r.Unparsed), thousands(r.Failed), thousands(r.Cells)),
+			fmt.Sprintf("$%.4f", r.CostUSD), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
+			(time.Duration(r.DurationSeconds * float64(time.Second))).Round(time.Second).String()})
+	}
+	width := make([]int, len(table[0]))
+	for _, r := range table {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range table {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

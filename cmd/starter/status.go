@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/silicolab/silico/workflows"
+)
+
+// statusSample is how long `starter status` watches a running run to measure its rate, when not --watch.
+const statusSample = 2 * time.Second
+
+func newStatusCmd() *cobra.Command {
+	var (
+		conn  connFlags
+		watch bool
+		every time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show where a run stands",
+		Long: `Status shows where run ID (or the run whose id starts with ID) stands: cells done of the total, failed,
+the rate, the time elapsed, the time left at that rate and the money spent so far; a finished run's summary.
+A running run is watched for two seconds to measure its rate; --watch follows it, a line every --every, until
+it ends. Without --address it uses the server of the starter running on --state-dir, or starts that state dir's
+server for the command.`,
+		Example: `  starter runs --status running
+  starter status silico-ipip-50 --watch`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			sess, err := open(ctx, &conn, sessionOptions{}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			if conn.embedded() {
+				// The run's results are in the local store: count them directly.
+				if err := sess.openStore(ctx); err != nil {
+					return err
+				}
+			}
+			id, err := sess.resolve(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return showStatus(ctx, sess, id, watch, every, cmd.OutOrStdout())
+		},
+	}
+	conn.register(cmd)
+	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run until it ends, a line every --every")
+	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "interval of the lines of --watch")
+	return cmd
+}
+
+// showStatus prints where run id stands; with watch, a line every `every` until it ends.
+func showStatus(ctx context.Context, sess *session, id string, watch bool, every time.Duration, out io.Writer) error {
+	w := &watchState{}
+	s, err := readProgressSized(ctx, sess.client, sess.store, id, w)
+	if err != nil {
+		if _, missing := errors.AsType[*serviceerror.NotFound](err); missing {
+			return sess.noSuchRun(ctx, id, fmt.Sprintf("%s namespace %s", sess.hostPort, sess.flags.namespace))
+		}
+		return err
+	}
+	fmt.Fprintf(out, "%s: %s\n", id, s.status)
+	first, firstAt := s, time.Now()
+	for s.status == "Running" {
+		wait := statusSample
+		if watch {
+			wait = every
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		next, err := readProgressSized(ctx, sess.client, sess.store, id, w)
+		if err != nil {
+			if sess.ownerGone() {
+				fmt.Fprintf(out, "  the starter that ran it has exited, and its server with it: `%s` shows how it ended\n",
+					sess.flags.command("runs", "--name", id))
+				return nil
+			}
+			continue
+		}
+		rate := float64(next.done-first.done) / time.Since(firstAt).Seconds()
+		s = next
+		if s.status != "Running" {
+			fmt.Fprintf(out, "%s: %s\n", id, s.status)
+			break
+		}
+		fmt.Fprintf(out, "  passes %d/%d · %s\n", s.passesDone, s.passes, s.statusLine(rate, time.Since(s.started)))
+		for _, b := range s.batchLines(false) {
+			fmt.Fprintf(out, "  %s\n", b)
+		}
+		if !watch {
+			break
+		}
+	}
+	var res workflows.Result
+	if s.status == "Completed" && sess.client.GetWorkflow(ctx, id, "").Get(ctx, &res) == nil {
+		printSummary(out, res)
+	} else if s.status != "Running" {
+		fmt.Fprintf(out, "  %s of %s cells recorded · %d failed · $%.4f\n", thousands(s.done), thousands(s.total), s.failed, s.usage.CostUSD)
+		for _, b := range s.batchLines(false) {
+			fmt.Fprintf(out, "  %s\n", b)
+		}
+	}
+	switch link := sess.uiLink(id); {
+	case sess.shared != nil && link != "":
+		fmt.Fprintf(out, "  Temporal UI: %s\n", link)
+	case sess.dev != nil:
+		// This command's own server stops when it returns: a link to it would be dead.
+		fmt.Fprintf(out, "  Temporal UI: `%s` serves the run's history\n", sess.flags.command("dev"))
+	case link != "":
+		fmt.Fprintf(out, "  Temporal UI: %s\n", link)
+	}
+	return nil
+}
+
+// statusLine is line with the time elapsed since the execution started.
+func (s snapshot) statusLine(rate float64, elapsed time.Duration) string {
+	return fmt.Sprintf("elapsed %s · %s", elapsed.Round(time.Second), s.line(rate))
+}
