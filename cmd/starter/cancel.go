@@ -28,7 +28,7 @@ func newCancelCmd() *cobra.Command {
 		o    cancelOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "cancel ID",
+		Use: "cancel ID",
 		Example: `  starter runs --status running
   starter cancel silico-ipip-50-quickstart-6f4f   # a unique prefix of the id will do`,
 		Short: "Cancel a run and wait for it to end",

@@ -220,8 +220,8 @@ type runOptions struct {
 	// specRef is the spec file the user named, "" when they named a run.
 	specRef string
 	detach  bool
-	report bool // write report.html next to the outputs when done
-	every  time.Duration
+	report  bool // write report.html next to the outputs when done
+	every   time.Duration
 }
 
 // runSpec starts run id of spec, whose canonical JSON is canonical (see canonicalSpec), or attaches to it, and
