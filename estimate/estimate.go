@@ -16,7 +16,12 @@
 // minute longer than the bound), so the bound holds whatever they do. A call's reservation is its prompt plus max_tokens, as activities.reserveTokens reserves it and as
 // OpenAI counts a request against TPM on arrival. The model's bound is the larger of the two, and LimitedBy
 // names it; a model with neither limit set, or whose cells fit in the first burst, is bounded by concurrency
-// and latency only, which are not known before the run: its bound is 0 and LimitedBy is "concurrency".
+// and latency only: its bound is unknown (0, and LimitedBy is "concurrency") unless WithLatency is given the
+// model's latency, from the simulator's settings or from the calls of earlier runs; then it is
+//
+//	latency bound = ⌈calls ÷ in flight⌉ × latency,    in flight = max_concurrency × passes at once (InFlight)
+//
+// and the model's bound is the largest of the three.
 //
 // Models run one after another in submission order, at most run.max_parallel_passes passes at once. With one
 // pass at a time the models never overlap and the run's bound is the sum of theirs. With more, passes of
@@ -75,9 +80,14 @@ type ModelEstimate struct {
 	Priced bool `json:"priced"`
 	// MinWall is the wall-time lower bound implied by the model's rpm and tpm (see the package doc).
 	MinWall time.Duration `json:"min_wall_ns"`
-	// LimitedBy names the limit behind MinWall: "rpm", "tpm", "concurrency" (no rate limit binds; the time then
-	// depends on concurrency and latency), or "" for a model without cells.
+	// LimitedBy names the limit behind MinWall: "rpm", "tpm", "latency" (calls ÷ calls in flight × Latency,
+	// see WithLatency), "concurrency" (no rate limit binds and no latency is known: MinWall is unknown, 0), or ""
+	// for a model without cells.
 	LimitedBy string `json:"limited_by"`
+	// Latency is the time a call of the model takes as known before the run, and LatencySource where it is known
+	// from; zero when nothing is known (see WithLatency).
+	Latency       time.Duration `json:"latency_ns,omitempty"`
+	LatencySource string        `json:"latency_source,omitempty"`
 	// Batch is set for a model in batch mode: its batches, and what its calls would cost sent synchronously.
 	// Its cost range is then at the batch price, and MinWall means nothing (the provider answers within 24 h).
 	Batch *BatchEstimate `json:"batch,omitempty"`
@@ -212,6 +222,9 @@ func (e Estimate) WithCache(spec *experiment.Spec, held map[string]int) Estimate
 			me.ImageTokens = int(float64(me.ImageTokens) * left)
 			me.MaxCompletionTokens = int(float64(me.MaxCompletionTokens) * left)
 			me.MinWall, me.LimitedBy = wallBound(spec.Models[i], me.Calls, me.PromptTokens+me.MaxCompletionTokens)
+			if d := latencyBound(me.Calls, InFlight(spec, i), me.Latency); d > me.MinWall {
+				me.MinWall, me.LimitedBy = d, LimitLatency
+			}
 			if me.Batch != nil {
 				// The batches are those of every cell: at most what the run submits.
 				be := *me.Batch
@@ -261,6 +274,9 @@ func combine(spec *experiment.Spec, models []ModelEstimate) (time.Duration, []st
 	for _, m := range models {
 		if !m.Priced && m.Cells > 0 {
 			notes = append(notes, fmt.Sprintf("model %s: no price known; set price: in the spec", m.Model))
+		}
+		if m.Latency > 0 {
+			notes = append(notes, latencyNote(m))
 		}
 	}
 	var sum, largest time.Duration

@@ -29,7 +29,9 @@ func newEstimateCmd() *cobra.Command {
 		Long: `Estimate prints, per model and in total: the calls, the prompt tokens (exact tiktoken counts of every
 rendered prompt; an upper bound in cumulative mode), the most completion tokens (calls x max_tokens), the cost
 range (one completion token per call to max_tokens per call) and the least wall time the models' rpm and tpm
-allow, with the limit that sets it. It calls no model and needs no server.
+allow, or their latency with the calls they may have in flight (the simulator's latency for a sim model, else
+the median latency of the model's calls in earlier runs of the store), with the limit that sets it; "unknown"
+when neither is known. It calls no model and needs no server.
 
 When the results store exists (--store, SILICO_STORE or <state-dir>/results.db), estimate also looks every cell
 up in its response cache: cells it already answers make no call, so the calls, tokens, cost and wall time are
@@ -93,15 +95,19 @@ invalid.`,
 
 // withCache is est for a run in which the cells the store's response cache answers make no call. Without a
 // store there is nothing cached, and est is returned as it is.
+//
+// It also bounds each model's wall time by its latency where one is known: the simulator's for a sim model, else
+// the median of the model's calls in the store's earlier runs (modelLatencies).
 func withCache(ctx context.Context, est estimate.Estimate, spec *experiment.Spec, sf *storeFlags) (estimate.Estimate, error) {
 	st, err := sf.open(ctx)
 	if errors.Is(err, errNoStore) {
-		return est, nil
+		return est.WithLatency(spec, modelLatencies(ctx, spec, nil)), nil
 	}
 	if err != nil {
 		return est, err
 	}
 	defer func() { _ = st.Close() }()
+	est = est.WithLatency(spec, modelLatencies(ctx, spec, st))
 	held, err := cache.Held(ctx, st, spec)
 	if err != nil {
 		return est, err
@@ -135,18 +141,29 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 		if m.Priced {
 			cost = usdRange(m.MinCostUSD, m.MaxCostUSD)
 		}
-		latency = latency || m.LimitedBy == estimate.LimitConcurrency
+		latency = latency || !m.WallKnown()
 		unpriced = unpriced || !m.Priced
+		w := wall(m.MinWall)
+		switch {
+		case !m.WallKnown():
+			w = "unknown"
+		case m.LimitedBy == estimate.LimitBatch:
+			w = "within 24 h"
+		}
 		rows = append(rows, []string{m.Model, thousands(m.Cells), thousands(m.Cached), thousands(m.Calls), thousands(m.PromptTokens),
-			thousands(m.MaxCompletionTokens), cost, wall(m.MinWall), m.LimitedBy})
+			thousands(m.MaxCompletionTokens), cost, w, m.LimitedBy})
 	}
 	if len(est.Models) > 1 {
 		cost := usdRange(est.MinCostUSD, est.MaxCostUSD)
 		if unpriced {
 			cost += " (priced models)"
 		}
+		w := wall(est.MinWall)
+		if est.MinWall == 0 {
+			w = "unknown"
+		}
 		rows = append(rows, []string{"total", thousands(est.Cells), thousands(est.Cached), thousands(est.Calls), thousands(est.PromptTokens),
-			thousands(est.MaxCompletionTokens), cost, wall(est.MinWall), ""})
+			thousands(est.MaxCompletionTokens), cost, w, ""})
 	}
 	if est.Cached == 0 {
 		// Nothing cached: the cells are the calls.
@@ -201,7 +218,8 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 		}
 	}
 	if latency {
-		b.WriteString("  note: bound by concurrency: no rpm/tpm limit sets a least wall time; latency and max_concurrency decide it\n")
+		b.WriteString("  note: a least wall time is unknown where no rpm/tpm limit binds and the model's latency is not known: " +
+			"give the model's rpm/tpm, or run it once (the estimate then uses the median latency of its calls in this store)\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -217,8 +235,11 @@ func mib(n int64) string {
 
 // wall shows a lower bound of wall time, to the second.
 func wall(d time.Duration) string {
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		return "0s"
+	case d < 10*time.Second:
+		return "≥ " + d.Round(10*time.Millisecond).String()
 	}
 	return "≥ " + d.Round(time.Second).String()
 }

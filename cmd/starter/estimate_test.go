@@ -9,10 +9,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/silicolab/silico/estimate"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/specfile"
+	"github.com/silicolab/silico/store"
 )
 
 const quickstart = "../../examples/quickstart/experiment.yaml"
@@ -54,12 +57,12 @@ func TestEstimateQuickstart(t *testing.T) {
 		t.Fatalf("quickstart estimate %+v", m)
 	}
 	row := regexp.MustCompile(`(?m)^  sim\s+1,000\s+` + regexp.QuoteMeta(thousands(m.PromptTokens)) +
-		`\s+16,000\s+` + regexp.QuoteMeta(usdRange(m.MinCostUSD, m.MaxCostUSD)) + `\s+0s\s+concurrency$`)
+		`\s+16,000\s+` + regexp.QuoteMeta(usdRange(m.MinCostUSD, m.MaxCostUSD)) + `\s+≥ 9.6s\s+latency$`)
 	if !row.MatchString(out) {
 		t.Errorf("no row for sim with %d prompt tokens and %s in:\n%s", m.PromptTokens, usdRange(m.MinCostUSD, m.MaxCostUSD), out)
 	}
 	for _, s := range []string{"examples/quickstart/experiment.yaml: IPIP-50 quickstart", "MODEL", "PROMPT TOKENS", "MAX COMPLETION",
-		"COST", "MIN WALL", "BOUND BY", "latency and max_concurrency decide it"} {
+		"COST", "MIN WALL", "BOUND BY", "model sim: latency 300ms a call (the simulator's latency)"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
@@ -74,6 +77,12 @@ func TestEstimateQuickstart(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, out)
 	}
+	// The command adds the simulator's latency to what Compute gives.
+	spec, err := specfile.Load(quickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = want.WithLatency(spec, map[string]estimate.Latency{"sim": {PerCall: 300 * time.Millisecond, Source: "the simulator's latency"}})
 	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
 		t.Errorf("--json:\n%s\nwant\n%s", g, w)
 	}
@@ -128,7 +137,7 @@ func TestEstimateLimitsAndPrices(t *testing.T) {
 	for _, s := range []string{
 		`(?m)^  mini\s+1,000\s+[0-9,]+\s+16,000\s+\$[0-9.]+ – \$[0-9.]+\s+≥ 1m0s\s+rpm$`,
 		`(?m)^  big\s+1,000\s+[0-9,]+\s+256,000\s+\$[0-9.]+ – \$[0-9.]+\s+≥ ` + regexp.QuoteMeta(wantWall(want.Models[1])) + `\s+tpm$`,
-		`(?m)^  local\s+1,000\s+[0-9,]+\s+8,000\s+no price known; set price: in the spec\s+0s\s+concurrency$`,
+		`(?m)^  local\s+1,000\s+[0-9,]+\s+8,000\s+no price known; set price: in the spec\s+unknown\s+concurrency$`,
 		`(?m)^  total\s+3,000\s+` + regexp.QuoteMeta(thousands(want.PromptTokens)) + `\s+280,000\s+` +
 			regexp.QuoteMeta(usdRange(want.MinCostUSD, want.MaxCostUSD)) + ` \(priced models\)\s+` +
 			regexp.QuoteMeta(wall(want.MinWall)) + `$`,
@@ -184,5 +193,49 @@ func TestUSDAndThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestLatencyFromEarlierRuns: a model's latency is the median of its answered, uncached calls in the store's
+// earlier runs of the same model (name, provider and base URL); failed and cached cells and other models do
+// not count, and a sim model takes the simulator's latency.
+func TestLatencyFromEarlierRuns(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	old := &experiment.Spec{Name: "old", Seeds: []int64{1},
+		Models:        []experiment.Model{{ID: "x", Name: "gpt-4o-mini"}, {ID: "y", Name: "other"}},
+		Personas:      []experiment.Persona{{ID: "p"}},
+		Questionnaire: experiment.Questionnaire{Items: []experiment.Item{{ID: "1"}, {ID: "2"}, {ID: "3"}, {ID: "4"}}}}
+	b, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveRun(ctx, "r", b); err != nil {
+		t.Fatal(err)
+	}
+	// Cells 0-3 are model x, 4-7 model y.
+	recs := []store.Record{
+		{Index: 0, Status: store.StatusOK, LatencyMS: 100}, {Index: 1, Status: store.StatusOK, LatencyMS: 300},
+		{Index: 2, Status: store.StatusUnparsed, LatencyMS: 200}, {Index: 3, Status: store.StatusFailed, LatencyMS: 9000},
+		{Index: 4, Status: store.StatusOK, LatencyMS: 5000}, {Index: 5, Status: store.StatusOK, LatencyMS: 50, Cached: true},
+	}
+	if err := st.Put(ctx, "r", recs); err != nil {
+		t.Fatal(err)
+	}
+	spec := &experiment.Spec{Models: []experiment.Model{{ID: "mine", Name: "gpt-4o-mini"}, {ID: "s", Name: "sim-model", Provider: experiment.ProviderSim},
+		{ID: "new", Name: "never-run"}}, Simulator: &experiment.SimulatorSettings{Latency: experiment.Duration(300 * time.Millisecond)}}
+	lat := modelLatencies(ctx, spec, st)
+	if l := lat["mine"]; l.PerCall != 200*time.Millisecond || !strings.Contains(l.Source, "median of 3 answered calls") {
+		t.Errorf("latency of mine = %+v; want the median 200ms of the 3 answered calls of model x", l)
+	}
+	if l := lat["s"]; l.PerCall != 300*time.Millisecond {
+		t.Errorf("latency of the sim model = %+v; want the simulator's 300ms", l)
+	}
+	if l, ok := lat["new"]; ok {
+		t.Errorf("a model never run has latency %+v; want none", l)
 	}
 }
