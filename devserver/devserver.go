@@ -426,6 +426,11 @@ func (s *Server) UIURL() string { return s.uiURL }
 // Namespace returns the namespace registered at start.
 func (s *Server) Namespace() string { return s.namespace }
 
+// Quiet drops the server's logs from now on, as Stop does. A process that stops its own clients and workers
+// before the server calls it first: their cancelled long polls are logged by the server as errors, which are
+// expected at shutdown.
+func (s *Server) Quiet() { s.logLevel.SetLevel(zapcore.DPanicLevel) }
+
 // Stop stops the UI and the server and releases their ports and the state
 // dir. Further calls return the first call's result.
 //

@@ -245,7 +245,7 @@ func newerUnfinished(ctx context.Context, sess *session, id string) (store.RunIn
 
 // uiAfter says where the run's history can be browsed once this command has exited: the embedded server (and
 // its Web UI) stops with the command, the history stays in the state dir, and `starter dev` serves it.
-func uiAfter(w io.Writer, sess *session, id string) {
+func uiAfter(w io.Writer, sess *session) {
 	if sess.dev == nil || sess.dev.UIURL() == "" {
 		return
 	}
@@ -253,8 +253,8 @@ func uiAfter(w io.Writer, sess *session, id string) {
 	if err != nil {
 		abs = sess.flags.stateDir
 	}
-	fmt.Fprintf(w, "  history: the Web UI stops with this command; the run's history stays in %s, and `%s` serves it again\n"+
-		"    (run %s)\n", abs, sess.flags.command("dev"), id)
+	fmt.Fprintf(w, "  Web UI: it stops with this command; the run's history stays in %s, and `%s` serves it again\n",
+		abs, sess.flags.command("dev"))
 }
 
 // anyChanged reports whether any of the named flags of cmd was given.

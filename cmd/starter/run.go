@@ -392,7 +392,7 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 			return withCode(exitInterrupted, errors.New(""))
 		}
 		sess.recordState(id, endState(err))
-		uiAfter(stderr, sess, id)
+		uiAfter(stderr, sess)
 		if temporal.IsCanceledError(err) {
 			return fmt.Errorf("run %s was cancelled (`starter cancel`, the Web UI or `temporal workflow cancel`); what it "+
 				"recorded is kept: `%s` resumes it, calling only the cells without a record, and `%s` writes what it has",
@@ -420,7 +420,7 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	if res.Summary.Failed > 0 {
 		nextSteps(ctx, stdout, sess, res.RunID, o.specRef, res.Summary.Cells, attached)
 	}
-	uiAfter(stdout, sess, id)
+	uiAfter(stdout, sess)
 	if res.Summary.Failed > 0 {
 		return withCode(exitCallsFailed, nil)
 	}

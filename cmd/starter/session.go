@@ -369,6 +369,9 @@ func (s *session) ownerGone() bool {
 
 // Close stops what the session started, worker first so no activity writes after the store closes.
 func (s *session) Close() {
+	if s.dev != nil {
+		s.dev.Quiet()
+	}
 	if s.worker != nil {
 		s.worker.Stop()
 	}
