@@ -140,8 +140,8 @@ func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, s
 		return nil
 	}
 	if tq := info.GetTaskQueue(); !hasPollers(ctx, c, tq) {
-		fmt.Fprintf(stdout, "  no worker polls task queue %s: the run ends when one does (`starter run SPEC` without "+
-			"--address, or a `worker` of the cluster); until then none of its calls is made\n", tq)
+		fmt.Fprintf(stdout, "  no worker polls task queue %s: the run ends when one does (`%s`, or a `worker` of the "+
+			"cluster); until then none of its calls is made\n", tq, sess.flags.command("run", id))
 		return nil
 	}
 

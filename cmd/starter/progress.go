@@ -194,6 +194,8 @@ func (s snapshot) line(rate float64) string {
 		eta = (time.Duration(float64(s.total-s.done)/rate) * time.Second).Round(time.Second).String()
 	} else if s.total > 0 && s.done >= s.total {
 		eta = "0s"
+	} else if s.openBatches() {
+		eta = "when its batches end" // a batch's cells land when the provider ends it: no rate to go by before
 	}
 	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · $%.4f",
 		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD)
@@ -288,4 +290,14 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			}
 		}
 	}
+}
+
+// openBatches reports whether a provider batch of the run has not ended.
+func (s snapshot) openBatches() bool {
+	for _, b := range s.batches {
+		if !b.Status.Terminal() {
+			return true
+		}
+	}
+	return false
 }

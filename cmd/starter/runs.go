@@ -174,7 +174,7 @@ func listRuns(ctx context.Context, st store.Store, c client.Client, embedded boo
 			row.DurationSeconds = r.Elapsed.Seconds()
 		case row.Status == store.RunRunning:
 			row.DurationSeconds = now.Sub(r.Created).Seconds()
-		case !r.StateAt.IsZero():
+		case store.Terminal(r.State) && !r.StateAt.IsZero():
 			row.DurationSeconds = max(0, r.StateAt.Sub(r.Created).Seconds())
 		}
 		rows = append(rows, row)
@@ -196,7 +196,7 @@ func printRuns(w io.Writer, rows []runRow) error {
 		table = append(table, []string{r.ID, r.Name, r.Status,
 			fmt.Sprintf("%s/%s/%s of %s", thousands(r.OK), thousands(r.Unparsed), thousands(r.Failed), thousands(r.Cells)),
 			fmt.Sprintf("$%.4f", r.CostUSD), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
-			(time.Duration(r.DurationSeconds * float64(time.Second))).Round(time.Second).String()})
+			duration(r)})
 	}
 	width := make([]int, len(table[0]))
 	for _, r := range table {
@@ -216,4 +216,12 @@ func printRuns(w io.Writer, rows []runRow) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// duration shows a run's wall time, "-" when it is not known (a run interrupted before it exported).
+func duration(r runRow) string {
+	if r.DurationSeconds == 0 && r.Status != store.RunCompleted {
+		return "-"
+	}
+	return (time.Duration(r.DurationSeconds * float64(time.Second))).Round(time.Second).String()
 }

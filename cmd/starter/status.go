@@ -70,6 +70,12 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 		return err
 	}
 	fmt.Fprintf(out, "%s: %s\n", id, s.status)
+	if s.status == "Running" && !hasPollers(ctx, sess.client, workflows.TaskQueue) {
+		fmt.Fprintf(out, "  interrupted: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · $%.4f\n"+
+			"  `%s` resumes it, calling only the cells without a record\n",
+			thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.flags.command("run", id))
+		return nil
+	}
 	first, firstAt := s, time.Now()
 	for s.status == "Running" {
 		wait := statusSample
