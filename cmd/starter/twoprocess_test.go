@@ -99,7 +99,11 @@ func TestCancelFromASecondTerminal(t *testing.T) {
 	for i := range 10 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			dir := copyQuickstart(t)
-			runP := startStarter(t, dir, "run", "experiment.yaml", "--no-cache", "--port", "0", "--ui-port", "0")
+			args := []string{"run", "experiment.yaml", "--no-cache", "--port", "0", "--ui-port", "0"}
+			if i == 0 {
+				args = append(args, "--new") // the command its cancellation names resumes this run, not another fresh one
+			}
+			runP := startStarter(t, dir, args...)
 			var id string
 			deadline := time.Now().Add(2 * time.Minute)
 			for id == "" {
@@ -140,6 +144,18 @@ func TestCancelFromASecondTerminal(t *testing.T) {
 			ended := rows[0].Started.Add(time.Duration(rows[0].DurationSeconds * float64(time.Second)))
 			if lag := cancelP.exited.Sub(ended); lag > 10*time.Second {
 				t.Errorf("starter cancel exited %s after the run ended, want at most 10s", lag.Round(time.Millisecond))
+			}
+			if i > 0 {
+				return
+			}
+			// The command the cancelled run names resumes it: the same run, to its end.
+			resume := pastedCommand(t, runP.err.String(), "what it recorded is kept:")
+			out, errOut, code := runStarterIn(t, dir, append(resume, "--port", "0", "--ui-port", "0")...)
+			if code != exitOK || !strings.Contains(out, "run "+id) || !strings.Contains(out, "Done: 1000 cells") {
+				t.Fatalf("%v: exit %d; want run %s resumed to its end\n%s\n%s", resume, code, id, out, errOut)
+			}
+			if list, _, _ := runStarterIn(t, dir, "runs", "--json"); strings.Count(list, `"id"`) != 1 || !strings.Contains(list, `"status": "completed"`) {
+				t.Errorf("after resuming, want the one run, completed:\n%s", list)
 			}
 		})
 	}
