@@ -66,9 +66,12 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				if retry {
 					return retryRun(cmd, &conn, args[0], nil, output, opts)
 				}
-				if dryRun || noCache || anyChanged(cmd, "model", "seeds", "on-error", "cumulative", "max-concurrency") {
-					return withCode(exitUsage, fmt.Errorf("%s names a run, whose spec is saved: --dry-run, --no-cache and "+
+				if dryRun || noCache || fresh || anyChanged(cmd, "model", "seeds", "on-error", "cumulative", "max-concurrency") {
+					return withCode(exitUsage, fmt.Errorf("%s names a run, whose spec is saved: --dry-run, --no-cache, --new and "+
 						"the spec overrides take a spec file", args[0]))
+				}
+				if detach && conn.embedded() {
+					return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
 				}
 				return resumeRun(cmd, &conn, args[0], output, opts)
 			}
