@@ -166,19 +166,23 @@ what has finished, the rest marked NotRun.`,
 				return err
 			}
 			defer s.store.Close()
-			spec, err := loadRunSpec(ctx, s.store, args[0])
+			id, err := s.resolve(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			elapsed, err := s.store.Elapsed(ctx, args[0], time.Now())
+			spec, err := loadRunSpec(ctx, s.store, id)
 			if err != nil {
 				return err
 			}
-			sum, err := results.ExportFor(spec)(ctx, s.store, spec, args[0], output, elapsed)
+			elapsed, err := s.store.Elapsed(ctx, id, time.Now())
 			if err != nil {
 				return err
 			}
-			printSummary(cmd.OutOrStdout(), workflows.Result{RunID: args[0], OutputDir: output, Summary: sum})
+			sum, err := results.ExportFor(spec)(ctx, s.store, spec, id, output, elapsed)
+			if err != nil {
+				return err
+			}
+			printSummary(cmd.OutOrStdout(), workflows.Result{RunID: id, OutputDir: output, Summary: sum})
 			return nil
 		},
 	}
