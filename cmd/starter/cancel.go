@@ -314,7 +314,13 @@ func reportEnd(ctx context.Context, sess *session, id string, st enumspb.Workflo
 	if !exact {
 		fmt.Fprintf(stdout, "  (the count is the run's last progress; with --store or %s naming the workers' results store it is exact)\n", envStore)
 	}
-	if qerr != nil && len(batches) > 0 {
+	if qerr != nil && len(batches) > 0 && sess.ownerGone() {
+		// The run ended cancelled, which it does only once each of its batches has ended at the provider and what
+		// it completed is recorded: their last states went with the starter's server.
+		fmt.Fprintf(stdout, "  %d provider %s: each was cancelled at the provider, and what it completed is recorded "+
+			"(the starter that ran them has exited; `%s` serves the run's history with each batch's end)\n",
+			len(batches), plural(len(batches), "batch", "batches"), sess.flags.command("dev"))
+	} else if qerr != nil && len(batches) > 0 {
 		fmt.Fprintf(stdout, "  the run's batches could not be read again (%v); as last seen:\n", qerr)
 		for _, b := range (snapshot{batches: batches}).batchLines(false) {
 			fmt.Fprintf(stdout, "    %s\n", b)
