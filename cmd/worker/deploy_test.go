@@ -193,7 +193,7 @@ func TestDockerfileBuildsAStaticNonRootWorker(t *testing.T) {
 // checkWorker parses args with the worker's own flag set and checks every environment variable name.
 func checkWorker(t *testing.T, where string, args []string, env []string) {
 	t.Helper()
-	fs, _ := newFlagSet(io.Discard, func(string) string { return "" })
+	fs, _ := newFlagSet(func(string) string { return "" })
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		t.Errorf("%s: worker arguments %q: %v (positional: %q)", where, args, err, fs.Args())
 	}
@@ -258,7 +258,7 @@ func TestDeployWorkerFlagsAndEnvironment(t *testing.T) {
 	}
 
 	// The check itself must be able to fail.
-	fs, _ := newFlagSet(io.Discard, func(string) string { return "" })
+	fs, _ := newFlagSet(func(string) string { return "" })
 	if err := fs.Parse([]string{"--no-such-flag"}); err == nil {
 		t.Fatal("the worker's flag set accepts an unknown flag")
 	}
