@@ -87,6 +87,10 @@ type view struct {
 	Attempts    histogram
 	Errors      []string
 	Low         float64
+	// Embed is set for a kind: embed run: its cells are vectors, so the page has the overview, the vectors per
+	// model and the latencies, and says which files hold the vectors; EmbedTexts names where the texts came from.
+	Embed      bool
+	EmbedTexts string
 }
 
 type modelInfo struct{ ID, Name, Provider, Params string }
@@ -127,6 +131,16 @@ func build(r *Run) view {
 	v.Batch = batchRows(a)
 	v.Facts = facts(a, len(v.Batch) > 0)
 	v.Parse = parseRows(r)
+	v.Latency, v.Attempts = histograms(a)
+	if s.IsEmbed() {
+		v.Embed, v.EmbedTexts = true, s.Embed.Texts
+		for i := range v.Facts {
+			if v.Facts[i].Key == "ok" {
+				v.Facts[i].Label = "Vectors"
+			}
+		}
+		return v
+	}
 	v.Probs = r.cells.any()
 	v.Cut = a.Summary.Length > 0 || a.Summary.ContentFiltered > 0
 	if showDistributions(r) {
@@ -138,7 +152,6 @@ func build(r *Run) view {
 	v.Heatmaps = heatmaps(a)
 	v.Reliability, v.Items = relRows(a)
 	v.Agreement = agreeTables(a)
-	v.Latency, v.Attempts = histograms(a)
 	return v
 }
 
