@@ -1,7 +1,8 @@
 // Package buildinfo says which build of silico a binary is, for its --version: the module version, the VCS
 // revision it was built from, whether the work tree had uncommitted changes, and the commit's time, as the Go
-// toolchain stamped them into the binary (runtime/debug.ReadBuildInfo). `go build` and `go run` inside the git
-// checkout stamp the revision; `go version -m BINARY` shows the same settings.
+// toolchain stamped them into the binary (runtime/debug.ReadBuildInfo). `go build` and `go run` inside a git
+// clone stamp the revision (not inside a `git worktree`, whose .git is a file, nor with -buildvcs=false);
+// `go version -m BINARY` shows the same settings.
 package buildinfo
 
 import (
@@ -64,7 +65,7 @@ func (in Info) String() string {
 			b.WriteString(" of " + in.Time)
 		}
 	} else {
-		b.WriteString(" (no VCS revision stamped: built outside the git checkout or with -buildvcs=false)")
+		b.WriteString(" (no VCS revision stamped: built outside a git clone, in a git worktree, whose .git is a file the toolchain does not read, or with -buildvcs=false)")
 	}
 	b.WriteString(", " + cmp.Or(in.Go, runtime.Version()) + " " + runtime.GOOS + "/" + runtime.GOARCH)
 	return b.String()
