@@ -50,7 +50,7 @@ func TestEmbedRun(t *testing.T) {
 			t.Errorf("the embed report lacks %q", want)
 		}
 	}
-	for _, absent := range []string{`id="scales"`, `id="reliability"`, "seeds "} {
+	for _, absent := range []string{`id="scales"`, `id="reliability"`, "seeds ", `data-key="unparsed"`} {
 		if strings.Contains(page, absent) {
 			t.Errorf("the embed report has %q, a section of chat runs", absent)
 		}

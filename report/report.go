@@ -16,6 +16,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,6 +135,8 @@ func build(r *Run) view {
 	v.Latency, v.Attempts = histograms(a)
 	if s.IsEmbed() {
 		v.Embed, v.EmbedTexts = true, s.Embed.Texts
+		// An embedding is parsed by nothing and completes no tokens.
+		v.Facts = slices.DeleteFunc(v.Facts, func(f fact) bool { return f.Key == "unparsed" || f.Key == "completion_tokens" })
 		for i := range v.Facts {
 			if v.Facts[i].Key == "ok" {
 				v.Facts[i].Label = "Vectors"
