@@ -277,3 +277,32 @@ func TestDeployRegistersSilicosSearchAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestGoVersionIsGoMods: the README's requirement and the Dockerfile's build image name the Go version of
+// go.mod's go line, so neither promises a toolchain the module does not build with.
+func TestGoVersionIsGoMods(t *testing.T) {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join("../..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	m := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(read("go.mod"))
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	want := m[1]
+	for _, c := range []struct{ file, re string }{
+		{"README.md", `Requirements: Go ([0-9][0-9.]*[0-9])`},
+		{"Dockerfile", `(?m)^FROM golang:(\S+)`},
+	} {
+		got := "no version"
+		if m := regexp.MustCompile(c.re).FindStringSubmatch(read(c.file)); m != nil {
+			got = m[1]
+		}
+		if got != want {
+			t.Errorf("%s names Go %s, want %s (go.mod's go line)", c.file, got, want)
+		}
+	}
+}
