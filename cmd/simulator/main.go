@@ -34,6 +34,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/silicolab/silico/buildinfo"
+	"github.com/silicolab/silico/cmd/internal/flagerr"
 	"github.com/silicolab/silico/sim"
 )
 
@@ -83,7 +84,7 @@ Exit codes: 0 after a clean stop, 1 error, 2 invalid usage or config.`,
 	cmd.SetVersionTemplate(buildinfo.VersionTemplate)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagerr.Explain(err)} })
 	cmd.SetArgs(args)
 	fs := cmd.Flags()
 	fs.SortFlags = false

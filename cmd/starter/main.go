@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/silicolab/silico/buildinfo"
+	"github.com/silicolab/silico/cmd/internal/flagerr"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/specfile"
 )
@@ -118,7 +119,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, func()) {
 	root.SetVersionTemplate(buildinfo.VersionTemplate)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagerr.Explain(err)} })
 	stopPprof := addPprofFlag(root, stderr)
 	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newCancelCmd(), newReportCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd())
 	return root, stopPprof

@@ -25,6 +25,7 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/buildinfo"
 	"github.com/silicolab/silico/cluster"
+	"github.com/silicolab/silico/cmd/internal/flagerr"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/metrics"
@@ -147,7 +148,7 @@ give (api_key_env). Exit codes: 0 after a clean stop, 1 error, 2 invalid usage.`
 	cmd.SetErr(stderr)
 	cmd.Flags().SortFlags = false // in the order above: connection, store, simulator, limits, logs
 	cmd.Flags().AddFlagSet(fs)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagerr.Explain(err)} })
 	return cmd
 }
 

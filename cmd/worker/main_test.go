@@ -123,3 +123,13 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version printed %q, want \"worker <version> … go1.x\"", got)
 	}
 }
+
+// TestSingleDashFlagSaysTwo: a flag of the worker's flag-package days (-address) is a usage error that says to
+// write --address.
+func TestSingleDashFlagSaysTwo(t *testing.T) {
+	err := run(context.Background(), []string{"-address", "127.0.0.1:7233"}, io.Discard, io.Discard, noEnv)
+	var u usageError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "flags take two dashes: --address") {
+		t.Errorf("-address: %v, want a usage error saying --address", err)
+	}
+}
