@@ -81,3 +81,10 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q; want \"starter <version> … go1.x\"", code, out, errs)
 	}
 }
+
+func TestPromptOfAnEmbedSpec(t *testing.T) {
+	code, _, errs := runCLI(t, "prompt", "../../examples/embed/experiment.yaml", "--item", "E1", "--persona", "x")
+	if code != exitUsage || !strings.Contains(errs, "kind: embed spec") {
+		t.Errorf("prompt of an embed spec: exit %d, stderr %q; want %d saying it is an embed spec", code, errs, exitUsage)
+	}
+}
