@@ -93,10 +93,11 @@ func parseAge(s string) (time.Duration, error) {
 	return days + d, nil
 }
 
-// unknownID is the error of an id flag (--item, --persona, --model) that names no element of the spec: what was
-// given, the closest id when one is close, and the ids there are, the first few when they are many.
-func unknownID(flag, what, got string, ids []string) error {
-	return fmt.Errorf("--%s %s: the spec has no %s with this id%s; its %s ids: %s", flag, got, what,
+// unknownID is the error of an id flag (--item, --persona, --model: what the flag names) that names no element
+// of the spec: what was given, the closest id when one is close, and the ids there are, the first few when they
+// are many.
+func unknownID(what, got string, ids []string) error {
+	return fmt.Errorf("--%s %s: the spec has no %s with this id%s; its %s ids: %s", what, got, what,
 		suggest.DidYouMean(got, ids), what, shortList(ids, 12))
 }
 

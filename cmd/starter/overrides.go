@@ -84,16 +84,16 @@ func newPromptCmd() *cobra.Command {
 			}
 			itemIDs := idsOf(spec.Questionnaire.Items, func(it experiment.Item) string { return it.ID })
 			if c.Item = slices.Index(itemIDs, item); c.Item < 0 {
-				return withCode(exitUsage, unknownID("item", "item", item, itemIDs))
+				return withCode(exitUsage, unknownID("item", item, itemIDs))
 			}
 			personaIDs := idsOf(spec.Personas, func(p experiment.Persona) string { return p.ID })
 			if c.Persona = slices.Index(personaIDs, persona); c.Persona < 0 {
-				return withCode(exitUsage, unknownID("persona", "persona", persona, personaIDs))
+				return withCode(exitUsage, unknownID("persona", persona, personaIDs))
 			}
 			if model != "" {
 				modelIDs := idsOf(spec.Models, func(m experiment.Model) string { return m.ID })
 				if c.Model = slices.Index(modelIDs, model); c.Model < 0 {
-					return withCode(exitUsage, unknownID("model", "model", model, modelIDs))
+					return withCode(exitUsage, unknownID("model", model, modelIDs))
 				}
 			}
 			if cmd.Flags().Changed("seed") {
