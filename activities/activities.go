@@ -570,11 +570,19 @@ func resolveExisting(path string) string {
 }
 
 // appError wraps err as a Temporal ApplicationError of the given class: retryable (with the provider's
-// Retry-After as the next delay) for transient classes, non-retryable otherwise.
+// Retry-After as the next delay) for transient classes, non-retryable otherwise. ClassWorkerStopping is of the
+// benign category: an attempt its worker's shutdown ended (Ctrl-C of starter run, a deploy) is how stopping
+// works, not a fault, so the SDK logs it at debug level instead of as an ERROR "Activity error." line and counts
+// no failure in its metrics. The category changes nothing in how the attempt is retried or how the workflow
+// sees the error.
 func appError(class string, retryable bool, retryAfter time.Duration, err error) error {
-	return temporal.NewApplicationErrorWithOptions(err.Error(), class, temporal.ApplicationErrorOptions{
+	opts := temporal.ApplicationErrorOptions{
 		NonRetryable:   !retryable,
 		Cause:          err,
 		NextRetryDelay: retryAfter,
-	})
+	}
+	if class == ClassWorkerStopping {
+		opts.Category = temporal.ApplicationErrorCategoryBenign
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), class, opts)
 }

@@ -23,10 +23,16 @@ func (s *Spec) NumCells() int {
 	return len(s.Models) * len(s.Seeds) * len(s.Questionnaire.Items) * len(s.Personas)
 }
 
-// Cell returns the cell at index i of submission order. It panics when i is out of range.
+// Cell returns the cell at index i of submission order. It panics when i is out of range, and for a kind: embed
+// spec without personas or items (texts: items, personas or csv), whose cells are (model, text) pairs that
+// EmbedCell splits: such a spec has no grid to place them in.
 func (s *Spec) Cell(i int) Cell {
 	if i < 0 || i >= s.NumCells() {
 		panic(fmt.Sprintf("experiment: cell index %d out of range [0,%d)", i, s.NumCells()))
+	}
+	if len(s.Personas) == 0 || len(s.Questionnaire.Items) == 0 || len(s.Seeds) == 0 {
+		panic(fmt.Sprintf("experiment: Cell(%d) of a spec with %d personas, %d items and %d seeds: a kind: embed "+
+			"spec's cells are (model, text), see EmbedCell", i, len(s.Personas), len(s.Questionnaire.Items), len(s.Seeds)))
 	}
 	p, i2 := i%len(s.Personas), i/len(s.Personas)
 	it, i3 := i2%len(s.Questionnaire.Items), i2/len(s.Questionnaire.Items)

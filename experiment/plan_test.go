@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -105,4 +106,18 @@ func TestPasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCellOfAnEmbedSpecSaysSo: an embed spec of items has no personas; Cell names EmbedCell instead of dividing
+// by zero.
+func TestCellOfAnEmbedSpecSaysSo(t *testing.T) {
+	s := gridSpec(1, 1, 3, 0)
+	s.Kind, s.Embed = KindEmbed, &EmbedSettings{Texts: EmbedItems}
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "EmbedCell") {
+			t.Errorf("Cell of an embed spec panicked with %q, want a message naming EmbedCell", msg)
+		}
+	}()
+	s.Cell(0)
 }

@@ -3,6 +3,8 @@
 package logging
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -83,8 +85,31 @@ func (l *temporalLogger) Info(msg string, keyvals ...any) { l.zl.Info(msg, field
 // Warn logs msg at warn level.
 func (l *temporalLogger) Warn(msg string, keyvals ...any) { l.zl.Warn(msg, fields(keyvals)...) }
 
-// Error logs msg at error level.
-func (l *temporalLogger) Error(msg string, keyvals ...any) { l.zl.Error(msg, fields(keyvals)...) }
+// Error logs msg at error level, but for an activity attempt that ended because its context was cancelled: the
+// SDK logs every attempt that returns an error as "Activity error." at error level, and one that returns
+// context.Canceled (its run cancelled, its worker stopping) did what cancelling asked. That one is logged at
+// debug level as "Activity canceled.", with the same fields.
+func (l *temporalLogger) Error(msg string, keyvals ...any) {
+	if msg == sdkActivityError && canceled(keyvals) {
+		l.zl.Debug("Activity canceled.", fields(keyvals)...)
+		return
+	}
+	l.zl.Error(msg, fields(keyvals)...)
+}
+
+// sdkActivityError is the message the Temporal SDK logs an activity attempt's error under.
+const sdkActivityError = "Activity error."
+
+// canceled reports whether the "Error" value of keyvals is a context cancellation.
+func canceled(keyvals []any) bool {
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		if k, _ := keyvals[i].(string); k == "Error" {
+			err, _ := keyvals[i+1].(error)
+			return errors.Is(err, context.Canceled)
+		}
+	}
+	return false
+}
 
 // With returns a child logger that adds keyvals to every entry.
 func (l *temporalLogger) With(keyvals ...any) log.Logger {

@@ -2,8 +2,10 @@ package logging
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -130,5 +132,31 @@ func TestTemporalWith(t *testing.T) {
 	helper(l.(log.WithSkipCallers).WithCallerSkip(1))
 	if m := decode(t, &buf); !strings.HasPrefix(m["caller"].(string), "logging/logging_test.go:") {
 		t.Errorf("caller = %v, want logging/logging_test.go:N", m["caller"])
+	}
+}
+
+// TestTemporalCanceledActivityIsNotAnError: the SDK's "Activity error." of an attempt that returned
+// context.Canceled is a debug line, any other activity error stays an error.
+func TestTemporalCanceledActivityIsNotAnError(t *testing.T) {
+	var buf bytes.Buffer
+	z, err := New("json", "info", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Temporal(z)
+	l.Error("Activity error.", "ActivityType", "RunSeedPass", "Error", fmt.Errorf("pass: %w", context.Canceled))
+	if buf.Len() != 0 {
+		t.Errorf("a cancelled attempt logged at info level: %s", buf.String())
+	}
+	l.Error("Activity error.", "ActivityType", "RunSeedPass", "Error", errors.New("disk full"))
+	if !strings.Contains(buf.String(), `"level":"error"`) || !strings.Contains(buf.String(), "disk full") {
+		t.Errorf("a failed attempt: %q, want an error line", buf.String())
+	}
+
+	buf.Reset()
+	z, _ = New("json", "debug", &buf)
+	Temporal(z).Error("Activity error.", "Error", context.Canceled)
+	if !strings.Contains(buf.String(), `"level":"debug"`) || !strings.Contains(buf.String(), "Activity canceled.") {
+		t.Errorf("at debug level: %q, want a debug line saying the activity was cancelled", buf.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,6 +88,10 @@ type view struct {
 	Attempts    histogram
 	Errors      []string
 	Low         float64
+	// Embed is set for a kind: embed run: its cells are vectors, so the page has the overview, the vectors per
+	// model and the latencies, and says which files hold the vectors; EmbedTexts names where the texts came from.
+	Embed      bool
+	EmbedTexts string
 }
 
 type modelInfo struct{ ID, Name, Provider, Params string }
@@ -127,6 +132,18 @@ func build(r *Run) view {
 	v.Batch = batchRows(a)
 	v.Facts = facts(a, len(v.Batch) > 0)
 	v.Parse = parseRows(r)
+	v.Latency, v.Attempts = histograms(a)
+	if s.IsEmbed() {
+		v.Embed, v.EmbedTexts = true, s.Embed.Texts
+		// An embedding is parsed by nothing and completes no tokens.
+		v.Facts = slices.DeleteFunc(v.Facts, func(f fact) bool { return f.Key == "unparsed" || f.Key == "completion_tokens" })
+		for i := range v.Facts {
+			if v.Facts[i].Key == "ok" {
+				v.Facts[i].Label = "Vectors"
+			}
+		}
+		return v
+	}
 	v.Probs = r.cells.any()
 	v.Cut = a.Summary.Length > 0 || a.Summary.ContentFiltered > 0
 	if showDistributions(r) {
@@ -138,7 +155,6 @@ func build(r *Run) view {
 	v.Heatmaps = heatmaps(a)
 	v.Reliability, v.Items = relRows(a)
 	v.Agreement = agreeTables(a)
-	v.Latency, v.Attempts = histograms(a)
 	return v
 }
 

@@ -26,6 +26,14 @@ func Analyze(ctx context.Context, src results.Source, spec *experiment.Spec, run
 		return nil, fmt.Errorf("report: analyze %s: nil spec", runID)
 	}
 	cs := newCellStats(spec)
+	if spec.IsEmbed() {
+		// Vectors have no options to score: the report shows the run's counts, cost and latencies.
+		a, err := results.AnalyzeEmbed(ctx, src, spec, runID, elapsed)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		return &Run{Analysis: a, cells: cs}, nil
+	}
 	tee := teeSource{src: src, add: func(r store.Record) { cs.add(results.BuildRow(spec, runID, r)) }}
 	a, err := results.Analyze(ctx, tee, spec, runID, elapsed)
 	if err != nil {

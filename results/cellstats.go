@@ -94,17 +94,7 @@ func (c *cellStats) add(r CellResult, index int) {
 		j := cell.Item*len(c.spec.Personas) + cell.Persona
 		c.blockScore[j], c.blockHas[j] = r.Score, true
 	}
-	if r.Attempts > 0 {
-		l := &c.lat
-		l.Ran++
-		l.SumMS += r.LatencyMS
-		l.MaxMS = max(l.MaxMS, r.LatencyMS)
-		l.byMS[int64(r.LatencyMS)]++
-		for len(l.Attempts) < int(r.Attempts) {
-			l.Attempts = append(l.Attempts, 0)
-		}
-		l.Attempts[r.Attempts-1]++
-	}
+	c.lat.add(r.LatencyMS, r.Attempts)
 }
 
 // reach closes every block before b (a block no cell reached has no scores).

@@ -117,8 +117,31 @@ func (s *Stack) Close() {
 	}
 }
 
-// Run executes ExperimentWorkflow with spec under workflow id id and waits for its result.
+// Run executes ExperimentWorkflow with spec under workflow id id, waits for its result, and fails if any cell was
+// answered from the response cache: the benchmarks time model calls, and a cached cell makes none, so a setting
+// served from an earlier one's answers would measure nothing (GridSpec turns the cache off; a spec built otherwise
+// must too). RunWithCache is the one for runs that mean to read the cache.
 func (s *Stack) Run(ctx context.Context, id string, spec experiment.Spec) (workflows.Result, error) {
+	res, err := s.RunWithCache(ctx, id, spec)
+	if err != nil {
+		return res, err
+	}
+	return res, NoneCached(id, res.Summary)
+}
+
+// NoneCached fails when some cell of run id was answered from the response cache: a benchmark that times model
+// calls would time fewer calls than it says.
+func NoneCached(id string, sum results.Summary) error {
+	if sum.Cached > 0 {
+		return fmt.Errorf("run %s: %d of %d cells were answered from the response cache, so its times are not of "+
+			"model calls; turn the cache off in the spec (run.cache: off), or call RunWithCache if the cache is measured",
+			id, sum.Cached, sum.Cells)
+	}
+	return nil
+}
+
+// RunWithCache is Run without the check that no cell came from the response cache.
+func (s *Stack) RunWithCache(ctx context.Context, id string, spec experiment.Spec) (workflows.Result, error) {
 	in, err := workflows.NewInput(&spec, "", "")
 	if err != nil {
 		return workflows.Result{}, err
@@ -185,9 +208,10 @@ func (s *Stack) Passes(ctx context.Context, id string) (PassTimes, error) {
 	return out, nil
 }
 
-// GridSpec is models × seeds × items × personas on the simulator, as in tests/e2e_test.go.
+// GridSpec is models × seeds × items × personas on the simulator, as in tests/e2e_test.go, with the response
+// cache off: every cell is a call, however many runs of the same grid a benchmark makes in one store.
 func GridSpec(models, seeds, items, personas int) experiment.Spec {
-	s := experiment.Spec{Name: "bench grid"}
+	s := experiment.Spec{Name: "bench grid", Run: experiment.RunSettings{Cache: experiment.CacheOff}}
 	for m := range models {
 		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprintf("m%d", m), Name: fmt.Sprintf("sim-%d", m),
 			Provider: "sim", Params: experiment.Params{MaxTokens: 16}})

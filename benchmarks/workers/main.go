@@ -167,6 +167,9 @@ func run(pg string, latency time.Duration, passes int, counts string) error {
 			b, _ := json.Marshal(res.Summary)
 			return fmt.Errorf("%d workers: not every cell answered: %s", n, b)
 		}
+		if err := bench.NoneCached(fmt.Sprintf("workers-%d", n), res.Summary); err != nil {
+			return err
+		}
 		fmt.Printf("| %d | %s | %.1f | %.2f× |\n", n, wall.Round(100*time.Millisecond), rate, rate/base)
 	}
 	fmt.Printf("\nload %s\n", bench.Load())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -363,5 +364,24 @@ func TestOutageRefuseFlag(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Errorf("run after stop in the outage: %v", err)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"--version"}, &out, io.Discard); err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	if got := out.String(); !strings.HasPrefix(got, "simulator ") || !strings.Contains(got, "go1.") {
+		t.Errorf("--version printed %q, want \"simulator <version> … go1.x\"", got)
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"--help"}, &out, io.Discard); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, f := range []string{"--addr", "--fault-429", "--outage-kind", "--version"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("--help does not list %s:\n%s", f, out.String())
+		}
 	}
 }

@@ -152,7 +152,7 @@ entry. Results already recorded are not touched; a later run calls the provider 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := store.CacheFilter{Model: model, Run: run}
 			if olderThan < 0 {
-				return withCode(exitUsage, fmt.Errorf("--older-than %v is negative; want a duration such as 720h", olderThan))
+				return withCode(exitUsage, fmt.Errorf("--older-than %v is negative; want an age such as 7d, 12h or 30m", olderThan))
 			}
 			if olderThan > 0 {
 				f.Before = time.Now().Add(-olderThan)
@@ -177,7 +177,7 @@ entry. Results already recorded are not touched; a later run calls the provider 
 		},
 	}
 	sf.register(cmd)
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "prune entries written longer ago than this (e.g. 720h)")
+	cmd.Flags().Var(ageValue{&olderThan}, "older-than", "prune entries written longer ago than this: days, hours or minutes (e.g. 7d, 12h, 30m, 1d12h)")
 	cmd.Flags().StringVar(&model, "model", "", "prune the entries of this model name")
 	cmd.Flags().StringVar(&run, "run", "", "prune the entries written by this run id")
 	cmd.Flags().BoolVar(&all, "all", false, "prune every entry")

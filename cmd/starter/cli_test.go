@@ -44,6 +44,14 @@ func TestValidateQuickstart(t *testing.T) {
 	}
 }
 
+func TestValidateEmbedSpec(t *testing.T) {
+	code, out, errs := runCLI(t, "validate", "../../examples/embed/experiment.yaml")
+	want := "OK ../../examples/embed/experiment.yaml: IPIP-50 embeddings - embed 50 texts (items) x 2 models = 100 vectors\n"
+	if code != exitOK || out != want {
+		t.Errorf("validate of an embed spec: exit %d, stdout %q, stderr %q; want %q", code, out, errs, want)
+	}
+}
+
 // TestValidateExplainsBatchMode: validate says what batch mode means for each model that uses it.
 func TestValidateExplainsBatchMode(t *testing.T) {
 	b, err := os.ReadFile(cliQuickstart)

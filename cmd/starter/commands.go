@@ -25,7 +25,8 @@ func newValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate SPEC...",
 		Short: "Check specs without running anything",
-		Long: `Validate loads each spec and prints "OK path: name - I items x P personas x M models x S seeds = N calls",
+		Long: `Validate loads each spec and prints "OK path: name - I items x P personas x M models x S seeds = N calls"
+("OK path: name - embed T texts (source) x M models = N vectors" for a kind: embed spec),
 or every mistake with file, line and field. Exit code 2 when any spec is invalid. --json prints the resolved spec
 as JSON instead: the input a raw Temporal client can start ExperimentWorkflow with.`,
 		Args: minArgs(1),
@@ -55,8 +56,14 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 					continue
 				}
 				q := spec.Questionnaire
-				fmt.Fprintf(out, "OK %s: %s - %d items x %d personas x %d models x %d seeds = %d calls\n", path, spec.Name,
-					len(q.Items), len(spec.Personas), len(spec.Models), len(spec.Seeds), spec.NumCells())
+				if spec.IsEmbed() {
+					// An embed spec's cells are (model, text): its items or personas may be none.
+					fmt.Fprintf(out, "OK %s: %s - embed %d texts (%s) x %d models = %d vectors\n", path, spec.Name,
+						spec.NumCells()/max(1, len(spec.Models)), spec.Embed.Texts, len(spec.Models), spec.NumCells())
+				} else {
+					fmt.Fprintf(out, "OK %s: %s - %d items x %d personas x %d models x %d seeds = %d calls\n", path, spec.Name,
+						len(q.Items), len(spec.Personas), len(spec.Models), len(spec.Seeds), spec.NumCells())
+				}
 				for _, line := range slices.Concat(batchModeLines(spec), answerModeLines(spec)) {
 					fmt.Fprintln(out, "  "+line)
 				}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/silicolab/silico/buildinfo"
+	"github.com/silicolab/silico/cmd/internal/flagerr"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/specfile"
 )
@@ -61,7 +63,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root, stopPprof := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	stopPprof()
 	if err == nil {
 		return exitOK
@@ -78,10 +80,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	fmt.Fprintln(stderr, "Error:", err)
-	if isUsage(err) || strings.HasPrefix(err.Error(), "unknown command") {
+	if isUsage(err) || isCobraUsage(err) {
+		fmt.Fprintf(stderr, "Usage: %s\nRun '%s --help' for the flags.\n", cmd.UseLine(), cmd.CommandPath())
 		return exitUsage
 	}
 	return exitError
+}
+
+// isCobraUsage reports whether err is one of the command-line errors cobra makes itself, as plain errors: an
+// unknown command, a required flag not given (MarkFlagRequired), or flags of a group given wrong.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, prefix := range []string{"unknown command", "required flag(s)", "if any flags in the group", "at least one of the flags in the group"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // usageError marks errors of the command line itself (unknown flag, wrong arguments).
@@ -99,10 +114,12 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, func()) {
 		Short:         "Run language-model experiments as durable Temporal workflows",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Read().String(),
 	}
+	root.SetVersionTemplate(buildinfo.VersionTemplate)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagerr.Explain(err)} })
 	stopPprof := addPprofFlag(root, stderr)
 	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newCancelCmd(), newReportCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd(), newRunsCmd())
 	return root, stopPprof

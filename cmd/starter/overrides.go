@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/suggest"
 )
 
 // overrides are the run flags that change a spec before it runs, as the seed-000 framework's CLI offers them.
@@ -24,7 +26,7 @@ type overrides struct {
 func (o *overrides) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringSliceVar(&o.models, "model", nil, "run only these model ids (repeat or comma-separate)")
-	fl.Int64SliceVar(&o.seeds, "seeds", nil, "replace the spec's seeds (comma-separated)")
+	fl.Var(&seedsValue{seeds: &o.seeds}, "seeds", "replace the spec's seeds: whole numbers, comma-separated (e.g. 1,2,3)")
 	fl.StringVar(&o.onError, "on-error", "", "override run.on_error: warn, ignore or raise")
 	fl.BoolVar(&o.cumulative, "cumulative", false, "override run.cumulative: each persona remembers its earlier answers")
 	fl.IntVar(&o.maxConc, "max-concurrency", 0, "override run.max_concurrency of the spec")
@@ -37,11 +39,9 @@ func (o *overrides) apply(spec *experiment.Spec) error {
 		for _, id := range o.models {
 			i := slices.IndexFunc(spec.Models, func(m experiment.Model) bool { return m.ID == id })
 			if i < 0 {
-				ids := make([]string, len(spec.Models))
-				for k, m := range spec.Models {
-					ids[k] = m.ID
-				}
-				return withCode(exitUsage, fmt.Errorf("--model %s: the spec has no such model; it has %s", id, strings.Join(ids, ", ")))
+				ids := idsOf(spec.Models, func(m experiment.Model) string { return m.ID })
+				return withCode(exitUsage, fmt.Errorf("--model %s: the spec has no such model%s; it has %s", id,
+					suggest.DidYouMean(id, ids), shortList(ids, 12)))
 			}
 			kept = append(kept, spec.Models[i])
 		}
@@ -78,20 +78,28 @@ func newPromptCmd() *cobra.Command {
 				return withCode(exitUsage, err)
 			}
 			c := experiment.Cell{}
-			if c.Item = slices.IndexFunc(spec.Questionnaire.Items, func(it experiment.Item) bool { return it.ID == item }); c.Item < 0 {
-				return withCode(exitUsage, fmt.Errorf("--item %q: no item with this id", item))
+			if spec.IsEmbed() {
+				return withCode(exitUsage, fmt.Errorf("%s is a kind: embed spec: its cells send texts to embed, not "+
+					"messages; `starter validate %[1]s` counts them", args[0]))
 			}
-			if c.Persona = slices.IndexFunc(spec.Personas, func(p experiment.Persona) bool { return p.ID == persona }); c.Persona < 0 {
-				return withCode(exitUsage, fmt.Errorf("--persona %q: no persona with this id", persona))
+			itemIDs := idsOf(spec.Questionnaire.Items, func(it experiment.Item) string { return it.ID })
+			if c.Item = slices.Index(itemIDs, item); c.Item < 0 {
+				return withCode(exitUsage, unknownID("item", item, itemIDs))
+			}
+			personaIDs := idsOf(spec.Personas, func(p experiment.Persona) string { return p.ID })
+			if c.Persona = slices.Index(personaIDs, persona); c.Persona < 0 {
+				return withCode(exitUsage, unknownID("persona", persona, personaIDs))
 			}
 			if model != "" {
-				if c.Model = slices.IndexFunc(spec.Models, func(m experiment.Model) bool { return m.ID == model }); c.Model < 0 {
-					return withCode(exitUsage, fmt.Errorf("--model %q: no model with this id", model))
+				modelIDs := idsOf(spec.Models, func(m experiment.Model) string { return m.ID })
+				if c.Model = slices.Index(modelIDs, model); c.Model < 0 {
+					return withCode(exitUsage, unknownID("model", model, modelIDs))
 				}
 			}
 			if cmd.Flags().Changed("seed") {
 				if c.Seed = slices.Index(spec.Seeds, seed); c.Seed < 0 {
-					return withCode(exitUsage, fmt.Errorf("--seed %d: not among the spec's seeds", seed))
+					seeds := idsOf(spec.Seeds, func(s int64) string { return strconv.FormatInt(s, 10) })
+					return withCode(exitUsage, fmt.Errorf("--seed %d: not among the spec's seeds; they are %s", seed, shortList(seeds, 12)))
 				}
 			}
 			msgs, err := spec.Render(c, nil)

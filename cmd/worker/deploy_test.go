@@ -193,7 +193,7 @@ func TestDockerfileBuildsAStaticNonRootWorker(t *testing.T) {
 // checkWorker parses args with the worker's own flag set and checks every environment variable name.
 func checkWorker(t *testing.T, where string, args []string, env []string) {
 	t.Helper()
-	fs, _ := newFlagSet(io.Discard, func(string) string { return "" })
+	fs, _ := newFlagSet(func(string) string { return "" })
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		t.Errorf("%s: worker arguments %q: %v (positional: %q)", where, args, err, fs.Args())
 	}
@@ -258,7 +258,7 @@ func TestDeployWorkerFlagsAndEnvironment(t *testing.T) {
 	}
 
 	// The check itself must be able to fail.
-	fs, _ := newFlagSet(io.Discard, func(string) string { return "" })
+	fs, _ := newFlagSet(func(string) string { return "" })
 	if err := fs.Parse([]string{"--no-such-flag"}); err == nil {
 		t.Fatal("the worker's flag set accepts an unknown flag")
 	}
@@ -274,6 +274,35 @@ func TestDeployRegistersSilicosSearchAttributes(t *testing.T) {
 			if !bytes.Contains(b, []byte(name)) {
 				t.Errorf("%s does not register search attribute %s", f, name)
 			}
+		}
+	}
+}
+
+// TestGoVersionIsGoMods: the README's requirement and the Dockerfile's build image name the Go version of
+// go.mod's go line, so neither promises a toolchain the module does not build with.
+func TestGoVersionIsGoMods(t *testing.T) {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join("../..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	m := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(read("go.mod"))
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	want := m[1]
+	for _, c := range []struct{ file, re string }{
+		{"README.md", `Requirements: Go ([0-9][0-9.]*[0-9])`},
+		{"Dockerfile", `(?m)^FROM golang:(\S+)`},
+	} {
+		got := "no version"
+		if m := regexp.MustCompile(c.re).FindStringSubmatch(read(c.file)); m != nil {
+			got = m[1]
+		}
+		if got != want {
+			t.Errorf("%s names Go %s, want %s (go.mod's go line)", c.file, got, want)
 		}
 	}
 }

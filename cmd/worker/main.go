@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,11 +17,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/buildinfo"
 	"github.com/silicolab/silico/cluster"
+	"github.com/silicolab/silico/cmd/internal/flagerr"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/metrics"
@@ -34,23 +37,23 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	default:
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		var u usageError
 		if errors.As(err, &u) {
+			fmt.Fprintln(os.Stderr, "Run 'worker --help' for the flags.")
 			os.Exit(2)
 		}
 		os.Exit(1)
 	}
 }
 
+// usageError marks invalid flags or arguments (exit code 2).
 type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
 
 // envStore names the results store when --store is not given.
 const envStore = "SILICO_STORE"
@@ -79,13 +82,13 @@ type options struct {
 // defaultMetricsAddr is where the worker serves Prometheus metrics unless --metrics-addr says otherwise.
 const defaultMetricsAddr = "127.0.0.1:9464"
 
-// newFlagSet returns the worker's flag set and the options it fills. getenv supplies the defaults that come from
+// newFlagSet returns the worker's flags and the options they fill. getenv supplies the defaults that come from
 // the environment. Secrets (the store's DSN may hold a password, TEMPORAL_API_KEY is one) are not made flag
 // defaults, so that --help never prints them; resolve reads them after parsing.
-func newFlagSet(stderr io.Writer, getenv func(string) string) (*flag.FlagSet, *options) {
+func newFlagSet(getenv func(string) string) (*pflag.FlagSet, *options) {
 	o := new(options)
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	fs.SortFlags = false
 	fs.StringVar(&o.address, "address", envOr(getenv, cluster.EnvAddress, "127.0.0.1:7233"), "Temporal frontend host:port (env "+cluster.EnvAddress+")")
 	fs.StringVar(&o.namespace, "namespace", envOr(getenv, cluster.EnvNamespace, "default"), "Temporal namespace (env "+cluster.EnvNamespace+")")
 	o.cluster.Register(fs)
@@ -117,17 +120,47 @@ const envKeyAllow = "SILICO_API_KEY_ENV_ALLOW"
 // for API keys (api_key_env), whatever they are called.
 var envVars = append([]string{envStore, envSimURL, envKeyAllow}, cluster.EnvVars...)
 
-func run(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
-	fs, o := newFlagSet(stderr, getenv)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+// newCommand is the worker's command line: its flags, --help and --version. Help and the version go to stdout,
+// the logs to stderr.
+func newCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	fs, o := newFlagSet(getenv)
+	cmd := &cobra.Command{
+		Use:   "worker [flags]",
+		Short: "Host silico's ExperimentWorkflow and its activities on a Temporal cluster",
+		Long: `Worker hosts silico's ExperimentWorkflow and its activities on a Temporal cluster. Run as many as you like:
+passes spread over them. API keys are read from this process's environment, under the variable names the specs
+give (api_key_env). Exit codes: 0 after a clean stop, 1 error, 2 invalid usage.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unexpected arguments %q: the worker takes flags only", args)}
+			}
+			return nil
+		},
+		Version:       buildinfo.Read().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), cmd.Flags(), o, stderr, getenv)
+		},
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
-	}
+	cmd.SetVersionTemplate(buildinfo.VersionTemplate)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.Flags().SortFlags = false // in the order above: connection, store, simulator, limits, logs
+	cmd.Flags().AddFlagSet(fs)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagerr.Explain(err)} })
+	return cmd
+}
+
+// run executes the worker's command line; --help and --version return nil.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	cmd := newCommand(stdout, stderr, getenv)
+	cmd.SetArgs(args)
+	return cmd.ExecuteContext(ctx)
+}
+
+// serve runs the worker with the parsed options until ctx ends.
+func serve(ctx context.Context, fs *pflag.FlagSet, o *options, stderr io.Writer, getenv func(string) string) error {
 	conn, err := o.cluster.Config(o.address, o.namespace, getenv)
 	if err != nil {
 		return usageError{err}
@@ -161,7 +194,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 			copts.MetricsHandler = m.Handler
 			observe = m.Calls
 			zl.Info("serving metrics", zap.String("url", "http://"+o.metricsAddr+"/metrics"))
-		case flagSet(fs, "metrics-addr"):
+		case fs.Changed("metrics-addr"):
 			return fmt.Errorf("serve metrics: %w", err)
 		default:
 			// Several workers on one machine: the first has the default port, the others run without.
@@ -240,13 +273,6 @@ func serveMetrics(addr string, h http.Handler) (stop func(), err error) {
 		_ = srv.Shutdown(ctx)
 		<-done
 	}, nil
-}
-
-// flagSet reports whether the command line set the flag.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // ctxInterrupt turns a context's end into the worker's interrupt channel.

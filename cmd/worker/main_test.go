@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,15 +17,15 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"--bogus"}, {"extra-arg"}, {"--log-format", "xml"}, {"--api-key-env-allow", "[A-"},
 		{"--sim", "--sim-url", "http://127.0.0.1:1/v1"}} {
 		var stderr bytes.Buffer
-		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), &stderr, noEnv)
+		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), io.Discard, &stderr, noEnv)
 		var u usageError
 		if !errors.As(err, &u) {
 			t.Errorf("%v: got %v, want a usage error (exit 2)", args, err)
 		}
 	}
-	var stderr bytes.Buffer
-	if err := run(context.Background(), []string{"--help"}, &stderr, noEnv); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-address") {
-		t.Errorf("--help: %v, %q", err, stderr.String())
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &stdout, io.Discard, noEnv); err != nil || !strings.Contains(stdout.String(), "--address") {
+		t.Errorf("--help: %v, %q", err, stdout.String())
 	}
 }
 
@@ -39,7 +39,7 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
-	err = run(ctx, []string{"--address", addr, "--store", filepath.Join(t.TempDir(), "r.db")}, &stderr, noEnv)
+	err = run(ctx, []string{"--address", addr, "--store", filepath.Join(t.TempDir(), "r.db")}, io.Discard, &stderr, noEnv)
 	var u usageError
 	if err == nil || errors.As(err, &u) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("got %v, want an error naming %s", err, addr)
@@ -60,7 +60,7 @@ func TestStoreFromTheEnvironment(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "from-env.db")
 	env := map[string]string{envStore: db, "TEMPORAL_ADDRESS": addr}
 	var stderr bytes.Buffer
-	if err := run(ctx, nil, &stderr, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), addr) {
+	if err := run(ctx, nil, io.Discard, &stderr, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("got %v, want an error naming %s (from TEMPORAL_ADDRESS)", err, addr)
 	}
 	if _, err := os.Stat(db); err != nil {
@@ -73,17 +73,17 @@ func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
 		envStore:           "postgres://silico:db-s3cret@db.internal/silico",
 		"TEMPORAL_API_KEY": "api-s3cret",
 	}
-	var stderr bytes.Buffer
-	if err := run(context.Background(), []string{"--help"}, &stderr, func(k string) string { return env[k] }); !errors.Is(err, flag.ErrHelp) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &stdout, io.Discard, func(k string) string { return env[k] }); err != nil {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, flagName := range []string{"-store", "-api-key", "-tls-cert-path"} {
-		if !strings.Contains(stderr.String(), flagName) {
+	for _, flagName := range []string{"--store", "--api-key", "--tls-cert-path"} {
+		if !strings.Contains(stdout.String(), flagName) {
 			t.Errorf("--help does not list %s", flagName)
 		}
 	}
-	if strings.Contains(stderr.String(), "s3cret") {
-		t.Errorf("--help shows a secret from the environment:\n%s", stderr.String())
+	if strings.Contains(stdout.String(), "s3cret") {
+		t.Errorf("--help shows a secret from the environment:\n%s", stdout.String())
 	}
 }
 
@@ -93,7 +93,7 @@ func TestBadTLSSettingsAreUsageErrors(t *testing.T) {
 		{"--tls-ca-path", filepath.Join(t.TempDir(), "missing.pem")},
 	} {
 		var stderr bytes.Buffer
-		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), &stderr, noEnv)
+		err := run(context.Background(), append(args, "--store", filepath.Join(t.TempDir(), "r.db")), io.Discard, &stderr, noEnv)
 		var u usageError
 		if !errors.As(err, &u) {
 			t.Errorf("%v: got %v, want a usage error", args, err)
@@ -108,8 +108,28 @@ func TestExplicitMetricsAddressMustBeFree(t *testing.T) {
 	}
 	defer ln.Close() // the address stays taken
 	var stderr bytes.Buffer
-	err = run(context.Background(), []string{"--metrics-addr", ln.Addr().String(), "--store", filepath.Join(t.TempDir(), "r.db")}, &stderr, noEnv)
+	err = run(context.Background(), []string{"--metrics-addr", ln.Addr().String(), "--store", filepath.Join(t.TempDir(), "r.db")}, io.Discard, &stderr, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "serve metrics") {
 		t.Fatalf("got %v, want a metrics error", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &stdout, io.Discard, noEnv); err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	if got := stdout.String(); !strings.HasPrefix(got, "worker ") || !strings.Contains(got, "go1.") {
+		t.Errorf("--version printed %q, want \"worker <version> … go1.x\"", got)
+	}
+}
+
+// TestSingleDashFlagSaysTwo: a flag of the worker's flag-package days (-address) is a usage error that says to
+// write --address.
+func TestSingleDashFlagSaysTwo(t *testing.T) {
+	err := run(context.Background(), []string{"-address", "127.0.0.1:7233"}, io.Discard, io.Discard, noEnv)
+	var u usageError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "flags take two dashes: --address") {
+		t.Errorf("-address: %v, want a usage error saying --address", err)
 	}
 }
