@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -383,5 +384,36 @@ func TestVersionAndHelp(t *testing.T) {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help does not list %s:\n%s", f, out.String())
 		}
+	}
+}
+
+// TestVersionNamesTheRevision builds the simulator from this checkout with VCS stamping on and checks that
+// --version prints the checkout's HEAD revision. It skips outside a git clone (a worktree's .git is a file the
+// toolchain does not read, and a source archive has none).
+func TestVersionNamesTheRevision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git")); err != nil || !fi.IsDir() {
+		t.Skip("a git worktree or no .git directory: the toolchain stamps no revision")
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "simulator")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatalf("simulator --version: %v", err)
+	}
+	if want := "revision " + strings.TrimSpace(string(head)); !strings.Contains(string(out), want) {
+		t.Errorf("--version printed %q; want it to name %s", out, want)
 	}
 }

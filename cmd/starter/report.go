@@ -35,10 +35,6 @@ one there. A run still in progress reports what has finished.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			id := args[0]
-			if output == "" {
-				output = filepath.Join("out", id)
-			}
 			if dsn := conn.store(); !store.IsPostgres(dsn) {
 				// Opening a SQLite path that does not exist would create an empty store.
 				if _, err := os.Stat(dsn); err != nil {
@@ -50,6 +46,13 @@ one there. A run still in progress reports what has finished.`,
 				return fmt.Errorf("open results store: %w", err)
 			}
 			defer st.Close()
+			id, _, err := resolveRun(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			if output == "" {
+				output = filepath.Join("out", id)
+			}
 			spec, err := loadRunSpec(ctx, st, id)
 			if err != nil {
 				return err
@@ -79,15 +82,7 @@ func loadRunSpec(ctx context.Context, st specStore, id string) (*experiment.Spec
 	if err != nil {
 		return nil, fmt.Errorf("run %s in %s: %w", id, st.Location(), err)
 	}
-	var spec experiment.Spec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("decode spec of run %s: %w", id, err)
-	}
-	spec.ApplyDefaults()
-	if err := spec.Validate(); err != nil {
-		return nil, fmt.Errorf("spec of run %s: %w", id, err)
-	}
-	return &spec, nil
+	return decodeRunSpec(b, id)
 }
 
 // writeReport analyses the run's records and writes dir/report.html.
