@@ -142,8 +142,10 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	if err := s.SaveRun(ctx, "going", []byte(`{"name":"y"}`)); err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 5's layout: elapsed_ms a column of runs.
+	// Back to version 5's layout: elapsed_ms a column of runs (and version 6's: no tries, no cell_carry).
 	for _, q := range []string{
+		"DROP TABLE cell_carry",
+		"ALTER TABLE cells DROP COLUMN tries",
 		"DROP TABLE run_elapsed",
 		"ALTER TABLE runs ADD COLUMN elapsed_ms INTEGER",
 		"UPDATE runs SET elapsed_ms = 1234 WHERE run = 'ended'",
@@ -181,5 +183,57 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	}
 	if d, err := s.Elapsed(ctx, "going", now); err != nil || d != 5*time.Second {
 		t.Errorf("Elapsed(going) after SetElapsed = %v, %v; want 5s", d, err)
+	}
+}
+
+// TestMigrateVersion6Tries holds the 6 → 7 migration: the cells of a version 6 file keep their requests, get
+// tries 0 (unknown), and a failed one deleted for --retry-failed carries its requests into its next record.
+func TestMigrateVersion6Tries(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := []Record{{Index: 0, Status: StatusOK, OptionID: "a", Raw: "A", Attempts: 2},
+		{Index: 1, Status: StatusFailed, ErrorClass: "ServerError", Attempts: 4}}
+	if err := s.Put(ctx, "run", old); err != nil {
+		t.Fatal(err)
+	}
+	// Back to version 6's layout: no tries column, no carry table.
+	for _, q := range []string{
+		"DROP TABLE cell_carry",
+		"ALTER TABLE cells DROP COLUMN tries",
+		"PRAGMA user_version = 6",
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("open a version 6 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	got, err := s.Records(ctx, "run", 0, 2)
+	if err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("records after migration = %+v, %v; want %+v", got, err, old)
+	}
+	if _, err := s.DeleteFailed(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	again := Record{Index: 1, Status: StatusOK, OptionID: "b", Raw: "B", Attempts: 1, Tries: 1}
+	if err := s.Put(ctx, "run", []Record{again}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || got[0].Attempts != 5 || got[0].Tries != 1 {
+		t.Fatalf("retried cell = %+v, %v; want attempts 4+1, tries 0+1", got, err)
+	}
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != 7 {
+		t.Errorf("user_version = %d, %v; want 7", v, err)
 	}
 }
