@@ -96,7 +96,8 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 	answer := cache.AnswerOf(r.resp)
 	rec := p.rec.answerRecord(pc.cell, answer)
 	rec.LatencyMS = float64(r.latency.Microseconds()) / 1000
-	rec.Attempts = p.judge.answer(adm.ticket, pc.cell.Index, r.at)
+	t := p.judge.answer(adm.ticket, pc.cell.Index, r.at)
+	rec.Attempts, rec.Tries = t.Sent, t.Transient
 	pc.pics.stamp(&rec)
 	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(pc.cell.Persona, experiment.Turn{User: pc.msgs[len(pc.msgs)-1].Content, Assistant: r.resp.Text})
@@ -172,7 +173,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 		p.obs.Retried(p.model.Name)
 		return true, j.at
 	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
-		p.judge.serving(tk)
+		p.judge.serving(tk, key)
 		p.stop.fail(e)
 		return false, time.Time{}
 	default:

@@ -338,9 +338,9 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 	}
 	p.answered(resp.RateLimit)
 	p.budget.settle(adm.reserved, 0)
-	attempts := p.judge.answer(adm.ticket, b.key(), r.at)
+	t := p.judge.answer(adm.ticket, b.key(), r.at)
 	embedAnswered(b, resp, p.rec.price, p.rec.priced, func(i int, rec store.Record, keep *cache.Vector) {
-		rec.LatencyMS, rec.Attempts = float64(r.latency.Microseconds())/1000, attempts
+		rec.LatencyMS, rec.Attempts, rec.Tries = float64(r.latency.Microseconds())/1000, t.Sent, t.Transient
 		if keep != nil && p.cu.writes() {
 			e := cache.VectorEntry(es.keys[b.texts[i]], p.model.Name, p.in.RunID, *keep, r.at)
 			p.rec.record(rec, &e)

@@ -54,7 +54,7 @@ func (p *pass) recordUnfinished(ctx context.Context, class, code, msg string) (i
 	for _, idx := range p.pending(p.in.Pass.Start, p.in.Pass.End) {
 		t := p.judge.triesOf(idx)
 		recs = append(recs, store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: class, ErrorCode: code,
-			ErrorMessage: msg, Attempts: t.Sent, LatencyMS: t.LatencyMS})
+			ErrorMessage: msg, Attempts: t.Sent, Tries: t.Transient, LatencyMS: t.LatencyMS})
 	}
 	if len(recs) == 0 {
 		return 0, nil

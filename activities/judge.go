@@ -130,8 +130,9 @@ func (j *judge) settle() {
 	j.pendingGen = gen
 }
 
-// answer notes an answered request of cell and returns the requests the cell took.
-func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) int {
+// answer notes an answered request of cell and returns the cell's tries, the answer included: its requests
+// (Sent) and the tries charged to it (Transient).
+func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) Tries {
 	j.brk.Report(tk, breaker.Outcome{Kind: breaker.Answered})
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -142,7 +143,9 @@ func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) int {
 	maps.DeleteFunc(j.pending, func(_ int, ch charge) bool { return !ch.last.After(tk.At()) })
 	t := j.tries[cell]
 	delete(j.tries, cell)
-	return t.Sent + 1
+	t.Sent++
+	t.Transient++ // the answer is a try of the cell
+	return t
 }
 
 // served notes a cell finished from the response cache: progress, but no sign of the endpoint's health.
@@ -156,8 +159,8 @@ func (j *judge) served(cell int, now time.Time) {
 
 // finished notes a cell finished without an answer: a permanent failure (served: the endpoint answered, refusing
 // the request itself; or a request the client refused to send), or one that never reached the endpoint (a prompt
-// that did not render, a text too long). It returns what the cell's tries were. tk is nil when no request was
-// made.
+// that did not render, a text too long). It returns what the cell's tries were, the last request included (a
+// try of the cell: its outcome is final). tk is nil when no request was made.
 func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served bool) Tries {
 	switch {
 	case tk != nil && served:
@@ -175,6 +178,7 @@ func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served boo
 	if tk != nil {
 		j.answered = j.answered || served
 		t.Sent++
+		t.Transient++
 	}
 	return t
 }
@@ -331,11 +335,16 @@ func (j *judge) stallMessage(model string, now time.Time) string {
 	return msg
 }
 
-// serving tells the breaker that tk's request got an answer that shows the endpoint serving, though not one the
-// cell can use (an auth or quota refusal, which ends the model by itself).
-func (j *judge) serving(tk breaker.Ticket) {
+// serving tells the breaker that tk's request for cell got an answer that shows the endpoint serving, though not
+// one the cell can use (an auth or quota refusal, which ends the model by itself). The request counts among the
+// cell's requests, not its tries: the refusal is the account's, and the cell is recorded with the model's
+// give-up.
+func (j *judge) serving(tk breaker.Ticket, cell int) {
 	j.brk.Report(tk, breaker.Outcome{Kind: breaker.Answered})
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.answered = true
-	j.mu.Unlock()
+	t := j.tries[cell]
+	t.Sent++
+	j.tries[cell] = t
 }
