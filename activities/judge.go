@@ -326,13 +326,26 @@ func (j *judge) stallMessage(model string, now time.Time) string {
 	if st.Open {
 		return fmt.Sprintf("gave up: the provider of model %s has been down since %s (%s), %s without an answer "+
 			"(run.stall_timeout %s); run again with --retry-failed once it is back",
-			model, st.Since.Local().Format(time.TimeOnly), st.Cause, now.Sub(j.lastFinished).Round(time.Second), j.stall)
+			model, st.Since.UTC().Format(time.RFC3339), outageCause(st.Cause), now.Sub(j.lastFinished).Round(time.Second), j.stall)
 	}
 	msg := fmt.Sprintf("gave up: no cell of model %s finished for %s", model, j.stall)
 	if j.last != nil {
 		msg += "; last failure: " + j.last.Error()
 	}
 	return msg
+}
+
+// outageCause is the failure that opened the breaker as a give-up message names it: its class, status and code,
+// and the provider's message ("ServerError 503 service_unavailable: service unavailable").
+func outageCause(c breaker.Cause) string {
+	s := c.String()
+	if c.Class != "" && c.Class != s {
+		s = c.Class + " " + s
+	}
+	if c.Message != "" {
+		s += ": " + c.Message
+	}
+	return s
 }
 
 // serving tells the breaker that tk's request for cell got an answer that shows the endpoint serving, though not
