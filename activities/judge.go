@@ -49,6 +49,8 @@ type judgement struct {
 	at time.Time
 	// tripped says the failure opened the endpoint's breaker: the provider is down, not the cell.
 	tripped bool
+	// held says the cell used its tries and is held (see judge.decide): not sent again unless released.
+	held bool
 }
 
 // judge decides what each outcome of a pass's requests means: an answer; the cell's own failure, charged to its
@@ -61,6 +63,11 @@ type judgement struct {
 // that generation, and the failure did not trip it. The charges made since the pass's last answer are
 // provisional: when the breaker opens before an answer confirms them, they are given back, since those cells
 // were failing for the provider's reason.
+//
+// A cell whose provisional charges reach run.max_attempts is therefore not failed at once: it is held (not sent,
+// not recorded) until the breaker's evidence decides (see decide). Failing it first and giving its tries back
+// later cannot work, since a recorded failure is final: with max_attempts 1 the first cells an outage met were
+// recorded failed before the eighth distinct failure showed it was an outage.
 type judge struct {
 	maxTries int
 	stall    time.Duration
@@ -80,7 +87,28 @@ type judge struct {
 	firstRefused time.Time
 	lastFinished time.Time
 	last         *llm.Error
+	// held holds the cells whose charged tries reached maxTries, until the breaker's evidence decides (decide).
+	// Their tries stay in tries, so a heartbeat carries them and a new attempt holds them again (newJudge).
+	held map[int]hold
 }
+
+// hold is what a held cell waits on: its failure (at, e) becomes final once the endpoint answers a request
+// admitted after it (confirmed), and is given back when the breaker counts an outage after outages.
+type hold struct {
+	at        time.Time
+	e         *llm.Error
+	outages   uint64
+	confirmed bool
+}
+
+// holdVerdict is what decide makes of a held cell.
+type holdVerdict int
+
+const (
+	holdWait    holdVerdict = iota // nothing decided it yet: ask again later
+	holdFinal                      // the failure was the cell's own: record it failed
+	holdRelease                    // it was the provider's: the try is given back, send the cell again
+)
 
 // charge is the provisional tries of one cell: how many, and when the last was charged.
 type charge struct {
@@ -98,6 +126,7 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 		tries:        prev.Tries,
 		pending:      map[int]charge{},
 		pendingGen:   brk.Outages(),
+		held:         map[int]hold{},
 		answered:     prev.Answered || modelAnswered,
 		lastFinished: prev.LastFinished,
 	}
@@ -106,6 +135,14 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 	}
 	if j.lastFinished.IsZero() {
 		j.lastFinished = now
+	}
+	// A cell the last attempt held ended it undecided: it gets back the try that held it and is sent again, so
+	// that its own next outcome decides (the heartbeat does not carry the failure a final record would need).
+	for c, t := range j.tries {
+		if t.Transient >= j.maxTries {
+			t.Transient = j.maxTries - 1
+			j.tries[c] = t
+		}
 	}
 	if prev.LastClass != "" {
 		j.last = &llm.Error{Class: llm.Class(prev.LastClass), Message: prev.LastMessage}
@@ -141,6 +178,7 @@ func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) Tries {
 	j.lastFinished = now
 	// The endpoint answered a request admitted after these failures: they were the cells' own.
 	maps.DeleteFunc(j.pending, func(_ int, ch charge) bool { return !ch.last.After(tk.At()) })
+	j.confirm(tk)
 	t := j.tries[cell]
 	delete(j.tries, cell)
 	t.Sent++
@@ -180,6 +218,9 @@ func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served boo
 		t.Sent++
 		t.Transient++
 	}
+	if tk != nil && served {
+		j.confirm(*tk) // a refusal of the request itself shows the endpoint serving, as an answer does
+	}
 	return t
 }
 
@@ -215,10 +256,15 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	}
 	j.tries[cell] = t
 	switch {
-	case v.Charge && t.Transient >= j.maxTries:
+	case v.Charge && t.Transient >= j.maxTries && v.Tripped:
+		// It tripped a breaker of few cells: the breaker's decision is that these cells pay as they fail.
 		delete(j.tries, cell)
 		delete(j.pending, cell)
 		return judgement{verdict: cellFailed, tries: t}
+	case v.Charge && t.Transient >= j.maxTries:
+		// Its last try, unless this was an outage's first failures: held until the breaker knows.
+		j.held[cell] = hold{at: now, e: e, outages: j.brk.Outages()}
+		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryBase), held: true}
 	case v.Charge && v.Tripped:
 		// The last cells of the pass met what may be an outage: the breaker paces their next tries.
 		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryBase), tripped: true}
@@ -232,6 +278,60 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	// Not the cell's: a rate limit (the limiter's pause decides), a call that landed after the breaker opened,
 	// or the failure that opened it. The breaker's admission decides when it goes again.
 	return judgement{verdict: retryCell, tries: t, at: now, tripped: v.Tripped}
+}
+
+// confirm marks the held cells whose failure came before tk's request was admitted: the endpoint answered since,
+// so their failures were their own. Call with j.mu held.
+func (j *judge) confirm(tk breaker.Ticket) {
+	gen := j.brk.Outages()
+	for c, h := range j.held {
+		// An answer after an outage began (the probe's) says nothing of the failures before it.
+		if !h.confirmed && h.outages == gen && !h.at.After(tk.At()) {
+			h.confirmed = true
+			j.held[c] = h
+		}
+	}
+}
+
+// isHeld reports whether cell is held.
+func (j *judge) isHeld(cell int) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, ok := j.held[cell]
+	return ok
+}
+
+// decide says what becomes of held cell now, and returns its failure and tries for a final one. A held failure is
+// given back (holdRelease) when the breaker counted an outage since it, for then it was the provider's, the
+// failures of an outage's first cells; it is final (holdFinal) when the endpoint answered a request admitted
+// after it, when the breaker is open on few cells (those cells pay as they fail), or when nothing else of the
+// pass is left to tell (others false: no other call out, no other cell to send), as for the one cell of a pass
+// that always gets a 500. Otherwise it waits.
+func (j *judge) decide(cell int, others bool) (holdVerdict, *llm.Error, Tries) {
+	st := j.brk.State()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	h, ok := j.held[cell]
+	if !ok {
+		return holdRelease, nil, Tries{}
+	}
+	t := j.tries[cell]
+	switch {
+	case h.confirmed:
+		// Confirmed before any outage: settle kept its charges, whatever the breaker did after.
+	case j.brk.Outages() != h.outages || t.Transient < j.maxTries:
+		// settle gave back the charges made since the last answer (the held one among them).
+		delete(j.held, cell)
+		return holdRelease, nil, Tries{}
+	case st.Open && st.Few, !st.Open && !others:
+	default:
+		return holdWait, nil, Tries{}
+	}
+	delete(j.held, cell)
+	delete(j.tries, cell)
+	delete(j.pending, cell)
+	return holdFinal, h.e, t
 }
 
 // unavailable reports the statuses by which a provider says it cannot serve at all, which no request of a cell's
