@@ -43,17 +43,21 @@ func outageRequests(log []sim.Request) int {
 // that then failed once more would fail it: every cell must end answered, recorded once, and no cell answered
 // before the outage may be asked again. While it lasts, the breaker lets about one probe through per backoff
 // step: the requests the outage answered are those in flight when it began, the ones that tripped the breaker,
-// and the probes, not a retry of every cell.
+// and the probes, not a retry of every cell. Each cell's attempts count its requests, those of the outage
+// included, and its tries only its answer. At run.max_attempts 1 the first cells the outage meets use their only
+// try before the breaker opens: they are held until it does, and no cell fails either.
 func TestAnOutageCostsNoCell(t *testing.T) {
 	const outage = 4 * time.Second
 	for _, tc := range []struct {
-		name string
-		o    sim.Outage
+		name  string
+		o     sim.Outage
+		tries int
 	}{
-		{"503", sim.Outage{Kind: sim.OutageStatus, Status: 503}},
-		{"502 HTML page", sim.Outage{Kind: sim.OutageHTML, Status: 502}},
-		{"refused connections", sim.Outage{Kind: sim.OutageRefuse}},
-		{"429 wall without Retry-After", sim.Outage{Kind: sim.OutageStatus, Status: 429}},
+		{"503", sim.Outage{Kind: sim.OutageStatus, Status: 503}, 2},
+		{"503 at max_attempts 1", sim.Outage{Kind: sim.OutageStatus, Status: 503}, 1},
+		{"502 HTML page", sim.Outage{Kind: sim.OutageHTML, Status: 502}, 2},
+		{"refused connections", sim.Outage{Kind: sim.OutageRefuse}, 2},
+		{"429 wall without Retry-After", sim.Outage{Kind: sim.OutageStatus, Status: 429}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
@@ -62,21 +66,30 @@ func TestAnOutageCostsNoCell(t *testing.T) {
 				stackOptions{workers: 1, owned: true, breaker: quickBreaker})
 			spec := faultSpec()
 			spec.Models[0].Provider, spec.Models[0].BaseURL = "openai", s.simURL
-			spec.Run.MaxAttempts = 2
+			spec.Run.MaxAttempts = tc.tries
 			start := time.Now()
 			res := s.run(t, "outage", spec)
 			wall := time.Since(start)
 			rows := checkRecordedOnce(t, s, &spec, res)
+			attempts := 0
 			for _, r := range rows {
 				if r.Status == store.StatusFailed {
-					t.Errorf("cell %s failed: %s: %s (attempts %d)", r.CellID, r.ErrorClass, r.ErrorMessage, r.Attempts)
+					t.Errorf("cell %s failed: %s: %s (attempts %d, tries %d)", r.CellID, r.ErrorClass, r.ErrorMessage, r.Attempts, r.Tries)
 				}
+				if r.Tries != 1 || r.Attempts < r.Tries {
+					t.Errorf("cell %s: attempts %d, tries %d; want one try, its answer, and at least as many requests", r.CellID, r.Attempts, r.Tries)
+				}
+				attempts += r.Attempts
 			}
 			if res.Summary.Failed != 0 {
 				t.Errorf("summary %+v, want no failed cell", res.Summary)
 			}
 			log := s.sim.Requests()
 			checkNoAnsweredCallResent(t, log)
+			if tc.o.Kind != sim.OutageRefuse && attempts != len(log) {
+				// A refused connection never reaches the simulator's log; every other request does.
+				t.Errorf("the cells' attempts add up to %d, the simulator received %d requests", attempts, len(log))
+			}
 			if wall < outage {
 				t.Errorf("the run took %v, less than the %v outage: the outage was not met", wall, outage)
 			}
