@@ -134,14 +134,21 @@ const cellColumns = `idx, status, option_id, raw, candidates, error_class, error
 	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, image_sha256,
 	finish_reason, schema, probs, coverage, tries`
 
-// upsertCell writes one record, adding the counts cell_carry keeps of the cell's earlier executions to its
-// attempts (?14) and tries (?21). The lookup is of the carry table's primary key, which is empty unless a run
-// was retried.
-const upsertCell = `INSERT INTO cells (run, ` + cellColumns + `)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+// upsertCell writes one record; upsertCarried also adds the counts cell_carry keeps of the cell's
+// earlier executions to its attempts (?14) and tries (?21), by lookups of the carry table's primary key, which a
+// batch of a run that was never retried is spared (putCells asks once per batch).
+const (
+	upsertCell    = upsertCellInto + `VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertCellSet
+	upsertCarried = upsertCellInto + `VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
 	?14 + coalesce((SELECT attempts FROM cell_carry WHERE run = ?1 AND idx = ?2), 0),
 	?15, ?16, ?17, ?18, ?19, ?20,
-	?21 + coalesce((SELECT tries FROM cell_carry WHERE run = ?1 AND idx = ?2), 0))
+	?21 + coalesce((SELECT tries FROM cell_carry WHERE run = ?1 AND idx = ?2), 0))` + upsertCellSet
+)
+
+const upsertCellInto = `INSERT INTO cells (run, ` + cellColumns + `)
+`
+
+const upsertCellSet = `
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_code = excluded.error_code,
@@ -191,7 +198,7 @@ type SQLite struct {
 // writeStmts are the statements of Write. database/sql prepares each on a connection the first time a
 // transaction on that connection uses it (Tx.StmtContext) and keeps it there.
 type writeStmts struct {
-	run, cell, cache, tally *sql.Stmt
+	run, cell, carried, hasCarry, cache, tally *sql.Stmt
 }
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -201,6 +208,8 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 	}{
 		{&w.run, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING"},
 		{&w.cell, upsertCell},
+		{&w.carried, upsertCarried},
+		{&w.hasCarry, "SELECT EXISTS (SELECT 1 FROM cell_carry WHERE run = ?)"},
 		{&w.cache, putCacheQuery},
 		{&w.tally, addTallyQuery},
 	} {
@@ -214,7 +223,7 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (w *writeStmts) close() {
-	for _, st := range []*sql.Stmt{w.run, w.cell, w.cache, w.tally} {
+	for _, st := range []*sql.Stmt{w.run, w.cell, w.carried, w.hasCarry, w.cache, w.tally} {
 		if st != nil {
 			_ = st.Close()
 		}
@@ -569,7 +578,14 @@ func putCells(ctx context.Context, tx *sql.Tx, ws writeStmts, run string, recs [
 	if _, err := tx.StmtContext(ctx, ws.run).ExecContext(ctx, run); err != nil {
 		return err
 	}
+	var carry bool
+	if err := tx.StmtContext(ctx, ws.hasCarry).QueryRowContext(ctx, run).Scan(&carry); err != nil {
+		return fmt.Errorf("carried counts: %w", err)
+	}
 	stmt := tx.StmtContext(ctx, ws.cell)
+	if carry {
+		stmt = tx.StmtContext(ctx, ws.carried)
+	}
 	for i := range recs {
 		r := &recs[i]
 		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
