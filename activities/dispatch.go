@@ -99,6 +99,9 @@ func (p *pass) unheld(q *cellQueue, id, key int, fail func(*llm.Error, Tries)) b
 		q.hold(id, p.clock.Now().Add(cellRetryBase))
 		return false
 	}
+	// Released: the try is given back and the request goes again, a retry like any other.
+	p.tally.retried(1)
+	p.obs.Retried(p.model.Name)
 	return true
 }
 
