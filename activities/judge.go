@@ -88,7 +88,8 @@ type judge struct {
 	lastFinished time.Time
 	last         *llm.Error
 	// held holds the cells whose charged tries reached maxTries, until the breaker's evidence decides (decide).
-	// Their tries stay in tries, so a heartbeat carries them and a new attempt holds them again (newJudge).
+	// Their tries stay in tries, so a heartbeat carries them; a new attempt gives back the try that held them
+	// (newJudge), since the heartbeat does not carry their failure.
 	held map[int]hold
 }
 
