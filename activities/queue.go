@@ -96,6 +96,12 @@ func (q *cellQueue) done() {
 // retry gives a cell taken with next back, to be called again from at on.
 func (q *cellQueue) retry(cell int, at time.Time) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.giveBack(cell, at)
+}
+
+// giveBack puts a cell taken with next back, ready from at on. Call with q.mu held.
+func (q *cellQueue) giveBack(cell int, at time.Time) {
 	q.out--
 	if at.After(q.clk.Now()) {
 		heap.Push(&q.delayed, delayed{at: at, cell: cell})
@@ -103,18 +109,17 @@ func (q *cellQueue) retry(cell int, at time.Time) {
 		q.insertReady(cell)
 	}
 	q.notify()
-	q.mu.Unlock()
 }
 
 // hold gives a held cell taken with next back, to be decided again from at on.
 func (q *cellQueue) hold(cell int, at time.Time) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.held == nil {
 		q.held = map[int]bool{}
 	}
 	q.held[cell] = true
-	q.mu.Unlock()
-	q.retry(cell, at)
+	q.giveBack(cell, at)
 }
 
 // others reports whether the queue has work besides the one cell the caller took with next and the held cells:
