@@ -237,3 +237,44 @@ func TestMigrateVersion6Tries(t *testing.T) {
 		t.Errorf("user_version = %d, %v; want 7", v, err)
 	}
 }
+
+// TestPostgresMigrateTries holds PostgreSQL's step 5 as TestMigrateVersion6Tries holds SQLite's: the rows of a
+// schema without tries keep their requests and get tries 0, and a failed cell deleted for --retry-failed carries
+// its requests into its next record.
+func TestPostgresMigrateTries(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgTestDSN(t)
+	s, err := OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 1, Status: StatusFailed, ErrorClass: "ServerError", Attempts: 4}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	// Back to step 4's layout.
+	for _, q := range []string{
+		"DROP TABLE silico_cell_carry",
+		"ALTER TABLE silico_cells DROP COLUMN tries",
+		"DELETE FROM silico_schema_version WHERE version = 5",
+	} {
+		pgExec(t, dsn, q)
+	}
+	if s, err = OpenPostgres(ctx, dsn); err != nil {
+		t.Fatalf("open a schema of step 4: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], old) {
+		t.Fatalf("record after migration = %+v, %v; want %+v", got, err, old)
+	}
+	if _, err := s.DeleteFailed(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "run", []Record{{Index: 1, Status: StatusOK, OptionID: "b", Attempts: 1, Tries: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || got[0].Attempts != 5 || got[0].Tries != 1 {
+		t.Fatalf("retried cell = %+v, %v; want attempts 4+1, tries 0+1", got, err)
+	}
+}
