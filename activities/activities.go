@@ -51,6 +51,11 @@ const (
 	ClassUnreachable = "Unreachable"
 	// ClassStalled ends a pass in which no cell finished for run.stall_timeout.
 	ClassStalled = "Stalled"
+	// ClassOutage marks the cells of a pass given up at run.stall_timeout while its model's breaker said the
+	// provider was down: the provider's outage, not the cells' failure. Their message says since when (RFC 3339,
+	// UTC) and the failure that opened the breaker (its class, status, code and message), their error_code is
+	// that failure's code. The pass itself ends Stalled.
+	ClassOutage = "Outage"
 	// ClassClientSetup marks a model whose client could not be made (a failure of the worker's configuration).
 	ClassClientSetup = "ClientSetup"
 	// ClassNoLogprobs ends a model whose answer mode reads logprobs when its server answered without them: every

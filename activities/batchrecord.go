@@ -31,7 +31,8 @@ type batchOutcome struct {
 // its cost taken at the batch price; a failure that llm.Classify would call permanent (a 400, an auth error, a
 // quota) is recorded with the same class, code and message. A line that never ran, or failed transiently (5xx,
 // a malformed body), goes again. Texts are redacted with redact; attempts is how many times the cell was
-// submitted, latencyMS what the record shows as its latency (the batch's time from creation to its end).
+// submitted (each submission is a request and a try of the cell: every round counts against run.max_attempts),
+// latencyMS what the record shows as its latency (the batch's time from creation to its end).
 //
 // The records are built by the synchronous pass's own answerRecord and describe, so the two cannot drift apart.
 func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format, r batch.Result, pr batchPricing,
@@ -44,7 +45,7 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format
 			return batchOutcome{Again: true, Reason: string(r.Err.Class)}
 		}
 		rec := store.Record{Index: c.Index, Status: store.StatusFailed, ErrorClass: string(r.Err.Class),
-			ErrorCode: r.Err.Code, ErrorMessage: describe(r.Err), LatencyMS: latencyMS, Attempts: attempts}
+			ErrorCode: r.Err.Code, ErrorMessage: describe(r.Err), LatencyMS: latencyMS, Attempts: attempts, Tries: attempts}
 		return batchOutcome{Record: &rec}
 	}
 	read := llm.ChatAnswer
@@ -58,7 +59,7 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format
 	}
 	a := cache.AnswerOf(resp.Redacted(redact))
 	rec := answerRecord(spec, c, a, pr.price, pr.priced)
-	rec.LatencyMS, rec.Attempts = latencyMS, attempts
+	rec.LatencyMS, rec.Attempts, rec.Tries = latencyMS, attempts, attempts
 	return batchOutcome{Record: &rec, Answer: &a}
 }
 
@@ -96,7 +97,7 @@ func embedResultOutcome(req batchRequest, r batch.Result, check func([][]float32
 		}
 		var o embedOutcome
 		for _, idx := range req.cells() {
-			o.Records = append(o.Records, failedRecord(idx, r.Err, Tries{Sent: attempts, LatencyMS: latencyMS}))
+			o.Records = append(o.Records, failedRecord(idx, r.Err, Tries{Sent: attempts, Transient: attempts, LatencyMS: latencyMS}))
 		}
 		return o
 	}
@@ -110,7 +111,7 @@ func embedResultOutcome(req batchRequest, r batch.Result, check func([][]float32
 	}
 	var o embedOutcome
 	embedAnswered(b, resp, pr.price, pr.priced, func(text int, rec store.Record, keep *cache.Vector) {
-		rec.LatencyMS, rec.Attempts = latencyMS, attempts
+		rec.LatencyMS, rec.Attempts, rec.Tries = latencyMS, attempts, attempts
 		o.Records = append(o.Records, rec)
 		if keep != nil {
 			o.Keep = append(o.Keep, keptVector{Text: text, Vector: *keep})

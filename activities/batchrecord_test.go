@@ -45,7 +45,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 	got := batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 5)
 	want := sync.answerRecord(c, cache.Answer{Text: "2. Yes [REDACTED]", PromptTokens: 40, CompletionTokens: 3, FinishReason: llm.FinishStop})
 	want.CostUSD /= 2
-	want.LatencyMS, want.Attempts = 5, 1
+	want.LatencyMS, want.Attempts, want.Tries = 5, 1, 1
 	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, want) || got.Answer == nil || got.Answer.Text != want.Raw {
 		t.Errorf("answer: %+v\nwant record %+v", got, want)
 	}
@@ -57,7 +57,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 	bad := `{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
 	r, _ = batch.ParseOpenAI([]byte(openAILine(400, bad)), redact)
 	got = batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 2, 7)
-	wantFail := failedRecord(c.Index, r.Err, Tries{Sent: 2, LatencyMS: 7})
+	wantFail := failedRecord(c.Index, r.Err, Tries{Sent: 2, Transient: 2, LatencyMS: 7})
 	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, wantFail) || got.Answer != nil {
 		t.Errorf("400: %+v\nwant %+v", got.Record, wantFail)
 	}

@@ -21,6 +21,12 @@ func (p *pass) dispatch(dctx, runCtx context.Context, cells []int) {
 		if !ok {
 			return
 		}
+		if !p.unheld(q, idx, idx, func(e *llm.Error, t Tries) {
+			p.logFailure(p.spec.Cell(idx), e)
+			p.rec.record(failedRecord(idx, e, t), nil)
+		}) {
+			continue
+		}
 		p.images.prefetch(dctx, p.spec, q.peek(p.images.ahead()))
 		var pc prepared
 		if p.window != nil {
@@ -58,13 +64,45 @@ func (p *pass) dispatch(dctx, runCtx context.Context, cells []int) {
 			return // stopping: the cell stays unfinished for the next attempt
 		}
 		p.calls.Go(func() {
-			if again, at := p.send(runCtx, pc, adm); again {
-				q.retry(idx, at)
-			} else {
-				q.done()
-			}
+			again, at := p.send(runCtx, pc, adm)
+			p.requeue(q, idx, idx, again, at)
 		})
 	}
+}
+
+// requeue gives unit id of q (a cell, or an embed pass's request, named key to the judge) back after its call:
+// done, to be sent again from at, or held until the judge decides.
+func (p *pass) requeue(q *cellQueue, id, key int, again bool, at time.Time) {
+	switch {
+	case !again:
+		q.done()
+	case p.judge.isHeld(key):
+		q.hold(id, at)
+	default:
+		q.retry(id, at)
+	}
+}
+
+// unheld decides unit id of q, just taken from it, when the judge holds it (key names it to the judge): it
+// reports whether to send it. A held unit's failure is recorded with fail when it turns out the unit's own, and
+// the unit waits in the queue while nothing decided it.
+func (p *pass) unheld(q *cellQueue, id, key int, fail func(*llm.Error, Tries)) bool {
+	if !p.judge.isHeld(key) {
+		return true
+	}
+	switch v, e, t := p.judge.decide(key, q.others()); v {
+	case holdFinal:
+		fail(e, t)
+		q.done()
+		return false
+	case holdWait:
+		q.hold(id, p.clock.Now().Add(cellRetryBase))
+		return false
+	}
+	// Released: the try is given back and the request goes again, a retry like any other.
+	p.tally.retried(1)
+	p.obs.Retried(p.model.Name)
+	return true
 }
 
 // send makes the request of an admitted cell and records its outcome (with its answer in the response cache when
@@ -96,7 +134,8 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 	answer := cache.AnswerOf(r.resp)
 	rec := p.rec.answerRecord(pc.cell, answer)
 	rec.LatencyMS = float64(r.latency.Microseconds()) / 1000
-	rec.Attempts = p.judge.answer(adm.ticket, pc.cell.Index, r.at)
+	t := p.judge.answer(adm.ticket, pc.cell.Index, r.at)
+	rec.Attempts, rec.Tries = t.Sent, t.Transient
 	pc.pics.stamp(&rec)
 	p.obs.Used(p.model.Name, rec.Usage())
 	p.memory.add(pc.cell.Persona, experiment.Turn{User: pc.msgs[len(pc.msgs)-1].Content, Assistant: r.resp.Text})
@@ -164,6 +203,9 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 		case unreachable:
 			p.stop.stop(stopUnreachable)
 		}
+		if j.held {
+			return true, j.at // the judge holds it: see requeue
+		}
 		if j.tripped {
 			p.log.Warn("the provider is down: no cell is sent but a probe until it answers; no cell is charged",
 				"model", p.model.ID, "cause", e.Error(), "state", p.brk.State().Describe(r.at))
@@ -172,7 +214,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 		p.obs.Retried(p.model.Name)
 		return true, j.at
 	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
-		p.judge.serving(tk)
+		p.judge.serving(tk, key)
 		p.stop.fail(e)
 		return false, time.Time{}
 	default:

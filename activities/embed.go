@@ -101,6 +101,16 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 			return
 		}
 		b := batches[bi]
+		if !p.unheld(q, bi, b.key(), func(e *llm.Error, t Tries) {
+			for _, cs := range b.cells {
+				for _, idx := range cs {
+					p.rec.record(failedRecord(idx, e, t), nil)
+				}
+			}
+			es.left.Add(-1)
+		}) {
+			continue
+		}
 		cost := 0.0
 		if p.budget != nil && p.rec.priced {
 			cost = llm.Cost(p.rec.price, b.total, 0)
@@ -115,12 +125,11 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 			return
 		}
 		p.calls.Go(func() {
-			if again, at := p.embedCall(runCtx, es, b, adm); again {
-				q.retry(bi, at)
-			} else {
+			again, at := p.embedCall(runCtx, es, b, adm)
+			if !again {
 				es.left.Add(-1)
-				q.done()
 			}
+			p.requeue(q, bi, b.key(), again, at)
 		})
 	}
 }
@@ -338,9 +347,9 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 	}
 	p.answered(resp.RateLimit)
 	p.budget.settle(adm.reserved, 0)
-	attempts := p.judge.answer(adm.ticket, b.key(), r.at)
+	t := p.judge.answer(adm.ticket, b.key(), r.at)
 	embedAnswered(b, resp, p.rec.price, p.rec.priced, func(i int, rec store.Record, keep *cache.Vector) {
-		rec.LatencyMS, rec.Attempts = float64(r.latency.Microseconds())/1000, attempts
+		rec.LatencyMS, rec.Attempts, rec.Tries = float64(r.latency.Microseconds())/1000, t.Sent, t.Transient
 		if keep != nil && p.cu.writes() {
 			e := cache.VectorEntry(es.keys[b.texts[i]], p.model.Name, p.in.RunID, *keep, r.at)
 			p.rec.record(rec, &e)

@@ -54,7 +54,7 @@ func (p *pass) recordUnfinished(ctx context.Context, class, code, msg string) (i
 	for _, idx := range p.pending(p.in.Pass.Start, p.in.Pass.End) {
 		t := p.judge.triesOf(idx)
 		recs = append(recs, store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: class, ErrorCode: code,
-			ErrorMessage: msg, Attempts: t.Sent, LatencyMS: t.LatencyMS})
+			ErrorMessage: msg, Attempts: t.Sent, Tries: t.Transient, LatencyMS: t.LatencyMS})
 	}
 	if len(recs) == 0 {
 		return 0, nil
@@ -74,12 +74,13 @@ func (p *pass) giveUp(ctx context.Context, class, code, msg string) (PassResult,
 	return p.giveUpAs(ctx, class, class, code, msg)
 }
 
-// giveUpStalled ends a pass in which nothing finished for the stall timeout. Its cells say what the provider
-// last did (their class is the last failure's, or the outage's); the pass's error is Stalled.
+// giveUpStalled ends a pass in which nothing finished for the stall timeout. Its cells are Outage while the
+// endpoint's breaker is open (the message keeps the cause), else they have the last failure's class; the pass's
+// error is Stalled.
 func (p *pass) giveUpStalled(ctx context.Context) (PassResult, error) {
 	cellClass, code := ClassStalled, p.lastCode()
-	if st := p.brk.State(); st.Open && st.Cause.Class != "" {
-		cellClass, code = st.Cause.Class, st.Cause.Code
+	if st := p.brk.State(); st.Open {
+		cellClass, code = ClassOutage, st.Cause.Code
 	} else if e := p.judge.lastError(); e != nil {
 		cellClass = string(e.Class)
 	}

@@ -49,6 +49,8 @@ type judgement struct {
 	at time.Time
 	// tripped says the failure opened the endpoint's breaker: the provider is down, not the cell.
 	tripped bool
+	// held says the cell used its tries and is held (see judge.decide): not sent again unless released.
+	held bool
 }
 
 // judge decides what each outcome of a pass's requests means: an answer; the cell's own failure, charged to its
@@ -61,6 +63,11 @@ type judgement struct {
 // that generation, and the failure did not trip it. The charges made since the pass's last answer are
 // provisional: when the breaker opens before an answer confirms them, they are given back, since those cells
 // were failing for the provider's reason.
+//
+// A cell whose provisional charges reach run.max_attempts is therefore not failed at once: it is held (not sent,
+// not recorded) until the breaker's evidence decides (see decide). Failing it first and giving its tries back
+// later cannot work, since a recorded failure is final: with max_attempts 1 the first cells an outage met were
+// recorded failed before the eighth distinct failure showed it was an outage.
 type judge struct {
 	maxTries int
 	stall    time.Duration
@@ -80,7 +87,29 @@ type judge struct {
 	firstRefused time.Time
 	lastFinished time.Time
 	last         *llm.Error
+	// held holds the cells whose charged tries reached maxTries, until the breaker's evidence decides (decide).
+	// Their tries stay in tries, so a heartbeat carries them; a new attempt gives back the try that held them
+	// (newJudge), since the heartbeat does not carry their failure.
+	held map[int]hold
 }
+
+// hold is what a held cell waits on: its failure (at, e) becomes final once the endpoint answers a request
+// admitted after it (confirmed), and is given back when the breaker counts an outage after outages.
+type hold struct {
+	at        time.Time
+	e         *llm.Error
+	outages   uint64
+	confirmed bool
+}
+
+// holdVerdict is what decide makes of a held cell.
+type holdVerdict int
+
+const (
+	holdWait    holdVerdict = iota // nothing decided it yet: ask again later
+	holdFinal                      // the failure was the cell's own: record it failed
+	holdRelease                    // it was the provider's: the try is given back, send the cell again
+)
 
 // charge is the provisional tries of one cell: how many, and when the last was charged.
 type charge struct {
@@ -98,6 +127,7 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 		tries:        prev.Tries,
 		pending:      map[int]charge{},
 		pendingGen:   brk.Outages(),
+		held:         map[int]hold{},
 		answered:     prev.Answered || modelAnswered,
 		lastFinished: prev.LastFinished,
 	}
@@ -106,6 +136,14 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 	}
 	if j.lastFinished.IsZero() {
 		j.lastFinished = now
+	}
+	// A cell the last attempt held ended it undecided: it gets back the try that held it and is sent again, so
+	// that its own next outcome decides (the heartbeat does not carry the failure a final record would need).
+	for c, t := range j.tries {
+		if t.Transient >= j.maxTries {
+			t.Transient = j.maxTries - 1
+			j.tries[c] = t
+		}
 	}
 	if prev.LastClass != "" {
 		j.last = &llm.Error{Class: llm.Class(prev.LastClass), Message: prev.LastMessage}
@@ -130,8 +168,9 @@ func (j *judge) settle() {
 	j.pendingGen = gen
 }
 
-// answer notes an answered request of cell and returns the requests the cell took.
-func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) int {
+// answer notes an answered request of cell and returns the cell's tries, the answer included: its requests
+// (Sent) and the tries charged to it (Transient).
+func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) Tries {
 	j.brk.Report(tk, breaker.Outcome{Kind: breaker.Answered})
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -140,9 +179,12 @@ func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) int {
 	j.lastFinished = now
 	// The endpoint answered a request admitted after these failures: they were the cells' own.
 	maps.DeleteFunc(j.pending, func(_ int, ch charge) bool { return !ch.last.After(tk.At()) })
+	j.confirm(tk)
 	t := j.tries[cell]
 	delete(j.tries, cell)
-	return t.Sent + 1
+	t.Sent++
+	t.Transient++ // the answer is a try of the cell
+	return t
 }
 
 // served notes a cell finished from the response cache: progress, but no sign of the endpoint's health.
@@ -156,8 +198,8 @@ func (j *judge) served(cell int, now time.Time) {
 
 // finished notes a cell finished without an answer: a permanent failure (served: the endpoint answered, refusing
 // the request itself; or a request the client refused to send), or one that never reached the endpoint (a prompt
-// that did not render, a text too long). It returns what the cell's tries were. tk is nil when no request was
-// made.
+// that did not render, a text too long). It returns what the cell's tries were, the last request included (a
+// try of the cell: its outcome is final). tk is nil when no request was made.
 func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served bool) Tries {
 	switch {
 	case tk != nil && served:
@@ -175,6 +217,10 @@ func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served boo
 	if tk != nil {
 		j.answered = j.answered || served
 		t.Sent++
+		t.Transient++
+	}
+	if tk != nil && served {
+		j.confirm(*tk) // a refusal of the request itself shows the endpoint serving, as an answer does
 	}
 	return t
 }
@@ -211,10 +257,15 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	}
 	j.tries[cell] = t
 	switch {
-	case v.Charge && t.Transient >= j.maxTries:
+	case v.Charge && t.Transient >= j.maxTries && v.Tripped:
+		// It tripped a breaker of few cells: the breaker's decision is that these cells pay as they fail.
 		delete(j.tries, cell)
 		delete(j.pending, cell)
 		return judgement{verdict: cellFailed, tries: t}
+	case v.Charge && t.Transient >= j.maxTries:
+		// Its last try, unless this was an outage's first failures: held until the breaker knows.
+		j.held[cell] = hold{at: now, e: e, outages: j.brk.Outages()}
+		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryBase), held: true}
 	case v.Charge && v.Tripped:
 		// The last cells of the pass met what may be an outage: the breaker paces their next tries.
 		return judgement{verdict: retryCell, tries: t, at: now.Add(cellRetryBase), tripped: true}
@@ -228,6 +279,60 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	// Not the cell's: a rate limit (the limiter's pause decides), a call that landed after the breaker opened,
 	// or the failure that opened it. The breaker's admission decides when it goes again.
 	return judgement{verdict: retryCell, tries: t, at: now, tripped: v.Tripped}
+}
+
+// confirm marks the held cells whose failure came before tk's request was admitted: the endpoint answered since,
+// so their failures were their own. Call with j.mu held.
+func (j *judge) confirm(tk breaker.Ticket) {
+	gen := j.brk.Outages()
+	for c, h := range j.held {
+		// An answer after an outage began (the probe's) says nothing of the failures before it.
+		if !h.confirmed && h.outages == gen && !h.at.After(tk.At()) {
+			h.confirmed = true
+			j.held[c] = h
+		}
+	}
+}
+
+// isHeld reports whether cell is held.
+func (j *judge) isHeld(cell int) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, ok := j.held[cell]
+	return ok
+}
+
+// decide says what becomes of held cell now, and returns its failure and tries for a final one. A held failure is
+// given back (holdRelease) when the breaker counted an outage since it, for then it was the provider's, the
+// failures of an outage's first cells; it is final (holdFinal) when the endpoint answered a request admitted
+// after it, when the breaker is open on few cells (those cells pay as they fail), or when nothing else of the
+// pass is left to tell (others false: no other call out, no other cell to send), as for the one cell of a pass
+// that always gets a 500. Otherwise it waits.
+func (j *judge) decide(cell int, others bool) (holdVerdict, *llm.Error, Tries) {
+	st := j.brk.State()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	h, ok := j.held[cell]
+	if !ok {
+		return holdRelease, nil, Tries{}
+	}
+	t := j.tries[cell]
+	switch {
+	case h.confirmed:
+		// Confirmed before any outage: settle kept its charges, whatever the breaker did after.
+	case j.brk.Outages() != h.outages || t.Transient < j.maxTries:
+		// settle gave back the charges made since the last answer (the held one among them).
+		delete(j.held, cell)
+		return holdRelease, nil, Tries{}
+	case st.Open && st.Few, !st.Open && !others:
+	default:
+		return holdWait, nil, Tries{}
+	}
+	delete(j.held, cell)
+	delete(j.tries, cell)
+	delete(j.pending, cell)
+	return holdFinal, h.e, t
 }
 
 // unavailable reports the statuses by which a provider says it cannot serve at all, which no request of a cell's
@@ -322,7 +427,7 @@ func (j *judge) stallMessage(model string, now time.Time) string {
 	if st.Open {
 		return fmt.Sprintf("gave up: the provider of model %s has been down since %s (%s), %s without an answer "+
 			"(run.stall_timeout %s); run again with --retry-failed once it is back",
-			model, st.Since.Local().Format(time.TimeOnly), st.Cause, now.Sub(j.lastFinished).Round(time.Second), j.stall)
+			model, st.Since.UTC().Format(time.RFC3339), outageCause(st.Cause), now.Sub(j.lastFinished).Round(time.Second), j.stall)
 	}
 	msg := fmt.Sprintf("gave up: no cell of model %s finished for %s", model, j.stall)
 	if j.last != nil {
@@ -331,11 +436,29 @@ func (j *judge) stallMessage(model string, now time.Time) string {
 	return msg
 }
 
-// serving tells the breaker that tk's request got an answer that shows the endpoint serving, though not one the
-// cell can use (an auth or quota refusal, which ends the model by itself).
-func (j *judge) serving(tk breaker.Ticket) {
+// outageCause is the failure that opened the breaker as a give-up message names it: its class, status and code,
+// and the provider's message ("ServerError 503 service_unavailable: service unavailable").
+func outageCause(c breaker.Cause) string {
+	s := c.String()
+	if c.Class != "" && c.Class != s {
+		s = c.Class + " " + s
+	}
+	if c.Message != "" {
+		s += ": " + c.Message
+	}
+	return s
+}
+
+// serving tells the breaker that tk's request for cell got an answer that shows the endpoint serving, though not
+// one the cell can use (an auth or quota refusal, which ends the model by itself). The request counts among the
+// cell's requests, not its tries: the refusal is the account's, and the cell is recorded with the model's
+// give-up.
+func (j *judge) serving(tk breaker.Ticket, cell int) {
 	j.brk.Report(tk, breaker.Outcome{Kind: breaker.Answered})
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.answered = true
-	j.mu.Unlock()
+	t := j.tries[cell]
+	t.Sent++
+	j.tries[cell] = t
 }

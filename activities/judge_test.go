@@ -26,20 +26,65 @@ func admitted(t *testing.T, b *breaker.Breaker) breaker.Ticket {
 	return tk
 }
 
-// A cell failing alone while the endpoint answers others is charged each time and fails at its last try.
+// A cell failing alone while the endpoint answers others is charged each time and, at its last try, is held
+// until an answer to a request sent after it shows the failure was its own; then it fails with its tries.
 func TestJudgeChargesACellThatFailsAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j, b := newTestJudge(3, Progress{}, true)
 		var got judgement
+		var old breaker.Ticket // a request sent before the last try failed
 		for i := range 3 {
 			j.answer(admitted(t, b), 5, time.Now()) // another cell answers between the tries
+			old = admitted(t, b)
+			time.Sleep(time.Millisecond)
 			got = j.failure(admitted(t, b), 0, err503, time.Millisecond, time.Now(), 10)
 			if i < 2 && (got.verdict != retryCell || got.tries.Transient != i+1 || time.Until(got.at) != cellRetryDelay(i+1)) {
 				t.Fatalf("try %d: %+v, want a retry after %v with %d tries charged", i+1, got, cellRetryDelay(i+1), i+1)
 			}
 		}
-		if got.verdict != cellFailed || got.tries.Transient != 3 || got.tries.Sent != 3 {
-			t.Fatalf("third try: %+v, want the cell failed after 3 tries", got)
+		if got.verdict != retryCell || !got.held || !j.isHeld(0) || got.tries.Transient != 3 {
+			t.Fatalf("third try: %+v, want the cell held with 3 tries", got)
+		}
+		if v, _, _ := j.decide(0, true); v != holdWait {
+			t.Fatalf("held cell before any answer: %v, want it to wait", v)
+		}
+		j.answer(old, 6, time.Now()) // sent before the failure: it says nothing of after
+		if v, _, _ := j.decide(0, true); v != holdWait {
+			t.Fatalf("held cell after an answer to a request older than its failure: %v, want it to wait", v)
+		}
+		j.answer(admitted(t, b), 7, time.Now())
+		v, e, tr := j.decide(0, true)
+		if v != holdFinal || e != err503 || tr.Transient != 3 || tr.Sent != 3 || j.isHeld(0) {
+			t.Fatalf("held cell after an answer sent after its failure: %v %v %+v, want it failed after 3 tries", v, e, tr)
+		}
+	})
+}
+
+// With max_attempts 1 the first cells an outage meets are held, not failed: when the eighth distinct failure
+// opens the breaker they get their try back and are sent again, and the probe's answer after the outage does not
+// make their failures their own.
+func TestJudgeHoldsTheLastTryUntilTheBreakerDecides(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j, b := newTestJudge(1, Progress{}, true)
+		for c := range breaker.DefaultStormCells - 1 {
+			got := j.failure(admitted(t, b), c, err503, 0, time.Now(), 100)
+			if got.verdict == cellFailed || !got.held {
+				t.Fatalf("cell %d: %+v, want held, not failed", c, got)
+			}
+			if v, _, _ := j.decide(c, true); v != holdWait {
+				t.Fatalf("cell %d before the trip: %v, want it to wait", c, v)
+			}
+		}
+		time.Sleep(time.Millisecond)
+		if got := j.failure(admitted(t, b), 7, err503, 0, time.Now(), 100); !got.tripped {
+			t.Fatalf("the eighth failure: %+v, want the breaker open", got)
+		}
+		time.Sleep(time.Minute)
+		j.answer(admitted(t, b), 7, time.Now()) // the probe: the provider is back
+		for c := range breaker.DefaultStormCells - 1 {
+			if v, _, _ := j.decide(c, false); v != holdRelease || j.triesOf(c).Transient != 0 || j.isHeld(c) {
+				t.Fatalf("cell %d after the outage: %v, tries %+v; want it released with its try given back", c, v, j.triesOf(c))
+			}
 		}
 	})
 }
@@ -81,14 +126,24 @@ func TestJudgeFailsTheLastCellsThatAlwaysFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j, b := newTestJudge(3, Progress{}, true)
 		err500 := &llm.Error{Class: llm.ClassServerError, Status: 500}
-		failed := map[int]bool{}
+		failed, held := map[int]bool{}, map[int]bool{}
 		for i := 0; len(failed) < 2 && i < 20; i++ {
 			c := i % 2
-			if failed[c] {
+			switch {
+			case failed[c]:
+				continue
+			case held[c]:
+				// As the dispatcher does: others says whether the other cell still has a call to make.
+				other := 1 - c
+				if v, _, _ := j.decide(c, !failed[other] && !held[other]); v == holdFinal {
+					failed[c] = true
+				}
 				continue
 			}
 			if got := j.failure(admitted(t, b), c, err500, 0, time.Now(), 2-len(failed)); got.verdict == cellFailed {
-				failed[c] = true
+				t.Fatalf("cell %d failed at once: %+v, want it held first", c, got)
+			} else if got.held {
+				held[c] = true
 			}
 		}
 		if len(failed) != 2 || b.State().Open {
@@ -153,8 +208,16 @@ func TestJudgeContinuesTheTriesOfTheLastHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j, b := newTestJudge(3, Progress{Tries: map[int]Tries{4: {Transient: 2, Sent: 5}}}, true)
 		got := j.failure(admitted(t, b), 4, err503, 0, time.Now(), 10)
-		if got.verdict != cellFailed || got.tries.Sent != 6 {
-			t.Fatalf("%+v, want the cell failed at its third try, its sixth request", got)
+		if !got.held || got.tries.Sent != 6 || got.tries.Transient != 3 {
+			t.Fatalf("%+v, want the cell held at its third try, its sixth request", got)
+		}
+		if v, _, tr := j.decide(4, false); v != holdFinal || tr.Sent != 6 {
+			t.Fatalf("%v %+v, want it failed with nothing else left to tell", v, tr)
+		}
+		// A cell the last attempt left held is tried once more: the try that held it is given back.
+		j, _ = newTestJudge(3, Progress{Tries: map[int]Tries{4: {Transient: 3, Sent: 5}}}, true)
+		if tr := j.triesOf(4); tr.Transient != 2 || j.isHeld(4) {
+			t.Fatalf("held cell of the last heartbeat: %+v, want 2 tries, not held", tr)
 		}
 	})
 }

@@ -29,10 +29,11 @@ import (
 //
 // A provider outage opens the endpoint's breaker, which every pass of the model on this worker shares: the pass
 // then waits inside its attempt, heartbeating, while one probe at a time goes out at growing intervals; the first
-// answer closes it. Nothing that fails during an outage costs a cell a try. An endpoint that never answered is
-// given up after a few seconds (Unreachable), a pass in which nothing finished for run.stall_timeout is given up
-// (Stalled, saying since when the provider is down), and Auth and QuotaExhausted end the model at once; in those
-// cases every unfinished cell is recorded with the reason.
+// answer closes it. Nothing that fails during an outage costs a cell a try, and a cell whose last try fails is
+// held until the breaker has decided whether it was an outage's (judge.decide). An endpoint that never answered
+// is given up after a few seconds (Unreachable), a pass in which nothing finished for run.stall_timeout is given
+// up (Stalled; its cells are Outage while the breaker is open, saying since when the provider is down), and Auth
+// and QuotaExhausted end the model at once; in those cases every unfinished cell is recorded with the reason.
 //
 // Calls in flight are never cancelled by the attempt's context: a heartbeat that fails while the Temporal server
 // restarts, or a cancelled workflow, stops the dispatch of new calls, and the calls already sent land and are

@@ -239,8 +239,8 @@ func TestRateLimitWaitsRetryAfterWithoutUsingTries(t *testing.T) {
 		t.Errorf("result %+v, want 16 ok and 2 retried", res)
 	}
 	r := h.records()[h.cellIndex("m/7/2/p1")]
-	if r.Status != store.StatusOK || r.Attempts != 3 {
-		t.Errorf("rate-limited cell = %+v, want ok after 3 requests", r)
+	if r.Status != store.StatusOK || r.Attempts != 3 || r.Tries != 1 {
+		t.Errorf("rate-limited cell = %+v, want ok after 3 requests and 1 try (429s are not tries)", r)
 	}
 	if len(arrivals) != 3 {
 		t.Fatalf("rate-limited cell requested %d times, want 3", len(arrivals))
@@ -283,7 +283,7 @@ func TestACellThatAlwaysFailsUsesItsTriesAndTheOthersFinish(t *testing.T) {
 		t.Errorf("result %+v, want 19 ok and 1 failed", res)
 	}
 	r := h.records()[h.cellIndex("m/7/3/p2")]
-	if r.Status != store.StatusFailed || r.ErrorClass != "ServerError" || r.Attempts != 3 || r.LatencyMS <= 0 ||
+	if r.Status != store.StatusFailed || r.ErrorClass != "ServerError" || r.Attempts != 3 || r.Tries != 3 || r.LatencyMS <= 0 ||
 		!strings.Contains(r.ErrorMessage, "500") || !strings.Contains(r.ErrorMessage, "failed to decode the output") {
 		t.Errorf("failing cell = %+v; want ServerError after 3 tries, with its latency, the status and the message", r)
 	}
@@ -471,6 +471,11 @@ func TestQuotaExhaustionFailsThePassAndRecordsEveryCell(t *testing.T) {
 	}
 	if recs[2].ErrorClass != "QuotaExhausted" || recs[5].ErrorClass != "QuotaExhausted" || recs[1].Status != store.StatusOK {
 		t.Errorf("records %+v", recs)
+	}
+	// The cell the quota refused shows its request (not a try: the refusal is the account's); the cells never
+	// sent show none.
+	if recs[2].Attempts != 1 || recs[2].Tries != 0 || recs[5].Attempts != 0 || recs[5].Tries != 0 {
+		t.Errorf("refused cell %+v, unsent cell %+v; want attempts 1 tries 0, and 0 0", recs[2], recs[5])
 	}
 }
 

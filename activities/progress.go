@@ -84,7 +84,9 @@ type Progress struct {
 // cell that failed, so a new attempt continues each cell's count instead of starting over.
 type Tries struct {
 	// Transient counts failures charged to the cell (server errors, transport errors, timeouts, malformed
-	// bodies while the endpoint answered other cells); rate limits and outages never are.
+	// bodies while the endpoint answered other cells); rate limits and outages never are. The Tries the judge
+	// returns for a finished cell count its final request too (an answer, or a refusal of the request): they
+	// are the record's tries.
 	Transient int `json:"transient"`
 	// Sent counts every request made for the cell, rate-limited ones and outages included.
 	Sent int `json:"sent"`

@@ -13,6 +13,7 @@ import (
 // cellQueue holds the cells of a pass that still need a call: ready cells (served lowest index first, so a pass
 // runs in submission order) and cells waiting out a retry delay. A cell taken with next is "out" until done or
 // retry gives it back, so the dispatcher knows when the work is over: nothing ready, nothing waiting, nothing out.
+// A held cell (see judge.decide) waits in it too, given back with hold: others tells whether anything else is.
 type cellQueue struct {
 	clk ratelimit.Clock
 
@@ -20,6 +21,7 @@ type cellQueue struct {
 	ready   []int // sorted
 	delayed delayHeap
 	out     int
+	held    map[int]bool  // the held cells in ready or delayed
 	changed chan struct{} // closed and replaced on every change
 }
 
@@ -47,6 +49,7 @@ func (q *cellQueue) next(ctx context.Context) (int, bool) {
 			c := q.ready[0]
 			q.ready = q.ready[1:]
 			q.out++
+			delete(q.held, c)
 			q.mu.Unlock()
 			return c, true
 		}
@@ -93,6 +96,12 @@ func (q *cellQueue) done() {
 // retry gives a cell taken with next back, to be called again from at on.
 func (q *cellQueue) retry(cell int, at time.Time) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.giveBack(cell, at)
+}
+
+// giveBack puts a cell taken with next back, ready from at on. Call with q.mu held.
+func (q *cellQueue) giveBack(cell int, at time.Time) {
 	q.out--
 	if at.After(q.clk.Now()) {
 		heap.Push(&q.delayed, delayed{at: at, cell: cell})
@@ -100,7 +109,25 @@ func (q *cellQueue) retry(cell int, at time.Time) {
 		q.insertReady(cell)
 	}
 	q.notify()
-	q.mu.Unlock()
+}
+
+// hold gives a held cell taken with next back, to be decided again from at on.
+func (q *cellQueue) hold(cell int, at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.held == nil {
+		q.held = map[int]bool{}
+	}
+	q.held[cell] = true
+	q.giveBack(cell, at)
+}
+
+// others reports whether the queue has work besides the one cell the caller took with next and the held cells:
+// another cell out (a call in flight, or waiting to be admitted), or one ready or waiting out a retry delay.
+func (q *cellQueue) others() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.out > 1 || len(q.ready)+len(q.delayed) > len(q.held)
 }
 
 type delayed struct {

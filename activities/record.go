@@ -145,7 +145,7 @@ func noLogprobs(m experiment.Model) *llm.Error {
 // failedRecord is the record of a cell whose last try failed with e.
 func failedRecord(idx int, e *llm.Error, t Tries) store.Record {
 	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(e.Class), ErrorCode: e.Code, ErrorMessage: describe(e),
-		LatencyMS: t.LatencyMS, Attempts: t.Sent}
+		LatencyMS: t.LatencyMS, Attempts: t.Sent, Tries: t.Transient}
 }
 
 // describe is what a failed cell says about its provider's answer: the status and code, then the message.

@@ -315,7 +315,7 @@ type ytick struct {
 func histograms(a *results.Analysis) (latency, attempts histogram) {
 	lat := a.Latency
 	latency = histogram{Title: "Call latency", XLabel: "latency (ms)"}
-	attempts = histogram{Title: "Attempts per cell", XLabel: "attempt of the pass that recorded the cell (1 = no retry)"}
+	attempts = histogram{Title: "Attempts per cell", XLabel: "requests sent for the cell, over all executions (1 = answered at once)"}
 	if lat.Ran == 0 {
 		latency.Empty, attempts.Empty = true, true
 		return latency, attempts

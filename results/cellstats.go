@@ -35,7 +35,7 @@ type LatencyStats struct {
 	// Ran is the number of cells that ran; SumMS and MaxMS the sum and the largest of their latencies.
 	Ran          int
 	SumMS, MaxMS float64
-	// Attempts[i] counts the cells recorded at attempt i+1.
+	// Attempts[i] counts the cells that took i+1 requests (store.Record.Attempts).
 	Attempts []int
 	// byMS counts latencies by whole millisecond (floor), which every histogram bin width ≥ 1 ms is made of.
 	byMS map[int64]int

@@ -54,7 +54,7 @@ func ReadVectors(path string) ([]VectorRow, error) {
 }
 
 var vectorIndexHeader = []string{"index", "model", "text_id", "source", "status", "dims", "prompt_tokens", "cost_usd",
-	"cached", "attempts", "latency_ms", "error_class", "error_code", "error_message", "text"}
+	"cached", "attempts", "tries", "latency_ms", "error_class", "error_code", "error_message", "text"}
 
 // ExportEmbed writes the outputs of an embed spec's run into dir: embeddings.parquet (vectors), embeddings.csv
 // (the index: one row per vector, without it), one similarity_<model>.csv per model (text × text cosine
@@ -101,7 +101,7 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 			Cached: r.Cached, ErrorClass: r.ErrorClass, ErrorMessage: r.ErrorMessage})
 		return xw.Write([]string{strconv.Itoa(r.Index), row.Model, row.TextID, row.Source, r.Status,
 			strconv.Itoa(int(row.Dims)), strconv.Itoa(r.PromptTokens), strconv.FormatFloat(round(r.CostUSD, 8), 'f', -1, 64),
-			strconv.FormatBool(r.Cached), strconv.Itoa(r.Attempts), strconv.FormatFloat(r.LatencyMS, 'f', -1, 64),
+			strconv.FormatBool(r.Cached), strconv.Itoa(r.Attempts), strconv.Itoa(r.Tries), strconv.FormatFloat(r.LatencyMS, 'f', -1, 64),
 			r.ErrorClass, r.ErrorCode, r.ErrorMessage, row.Text})
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {

@@ -379,14 +379,22 @@ func TestCellColumnsIgnoreFactsOfOneRun(t *testing.T) {
 	spec := testSpec()
 	a := BuildRow(spec, "run-a", ok(2, "3"))
 	r := ok(2, "3")
-	r.LatencyMS, r.Attempts, r.Cached = 999, 4, true
+	r.LatencyMS, r.Attempts, r.Tries, r.Cached = 999, 4, 3, true
 	b := BuildRow(spec, "run-b", r)
 	if !slices.Equal(CellColumns(a), CellColumns(b)) {
 		t.Fatalf("CellColumns differ across runs:\n%q\n%q", CellColumns(a), CellColumns(b))
 	}
-	// Every column but the four facts of one run, and the probabilities.
-	if n := len(CellColumns(a)); n != len(Header())-4+1 {
-		t.Fatalf("CellColumns has %d columns, want %d", n, len(Header())-4+1)
+	// Every column but the five facts of one run, and the probabilities.
+	if n := len(CellColumns(a)); n != len(Header())-5+1 {
+		t.Fatalf("CellColumns has %d columns, want %d", n, len(Header())-5+1)
+	}
+	// tries follows attempts in results.csv, and both are the record's.
+	h := Header()
+	if i := slices.Index(h, "attempts"); i < 0 || h[i+1] != "tries" {
+		t.Fatalf("Header() = %q: want tries right after attempts", h)
+	}
+	if v := b.Values(); v[slices.Index(h, "attempts")] != "4" || v[slices.Index(h, "tries")] != "3" {
+		t.Fatalf("Values() = %q: want attempts 4, tries 3", v)
 	}
 	r.CostUSD = 1
 	if slices.Equal(CellColumns(a), CellColumns(BuildRow(spec, "run-a", r))) {

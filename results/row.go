@@ -56,8 +56,11 @@ type Row struct {
 	CompletionTokens int     `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
 	LatencyMS        float64 `json:"latency_ms"`
-	Attempts         int     `json:"attempts"`
-	Cached           bool    `json:"cached"`
+	// Attempts counts the requests sent for the cell, probes of an outage and rate-limited ones included;
+	// Tries the ones charged to it against run.max_attempts. Both add up over --retry-failed executions.
+	Attempts int  `json:"attempts"`
+	Tries    int  `json:"tries"`
+	Cached   bool `json:"cached"`
 	// ImageSHA256 are the SHA-256 digests of the pictures the cell sent, joined with ','; empty without pictures.
 	ImageSHA256 string `json:"image_sha256"`
 	// FinishReason is why the provider stopped generating ("stop", "length", "content_filter"); empty when it
@@ -86,8 +89,8 @@ type Row struct {
 func Header() []string {
 	return []string{"run_id", "index", "cell_id", "model", "seed", "item_id", "item_text", "scale", "reversed",
 		"persona_id", "status", "option_id", "option_text", "score", "raw", "error_class", "error_code",
-		"error_message", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "cached",
-		"image_sha256", "finish_reason", "schema", "coverage", "entropy", "top_option", "expected_score", "top_agrees"}
+		"error_message", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "tries",
+		"cached", "image_sha256", "finish_reason", "schema", "coverage", "entropy", "top_option", "expected_score", "top_agrees"}
 }
 
 // HeaderFor is the CSV header of spec's results.csv: Header, then p_<option id> for every option id of the
@@ -123,7 +126,8 @@ const (
 	colRunID     = 0
 	colLatencyMS = 21
 	colAttempts  = 22
-	colCached    = 23
+	colTries     = 23
+	colCached    = 24
 )
 
 // BuildRow makes the row of record r of a run. r.Index must be a cell of spec (0 <= Index < spec.NumCells()).
@@ -152,6 +156,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		CostUSD:          r.CostUSD,
 		LatencyMS:        r.LatencyMS,
 		Attempts:         r.Attempts,
+		Tries:            r.Tries,
 		Cached:           r.Cached,
 		ImageSHA256:      r.ImageSHA256,
 		FinishReason:     r.FinishReason,
@@ -208,8 +213,8 @@ func (r Row) Values() []string {
 	return []string{r.RunID, strconv.Itoa(r.Index), r.CellID, r.Model, strconv.FormatInt(r.Seed, 10), r.ItemID,
 		r.ItemText, r.Scale, strconv.FormatBool(r.Reversed), r.PersonaID, r.Status, r.OptionID, r.OptionText, score,
 		r.Raw, r.ErrorClass, r.ErrorCode, r.ErrorMessage, strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens),
-		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.FormatBool(r.Cached),
-		r.ImageSHA256, r.FinishReason, r.Schema, formatProb(r.Coverage), formatProb(r.Entropy), r.TopOption,
+		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.Itoa(r.Tries),
+		strconv.FormatBool(r.Cached), r.ImageSHA256, r.FinishReason, r.Schema, formatProb(r.Coverage), formatProb(r.Entropy), r.TopOption,
 		formatProb(r.ExpectedScore), formatBoolPtr(r.TopAgrees)}
 }
 
@@ -245,14 +250,14 @@ func formatBoolPtr(v *bool) string {
 }
 
 // CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column
-// of Values except run_id, latency_ms, attempts and cached, which describe how one run got the answer. Two runs
+// of Values except run_id, latency_ms, attempts, tries and cached, which describe how one run got the answer. Two runs
 // of the same spec — at any concurrency, on any number of workers, resumed any number of times, answered by the
 // provider or by the response cache — have equal CellColumns for every row; tests compare outputs with it.
 func CellColumns(r Row) []string {
 	v := r.Values()
-	out := make([]string, 0, len(v)-3)
+	out := make([]string, 0, len(v)-4)
 	for i, s := range v {
-		if i != colRunID && i != colLatencyMS && i != colAttempts && i != colCached {
+		if i != colRunID && i != colLatencyMS && i != colAttempts && i != colTries && i != colCached {
 			out = append(out, s)
 		}
 	}
@@ -285,6 +290,7 @@ type rowJSON struct {
 	CostUSD          json.Number `json:"cost_usd"`
 	LatencyMS        json.Number `json:"latency_ms"`
 	Attempts         int         `json:"attempts"`
+	Tries            int         `json:"tries"`
 	Cached           bool        `json:"cached"`
 	ImageSHA256      string      `json:"image_sha256"`
 	FinishReason     string      `json:"finish_reason"`
@@ -352,7 +358,7 @@ func (r Row) jsonForm() rowJSON {
 	return rowJSON{r.RunID, r.Index, r.CellID, r.Model, r.Seed, r.ItemID, r.ItemText, r.Scale, r.Reversed,
 		r.PersonaID, r.Status, r.OptionID, r.OptionText, r.Score, r.Raw, r.ErrorClass, r.ErrorCode,
 		r.ErrorMessage, r.PromptTokens, r.CompletionTokens, json.Number(formatCost(r.CostUSD)), json.Number(formatLatency(r.LatencyMS)),
-		r.Attempts, r.Cached, r.ImageSHA256, r.FinishReason, r.Schema, probsJSON{r.Options, r.Probs}, r.Coverage,
+		r.Attempts, r.Tries, r.Cached, r.ImageSHA256, r.FinishReason, r.Schema, probsJSON{r.Options, r.Probs}, r.Coverage,
 		r.Entropy, r.TopOption, r.ExpectedScore, r.TopAgrees}
 }
 

@@ -142,9 +142,12 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	if err := s.SaveRun(ctx, "going", []byte(`{"name":"y"}`)); err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 5's layout: elapsed_ms a column of runs, no run_state.
+	// Back to version 5's layout: elapsed_ms a column of runs (and version 6's: no tries, no cell_carry; no
+	// run_state, which version 8 adds).
 	for _, q := range []string{
 		"DROP TABLE run_state",
+		"DROP TABLE cell_carry",
+		"ALTER TABLE cells DROP COLUMN tries",
 		"DROP TABLE run_elapsed",
 		"ALTER TABLE runs ADD COLUMN elapsed_ms INTEGER",
 		"UPDATE runs SET elapsed_ms = 1234 WHERE run = 'ended'",
@@ -185,19 +188,27 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	}
 }
 
-// TestMigrateVersion6RunState holds the 6 → 7 migration: a version 6 file gains run_state, its runs are listed
-// with no state, and states can be recorded.
-func TestMigrateVersion6RunState(t *testing.T) {
+// TestMigrateVersion6Tries holds the 6 → 7 migration: the cells of a version 6 file keep their requests, get
+// tries 0 (unknown), and a failed one deleted for --retry-failed carries its requests into its next record.
+func TestMigrateVersion6Tries(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "results.db")
 	s, err := OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveRun(ctx, "r", []byte(`{"name":"x"}`)); err != nil {
+	old := []Record{{Index: 0, Status: StatusOK, OptionID: "a", Raw: "A", Attempts: 2},
+		{Index: 1, Status: StatusFailed, ErrorClass: "ServerError", Attempts: 4}}
+	if err := s.Put(ctx, "run", old); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP TABLE run_state", "PRAGMA user_version = 6"} {
+	// Back to version 6's layout: no tries column, no carry table, no run_state.
+	for _, q := range []string{
+		"DROP TABLE run_state",
+		"DROP TABLE cell_carry",
+		"ALTER TABLE cells DROP COLUMN tries",
+		"PRAGMA user_version = 6",
+	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -208,6 +219,93 @@ func TestMigrateVersion6RunState(t *testing.T) {
 	s, err = OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatalf("open a version 6 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	got, err := s.Records(ctx, "run", 0, 2)
+	if err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("records after migration = %+v, %v; want %+v", got, err, old)
+	}
+	if _, err := s.DeleteFailed(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	again := Record{Index: 1, Status: StatusOK, OptionID: "b", Raw: "B", Attempts: 1, Tries: 1}
+	if err := s.Put(ctx, "run", []Record{again}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || got[0].Attempts != 5 || got[0].Tries != 1 {
+		t.Fatalf("retried cell = %+v, %v; want attempts 4+1, tries 0+1", got, err)
+	}
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Errorf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+}
+
+// TestPostgresMigrateTries holds PostgreSQL's step 5 as TestMigrateVersion6Tries holds SQLite's: the rows of a
+// schema without tries keep their requests and get tries 0, and a failed cell deleted for --retry-failed carries
+// its requests into its next record.
+func TestPostgresMigrateTries(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgTestDSN(t)
+	s, err := OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 1, Status: StatusFailed, ErrorClass: "ServerError", Attempts: 4}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	// Back to step 4's layout.
+	for _, q := range []string{
+		"DROP TABLE silico_cell_carry",
+		"ALTER TABLE silico_cells DROP COLUMN tries",
+		"DROP TABLE silico_run_state",
+		"DELETE FROM silico_schema_version WHERE version >= 5",
+	} {
+		pgExec(t, dsn, q)
+	}
+	if s, err = OpenPostgres(ctx, dsn); err != nil {
+		t.Fatalf("open a schema of step 4: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], old) {
+		t.Fatalf("record after migration = %+v, %v; want %+v", got, err, old)
+	}
+	if _, err := s.DeleteFailed(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "run", []Record{{Index: 1, Status: StatusOK, OptionID: "b", Attempts: 1, Tries: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || got[0].Attempts != 5 || got[0].Tries != 1 {
+		t.Fatalf("retried cell = %+v, %v; want attempts 4+1, tries 0+1", got, err)
+	}
+}
+
+// TestMigrateVersion7RunState holds the 7 → 8 migration: a version 7 file gains run_state, its runs are listed
+// with no state, and states can be recorded.
+func TestMigrateVersion7RunState(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRun(ctx, "r", []byte(`{"name":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP TABLE run_state", "PRAGMA user_version = 7"} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("open a version 7 file: %v", err)
 	}
 	defer func() { _ = s.Close() }()
 	runs, err := s.Runs(ctx)

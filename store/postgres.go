@@ -76,6 +76,16 @@ var pgMigrations = []string{
 	 ALTER TABLE silico_cells ADD COLUMN schema TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE silico_cells ADD COLUMN probs TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE silico_cells ADD COLUMN coverage DOUBLE PRECISION NOT NULL DEFAULT 0;`,
+	// the tries charged to a cell, apart from the requests sent (0, unknown, in the rows already written); the
+	// counts of the failed records DeleteFailed removed, which the cells' next records add to (--retry-failed)
+	`ALTER TABLE silico_cells ADD COLUMN tries BIGINT NOT NULL DEFAULT 0;
+	 CREATE TABLE silico_cell_carry (
+		run      TEXT   NOT NULL,
+		idx      BIGINT NOT NULL,
+		attempts BIGINT NOT NULL,
+		tries    BIGINT NOT NULL,
+		PRIMARY KEY (run, idx)
+	 );`,
 	// the state a starter last recorded for a run, so that runs can be listed without a Temporal server
 	`CREATE TABLE silico_run_state (
 		run   TEXT        PRIMARY KEY,
@@ -91,19 +101,27 @@ const pgMigrateLock = 0x5111c0
 // pgCellColumns are the columns Records and Scan read, in the order scanPGRecord takes them.
 const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
 	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, error_code, image_sha256,
-	finish_reason, schema, probs, coverage`
+	finish_reason, schema, probs, coverage, tries`
 
 // pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
 // of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A
 // statement is atomic on its own, so Put needs no explicit transaction. ON CONFLICT makes a rewritten cell (a
 // retried pass, FailUnfinished after a crash) replace the earlier row, never add a second one, except that a
 // failed record never replaces an answer. The arrays must not repeat an index: one statement cannot update a row
-// twice.
+// twice. A cell's attempts and tries add what silico_cell_carry keeps of its earlier executions (see
+// DeleteFailed); the lookups are subqueries of its primary key, not a join, so the rows keep the arrays' order.
 const pgUpsert = `WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)
 INSERT INTO silico_cells (run, ` + pgCellColumns + `)
-SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+SELECT $1, u.idx, u.status, u.option_id, u.raw, u.candidates, u.error_class, u.error_message,
+	u.prompt_tokens, u.completion_tokens, u.cost_usd, u.latency_ms,
+	u.attempts + coalesce((SELECT c.attempts FROM silico_cell_carry c WHERE c.run = $1 AND c.idx = u.idx), 0),
+	u.cached, u.error_code, u.image_sha256, u.finish_reason, u.schema, u.probs, u.coverage,
+	u.tries + coalesce((SELECT c.tries FROM silico_cell_carry c WHERE c.run = $1 AND c.idx = u.idx), 0)
+FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[], $15::text[], $16::text[],
-	$17::text[], $18::text[], $19::text[], $20::float8[])
+	$17::text[], $18::text[], $19::text[], $20::float8[], $21::bigint[])
+	AS u(idx, status, option_id, raw, candidates, error_class, error_message, prompt_tokens, completion_tokens,
+	cost_usd, latency_ms, attempts, cached, error_code, image_sha256, finish_reason, schema, probs, coverage, tries)
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
@@ -111,7 +129,7 @@ ON CONFLICT (run, idx) DO UPDATE SET
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
 	cached = excluded.cached, error_code = excluded.error_code, image_sha256 = excluded.image_sha256,
 	finish_reason = excluded.finish_reason, schema = excluded.schema, probs = excluded.probs,
-	coverage = excluded.coverage
+	coverage = excluded.coverage, tries = excluded.tries
 WHERE excluded.status <> 'failed' OR silico_cells.status = 'failed'`
 
 // Postgres is the results store in a PostgreSQL database, shared by any number of worker processes on any
@@ -293,7 +311,7 @@ func (p *Postgres) Write(ctx context.Context, run string, b Batch) error {
 		c := newPGColumns(mergeByIndex(b.Records))
 		q.Queue(pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
 			c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode, c.imageSHA256,
-			c.finishReason, c.schema, c.probs, c.coverage)
+			c.finishReason, c.schema, c.probs, c.coverage, c.tries)
 	}
 	if len(b.Cache) > 0 {
 		// Sorted by key, so that two batches writing the same keys lock them in one order.
@@ -366,7 +384,7 @@ func mergeByIndex(recs []Record) []Record {
 
 // pgColumns are a batch of records as one array per column, the parameters of pgUpsert.
 type pgColumns struct {
-	idx, promptTokens, completionTokens, attempts               []int64
+	idx, promptTokens, completionTokens, attempts, tries        []int64
 	status, optionID, raw, candidates, errorClass, errorMessage []string
 	errorCode, imageSHA256                                      []string
 	finishReason, schema, probs                                 []string
@@ -378,6 +396,7 @@ func newPGColumns(recs []Record) pgColumns {
 	n := len(recs)
 	c := pgColumns{
 		idx: make([]int64, n), promptTokens: make([]int64, n), completionTokens: make([]int64, n), attempts: make([]int64, n),
+		tries:  make([]int64, n),
 		status: make([]string, n), optionID: make([]string, n), raw: make([]string, n), candidates: make([]string, n),
 		errorClass: make([]string, n), errorMessage: make([]string, n), errorCode: make([]string, n), imageSHA256: make([]string, n),
 		costUSD: make([]float64, n), latencyMS: make([]float64, n), cached: make([]bool, n),
@@ -386,6 +405,7 @@ func newPGColumns(recs []Record) pgColumns {
 	for i, r := range recs {
 		c.idx[i], c.promptTokens[i], c.completionTokens[i], c.attempts[i] =
 			int64(r.Index), int64(r.PromptTokens), int64(r.CompletionTokens), int64(r.Attempts)
+		c.tries[i] = int64(r.Tries)
 		c.status[i], c.optionID[i], c.raw[i], c.candidates[i] = r.Status, r.OptionID, r.Raw, r.Candidates
 		c.errorClass[i], c.errorMessage[i], c.errorCode[i] = r.ErrorClass, r.ErrorMessage, r.ErrorCode
 		c.costUSD[i], c.latencyMS[i], c.cached[i] = r.CostUSD, r.LatencyMS, r.Cached
@@ -432,7 +452,7 @@ func scanPGRecords(rows pgx.Rows, out []Record) ([]Record, error) {
 		var probs string
 		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
 			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ErrorCode, &r.ImageSHA256,
-			&r.FinishReason, &r.Schema, &probs, &r.Coverage); err != nil {
+			&r.FinishReason, &r.Schema, &probs, &r.Coverage, &r.Tries); err != nil {
 			return nil, err
 		}
 		var err error
@@ -467,13 +487,26 @@ func (p *Postgres) Counts(ctx context.Context, run string) (Counts, error) {
 }
 
 // DeleteFailed removes the failed records of a run, so that its cells are called again, and returns how many
-// there were.
+// there were. Their requests and tries are kept (silico_cell_carry) in the same transaction: the cells' next
+// records add to them. A record's counts already include what was carried into it, so they replace the carried
+// ones.
 func (p *Postgres) DeleteFailed(ctx context.Context, run string) (int, error) {
-	tag, err := p.pool.Exec(ctx, "DELETE FROM silico_cells WHERE run = $1 AND status = $2", run, StatusFailed)
+	var n int64
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO silico_cell_carry (run, idx, attempts, tries)
+			SELECT run, idx, attempts, tries FROM silico_cells
+			WHERE run = $1 AND status = $2 AND (attempts > 0 OR tries > 0)
+			ON CONFLICT (run, idx) DO UPDATE SET attempts = excluded.attempts, tries = excluded.tries`, run, StatusFailed); err != nil {
+			return fmt.Errorf("keep their counts: %w", err)
+		}
+		tag, err := tx.Exec(ctx, "DELETE FROM silico_cells WHERE run = $1 AND status = $2", run, StatusFailed)
+		n = tag.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(n), nil
 }
 
 // DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
@@ -483,6 +516,9 @@ func (p *Postgres) DeleteRun(ctx context.Context, run string) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM silico_run_state WHERE run = $1", run); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM silico_cell_carry WHERE run = $1", run); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "DELETE FROM silico_runs WHERE run = $1", run)

@@ -43,7 +43,14 @@ type Record struct {
 	CompletionTokens int     `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
 	LatencyMS        float64 `json:"latency_ms"`
-	Attempts         int     `json:"attempts"`
+	// Attempts counts the requests sent for the cell, over every execution of the run (a --retry-failed
+	// execution adds its requests to what the earlier ones recorded): tries, rate-limited requests and the
+	// probes of an outage alike. Zero for a cell that never reached the provider.
+	Attempts int `json:"attempts"`
+	// Tries counts the requests charged to the cell against run.max_attempts, over every execution of the run
+	// like Attempts, so Tries <= Attempts. Rate limits and the requests of an outage are never charged.
+	// Zero in records written before the store kept it.
+	Tries int `json:"tries"`
 	// Cached says the answer came from the response cache: no call was made, its tokens and its cost (what the
 	// call would have cost) were not spent.
 	Cached bool `json:"cached,omitempty"`

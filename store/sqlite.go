@@ -26,7 +26,7 @@ var ErrSpecConflict = errors.New("a different spec is already saved under this r
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
-const schemaVersion = 7
+const schemaVersion = 8
 
 // migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
 var migrations = []string{
@@ -48,7 +48,12 @@ var migrations = []string{
 	`CREATE TABLE run_elapsed (run TEXT PRIMARY KEY, elapsed_ms INTEGER NOT NULL);
 	 INSERT INTO run_elapsed (run, elapsed_ms) SELECT run, elapsed_ms FROM runs WHERE elapsed_ms IS NOT NULL;
 	 ALTER TABLE runs DROP COLUMN elapsed_ms;`,
-	// 6 → 7: the state a starter last recorded for a run (see run_state in schema).
+	// 6 → 7: the tries charged to a cell, apart from the requests sent (0, unknown, in the rows already
+	// written), and the counts of the failed records DeleteFailed removed (see cell_carry in schema).
+	`ALTER TABLE cells ADD COLUMN tries INTEGER NOT NULL DEFAULT 0;
+	 CREATE TABLE cell_carry (run TEXT NOT NULL, idx INTEGER NOT NULL, attempts INTEGER NOT NULL,
+	   tries INTEGER NOT NULL, PRIMARY KEY (run, idx)) WITHOUT ROWID;`,
+	// 7 → 8: the state a starter last recorded for a run (see run_state in schema).
 	`CREATE TABLE run_state (run TEXT PRIMARY KEY, state TEXT NOT NULL, at TEXT NOT NULL);`,
 }
 
@@ -103,6 +108,17 @@ CREATE TABLE IF NOT EXISTS cells (
 	-- probs: the option probabilities, in the item's option order, comma-separated (see EncodeProbs).
 	probs             TEXT    NOT NULL DEFAULT '',
 	coverage          REAL    NOT NULL DEFAULT 0,
+	tries             INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (run, idx)
+) WITHOUT ROWID;
+-- cell_carry keeps the requests and tries of a failed cell whose record DeleteFailed removed (--retry-failed),
+-- so that the cell's next record adds to them instead of starting over: every write of a cell's record adds the
+-- carried counts, and DeleteFailed replaces them with the removed record's (which already include them).
+CREATE TABLE IF NOT EXISTS cell_carry (
+	run      TEXT    NOT NULL,
+	idx      INTEGER NOT NULL,
+	attempts INTEGER NOT NULL,
+	tries    INTEGER NOT NULL,
 	PRIMARY KEY (run, idx)
 ) WITHOUT ROWID;
 -- The response cache: one answer per request digest, written by run at created (Unix milliseconds).
@@ -125,10 +141,23 @@ CREATE TABLE IF NOT EXISTS cache_tally (
 
 const cellColumns = `idx, status, option_id, raw, candidates, error_class, error_code, error_message,
 	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, image_sha256,
-	finish_reason, schema, probs, coverage`
+	finish_reason, schema, probs, coverage, tries`
 
-const upsertCell = `INSERT INTO cells (run, ` + cellColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+// upsertCell writes one record; upsertCarried also adds the counts cell_carry keeps of the cell's
+// earlier executions to its attempts (?14) and tries (?21), by lookups of the carry table's primary key, which a
+// batch of a run that was never retried is spared (putCells asks once per batch).
+const (
+	upsertCell    = upsertCellInto + `VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertCellSet
+	upsertCarried = upsertCellInto + `VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+	?14 + coalesce((SELECT attempts FROM cell_carry WHERE run = ?1 AND idx = ?2), 0),
+	?15, ?16, ?17, ?18, ?19, ?20,
+	?21 + coalesce((SELECT tries FROM cell_carry WHERE run = ?1 AND idx = ?2), 0))` + upsertCellSet
+)
+
+const upsertCellInto = `INSERT INTO cells (run, ` + cellColumns + `)
+`
+
+const upsertCellSet = `
 ON CONFLICT (run, idx) DO UPDATE SET
 	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
 	candidates = excluded.candidates, error_class = excluded.error_class, error_code = excluded.error_code,
@@ -137,7 +166,7 @@ ON CONFLICT (run, idx) DO UPDATE SET
 	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
 	cached = excluded.cached, image_sha256 = excluded.image_sha256,
 	finish_reason = excluded.finish_reason, schema = excluded.schema, probs = excluded.probs,
-	coverage = excluded.coverage
+	coverage = excluded.coverage, tries = excluded.tries
 WHERE excluded.status <> 'failed' OR cells.status = 'failed'`
 
 // scanPage is how many records Scan reads per query. Between pages no connection or read transaction is
@@ -178,7 +207,7 @@ type SQLite struct {
 // writeStmts are the statements of Write. database/sql prepares each on a connection the first time a
 // transaction on that connection uses it (Tx.StmtContext) and keeps it there.
 type writeStmts struct {
-	run, cell, cache, tally *sql.Stmt
+	run, cell, carried, hasCarry, cache, tally *sql.Stmt
 }
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -188,6 +217,8 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 	}{
 		{&w.run, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING"},
 		{&w.cell, upsertCell},
+		{&w.carried, upsertCarried},
+		{&w.hasCarry, "SELECT EXISTS (SELECT 1 FROM cell_carry WHERE run = ?)"},
 		{&w.cache, putCacheQuery},
 		{&w.tally, addTallyQuery},
 	} {
@@ -201,7 +232,7 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (w *writeStmts) close() {
-	for _, st := range []*sql.Stmt{w.run, w.cell, w.cache, w.tally} {
+	for _, st := range []*sql.Stmt{w.run, w.cell, w.carried, w.hasCarry, w.cache, w.tally} {
 		if st != nil {
 			_ = st.Close()
 		}
@@ -556,12 +587,19 @@ func putCells(ctx context.Context, tx *sql.Tx, ws writeStmts, run string, recs [
 	if _, err := tx.StmtContext(ctx, ws.run).ExecContext(ctx, run); err != nil {
 		return err
 	}
+	var carry bool
+	if err := tx.StmtContext(ctx, ws.hasCarry).QueryRowContext(ctx, run).Scan(&carry); err != nil {
+		return fmt.Errorf("carried counts: %w", err)
+	}
 	stmt := tx.StmtContext(ctx, ws.cell)
+	if carry {
+		stmt = tx.StmtContext(ctx, ws.carried)
+	}
 	for i := range recs {
 		r := &recs[i]
 		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
 			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached, r.ImageSHA256,
-			r.FinishReason, r.Schema, EncodeProbs(r.Probs), r.Coverage); err != nil {
+			r.FinishReason, r.Schema, EncodeProbs(r.Probs), r.Coverage, r.Tries); err != nil {
 			return fmt.Errorf("cell %d: %w", r.Index, err)
 		}
 	}
@@ -640,7 +678,7 @@ func scanRecords(rows *sql.Rows, out []Record) ([]Record, error) {
 		var probs string
 		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorCode, &r.ErrorMessage,
 			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ImageSHA256,
-			&r.FinishReason, &r.Schema, &probs, &r.Coverage); err != nil {
+			&r.FinishReason, &r.Schema, &probs, &r.Coverage, &r.Tries); err != nil {
 			return nil, err
 		}
 		var err error
@@ -685,13 +723,16 @@ func (s *SQLite) Counts(ctx context.Context, run string) (Counts, error) {
 }
 
 // DeleteFailed removes the failed records of a run, so that its cells are called again, and returns how many
-// there were.
+// there were. Their requests and tries are kept (cell_carry): the cells' next records add to them.
 func (s *SQLite) DeleteFailed(ctx context.Context, run string) (int, error) {
 	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
 	}
 	defer end()
+	if _, err := tx.ExecContext(ctx, carryFailed, run, StatusFailed); err != nil {
+		return 0, fmt.Errorf("store: delete failed %s: keep their counts: %w", run, err)
+	}
 	res, err := tx.ExecContext(ctx, "DELETE FROM cells WHERE run = ? AND status = ?", run, StatusFailed)
 	if err != nil {
 		return 0, fmt.Errorf("store: delete failed %s: %w", run, err)
@@ -706,6 +747,12 @@ func (s *SQLite) DeleteFailed(ctx context.Context, run string) (int, error) {
 	return int(n), nil
 }
 
+// carryFailed keeps the counts of a run's failed records (?1, status ?2) in cell_carry before they are deleted.
+// A record's counts already include what was carried into it, so they replace the carried ones.
+const carryFailed = `INSERT INTO cell_carry (run, idx, attempts, tries)
+SELECT run, idx, attempts, tries FROM cells WHERE run = ?1 AND status = ?2 AND (attempts > 0 OR tries > 0)
+ON CONFLICT (run, idx) DO UPDATE SET attempts = excluded.attempts, tries = excluded.tries`
+
 // DeleteRun removes a run and all its records. Deleting a run that does not exist is not an error.
 func (s *SQLite) DeleteRun(ctx context.Context, run string) error {
 	tx, end, err := s.beginWrite(ctx)
@@ -714,6 +761,9 @@ func (s *SQLite) DeleteRun(ctx context.Context, run string) error {
 	}
 	defer end()
 	if _, err := tx.ExecContext(ctx, "DELETE FROM cells WHERE run = ?", run); err != nil {
+		return fmt.Errorf("store: delete run %s: %w", run, err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM cell_carry WHERE run = ?", run); err != nil {
 		return fmt.Errorf("store: delete run %s: %w", run, err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM run_elapsed WHERE run = ?", run); err != nil {

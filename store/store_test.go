@@ -285,6 +285,70 @@ func TestDeleteFailed(t *testing.T) {
 	})
 }
 
+// TestDeleteFailedKeepsTheCounts holds what --retry-failed relies on: a failed cell's requests and tries survive
+// the deletion of its record, every record of the cell written after adds them (a stale write again too, never
+// twice), and a second retry carries the sum; another run and a deleted run keep nothing.
+func TestDeleteFailedKeepsTheCounts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := openStore(t, b.dsn(t))
+		first := []Record{{Index: 0, Status: StatusFailed, ErrorClass: "ServerError", Attempts: 5, Tries: 3},
+			{Index: 1, Status: StatusFailed, ErrorClass: "Stalled", Attempts: 2}, rec(2)}
+		if err := s.Put(ctx, "run", first); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.DeleteFailed(ctx, "run"); err != nil || n != 2 {
+			t.Fatalf("DeleteFailed = %d, %v; want 2", n, err)
+		}
+		// The second execution: cell 0 answers at its second request, cell 1 fails again after one try.
+		answer := rec(0)
+		answer.Attempts, answer.Tries = 2, 2
+		again := Record{Index: 1, Status: StatusFailed, ErrorClass: "ServerError", Attempts: 1, Tries: 1}
+		if err := s.Put(ctx, "run", []Record{answer, again}); err != nil {
+			t.Fatal(err)
+		}
+		want := func(idx, attempts, tries int) {
+			t.Helper()
+			got, err := s.Records(ctx, "run", idx, idx+1)
+			if err != nil || len(got) != 1 || got[0].Attempts != attempts || got[0].Tries != tries {
+				t.Fatalf("cell %d = %+v, %v; want attempts %d, tries %d", idx, got, err, attempts, tries)
+			}
+		}
+		want(0, 7, 5)
+		want(1, 3, 1)
+		want(2, 1, 0)
+		// A stale attempt writes cell 0's answer again: the carry is added to what it says, not to the stored sum.
+		if err := s.Put(ctx, "run", []Record{answer}); err != nil {
+			t.Fatal(err)
+		}
+		want(0, 7, 5)
+		// A third execution: cell 1 (3 requests, 1 try so far) answers at once.
+		if _, err := s.DeleteFailed(ctx, "run"); err != nil {
+			t.Fatal(err)
+		}
+		one := rec(1)
+		one.Attempts, one.Tries = 1, 1
+		if err := s.Put(ctx, "run", []Record{one}); err != nil {
+			t.Fatal(err)
+		}
+		want(1, 4, 2)
+		// Nothing carries into another run, nor into a run of the same id written after it was deleted.
+		if err := s.Put(ctx, "other", []Record{answer}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Records(ctx, "other", 0, 1); len(got) != 1 || got[0].Attempts != 2 {
+			t.Fatalf("another run's cell 0 = %+v; want attempts 2", got)
+		}
+		if err := s.DeleteRun(ctx, "run"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, "run", []Record{answer}); err != nil {
+			t.Fatal(err)
+		}
+		want(0, 2, 2)
+	})
+}
+
 func TestRecordsRange(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()

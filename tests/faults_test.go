@@ -129,9 +129,9 @@ func TestFaultOneCellAlways500(t *testing.T) {
 		if !strings.Contains(r.ErrorMessage, "500") && !strings.Contains(r.ErrorMessage, "could not be processed") {
 			t.Errorf("cell %s: message %q says neither the status nor the provider's message", bad, r.ErrorMessage)
 		}
-		if r.Attempts != spec.Run.MaxAttempts || r.LatencyMS <= 0 {
-			t.Errorf("cell %s: attempts %d, latency_ms %v; want %d tries and the latency of the last",
-				bad, r.Attempts, r.LatencyMS, spec.Run.MaxAttempts)
+		if r.Attempts != spec.Run.MaxAttempts || r.Tries != spec.Run.MaxAttempts || r.LatencyMS <= 0 {
+			t.Errorf("cell %s: attempts %d, tries %d, latency_ms %v; want %d requests, as many tries and the latency of the last",
+				bad, r.Attempts, r.Tries, r.LatencyMS, spec.Run.MaxAttempts)
 		}
 	}
 	if res.Summary.Failed != 1 || res.Summary.OK+res.Summary.Unparsed != 99 {

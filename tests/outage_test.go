@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,17 +43,21 @@ func outageRequests(log []sim.Request) int {
 // that then failed once more would fail it: every cell must end answered, recorded once, and no cell answered
 // before the outage may be asked again. While it lasts, the breaker lets about one probe through per backoff
 // step: the requests the outage answered are those in flight when it began, the ones that tripped the breaker,
-// and the probes, not a retry of every cell.
+// and the probes, not a retry of every cell. Each cell's attempts count its requests, those of the outage
+// included, and its tries only its answer. At run.max_attempts 1 the first cells the outage meets use their only
+// try before the breaker opens: they are held until it does, and no cell fails either.
 func TestAnOutageCostsNoCell(t *testing.T) {
 	const outage = 4 * time.Second
 	for _, tc := range []struct {
-		name string
-		o    sim.Outage
+		name  string
+		o     sim.Outage
+		tries int
 	}{
-		{"503", sim.Outage{Kind: sim.OutageStatus, Status: 503}},
-		{"502 HTML page", sim.Outage{Kind: sim.OutageHTML, Status: 502}},
-		{"refused connections", sim.Outage{Kind: sim.OutageRefuse}},
-		{"429 wall without Retry-After", sim.Outage{Kind: sim.OutageStatus, Status: 429}},
+		{"503", sim.Outage{Kind: sim.OutageStatus, Status: 503}, 2},
+		{"503 at max_attempts 1", sim.Outage{Kind: sim.OutageStatus, Status: 503}, 1},
+		{"502 HTML page", sim.Outage{Kind: sim.OutageHTML, Status: 502}, 2},
+		{"refused connections", sim.Outage{Kind: sim.OutageRefuse}, 2},
+		{"429 wall without Retry-After", sim.Outage{Kind: sim.OutageStatus, Status: 429}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
@@ -61,21 +66,30 @@ func TestAnOutageCostsNoCell(t *testing.T) {
 				stackOptions{workers: 1, owned: true, breaker: quickBreaker})
 			spec := faultSpec()
 			spec.Models[0].Provider, spec.Models[0].BaseURL = "openai", s.simURL
-			spec.Run.MaxAttempts = 2
+			spec.Run.MaxAttempts = tc.tries
 			start := time.Now()
 			res := s.run(t, "outage", spec)
 			wall := time.Since(start)
 			rows := checkRecordedOnce(t, s, &spec, res)
+			attempts := 0
 			for _, r := range rows {
 				if r.Status == store.StatusFailed {
-					t.Errorf("cell %s failed: %s: %s (attempts %d)", r.CellID, r.ErrorClass, r.ErrorMessage, r.Attempts)
+					t.Errorf("cell %s failed: %s: %s (attempts %d, tries %d)", r.CellID, r.ErrorClass, r.ErrorMessage, r.Attempts, r.Tries)
 				}
+				if r.Tries != 1 || r.Attempts < r.Tries {
+					t.Errorf("cell %s: attempts %d, tries %d; want one try, its answer, and at least as many requests", r.CellID, r.Attempts, r.Tries)
+				}
+				attempts += r.Attempts
 			}
 			if res.Summary.Failed != 0 {
 				t.Errorf("summary %+v, want no failed cell", res.Summary)
 			}
 			log := s.sim.Requests()
 			checkNoAnsweredCallResent(t, log)
+			if tc.o.Kind != sim.OutageRefuse && attempts != len(log) {
+				// A refused connection never reaches the simulator's log; every other request does.
+				t.Errorf("the cells' attempts add up to %d, the simulator received %d requests", attempts, len(log))
+			}
 			if wall < outage {
 				t.Errorf("the run took %v, less than the %v outage: the outage was not met", wall, outage)
 			}
@@ -93,8 +107,10 @@ func TestAnOutageCostsNoCell(t *testing.T) {
 }
 
 // TestAnOutageLongerThanTheStallTimeout: nothing can finish while the provider is down, so after
-// run.stall_timeout the pass gives its cells up, each with the outage's class and a message that says since when
-// the provider has been down; the run ends with them failed, and --retry-failed finishes them once it is back.
+// run.stall_timeout the pass gives its cells up, each Outage with a message that says since when the provider has
+// been down (RFC 3339, UTC) and what it answered; the run ends with them failed, and --retry-failed finishes them
+// once it is back. Each retried cell's attempts and tries are what the first execution recorded plus what the
+// second one sent and charged.
 func TestAnOutageLongerThanTheStallTimeout(t *testing.T) {
 	const after, outage = 50 * time.Millisecond, 8 * time.Second
 	s := newStackWith(t, sim.Config{Latency: faultLatency, Outages: []sim.Outage{{After: after, For: outage, Status: 503}}},
@@ -112,15 +128,32 @@ func TestAnOutageLongerThanTheStallTimeout(t *testing.T) {
 		if r.Status != store.StatusFailed {
 			continue
 		}
-		if r.ErrorClass != "ServerError" || !strings.Contains(r.ErrorMessage, "has been down since") ||
-			!strings.Contains(r.ErrorMessage, "without an answer") || !strings.Contains(r.ErrorMessage, "--retry-failed") {
-			t.Errorf("cell %s: %s: %q; want ServerError saying since when the provider has been down", r.CellID, r.ErrorClass, r.ErrorMessage)
+		if r.ErrorClass != activities.ClassOutage || !strings.Contains(r.ErrorMessage, "has been down since") ||
+			!strings.Contains(r.ErrorMessage, "without an answer") || !strings.Contains(r.ErrorMessage, "--retry-failed") ||
+			!strings.Contains(r.ErrorMessage, "503") {
+			t.Errorf("cell %s: %s: %q; want Outage saying since when the provider has been down and its 503", r.CellID, r.ErrorClass, r.ErrorMessage)
 		}
+		if m := rfc3339Z.FindString(r.ErrorMessage); m == "" {
+			t.Errorf("cell %s: %q: want since when as an RFC 3339 UTC date and time", r.CellID, r.ErrorMessage)
+		} else if since, err := time.Parse(time.RFC3339, m); err != nil || since.Before(start.Add(-time.Second)) || since.After(time.Now()) {
+			t.Errorf("cell %s: down since %q (%v), want a time of this run", r.CellID, m, err)
+		}
+	}
+	// What the first execution recorded of each failed cell, to add up with the second.
+	first := map[int]store.Record{}
+	if err := s.store.Scan(context.Background(), res.RunID, func(r store.Record) error {
+		if r.Status == store.StatusFailed {
+			first[r.Index] = r
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	// The provider comes back at the end of its outage; the retry asks only the failed cells.
 	if d := time.Until(start.Add(after + outage + 500*time.Millisecond)); d > 0 {
 		time.Sleep(d) // the outage is a fixed window of the simulator's clock: nothing to poll for
 	}
+	before := len(s.sim.Requests())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stalled", TaskQueue: workflows.TaskQueue,
@@ -136,8 +169,28 @@ func TestAnOutageLongerThanTheStallTimeout(t *testing.T) {
 	if again.Summary.Failed != 0 || again.Summary.OK+again.Summary.Unparsed != spec.NumCells() {
 		t.Errorf("after --retry-failed: %+v, want every cell answered", again.Summary)
 	}
-	checkNoAnsweredCallResent(t, s.sim.Requests())
+	log := s.sim.Requests()
+	checkNoAnsweredCallResent(t, log)
+	sent := map[string]int{}
+	for _, q := range log[before:] {
+		sent[q.Cell]++
+	}
+	for idx, f := range first {
+		id := spec.CellID(spec.Cell(idx))
+		recs, err := s.store.Records(context.Background(), res.RunID, idx, idx+1)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("cell %s after the retry: %v, %v", id, recs, err)
+		}
+		r := recs[0]
+		if sent[id] == 0 || r.Attempts != f.Attempts+sent[id] || r.Tries != f.Tries+1 || r.Attempts < r.Tries {
+			t.Errorf("cell %s: attempts %d, tries %d after the retry; want the first execution's %d and %d plus this one's %d requests and its 1 try",
+				id, r.Attempts, r.Tries, f.Attempts, f.Tries, sent[id])
+		}
+	}
 }
+
+// rfc3339Z finds a date and time in RFC 3339 with the zone Z (UTC).
+var rfc3339Z = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 
 // TestKillDuringAnOutage kills the starter (server, worker and simulator in one process) with SIGKILL while the
 // provider is down and the run's progress line says so, and runs it again. The new attempt takes up the breaker

@@ -18,7 +18,8 @@ import (
 )
 
 // TestRetryFailedAsksOnlyTheFailedCells runs a grid in which some cells fail for good, then a retry execution of
-// the same run: it must request exactly the failed cells, answer them, and leave the other records as they were.
+// the same run: it must request exactly the failed cells, answer them, and leave the other records as they were;
+// a retried cell's attempts and tries add its second request and try to the first.
 func TestRetryFailedAsksOnlyTheFailedCells(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
@@ -82,8 +83,14 @@ func TestRetryFailedAsksOnlyTheFailedCells(t *testing.T) {
 		}
 	}
 	if err := s.store.Scan(ctx, "retry-run", func(r store.Record) error {
-		if b := before[r.Index]; b.Status != store.StatusFailed && !reflect.DeepEqual(b, r) {
+		b := before[r.Index]
+		if b.Status != store.StatusFailed && !reflect.DeepEqual(b, r) {
 			t.Errorf("cell %d changed by the retry: %+v, was %+v", r.Index, r, b)
+		}
+		// A retried cell keeps the first execution's request and try (the 400) and adds the answer's.
+		if b.Status == store.StatusFailed && (b.Attempts != 1 || b.Tries != 1 || r.Attempts != 2 || r.Tries != 2) {
+			t.Errorf("cell %d: attempts %d, tries %d after the retry (%d, %d before); want 2 and 2 (1 and 1 before)",
+				r.Index, r.Attempts, r.Tries, b.Attempts, b.Tries)
 		}
 		return nil
 	}); err != nil {

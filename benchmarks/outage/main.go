@@ -1,5 +1,5 @@
 // Command outage runs a grid through provider outages: 300 cells (1 model × 2 seeds × 30 items × 5 personas,
-// max_concurrency 8, max_parallel_passes 2, run.max_attempts 10, call_timeout 3s) on provider openai, whose
+// max_concurrency 8, max_parallel_passes 2, run.max_attempts 10 or --max-attempts, call_timeout 3s) on provider openai, whose
 // base_url is the simulator (50 ms ± 30 ms) served by sim.Serve, with one outage per case starting --after (500 ms:
 // the grid takes about a second without an outage) past the first call: 503s, nginx 502 pages and refused connections for 20 s, 90 s and 5 min, and a 60 s wall of 429s
 // without Retry-After. For each case it prints the cells answered and failed (with the error classes), the model
@@ -10,6 +10,7 @@
 //	go run ./benchmarks/outage                                     # every case, one after the other
 //	go run ./benchmarks/outage --cases none,503-20s,429-60s        # some of them
 //	go run ./benchmarks/outage --scale 0.1                         # every outage a tenth as long: a quick look
+//	go run ./benchmarks/outage --cases 503-20s --max-attempts 1    # one try per cell: the outage must fail none
 package main
 
 import (
@@ -66,6 +67,7 @@ func main() {
 	latency := flag.Duration("latency", 50*time.Millisecond, "simulator latency of every call")
 	jitter := flag.Duration("jitter", 30*time.Millisecond, "uniform ± jitter of the latency")
 	timeout := flag.Duration("timeout", 20*time.Minute, "give a case up (and terminate its workflow) after this long")
+	maxAttempts := flag.Int("max-attempts", 10, "run.max_attempts of the grid")
 	flag.Parse()
 	if *scale <= 0 || *after < 0 {
 		log.Fatalf("--scale %v, --after %v: want a positive scale and a start >= 0", *scale, *after)
@@ -81,7 +83,7 @@ func main() {
 		c.outage.For = time.Duration(float64(c.outage.For) * *scale)
 		run = append(run, c)
 	}
-	if err := runAll(run, sim.Latency{Fixed: *latency, Jitter: *jitter}, *scale, *timeout); err != nil {
+	if err := runAll(run, sim.Latency{Fixed: *latency, Jitter: *jitter}, *scale, *maxAttempts, *timeout); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -103,7 +105,7 @@ type outcome struct {
 	err         error
 }
 
-func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Duration) error {
+func runAll(cases []outageCase, lat sim.Latency, scale float64, maxAttempts int, timeout time.Duration) error {
 	st, err := bench.Start(sim.Config{}) // the stack's own simulator is unused: each case brings its own
 	if err != nil {
 		return err
@@ -112,7 +114,7 @@ func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Dur
 	loadStart := bench.Load()
 	out := make([]outcome, len(cases))
 	for i, c := range cases {
-		out[i] = runCase(st, c, lat, timeout, fmt.Sprintf("outage-%s-%d", c.name, time.Now().UnixNano()))
+		out[i] = runCase(st, c, lat, maxAttempts, timeout, fmt.Sprintf("outage-%s-%d", c.name, time.Now().UnixNano()))
 		o := out[i]
 		fmt.Fprintf(os.Stderr, "%s: %d ok, %d failed %v, %d requests (%d in the outage), max attempts %d / %d per cell, "+
 			"pass attempts %v, %.1fs, %.1fs after the outage (err %v, load %s)\n", c.name, o.OK, o.Failed, o.Classes,
@@ -121,8 +123,8 @@ func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Dur
 	}
 
 	fmt.Printf("### Outages: 1 model × 2 seeds × 30 items × 5 personas = 300 cells, max_concurrency 8, "+
-		"max_parallel_passes 2, run.max_attempts 10, call_timeout 3s, provider openai on the simulator at %v ± %v; "+
-		"each outage starts %v after the first call", lat.Fixed, lat.Jitter, cases[0].outage.After)
+		"max_parallel_passes 2, run.max_attempts %d, call_timeout 3s, provider openai on the simulator at %v ± %v; "+
+		"each outage starts %v after the first call", maxAttempts, lat.Fixed, lat.Jitter, cases[0].outage.After)
 	if scale != 1 {
 		fmt.Printf("; outage lengths × %v (the names say the unscaled length)", scale)
 	}
@@ -166,9 +168,9 @@ func runAll(cases []outageCase, lat sim.Latency, scale float64, timeout time.Dur
 }
 
 // runCase serves a simulator with the case's outage, runs the grid under workflow id id and reads what happened.
-func runCase(st *bench.Stack, c outageCase, lat sim.Latency, timeout time.Duration, id string) outcome {
+func runCase(st *bench.Stack, c outageCase, lat sim.Latency, maxAttempts int, timeout time.Duration, id string) outcome {
 	spec := bench.GridSpec(1, 2, 30, 5)
-	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses, spec.Run.MaxAttempts = 8, 2, 10
+	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses, spec.Run.MaxAttempts = 8, 2, maxAttempts
 	spec.Run.CallTimeout = experiment.Duration(3 * time.Second)
 	cfg := sim.Config{Latency: lat}
 	if c.outage.For > 0 {
