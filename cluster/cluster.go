@@ -179,6 +179,22 @@ func (f *Flags) Register(fs FlagSet) {
 	fs.StringVar(&f.apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment, which no process listing shows (env "+EnvAPIKey+")")
 }
 
+// Args are the flags given, as a command line repeats them: the TLS ones, never the API key (a key belongs in
+// the environment, where a pasted command line takes it from: EnvAPIKey).
+func (f *Flags) Args() []string {
+	var out []string
+	if f.tls {
+		out = append(out, "--tls")
+	}
+	for _, a := range []struct{ name, v string }{{"--tls-cert-path", f.tlsCert}, {"--tls-key-path", f.tlsKey},
+		{"--tls-ca-path", f.tlsCA}, {"--tls-server-name", f.tlsServer}} {
+		if a.v != "" {
+			out = append(out, a.name, a.v)
+		}
+	}
+	return out
+}
+
 // Config combines the flags with the environment (getenv: os.Getenv in production) into a Config for address
 // and namespace. An unparsable TEMPORAL_TLS is an error.
 func (f *Flags) Config(address, namespace string, getenv func(string) string) (Config, error) {

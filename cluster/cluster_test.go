@@ -297,3 +297,19 @@ func TestWithoutOwnVariables(t *testing.T) {
 		}
 	}
 }
+
+func TestArgsRepeatTheTLSFlagsNeverTheKey(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	var f Flags
+	f.Register(fs)
+	if err := fs.Parse([]string{"--tls-ca-path", "ca.pem", "--api-key", "secret-key", "--tls-server-name", "t.example"}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(f.Args(), " ")
+	if got != "--tls-ca-path ca.pem --tls-server-name t.example" {
+		t.Errorf("Args = %q", got)
+	}
+	if strings.Contains(got, "secret-key") {
+		t.Error("Args repeats the API key")
+	}
+}

@@ -28,3 +28,19 @@ func lockDir(dir string) (func() error, error) {
 	}
 	return f.Close, nil
 }
+
+// InUse reports whether a server holds dir's lock: a live process serves it. known is false where locks are not
+// available. The probe takes a shared lock for an instant, so a server starting at that moment may find the
+// dir in use and must try again.
+func InUse(dir string) (inUse, known bool) {
+	f, err := os.Open(filepath.Join(dir, "temporal.lock"))
+	if err != nil {
+		return false, true // no lock file: no server has ever used dir
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK), true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false, true
+}

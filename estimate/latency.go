@@ -18,14 +18,22 @@ type Latency struct {
 	Source  string
 }
 
-// InFlight is the most calls of model mi that a run of spec has in flight at once: its max_concurrency when set,
-// else run.max_concurrency per pass times the passes of the model that may run at once.
+// InFlight is the most calls of model mi that a run of spec has in flight at once: run.max_concurrency per pass
+// times the passes of the model that may run at once (its passes, (seed, chunk) pairs, up to
+// run.max_parallel_passes), capped by the model's max_concurrency when set. More in flight would make the bound
+// smaller, so it stays a lower bound.
 func InFlight(spec *experiment.Spec, mi int) int {
 	perPass := spec.Run.MaxConcurrency
 	if perPass <= 0 {
 		perPass = experiment.DefaultMaxConcurrency
 	}
-	passes := max(1, min(max(1, spec.Run.MaxParallelPasses), len(spec.Seeds)))
+	own := 0
+	for _, p := range spec.Passes() {
+		if p.Model == mi {
+			own++
+		}
+	}
+	passes := max(1, min(max(1, spec.Run.MaxParallelPasses), own))
 	n := perPass * passes
 	if mc := spec.Models[mi].MaxConcurrency; mc > 0 {
 		n = min(n, mc)

@@ -8,8 +8,9 @@ import (
 )
 
 func TestInFlightAndTheLatencyBound(t *testing.T) {
-	spec := &experiment.Spec{Seeds: []int64{1, 2, 3}, Models: []experiment.Model{{ID: "a"}, {ID: "b", MaxConcurrency: 5}}}
-	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = 16, 2
+	spec := &experiment.Spec{Seeds: []int64{1, 2, 3}, Models: []experiment.Model{{ID: "a"}, {ID: "b", MaxConcurrency: 5}},
+		Personas: []experiment.Persona{{ID: "p"}}, Questionnaire: experiment.Questionnaire{Items: []experiment.Item{{ID: "1"}, {ID: "2"}}}}
+	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses, spec.Run.ChunkSize = 16, 2, 2
 	if got := InFlight(spec, 0); got != 32 {
 		t.Errorf("InFlight of a model without its own cap = %d; want 16 per pass × 2 passes", got)
 	}
@@ -18,9 +19,13 @@ func TestInFlightAndTheLatencyBound(t *testing.T) {
 	}
 	spec.Seeds = spec.Seeds[:1]
 	if got := InFlight(spec, 0); got != 16 {
-		t.Errorf("InFlight with one seed (one pass at a time) = %d; want 16", got)
+		t.Errorf("InFlight with one seed in one chunk (one pass) = %d; want 16", got)
 	}
-	spec.Seeds = []int64{1, 2, 3}
+	spec.Run.ChunkSize = 1 // one seed in two chunks: two passes, which may run at once
+	if got := InFlight(spec, 0); got != 32 {
+		t.Errorf("InFlight with one seed in two chunks = %d; want 16 × 2", got)
+	}
+	spec.Seeds, spec.Run.ChunkSize = []int64{1, 2, 3}, 2
 
 	e := Estimate{Models: []ModelEstimate{
 		{Model: "a", Cells: 1000, Calls: 1000, LimitedBy: LimitConcurrency},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
@@ -50,7 +49,7 @@ func byReference(ctx context.Context, st store.Store, specs *activities.SpecCach
 // --address when --store or SILICO_STORE names it), else inline, which a spec too large for a workflow input
 // cannot be.
 func startInput(ctx context.Context, sess *session, id string, spec *experiment.Spec, canonical []byte, output string) (workflows.Input, error) {
-	if sess.store == nil && (sess.flags.storePath != "" || os.Getenv(envStore) != "") {
+	if sess.store == nil && sess.flags.storeNamed() {
 		if err := sess.openStore(ctx); err != nil {
 			return workflows.Input{}, err
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -56,7 +55,8 @@ so and returns: the cancellation is carried out when a worker next runs.
 Exit codes: 0 when the run ended (cancelled, or completed or failed before the cancellation took effect: the
 output says which), when it had already ended before this command (the output says how and when; nothing is
 cancelled), and when the command does not wait (--wait 0, or no worker); 1 when there is no run ID, the server
-cannot be reached, or the run has not ended within --wait (its cancellation stays requested); 130 when
+cannot be reached, the run has not ended within --wait, or the starter that ran it exited (was killed) before it
+ended (its cancellation stays requested in both cases); 130 when
 interrupted while waiting (the cancellation stays requested).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,7 +71,7 @@ interrupted while waiting (the cancellation stays requested).`,
 			defer sess.Close()
 			// The results store counts the cells recorded exactly; with --address only a store named on purpose
 			// is the workers' (the default file is this machine's).
-			if conn.embedded() || conn.storePath != "" || os.Getenv(envStore) != "" {
+			if conn.storeNamed() {
 				if err := sess.openStore(ctx); err != nil {
 					return err
 				}
@@ -136,12 +136,12 @@ func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, s
 	}
 	fmt.Fprintf(stdout, "cancellation of run %s requested on %s\n", id, where)
 	if o.wait == 0 {
-		fmt.Fprintf(stdout, "  not waiting (--wait 0): `starter status %s` says when it has ended\n", id)
+		fmt.Fprintf(stdout, "  not waiting (--wait 0): `%s` says when it has ended\n", sess.flags.command("status", id))
 		return nil
 	}
 	if tq := info.GetTaskQueue(); !hasPollers(ctx, c, tq) {
 		fmt.Fprintf(stdout, "  no worker polls task queue %s: the run ends when one does (`%s`, or a `worker` of the "+
-			"cluster); until then none of its calls is made\n", tq, sess.flags.command("run", id))
+			"cluster); until then none of its calls is made\n", tq, sess.resumeCommand(id, ""))
 		return nil
 	}
 
@@ -154,11 +154,11 @@ func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, s
 		select {
 		case <-wctx.Done():
 			if ctx.Err() != nil {
-				fmt.Fprintf(stderr, "interrupted: the cancellation of run %s stays requested; `starter status %s` follows it\n", id, id)
+				fmt.Fprintf(stderr, "interrupted: the cancellation of run %s stays requested; `%s` follows it\n", id, sess.flags.command("status", id))
 				return withCode(exitInterrupted, errors.New(""))
 			}
 			return fmt.Errorf("run %s has not ended within %s (--wait): its cancellation stays requested; "+
-				"`starter status %s` follows it", id, o.wait, id)
+				"`%s` follows it", id, o.wait, sess.flags.command("status", id))
 		case <-tick.C:
 		}
 		d, err := describeRun(wctx, c, id)
@@ -225,8 +225,8 @@ func ownerExited(ctx context.Context, sess *session, id string, last snapshot, s
 	fmt.Fprintf(stdout, "stopped: the starter that ran %s (pid %d) exited before the run ended; %s of %s cells recorded\n",
 		id, sess.shared.PID, thousands(recorded), thousands(last.total))
 	fmt.Fprintf(stdout, "  the cancellation stays requested: the run ends cancelled when it is next served (`%s`), and nothing "+
-		"recorded is lost\n", sess.flags.command("run", id))
-	return nil
+		"recorded is lost\n", sess.resumeCommand(id, ""))
+	return withCode(exitError, fmt.Errorf("run %s has not ended: its starter exited first", id))
 }
 
 // noSuchRun is the error for a run id the server does not know, with where to look instead.
@@ -331,7 +331,7 @@ func reportEnd(ctx context.Context, sess *session, id string, st enumspb.Workflo
 		}
 	}
 	fmt.Fprintf(stdout, "  nothing recorded is lost: `%s` writes it, and `%s` resumes the run, calling only the cells "+
-		"without a record\n", sess.flags.command("export", id, "--output", "DIR"), sess.flags.command("run", id))
+		"without a record\n", sess.flags.command("export", id, "--output", "DIR"), sess.resumeCommand(id, ""))
 	return nil
 }
 

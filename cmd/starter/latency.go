@@ -28,8 +28,8 @@ type latencyStore interface {
 }
 
 // modelLatencies is the latency of a call of each model of spec, as known before its run: the simulator's
-// settings for a model of provider sim, else the median latency of the model's calls in earlier runs of the
-// store st (nil: none), a model being the same when its name, provider and base URL are. Models with neither
+// settings for a model of provider sim, else the median latency of the model's synchronous calls in earlier runs
+// of the store st (nil: none), a model being the same when its name, provider and base URL are. Models with neither
 // are left out: their least wall time stays unknown.
 func modelLatencies(ctx context.Context, spec *experiment.Spec, st latencyStore) map[string]estimate.Latency {
 	out := map[string]estimate.Latency{}
@@ -63,7 +63,9 @@ func modelLatencies(ctx context.Context, spec *experiment.Spec, st latencyStore)
 		perModel := old.NumCells() / len(old.Models) // models are the outermost loop of submission order
 		for oi, om := range old.Models {
 			for _, m := range want {
-				if om.Name != m.Name || om.Provider != m.Provider || om.BaseURL != m.BaseURL || len(samples[m.ID]) >= latencySample {
+				// A batch record's latency is the batch's turnaround, not a call's.
+				if om.Name != m.Name || om.Provider != m.Provider || om.BaseURL != m.BaseURL || old.Batched(om) ||
+					len(samples[m.ID]) >= latencySample {
 					continue
 				}
 				recs, err := st.Records(ctx, r.ID, oi*perModel, oi*perModel+min(perModel, latencyPerRun))

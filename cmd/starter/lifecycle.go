@@ -27,7 +27,8 @@ import (
 const defaultStateDir = ".silico"
 
 // command is the starter command line that does verb with args against the same server and store as f: the
-// connection flags that differ from their defaults are repeated, so that the line works when pasted.
+// connection flags that differ from their defaults are repeated (TLS included; an API key never: it is read from
+// the environment), so that the line works when pasted.
 func (f *connFlags) command(verb string, args ...string) string {
 	parts := append([]string{"starter", verb}, args...)
 	if f.address != "" && f.address != os.Getenv("TEMPORAL_ADDRESS") {
@@ -36,6 +37,9 @@ func (f *connFlags) command(verb string, args ...string) string {
 	if ns := envOr("TEMPORAL_NAMESPACE", "default"); f.namespace != ns {
 		parts = append(parts, "--namespace", f.namespace)
 	}
+	if !f.embedded() {
+		parts = append(parts, f.cluster.Args()...)
+	}
 	if f.embedded() && f.stateDir != defaultStateDir {
 		parts = append(parts, "--state-dir", f.stateDir)
 	}
@@ -43,6 +47,19 @@ func (f *connFlags) command(verb string, args ...string) string {
 		parts = append(parts, "--store", f.storePath)
 	}
 	return strings.Join(parts, " ")
+}
+
+// resumeCommand is the command that goes on with run id: `starter run ID` where the workers' results store is at
+// hand (it holds the run's spec), else the spec file the user named, SPEC when unknown (the same spec is the
+// same run).
+func (s *session) resumeCommand(id, specRef string) string {
+	if s.flags.storeNamed() {
+		return s.flags.command("run", id)
+	}
+	if specRef == "" {
+		specRef = "SPEC"
+	}
+	return s.flags.command("run", specRef)
 }
 
 // runLister is what resolving a run id needs of the results store.
@@ -81,6 +98,26 @@ func resolveRun(ctx context.Context, st runLister, ref string) (id string, known
 	}
 	return ref, false, withCode(exitUsage, fmt.Errorf("%q names %d runs of %s; give more of the id:\n  %s%s",
 		ref, len(matches), st.Location(), strings.Join(shown, "\n  "), more))
+}
+
+// resolveStored resolves ref (see resolveRun) against the results store conn names, when it is the workers' and
+// exists; otherwise ref is returned as it is.
+func resolveStored(ctx context.Context, conn *connFlags, ref string) (string, error) {
+	if !conn.storeNamed() {
+		return ref, nil
+	}
+	if dsn := conn.store(); !store.IsPostgres(dsn) {
+		if _, err := os.Stat(dsn); err != nil {
+			return ref, nil
+		}
+	}
+	st, err := store.Open(ctx, conn.store())
+	if err != nil {
+		return ref, fmt.Errorf("open results store: %w", err)
+	}
+	defer st.Close()
+	id, _, err := resolveRun(ctx, st, ref)
+	return id, err
 }
 
 // resolveInSession resolves ref (see resolveRun) against the session's results store, when it has one.
@@ -236,7 +273,8 @@ func newerUnfinished(ctx context.Context, sess *session, id string) (store.RunIn
 		return store.RunInfo{}, false
 	}
 	for _, r := range runs { // newest first
-		if strings.HasPrefix(r.ID, id+"-") && r.State != store.RunCompleted {
+		// A run without a state was recorded before states were: it finished if it exported.
+		if strings.HasPrefix(r.ID, id+"-") && r.State != store.RunCompleted && (r.State != "" || !r.HasElapsed) {
 			return r, true
 		}
 	}

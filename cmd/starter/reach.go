@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/silicolab/silico/devserver"
 )
 
 // serverFile, in the state dir, says where the embedded server of a running starter listens, so that other
@@ -36,33 +36,26 @@ func writeServerInfo(dir string, info serverInfo) error {
 	return os.Rename(tmp, filepath.Join(dir, serverFile))
 }
 
-// readServerInfo is what serverFile in dir says, when it names a process other than this one that is alive. A
-// file left by a killed starter names a dead process and is ignored.
+// readServerInfo is what serverFile in dir says, when it names another process and that process still serves
+// dir: it holds the state dir's lock (devserver.InUse), which the kernel drops when the process dies, so a file
+// left by a killed starter is ignored whatever process has its pid since. Where locks are not available the
+// file is taken as it is, and liveServer's health check decides.
 func readServerInfo(dir string) (serverInfo, bool) {
 	var info serverInfo
 	b, err := os.ReadFile(filepath.Join(dir, serverFile))
 	if err != nil || json.Unmarshal(b, &info) != nil || info.HostPort == "" || info.PID == os.Getpid() {
 		return info, false
 	}
-	return info, processAlive(info.PID)
+	if inUse, known := devserver.InUse(dir); known {
+		return info, inUse
+	}
+	return info, true
 }
 
-// processAlive reports whether process pid exists (signal 0 checks without sending anything).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	err = p.Signal(syscall.Signal(0))
-	return err == nil || errors.Is(err, os.ErrPermission)
-}
-
-// Waits of the search for another starter's server. A starter that is alive and has published its server
-// answers within reachWait even on a loaded machine (its health check is one RPC); a starter that holds the state
-// dir's lock but has not published its server yet is starting it, which takes a few seconds at most: publishWait.
+// Waits of the search for another starter's server. A starter that serves the state dir answers within
+// reachWait even on a loaded machine (its health check is one RPC); a process that holds the state dir's lock
+// without a published server is starting its server or stopping it, which takes a few seconds at most: the
+// search goes on for publishWait, taking the state dir itself as soon as the lock is free.
 const (
 	reachWait   = 15 * time.Second
 	publishWait = 30 * time.Second
@@ -95,21 +88,6 @@ func liveServer(ctx context.Context, dir string) (serverInfo, bool) {
 	}
 }
 
-// awaitPublished waits up to publishWait for the starter that holds dir's lock to publish a server that answers.
-func awaitPublished(ctx context.Context, dir string) (serverInfo, bool) {
-	ctx, cancel := context.WithTimeout(ctx, publishWait)
-	defer cancel()
-	for {
-		if info, ok := liveServer(ctx, dir); ok {
-			return info, true
-		}
-		select {
-		case <-ctx.Done():
-			return serverInfo{}, false
-		case <-time.After(reachPoll):
-		}
-	}
-}
 
 // healthy reports whether a Temporal frontend answers at hostPort, within a few seconds.
 func healthy(ctx context.Context, hostPort string) bool {

@@ -63,15 +63,19 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				return withCode(exitUsage, errors.New("--no-cache cannot change a finished run's spec: run --retry-failed without it, or start a fresh run with --new --no-cache"))
 			}
 			if looksLikeRunID(args[0]) {
-				if retry {
-					return retryRun(cmd, &conn, args[0], nil, output, opts)
-				}
 				if dryRun || noCache || fresh || anyChanged(cmd, "model", "seeds", "on-error", "cumulative", "max-concurrency") {
 					return withCode(exitUsage, fmt.Errorf("%s names a run, whose spec is saved: --dry-run, --no-cache, --new and "+
 						"the spec overrides take a spec file", args[0]))
 				}
 				if detach && conn.embedded() {
 					return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
+				}
+				if retry {
+					id, err := resolveStored(cmd.Context(), &conn, args[0])
+					if err != nil {
+						return err
+					}
+					return retryRun(cmd, &conn, id, nil, output, opts)
 				}
 				return resumeRun(cmd, &conn, args[0], output, opts)
 			}
@@ -194,7 +198,8 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 		return withCode(exitUsage, fmt.Errorf("no run %s to retry (run it first): %w", id, err))
 	}
 	if st := d.GetWorkflowExecutionInfo().GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return withCode(exitUsage, fmt.Errorf("run %s is still running: wait for it to finish (starter status %s), then retry its failed cells", id, id))
+		return withCode(exitUsage, fmt.Errorf("run %s is still running: wait for it to finish (`%s`), then retry its failed cells",
+			id, conn.command("status", id, "--watch")))
 	}
 	if output, err = outputDir(conn, output, id); err != nil {
 		return err
@@ -211,6 +216,7 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 	if err != nil {
 		return fmt.Errorf("start the retry of run %s: %w", id, err)
 	}
+	sess.recordState(id, store.RunRunning)
 	fmt.Fprintf(cmd.OutOrStdout(), "Retrying the failed cells of run %s\n", id)
 	if link := sess.uiLink(id); link != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "  Temporal UI: %s (both executions)\n", link)
@@ -292,17 +298,17 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 		fmt.Fprintf(stdout, "  Temporal UI: %s\n", link)
 	}
 	if o.detach {
-		fmt.Fprintf(stdout, "  follow it with: starter status %s --address %s\n", id, sess.flags.address)
+		fmt.Fprintf(stdout, "  follow it with: %s\n", sess.flags.command("status", id, "--watch"))
 		return nil
 	}
 	return follow(ctx, sess, run, spec, id, output, attached, o, stdout, stderr)
 }
 
-// looksLikeRunID reports whether arg of `starter run` names a run rather than a spec file: no file of that name
-// exists and it has neither a path separator nor a dot, which every spec file name has (.yaml, .json) and no run
+// looksLikeRunID reports whether arg of `starter run` names a run rather than a spec file: no regular file of
+// that name exists (a directory named like a run, such as out/<id>, is not a spec) and it has neither a path separator nor a dot, which every spec file name has (.yaml, .json) and no run
 // id has.
 func looksLikeRunID(arg string) bool {
-	if _, err := os.Stat(arg); err == nil {
+	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
 		return false
 	}
 	return !strings.ContainsAny(arg, "/.\\")
@@ -311,6 +317,10 @@ func looksLikeRunID(arg string) bool {
 // resumeRun goes on with the run ref names (an id or a unique prefix), with the spec saved in the results store.
 func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOptions) error {
 	ctx := cmd.Context()
+	if !conn.storeNamed() {
+		return withCode(exitUsage, fmt.Errorf("%s is not a spec file; `starter run ID` reads the run's saved spec from the workers' "+
+			"results store: with --address, name it with --store or %s, or give the spec file instead", ref, envStore))
+	}
 	if dsn := conn.store(); !store.IsPostgres(dsn) {
 		// Opening a SQLite path that does not exist would create an empty store.
 		if _, err := os.Stat(dsn); err != nil {
@@ -382,7 +392,7 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	err := run.Get(ctx, &res)
 	stopProgress()
 	<-progDone
-	resume := sess.flags.command("run", id)
+	resume := sess.resumeCommand(id, o.specRef)
 	if err != nil {
 		if ctx.Err() != nil {
 			if sess.worker != nil {
@@ -394,15 +404,19 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 			}
 			return withCode(exitInterrupted, errors.New(""))
 		}
-		sess.recordState(id, endState(err))
+		state := endState(err)
+		if d, derr := describeRun(context.WithoutCancel(ctx), sess.client, id); derr == nil {
+			state = stateWord(d.GetWorkflowExecutionInfo().GetStatus()) // the server's word, not the error chain's
+		}
+		sess.recordState(id, state)
 		uiAfter(stderr, sess)
-		if temporal.IsCanceledError(err) {
+		if state == store.RunCancelled {
 			return fmt.Errorf("run %s was cancelled (`starter cancel`, the Web UI or `temporal workflow cancel`); what it "+
 				"recorded is kept: `%s` resumes it, calling only the cells without a record, and `%s` writes what it has",
 				id, resume, sess.flags.command("export", id, "--output", "DIR"))
 		}
 		return fmt.Errorf("run %s %s: %w; what it recorded is kept: `%s` starts it again, calling only the cells without a record",
-			id, endState(err), err, resume)
+			id, state, err, resume)
 	}
 	sess.recordState(id, store.RunCompleted)
 	// A completed run is exported again where this command asks, when its store is at hand.

@@ -62,6 +62,9 @@ contains the text, --status those in that state. Every command that takes a run 
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if !conn.storeNamed() {
+				return withCode(exitUsage, fmt.Errorf("with --address, runs lists the workers' results store: name it with --store or %s", envStore))
+			}
 			if dsn := conn.store(); !store.IsPostgres(dsn) {
 				if _, err := os.Stat(dsn); err != nil {
 					if asJSON {
@@ -126,7 +129,7 @@ func runsServer(ctx context.Context, conn *connFlags, stderr io.Writer) (client.
 }
 
 // listRuns is the store's runs as rows, filtered by name (a substring of the name or id) and status, at most limit
-// (0: all). c, when not nil, is asked for the status of the runs not recorded as ended.
+// (0: all). c, when not nil, is asked for each run's status, which wins over the state recorded in the store.
 func listRuns(ctx context.Context, st store.Store, c client.Client, embedded bool, name, status string, limit int) ([]runRow, error) {
 	runs, err := st.Runs(ctx)
 	if err != nil {
@@ -148,7 +151,7 @@ func listRuns(ctx context.Context, st store.Store, c client.Client, embedded boo
 		if name != "" && !strings.Contains(row.Name, name) && !strings.Contains(r.ID, name) {
 			continue
 		}
-		if c != nil && !store.Terminal(r.State) {
+		if c != nil { // the server's word: a retry of a finished run is running again
 			dctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 			if d, err := c.DescribeWorkflowExecution(dctx, r.ID, ""); err == nil {
 				row.Status = stateWord(d.GetWorkflowExecutionInfo().GetStatus())

@@ -81,6 +81,13 @@ const envStore = "SILICO_STORE"
 // store is the results store's DSN: --store, else SILICO_STORE, else the SQLite file in the state dir.
 func (f *connFlags) store() string { return storeDSN(f.storePath, f.stateDir) }
 
+// storeNamed reports whether the results store is known to be the workers' one: always in embedded mode (this
+// process is the worker); with --address only when --store or SILICO_STORE names it, since the default file is
+// this machine's.
+func (f *connFlags) storeNamed() bool {
+	return f.embedded() || f.storePath != "" || os.Getenv(envStore) != ""
+}
+
 func storeDSN(flag, stateDir string) string {
 	return cmp.Or(flag, os.Getenv(envStore), filepath.Join(stateDir, "results.db"))
 }
@@ -130,20 +137,9 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	}()
 	hostPort := f.address
 	if f.embedded() {
-		info, live := liveServer(ctx, f.stateDir)
-		if !live {
-			var err error
-			if live, err = s.startEmbedded(ctx, opts); err != nil {
-				return nil, err
-			}
-			if live {
-				// Another starter holds the state dir and has just published its server.
-				info, live = awaitPublished(ctx, f.stateDir)
-				if !live {
-					return nil, fmt.Errorf("state dir %s is in use by another process whose server does not answer; "+
-						"wait for it to end, or give this command its own --state-dir", f.stateDir)
-				}
-			}
+		info, err := s.reach(ctx, opts)
+		if err != nil {
+			return nil, err
 		}
 		if s.dev != nil {
 			hostPort = s.dev.FrontendHostPort()
@@ -213,6 +209,33 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	return s, nil
 }
 
+// reach finds the server of the state dir: another starter's, when one serves it (info), else one this session
+// starts (s.dev). A process that holds the state dir without a published server is starting its server (it
+// publishes it within seconds) or stopping it (the lock is free within seconds): reach tries both, the other's
+// server and the state dir itself, until one works or publishWait has passed.
+func (s *session) reach(ctx context.Context, opts sessionOptions) (serverInfo, error) {
+	dir := s.flags.stateDir
+	deadline := time.Now().Add(publishWait)
+	for {
+		if info, live := liveServer(ctx, dir); live {
+			return info, nil
+		}
+		inUse, err := s.startEmbedded(ctx, opts)
+		if err != nil || !inUse {
+			return serverInfo{}, err
+		}
+		if time.Now().After(deadline) {
+			return serverInfo{}, fmt.Errorf("state dir %s is in use by another process whose server does not answer; "+
+				"wait for it to end, or give this command its own --state-dir", dir)
+		}
+		select {
+		case <-ctx.Done():
+			return serverInfo{}, ctx.Err()
+		case <-time.After(reachPoll):
+		}
+	}
+}
+
 // startEmbedded starts the embedded server on the state dir (and, for a session with a worker, the simulator and
 // the store beside it) and publishes where it listens. inUse reports, without an error, that another process
 // holds the state dir: a starter that is starting its server or stopping it.
@@ -241,7 +264,10 @@ func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse
 	}()
 	var prepErr error
 	if opts.worker {
-		if prepErr = s.startSim(opts.sim); prepErr == nil {
+		if s.sim == nil { // started by an earlier try that found the state dir in use
+			prepErr = s.startSim(opts.sim)
+		}
+		if prepErr == nil {
 			prepErr = s.openStore(ctx)
 		}
 	}
@@ -364,7 +390,7 @@ func (s *session) ownerGone() bool {
 		return false
 	}
 	info, alive := readServerInfo(s.flags.stateDir)
-	return !alive || info.PID != s.shared.PID || info.HostPort != s.shared.HostPort
+	return !alive || info.PID != s.shared.PID || info.HostPort != s.shared.HostPort || !healthy(context.Background(), info.HostPort)
 }
 
 // Close stops what the session started, worker first so no activity writes after the store closes.

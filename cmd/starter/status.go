@@ -13,8 +13,12 @@ import (
 	"github.com/silicolab/silico/workflows"
 )
 
-// statusSample is how long `starter status` watches a running run to measure its rate, when not --watch.
-const statusSample = 2 * time.Second
+// statusSample is how long `starter status` watches a running run to measure its rate, when not --watch, and
+// statusReadTries how many reads in a row may fail (a server restarting) before it gives up.
+const (
+	statusSample    = 2 * time.Second
+	statusReadTries = 5
+)
 
 func newStatusCmd() *cobra.Command {
 	var (
@@ -40,8 +44,8 @@ server for the command.`,
 				return err
 			}
 			defer sess.Close()
-			if conn.embedded() {
-				// The run's results are in the local store: count them directly.
+			if conn.storeNamed() {
+				// The run's results are in the store at hand: count them directly.
 				if err := sess.openStore(ctx); err != nil {
 					return err
 				}
@@ -69,14 +73,15 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 		}
 		return err
 	}
+	first, firstAt := s, time.Now() // the rate is the cells recorded between two reads over the time between them
 	fmt.Fprintf(out, "%s: %s\n", id, s.status)
 	if s.status == "Running" && !hasPollers(ctx, sess.client, workflows.TaskQueue) {
 		fmt.Fprintf(out, "  interrupted: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · $%.4f\n"+
 			"  `%s` resumes it, calling only the cells without a record\n",
-			thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.flags.command("run", id))
+			thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.resumeCommand(id, ""))
 		return nil
 	}
-	first, firstAt := s, time.Now()
+	failures := 0
 	for s.status == "Running" {
 		wait := statusSample
 		if watch {
@@ -84,7 +89,7 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return withCode(exitInterrupted, errors.New(""))
 		case <-time.After(wait):
 		}
 		next, err := readProgressSized(ctx, sess.client, sess.store, id, w)
@@ -94,8 +99,12 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 					sess.flags.command("runs", "--name", id))
 				return nil
 			}
+			if failures++; failures >= statusReadTries {
+				return fmt.Errorf("run %s: the server stopped answering: %w", id, err)
+			}
 			continue
 		}
+		failures = 0
 		rate := float64(next.done-first.done) / time.Since(firstAt).Seconds()
 		s = next
 		if s.status != "Running" {
