@@ -88,7 +88,6 @@ func liveServer(ctx context.Context, dir string) (serverInfo, bool) {
 	}
 }
 
-
 // healthy reports whether a Temporal frontend answers at hostPort, within a few seconds.
 func healthy(ctx context.Context, hostPort string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
