@@ -144,14 +144,22 @@ func (d *decoder) place(e *experiment.Error, root *node) {
 	e.File, e.Line, e.Column = d.file, root.line, root.col
 }
 
-// coveredBy reports whether a decoding error was already reported at field or one of its parents.
+// coveredBy reports whether a decoding error was already reported at field, at one of its parents, or inside it.
+// A field the decoder could not read in full (a CSV file it names is missing) reaches validation empty or in
+// part, so what validation says of it ("questionnaire.items: empty") follows from the decoding error and would
+// only hide it.
 func coveredBy(field string, errs experiment.Errors) bool {
 	for _, e := range errs {
-		if e.Field == field || strings.HasPrefix(field, e.Field+".") || strings.HasPrefix(field, e.Field+"[") || e.Field == "" {
+		if e.Field == "" || within(field, e.Field) || within(e.Field, field) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether path is parent or one of its fields or elements.
+func within(path, parent string) bool {
+	return path == parent || strings.HasPrefix(path, parent+".") || strings.HasPrefix(path, parent+"[")
 }
 
 // sortByPosition orders the errors by file, line, column; errors without a position keep their order at the end.
