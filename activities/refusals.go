@@ -86,9 +86,12 @@ func deadModel(spec *experiment.Spec, idx int, class string, e *llm.Error, calle
 	var msg string
 	if class == ClassNotFound {
 		msg = fmt.Sprintf("model %s: its calls to %s are answered %s, and none succeeded: no cell can be answered there; ", m.ID, calledURL, said)
-		if fix := experiment.WithAPIVersion(m.BaseURL); fix != "" {
+		switch fix := experiment.WithAPIVersion(m.BaseURL); {
+		case fix != "":
 			msg += fmt.Sprintf("its base_url has no /v1, under which OpenAI-compatible servers serve their API: set models[%d].base_url to %s", idx, fix)
-		} else {
+		case m.BaseURL == "":
+			msg += fmt.Sprintf("check models[%d].name: %q must be a model the provider has", idx, m.Name)
+		default:
 			msg += fmt.Sprintf("check models[%d].base_url (the server's API root, e.g. http://localhost:11434/v1) and models[%d].name "+
 				"(%q must be a model the server has)", idx, idx, m.Name)
 		}

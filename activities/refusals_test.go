@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -172,5 +173,45 @@ func TestA404AfterAnAnswerIsTheCellsOwn(t *testing.T) {
 	}
 	if err != nil || res.Failed != 6 || len(fm.requested()) != 6 {
 		t.Errorf("pass: %v, %+v after %d requests; want all 6 cells sent and failed on their own", err, res, len(fm.requested()))
+	}
+}
+
+// TestDeadModelSaysWhatToChange: the message of a given-up model names the change that fixes it, by what the
+// spec sent.
+func TestDeadModelSaysWhatToChange(t *testing.T) {
+	notFound := &llm.Error{Class: llm.ClassInvalidRequest, Status: 404, Code: "model_not_found", Message: "The model `gpt-4o-mni` does not exist"}
+	refused := &llm.Error{Class: llm.ClassInvalidRequest, Status: 400, Code: "invalid_request_error", Message: "unsupported parameter"}
+	for _, tc := range []struct {
+		name   string
+		edit   func(*experiment.Spec)
+		class  string
+		e      *llm.Error
+		want   string
+		unwant string
+	}{
+		{"no /v1", func(s *experiment.Spec) { s.Models[0].BaseURL = "http://localhost:11434/" }, ClassNotFound, notFound,
+			"set models[0].base_url to http://localhost:11434/v1", "check models[0].name"},
+		{"the default base_url", func(s *experiment.Spec) { s.Models[0].BaseURL = "" }, ClassNotFound, notFound,
+			`check models[0].name: "fake" must be a model the provider has`, "base_url"},
+		{"a versioned base_url", func(s *experiment.Spec) { s.Models[0].BaseURL = "http://localhost:8000/v1" }, ClassNotFound, notFound,
+			"check models[0].base_url (the server's API root, e.g. http://localhost:11434/v1) and models[0].name", "set models[0].base_url"},
+		{"json_schema", func(s *experiment.Spec) { s.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerJSONSchema} }, ClassRejected, refused,
+			"give model m answer: {mode: text}", "logprobs"},
+		{"logprobs", func(s *experiment.Spec) { s.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerLogprobs} }, ClassRejected, refused,
+			"give model m answer: {mode: samples}", "json_schema"},
+		{"text", func(*experiment.Spec) {}, ClassRejected, refused,
+			`(HTTP 400 invalid_request_error: "unsupported parameter") and none succeeded, so every cell would be; change what the server's message names in models[0]`, "answer:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := testSpec("http://127.0.0.1:1", 1, 1)
+			tc.edit(&spec)
+			e := deadModel(&spec, 0, tc.class, tc.e, "URL")
+			if e.Class != llm.Class(tc.class) || e.Code != tc.e.Code {
+				t.Errorf("class %s code %s, want %s and the provider's code %s", e.Class, e.Code, tc.class, tc.e.Code)
+			}
+			if !strings.Contains(e.Message, tc.want) || strings.Contains(e.Message, tc.unwant) || !strings.HasSuffix(e.Message, "; then run again with --retry-failed") {
+				t.Errorf("message %q, want it to contain %q, not %q, and end with --retry-failed", e.Message, tc.want, tc.unwant)
+			}
+		})
 	}
 }
