@@ -23,9 +23,11 @@ const sameRefusals = 5
 //     apply); the model is given up as Rejected.
 //
 // One answer settles it: from then on every refusal is its cell's own, as is every refusal after the first ones
-// differed. An answer from the response cache settles nothing, since it does not show that this endpoint serves.
-// The watch is per attempt, from what an earlier pass or the store already shows (an answered model is settled):
-// an attempt that ends before the verdict leaves its refused cells recorded, and the next one counts afresh.
+// differed. An answer from the response cache settles nothing in the pass, since it does not show that this
+// endpoint serves; the model is settled from the start when the workflow says an earlier pass of it got answers
+// (PassInput.ModelAnswered, which counts cached ones too) or the store holds an answer of this pass that was not
+// cached. The watch is per attempt: an attempt that ends before the verdict leaves its refused cells recorded, and
+// the next one counts afresh.
 type refusals struct {
 	mu      sync.Mutex
 	settled bool
