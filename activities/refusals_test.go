@@ -215,3 +215,32 @@ func TestDeadModelSaysWhatToChange(t *testing.T) {
 		})
 	}
 }
+
+// TestAnAnswerInTheStoreSettlesTheRefusals: a resumed attempt whose pass already has an answer that was not
+// from the cache knows the endpoint serves the model: a 404 then is its cell's own. An answer from the cache
+// shows nothing of the endpoint: the 404 still ends the model.
+func TestAnAnswerInTheStoreSettlesTheRefusals(t *testing.T) {
+	for _, cached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cached %v", cached), func(t *testing.T) {
+			fm := &fakeModel{}
+			fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+				return 404, `{"error":{"message":"not found","type":"invalid_request_error"}}`, nil, ""
+			}
+			srv := httptest.NewServer(fm)
+			defer srv.Close()
+			h := newHarness(t, testSpec(srv.URL, 3, 2))
+			rec := store.Record{Index: 0, Status: store.StatusOK, OptionID: "1", Raw: "1. No", Cached: cached}
+			if err := h.store.Put(t.Context(), "run", []store.Record{rec}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.runPass(ratelimit.Limits{Concurrency: 1})
+			var app *temporal.ApplicationError
+			switch {
+			case !cached && (err != nil || res.Failed != 5 || len(fm.requested()) != 5):
+				t.Errorf("pass: %v, %+v after %d requests; want the 5 unfinished cells sent and failed on their own", err, res, len(fm.requested()))
+			case cached && (!errors.As(err, &app) || app.Type() != ClassNotFound || len(fm.requested()) != 1):
+				t.Errorf("pass: %v after %d requests; want NotFound after one", err, len(fm.requested()))
+			}
+		})
+	}
+}
