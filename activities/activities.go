@@ -61,6 +61,12 @@ const (
 	// ClassNoLogprobs ends a model whose answer mode reads logprobs when its server answered without them: every
 	// later call would too.
 	ClassNoLogprobs = "NoLogprobs"
+	// ClassNotFound ends a model whose endpoint answered 404 before any call succeeded: the server has no such
+	// path (a base_url without /v1) or no such model, so no cell can pass (see refusals).
+	ClassNotFound = "NotFound"
+	// ClassRejected ends a model whose first calls were all refused with the same 4xx answer and none succeeded:
+	// a parameter or answer mode the server does not take, which no cell can pass (see refusals).
+	ClassRejected = "Rejected"
 	// ClassContentFiltered marks an answer the provider's content filter withheld (finish_reason
 	// content_filter); the cell is unparsed, not failed: the call succeeded and was paid.
 	ClassContentFiltered = "ContentFiltered"
@@ -72,14 +78,14 @@ const (
 // later pass of the model would fail the same way.
 var DeadModelTypes = []string{
 	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), ClassUnreachable, ClassStalled, ClassClientSetup,
-	ClassNoLogprobs,
+	ClassNoLogprobs, ClassNotFound, ClassRejected,
 }
 
 // NonRetryableTypes are the ApplicationError types Temporal must never retry.
 var NonRetryableTypes = []string{
 	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), string(llm.ClassInvalidRequest),
 	ClassInvalidSpec, ClassBudgetExhausted, ClassUnreachable, ClassStalled, ClassClientSetup, ClassOutputRefused,
-	ClassNoLogprobs,
+	ClassNoLogprobs, ClassNotFound, ClassRejected,
 }
 
 // Retry backoff of a pass's attempts: InitialRetryInterval doubled per attempt, at most MaxRetryInterval (the

@@ -55,6 +55,12 @@ func (ad *admitter) admit(ctx context.Context, cost float64, tokens int) (admiss
 		ad.budget.settle(cost, 0)
 		return admission{}, false
 	}
+	if ctx.Err() != nil {
+		// The dispatch stopped while the gates let the request through: a gate whose permit and the stop are
+		// ready at once may hand out the permit, and each call landing after a stop would then let one more go.
+		ad.abandon(admission{permit: permit, ticket: tk, reserved: cost})
+		return admission{}, false
+	}
 	if g := ad.brk.Generation(); g != ad.gen {
 		ad.gen = g
 		ad.limiter.Backoff()

@@ -167,7 +167,8 @@ func (p *pass) settleFailed(adm admission, e *llm.Error) (used int) {
 }
 
 // answered notes an answer's sign of the account's state: the gates pause when the provider says a budget of its
-// window is used up, and a lowered concurrency grows back.
+// window is used up, and a lowered concurrency grows back. The endpoint serves the model: from now on its refusals
+// are the cells' own (refusals).
 func (p *pass) answered(rl llm.RateLimitInfo) {
 	now := p.clock.Now()
 	if rl.RemainingRequests == 0 && rl.ResetRequests > 0 {
@@ -177,6 +178,12 @@ func (p *pass) answered(rl llm.RateLimitInfo) {
 		p.limiter.PauseUntil(now.Add(rl.ResetTokens))
 	}
 	p.limiter.Succeeded()
+	p.refused.answered()
+}
+
+// calledURL is where the pass's requests go: the client's base URL and the path of their kind.
+func (p *pass) calledURL() string {
+	return p.call.client.BaseURL() + p.spec.RequestPath(p.model)
 }
 
 // failed handles a failed request by its class; key names the request to the judge (a cell, or the first cell of
@@ -221,6 +228,11 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 		tries := p.judge.finished(&tk, key, r.at, e.Status != 0)
 		tries.LatencyMS = float64(r.latency.Microseconds()) / 1000
 		fail(tries)
+		if class := p.refused.refused(e); class != "" {
+			// No cell of the model can pass: the calls in flight land, no other is sent. The stop comes before
+			// this call's slot is freed.
+			p.stop.fail(deadModel(p.spec, p.in.Pass.Model, class, e, p.calledURL()))
+		}
 		return false, time.Time{}
 	}
 }

@@ -56,6 +56,9 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		return PassResult{}, appError(ClassInternal, true, 0, err)
 	}
 	p.tally.retried(prev.Retried) // retries are facts of the earlier attempts that no record keeps
+	if res := p.tally.result(); in.ModelAnswered || res.OK+res.Unparsed > res.Cached {
+		p.refused.answered() // the endpoint served this model: its refusals are the cells' own
+	}
 	// Record at once, so that even an attempt that fails before its first tick leaves the stall clock behind.
 	activity.RecordHeartbeat(ctx, p.progress())
 	if p.judge.stalled(p.clock.Now()) {
@@ -122,6 +125,7 @@ type pass struct {
 	window  *window // nil unless the pass reads the response cache
 	brk     *breaker.Breaker
 	judge   *judge
+	refused *refusals
 	limiter *ratelimit.Limiter
 	share   *shareKeeper
 	admit   *admitter
@@ -158,6 +162,7 @@ func (a *Activities) newPass(ctx context.Context, spec *experiment.Spec, in Pass
 		p.log.Warn("the provider was down when the last attempt ended: probing as it was", "model", model.ID,
 			"state", prev.Outage.Describe(clk.Now()))
 	}
+	p.refused = &refusals{}
 	p.judge = newJudge(spec.Run.MaxAttempts, time.Duration(spec.Run.StallTimeout), p.brk,
 		func(cell int) string { return in.RunID + "/" + strconv.Itoa(cell) }, prev, in.ModelAnswered, clk.Now())
 	lim := in.Limits

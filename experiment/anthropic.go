@@ -48,20 +48,16 @@ func (s *Spec) checkAnthropic(errs *Errors, p string, m Model) {
 	}
 }
 
-// Remarks are what a valid spec asks for that will not happen as written, one "field: remark" each: the seed of
-// a model of provider anthropic, which is not sent, and the picture detail it does not take. starter validate
-// prints them as notes.
-func (s *Spec) Remarks() []string {
-	var out []string
-	for i, m := range s.Models {
-		if m.Provider != ProviderAnthropic || s.IsEmbed() {
-			continue
-		}
-		out = append(out, fmt.Sprintf("models[%d].provider: Anthropic's API has no seed: the seeds name %s's cells and key "+
-			"its response cache, but are not sent, so each seed's answer is a sample of its own that the seed does not reproduce", i, m.ID))
-		if s.HasImages() && s.Image.Detail != "" && s.Image.Detail != ImageDetailAuto {
-			out = append(out, fmt.Sprintf("image.detail: %s is not sent to %s: Anthropic's image blocks have no detail level", s.Image.Detail, m.ID))
-		}
+// anthropicRemarks are the remarks on model m (at path p) of provider anthropic: its seed is not sent, nor the
+// picture detail.
+func (s *Spec) anthropicRemarks(p string, m Model) []string {
+	if s.IsEmbed() {
+		return nil
+	}
+	out := []string{fmt.Sprintf("%s.provider: Anthropic's API has no seed: the seeds name %s's cells and key "+
+		"its response cache, but are not sent, so each seed's answer is a sample of its own that the seed does not reproduce", p, m.ID)}
+	if s.HasImages() && s.Image.Detail != "" && s.Image.Detail != ImageDetailAuto {
+		out = append(out, fmt.Sprintf("image.detail: %s is not sent to %s: Anthropic's image blocks have no detail level", s.Image.Detail, m.ID))
 	}
 	return out
 }

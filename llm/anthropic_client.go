@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 // AnthropicClient calls Anthropic's Messages API and Message Batches with one API key (sent as x-api-key, with
@@ -65,7 +67,7 @@ func (c *AnthropicClient) Chat(ctx context.Context, req Request) (Response, erro
 	if err != nil {
 		return Response{}, &Error{Class: ClassInvalidRequest, Message: err.Error(), cause: err}
 	}
-	data, err := c.do(ctx, http.MethodPost, "/messages", body, req.CellID)
+	data, err := c.do(ctx, http.MethodPost, experiment.PathMessages, body, req.CellID)
 	if err != nil {
 		return Response{}, err
 	}

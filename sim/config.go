@@ -29,11 +29,13 @@ type fileConfig struct {
 		Length         float64 `yaml:"length"`
 		ContentFilter  float64 `yaml:"content_filter"`
 	} `yaml:"faults"`
-	FailCells []string `yaml:"fail_cells"`
-	FaultSeed int64    `yaml:"fault_seed"`
-	HangFor   string   `yaml:"hang_for"`
-	Models    []string `yaml:"models"`
-	Outages   []struct {
+	FailCells        []string `yaml:"fail_cells"`
+	RefuseJSONSchema bool     `yaml:"refuse_json_schema"`
+	ContextWindow    int      `yaml:"context_window"`
+	FaultSeed        int64    `yaml:"fault_seed"`
+	HangFor          string   `yaml:"hang_for"`
+	Models           []string `yaml:"models"`
+	Outages          []struct {
 		After  string `yaml:"after"`
 		For    string `yaml:"for"`
 		Kind   string `yaml:"kind"`
@@ -51,6 +53,8 @@ type fileConfig struct {
 //	faults: {rate_limit: 0.01, quota: 0, server_error_500: 0.005, server_error_503: 0.005, hang: 0, drop: 0, malformed: 0,
 //	         length: 0, content_filter: 0}
 //	fail_cells: [gpt/1/q7/p3]
+//	refuse_json_schema: false
+//	context_window: 8192
 //	fault_seed: 7
 //	hang_for: 5m
 //	models: [gpt-4o-mini, text-embedding-3-small]
@@ -70,7 +74,7 @@ func LoadConfig(path string) (Config, error) {
 	}
 	cfg := Config{
 		RPM: fc.RPM, TPM: fc.TPM, Burst: fc.Burst, FaultSeed: fc.FaultSeed, Models: fc.Models,
-		Faults: Faults(fc.Faults), FailCells: fc.FailCells,
+		Faults: Faults(fc.Faults), FailCells: fc.FailCells, RefuseJSONSchema: fc.RefuseJSONSchema, ContextWindow: fc.ContextWindow,
 	}
 	type duration struct {
 		field string

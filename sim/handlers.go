@@ -32,8 +32,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 
 // badRequest answers 400 and records it.
 func (s *Server) badRequest(w http.ResponseWriter, rec *Request, param, msg string) {
+	s.refuse(w, rec, param, "", msg)
+}
+
+// refuse answers 400 with an error code and records it.
+func (s *Server) refuse(w http.ResponseWriter, rec *Request, param, code, msg string) {
 	rec.Status = http.StatusBadRequest
-	s.send(*rec, func() error { return writeError(w, rec.Status, "invalid_request_error", "", param, msg) })
+	s.send(*rec, func() error { return writeError(w, rec.Status, "invalid_request_error", code, param, msg) })
 }
 
 // internalError answers 500 for a failure of the simulator itself and records it.
@@ -177,6 +182,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, &rec, param, err.Error())
 		return
 	}
+	if s.cfg.RefuseJSONSchema && opts.format.kind == "json_schema" {
+		s.badRequest(w, &rec, "response_format", "the chat template of this server cannot apply response_format "+
+			"json_schema (simulated: refuse_json_schema)")
+		return
+	}
 	msgs := make([]chatMessage, len(req.Messages))
 	var images []imagePart
 	for i, m := range req.Messages {
@@ -197,6 +207,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		rec.Images, rec.ImageTokens = len(images), n
 		prompt += n
+	}
+	if limit := s.cfg.ContextWindow; limit > 0 && prompt > limit {
+		s.refuse(w, &rec, "messages", "context_length_exceeded", fmt.Sprintf("This model's maximum context length is %d tokens. "+
+			"However, your messages resulted in %d tokens. Please reduce the length of the messages.", limit, prompt))
+		return
 	}
 	cost := prompt + opts.maxTokens*opts.n
 	if opts.maxTokens == 0 {

@@ -343,6 +343,8 @@ tpm: 200000
 burst: 0.5
 faults: {rate_limit: 0.01, server_error_503: 0.02, hang: 0.001, length: 0.03, content_filter: 0.04}
 fail_cells: [m/1/q7/p3, m/2/q7/p3]
+refuse_json_schema: true
+context_window: 2048
 fault_seed: 7
 hang_for: 1m
 models: [gpt-4o-mini, text-embedding-3-small]
@@ -361,6 +363,7 @@ outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}
 	}
 	if cfg.Latency != want.Latency || cfg.RPM != want.RPM || cfg.TPM != want.TPM || cfg.Burst != want.Burst ||
 		cfg.Faults != want.Faults || cfg.FaultSeed != want.FaultSeed || cfg.HangFor != want.HangFor ||
+		!cfg.RefuseJSONSchema || cfg.ContextWindow != 2048 ||
 		strings.Join(models, ",") != "gpt-4o-mini,text-embedding-3-small" {
 		t.Errorf("LoadConfig = %+v (models %v), want %+v", cfg, models, want)
 	}

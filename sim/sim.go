@@ -120,6 +120,14 @@ type Config struct {
 	// the latency, as a real server (llama.cpp's, for one) does for a prompt it cannot answer. They take precedence
 	// over the random Faults but not over the RPM and TPM limits. Optional.
 	FailCells []string
+	// RefuseJSONSchema answers every chat request whose response_format is json_schema with 400 and the same
+	// message, at once, as llama.cpp's server does under a chat template it cannot apply a schema with: a refusal
+	// no cell can pass. Optional.
+	RefuseJSONSchema bool
+	// ContextWindow is the most prompt tokens a chat request may carry: a longer prompt is answered 400
+	// context_length_exceeded at once, with OpenAI's message naming both counts, so each such cell has its own
+	// message. Optional: 0 means no limit.
+	ContextWindow int
 	// FaultSeed makes fault injection deterministic: the fault of the n-th model call (chat or embeddings,
 	// counted from 1) is a function of (FaultSeed, n).
 	FaultSeed int64
@@ -317,6 +325,9 @@ func (c Config) validate() error {
 	}
 	if c.RPM < 0 || c.TPM < 0 {
 		errs = append(errs, fmt.Errorf("rpm %d, tpm %d: want >= 0 (0 = unlimited)", c.RPM, c.TPM))
+	}
+	if c.ContextWindow < 0 {
+		errs = append(errs, fmt.Errorf("context_window %d: want a number of tokens >= 0 (0 = no limit)", c.ContextWindow))
 	}
 	if c.Burst < 0 || c.Burst > 1000 {
 		errs = append(errs, fmt.Errorf("burst %v: want a fraction of one minute's limit in (0, 1000]", c.Burst))

@@ -642,3 +642,82 @@ func TestAnAnswerNotWrittenIsLost(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalsAsARealServer: the simulator refuses what a real OpenAI-compatible server refuses, each as that
+// server does. A path without /v1 (a base_url written without it) is a 404 unknown_url naming the path;
+// RefuseJSONSchema answers every json_schema request with the same 400 (llama.cpp's server under a chat
+// template it cannot apply); ContextWindow answers a longer prompt with a 400 context_length_exceeded that names
+// its own count. Each is in the request log.
+func TestRefusalsAsARealServer(t *testing.T) {
+	s, ts := newTestServer(t, Config{RefuseJSONSchema: true, ContextWindow: 200})
+	type apiError struct {
+		Error struct {
+			Message string  `json:"message"`
+			Code    *string `json:"code"`
+			Param   *string `json:"param"`
+		} `json:"error"`
+	}
+	call := func(path string, body any) (int, apiError) {
+		t.Helper()
+		resp, b := post(t, ts, path, body, nil)
+		var e apiError
+		if resp.StatusCode != http.StatusOK {
+			if err := json.Unmarshal(b, &e); err != nil {
+				t.Fatalf("%s: status %d body %s: %v", path, resp.StatusCode, b, err)
+			}
+		}
+		return resp.StatusCode, e
+	}
+	code := func(e apiError) string {
+		if e.Error.Code == nil {
+			return ""
+		}
+		return *e.Error.Code
+	}
+
+	short := newChatRequest("sim-chat", 1, ipipPrompt)
+	if st, e := call("/chat/completions", short); st != http.StatusNotFound || code(e) != "unknown_url" ||
+		e.Error.Message != "Unknown request URL: POST /chat/completions." {
+		t.Errorf("POST /chat/completions: %d %+v, want 404 unknown_url naming the path", st, e)
+	}
+	if st, _ := call("/v1/chat/completions", short); st != http.StatusOK {
+		t.Errorf("a text request: status %d, want 200", st)
+	}
+
+	schema := func(seed int) openai.ChatCompletionRequest {
+		r := newChatRequest("sim-chat", seed, ipipPrompt)
+		r.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "answer", Schema: json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`), Strict: true}}
+		return r
+	}
+	st1, e1 := call("/v1/chat/completions", schema(1))
+	st2, e2 := call("/v1/chat/completions", schema(2))
+	if st1 != http.StatusBadRequest || st2 != http.StatusBadRequest || e1.Error.Message != e2.Error.Message ||
+		!strings.Contains(e1.Error.Message, "cannot apply response_format json_schema") {
+		t.Errorf("json_schema requests: %d %+v, %d %+v; want the same 400 for both", st1, e1, st2, e2)
+	}
+
+	long := func(words int) openai.ChatCompletionRequest {
+		return newChatRequest("sim-chat", 1, strings.Repeat("word ", words)+ipipPrompt)
+	}
+	st1, e1 = call("/v1/chat/completions", long(300))
+	st2, e2 = call("/v1/chat/completions", long(400))
+	if st1 != http.StatusBadRequest || code(e1) != "context_length_exceeded" || e1.Error.Message == e2.Error.Message ||
+		!strings.Contains(e1.Error.Message, "maximum context length is 200 tokens. However, your messages resulted in ") {
+		t.Errorf("long prompts: %d %+v, %d %+v; want 400 context_length_exceeded, each naming its own count", st1, e1, st2, e2)
+	}
+	if st, _ := call("/v1/chat/completions", long(100)); st != http.StatusOK {
+		t.Errorf("a prompt of %d words under the window: status %d, want 200", 100, st)
+	}
+
+	ts.Close()
+	var got []string
+	for _, r := range s.Requests() {
+		got = append(got, fmt.Sprintf("%s %d", r.Endpoint, r.Status))
+	}
+	want := []string{"/chat/completions 404", "/v1/chat/completions 200", "/v1/chat/completions 400", "/v1/chat/completions 400",
+		"/v1/chat/completions 400", "/v1/chat/completions 400", "/v1/chat/completions 200"}
+	if !slices.Equal(got, want) {
+		t.Errorf("request log %q, want %q", got, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/silicolab/silico/experiment"
 )
@@ -52,6 +53,10 @@ func ParseInput(data []byte, name string, control ...string) (*experiment.Spec, 
 // validates never needs them, and for an item bank of 100,000 items they are half a million map entries. When
 // Validate finds mistakes, data is decoded again with a decoder that records them, to place every mistake.
 func parse(data []byte, d *decoder, control []string) (*experiment.Spec, error) {
+	if msg := notText(data); msg != "" {
+		// Nothing of a binary file is shown: its bytes would only garble the terminal.
+		return nil, experiment.Errors{{File: d.file, Msg: msg}}
+	}
 	s, err := parseWith(data, d, control)
 	if d.locs == nil && d.unplaced {
 		again := &decoder{file: d.file, baseDir: d.baseDir, noFiles: d.noFiles, locs: map[string]loc{}}
@@ -109,6 +114,34 @@ func parseWith(data []byte, d *decoder, control []string) (*experiment.Spec, err
 	return s, nil
 }
 
+// textSniff is how much of the start of a spec tells a text file from a binary one.
+const textSniff = 1024
+
+// notText says why data is not a spec's text ("" when it may be one): its first textSniff bytes hold a NUL byte
+// or are not UTF-8 (an executable, an archive, a spreadsheet given by mistake). A UTF-16 file has NUL bytes too,
+// and is named as such, since saving it as UTF-8 is the fix.
+func notText(data []byte) string {
+	head := data[:min(len(data), textSniff)]
+	if bytes.HasPrefix(head, []byte("\xff\xfe")) || bytes.HasPrefix(head, []byte("\xfe\xff")) {
+		return "not a UTF-8 text file (it is UTF-16): save it as UTF-8 (a spec is YAML or JSON)"
+	}
+	const binary = "not a text file (a spec is YAML or JSON)"
+	if bytes.IndexByte(head, 0) >= 0 {
+		return binary
+	}
+	for len(head) > 0 {
+		r, n := utf8.DecodeRune(head)
+		if r == utf8.RuneError && n == 1 {
+			if !utf8.FullRune(head) && len(data) > textSniff {
+				return "" // a character cut by the end of the sniffed bytes
+			}
+			return binary
+		}
+		head = head[n:]
+	}
+	return ""
+}
+
 // isFramework reports whether the file is the seed-000 framework's JSON.
 func isFramework(root *node) bool {
 	return root.get("prompt_template") != nil || root.get("demographic_profiles") != nil || root.get("parameters") != nil
@@ -144,14 +177,22 @@ func (d *decoder) place(e *experiment.Error, root *node) {
 	e.File, e.Line, e.Column = d.file, root.line, root.col
 }
 
-// coveredBy reports whether a decoding error was already reported at field or one of its parents.
+// coveredBy reports whether a decoding error was already reported at field, at one of its parents, or inside it.
+// A field the decoder could not read in full (a CSV file it names is missing) reaches validation empty or in
+// part, so what validation says of it ("questionnaire.items: empty") follows from the decoding error and would
+// only hide it.
 func coveredBy(field string, errs experiment.Errors) bool {
 	for _, e := range errs {
-		if e.Field == field || strings.HasPrefix(field, e.Field+".") || strings.HasPrefix(field, e.Field+"[") || e.Field == "" {
+		if e.Field == "" || within(field, e.Field) || within(e.Field, field) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether path is parent or one of its fields or elements.
+func within(path, parent string) bool {
+	return path == parent || strings.HasPrefix(path, parent+".") || strings.HasPrefix(path, parent+"[")
 }
 
 // sortByPosition orders the errors by file, line, column; errors without a position keep their order at the end.

@@ -158,6 +158,7 @@ func TestSpecMistakes(t *testing.T) {
 		at         string            // the expected line is the first one containing at (in the spec, or in file)
 		line       int               // or this line
 		msg        string            // Msg contains this
+		only       bool              // and it is the only error
 	}{
 		{name: "unknown top-level key", old: "models:", new: "modles:", field: "modles", at: "modles:", msg: `did you mean "models"?`},
 		{name: "negative rpm", old: "rpm: 100", new: "rpm: -5", field: "models[1].rpm", at: "rpm:", msg: "negative"},
@@ -209,7 +210,8 @@ func TestSpecMistakes(t *testing.T) {
 		{name: "negative budget", old: "name: test", new: "name: test\nbudget_usd: -1", field: "budget_usd", at: "budget_usd", msg: "negative"},
 		{name: "models not a list", old: "§models:\n|prompt:", new: "models: gpt-4o\n", field: "models", at: "models: gpt", msg: "want a list"},
 		{name: "yaml syntax error", old: "  name: q\n", new: "  name: [q\n", line: 0, msg: "not valid YAML"},
-		{name: "missing persona CSV", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n", field: "personas.file", at: "people.csv", msg: "cannot read"},
+		{name: "missing persona CSV", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n", field: "personas.file", at: "people.csv", msg: "cannot read", only: true},
+		{name: "missing items CSV", old: "§  items:\n|run:", new: "  items: {file: items.csv}\n", field: "questionnaire.items.file", at: "items.csv", msg: "cannot read", only: true},
 		{name: "persona CSV without id", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n",
 			files: map[string]string{"people.csv": "name,age\nAnn,30\n"}, field: "personas.file", file: "people.csv", line: 1, msg: "no id column"},
 		{name: "duplicate persona in CSV", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n",
@@ -294,6 +296,9 @@ func TestSpecMistakes(t *testing.T) {
 			}
 			if got == nil {
 				t.Fatalf("no error at field %q with %q; got:\n%v", tc.field, tc.msg, err)
+			}
+			if tc.only && len(errs) != 1 {
+				t.Errorf("%d errors, want only the one at %s:\n%v", len(errs), tc.field, err)
 			}
 			wantFile := "spec.yaml"
 			if tc.file != "" {

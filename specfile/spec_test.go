@@ -3,10 +3,13 @@ package specfile
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/silicolab/silico/experiment"
 )
@@ -167,5 +170,40 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load("testdata/nope.yaml")
 	if err == nil || !strings.Contains(err.Error(), "testdata/nope.yaml") {
 		t.Errorf("Load(missing) = %v", err)
+	}
+}
+
+// TestBinarySpecIsNotText: a file with NUL bytes or bytes that are not UTF-8 near its start is named as not a
+// text file, with none of its bytes in the error; a UTF-8 character cut by the end of the sniffed start is text.
+func TestBinarySpecIsNotText(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("# ", textSniff/2-1) + "#é\nname: x\n" // the é's two bytes straddle the sniffed start
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"executable", "\x7fELF\x02\x01\x01\x00\x00\x00 junk\x01\x02", "not a text file (a spec is YAML or JSON)"},
+		{"latin-1", "name: caf\xe9\nseeds: [1]\n", "not a text file (a spec is YAML or JSON)"},
+		{"utf-16", "\xff\xfen\x00a\x00m\x00e\x00", "not a UTF-8 text file (it is UTF-16): save it as UTF-8"},
+		{"cut character", long, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".yaml")
+			if err := os.WriteFile(path, []byte(tc.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if tc.want == "" {
+				if err != nil && strings.Contains(err.Error(), "not a text file") {
+					t.Errorf("Load = %v, want it read as text", err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), path+": "+tc.want) {
+				t.Errorf("Load = %q, want %q", err, path+": "+tc.want)
+			}
+			if err != nil && (strings.Contains(err.Error(), "junk") || strings.Contains(err.Error(), "caf") || strings.ContainsRune(err.Error(), utf8.RuneError)) {
+				t.Errorf("the error echoes the file's bytes: %q", err)
+			}
+		})
 	}
 }

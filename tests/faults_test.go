@@ -230,3 +230,76 @@ func checkNoAnsweredCallResent(t *testing.T, log []sim.Request) {
 		t.Errorf("%d cells were requested again after an answered request, e.g. %v", len(again), firstKeys(again, 5))
 	}
 }
+
+// TestFaultBadRequestsOfEveryCell runs the grid against the two refusals no cell can pass, each as a real server
+// answers them: a base_url written without /v1 (every call a 404 unknown_url) and json_schema against a server
+// that refuses it alike for every request. The simulator's own log shows that only a handful of calls were sent,
+// each recorded with the provider's refusal, and every other cell carries the model's give-up and what to change.
+func TestFaultBadRequestsOfEveryCell(t *testing.T) {
+	for _, tc := range []struct {
+		name, class string
+		// beyond is how many calls a pass may send beyond those in flight at its first refusal: the refusals
+		// that decide (5 alike), or the one call a gate may let through as the stop comes (a 404 decides alone).
+		beyond int
+		cfg    sim.Config
+		edit   func(s *stack, spec *experiment.Spec)
+		want   func(s *stack) []string
+	}{
+		{"base_url without /v1", "NotFound", 1, sim.Config{Latency: faultLatency},
+			func(s *stack, spec *experiment.Spec) { spec.Models[0].BaseURL = strings.TrimSuffix(s.simURL, "/v1") },
+			func(s *stack) []string {
+				return []string{strings.TrimSuffix(s.simURL, "/v1") + "/chat/completions", "set models[0].base_url to " + s.simURL}
+			}},
+		{"json_schema refused alike", "Rejected", 5, sim.Config{Latency: faultLatency, RefuseJSONSchema: true},
+			func(_ *stack, spec *experiment.Spec) {
+				spec.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerJSONSchema}
+			},
+			func(*stack) []string { return []string{"first 5 calls were all refused alike", "answer: {mode: text}"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t, tc.cfg)
+			spec := faultSpec()
+			tc.edit(s, &spec)
+			res := s.run(t, "refused", spec)
+			rows := checkRecordedOnce(t, s, &spec, res)
+			reqs := s.sim.Requests()
+			sent := map[string]bool{}
+			for _, r := range reqs {
+				sent[r.Cell] = true
+				if r.Status != http.StatusNotFound && r.Status != http.StatusBadRequest {
+					t.Errorf("the simulator answered %s %s with %d, want a refusal", r.Endpoint, r.Cell, r.Status)
+				}
+			}
+			// Each pass (of a model's seeds, run side by side) decides on its own, with up to max_concurrency calls in
+			// flight.
+			if most := len(spec.Passes()) * (spec.Run.MaxConcurrency + tc.beyond); len(reqs) == 0 || len(reqs) > most {
+				t.Errorf("the simulator got %d requests for %d cells, want 1 to %d", len(reqs), spec.NumCells(), most)
+			}
+			bad := 0
+			for _, r := range rows {
+				ok := r.Status == store.StatusFailed
+				switch {
+				case sent[r.CellID]:
+					ok = ok && r.ErrorClass == "InvalidRequest"
+				case r.ErrorClass == "Skipped": // a pass launched after the model was given up
+					ok = ok && strings.Contains(r.ErrorMessage, tc.class)
+				default:
+					ok = ok && r.ErrorClass == tc.class
+				}
+				for _, w := range tc.want(s) {
+					ok = ok && (sent[r.CellID] || strings.Contains(r.ErrorMessage, w))
+				}
+				if !ok {
+					if bad++; bad <= 5 {
+						t.Errorf("cell %s (sent: %v): status %s, class %q, message %q; want failed, %s, saying %q",
+							r.CellID, sent[r.CellID], r.Status, r.ErrorClass, r.ErrorMessage, tc.class, tc.want(s))
+					}
+				}
+			}
+			if res.Summary.Failed != spec.NumCells() {
+				t.Errorf("summary %+v, want all %d cells failed", res.Summary, spec.NumCells())
+			}
+			t.Logf("%d requests for %d cells", len(reqs), spec.NumCells())
+		})
+	}
+}

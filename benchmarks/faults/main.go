@@ -1,9 +1,11 @@
 // Command faults runs the fault matrix: a grid of 300 cells (1 model × 2 seeds × 30 items × 5 personas,
 // max_concurrency 8, max_parallel_passes 2, run.max_attempts 10, call_timeout 3s) against the simulator at
-// 300 ms ± 200 ms with one kind of fault injected on every request, an endpoint on a closed port, and a 100-cell
-// pass in which one cell's request always gets a 500. For each case it prints how many cells were answered and
-// failed, the error classes of the failed ones, the RunSeedPass attempts Temporal made, the cells whose call was
-// sent again after an HTTP 200 with a usable body, and the wall time, as a markdown table.
+// 300 ms ± 200 ms with one kind of fault injected on every request, an endpoint on a closed port, a base_url
+// without /v1 (every call a 404), a server that refuses every json_schema request alike, and a 100-cell pass in
+// which one cell's request always gets a 500. For each case it prints how many cells were answered and failed,
+// the error classes of the failed ones, the RunSeedPass attempts Temporal made, the cells whose call was sent
+// again after an HTTP 200 with a usable body, and the wall time, as a markdown table; the calls the simulator got
+// (requests) go to stderr.
 //
 //	go run ./benchmarks/faults                                # every case, one after the other
 //	go run ./benchmarks/faults --cases 429,cell-500           # some of them
@@ -37,6 +39,10 @@ type faultCase struct {
 	closedPort bool
 	// failCell makes one cell of a 100-cell pass fail with a 500 on every request.
 	failCell bool
+	// noV1 writes the simulator's base_url without /v1, so every call is a 404.
+	noV1 bool
+	// refuseSchema asks for json_schema answers of a simulator that refuses every such request alike.
+	refuseSchema bool
 }
 
 var allCases = []faultCase{
@@ -45,6 +51,8 @@ var allCases = []faultCase{
 	{name: "drop", desc: "5% connections dropped", faults: sim.Faults{Drop: 0.05}},
 	{name: "malformed", desc: "5% malformed bodies", faults: sim.Faults{Malformed: 0.05}},
 	{name: "closed-port", desc: "base_url on a closed port", closedPort: true},
+	{name: "no-v1", desc: "base_url without /v1 (404)", noV1: true},
+	{name: "refused-schema", desc: "json_schema refused alike (400)", refuseSchema: true},
 	{name: "cell-500", desc: "one cell always 500, 100-cell pass", failCell: true},
 }
 
@@ -78,6 +86,7 @@ type outcome struct {
 	bench.Rows
 	attempts []int // Temporal attempts of each RunSeedPass activity, in schedule order
 	resent   int   // cells sent again after a usable 200
+	calls    int   // requests the simulator got
 	wall     time.Duration
 	err      error
 }
@@ -93,8 +102,8 @@ func run(cases []faultCase, lat sim.Latency, seed int64, timeout time.Duration) 
 	for i, c := range cases {
 		out[i] = runCase(st, c, lat, seed, timeout, fmt.Sprintf("faults-%s-%d", c.name, time.Now().UnixNano()))
 		o := out[i]
-		fmt.Fprintf(os.Stderr, "%s: %d ok, %d failed %v, pass attempts %v, %d re-sent after a 200, %.1fs (err %v, load %s)\n",
-			c.name, o.OK, o.Failed, o.Classes, o.attempts, o.resent, o.wall.Seconds(), o.err, bench.Load())
+		fmt.Fprintf(os.Stderr, "%s: %d ok, %d failed %v, pass attempts %v, %d re-sent after a 200, %d calls, %.1fs (err %v, load %s)\n",
+			c.name, o.OK, o.Failed, o.Classes, o.attempts, o.resent, o.calls, o.wall.Seconds(), o.err, bench.Load())
 	}
 
 	fmt.Printf("### Faults: 1 model × 2 seeds × 30 items × 5 personas = 300 cells (the last case: one pass of 100), "+
@@ -130,7 +139,10 @@ func runCase(st *bench.Stack, c faultCase, lat sim.Latency, seed int64, timeout 
 	}
 	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses, spec.Run.MaxAttempts = 8, 2, 10
 	spec.Run.CallTimeout = experiment.Duration(3 * time.Second)
-	cfg := sim.Config{Latency: lat, Faults: c.faults, FaultSeed: seed}
+	cfg := sim.Config{Latency: lat, Faults: c.faults, FaultSeed: seed, RefuseJSONSchema: c.refuseSchema}
+	if c.refuseSchema {
+		spec.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerJSONSchema}
+	}
 	if c.failCell {
 		cfg.FailCells = []string{spec.CellID(spec.Cell(37))}
 	}
@@ -153,6 +165,9 @@ func runCase(st *bench.Stack, c faultCase, lat sim.Latency, seed int64, timeout 
 		<-served
 	}()
 	spec.Models[0].BaseURL = "http://" + ln.Addr().String() + "/v1"
+	if c.noV1 {
+		spec.Models[0].BaseURL = "http://" + ln.Addr().String()
+	}
 	if c.closedPort {
 		port, err := closedPort()
 		if err != nil {
@@ -177,6 +192,7 @@ func runCase(st *bench.Stack, c faultCase, lat sim.Latency, seed int64, timeout 
 		o.err = err
 	}
 	o.resent = len(sim.RequestedAfterAnswer(s.Requests()))
+	o.calls = len(s.Requests())
 	if runErr == nil {
 		rows, err := bench.CountRows(filepath.Join(res.OutputDir, results.JSONLFile))
 		o.Rows = rows

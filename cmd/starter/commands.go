@@ -119,7 +119,8 @@ func answerModeLines(spec *experiment.Spec) []string {
 // startNotes are what would make a valid spec fail when a run starts, as far as this machine can tell: a spec too
 // large for a workflow input, an api_key_env that workers refuse by default, or one that is not set here (the
 // embedded mode's worker reads keys from this environment); and what the spec asks for that will not happen as
-// written (experiment.Spec.Remarks: the seed of an anthropic model is not sent).
+// written or is likely a mistake (experiment.Spec.Remarks: the seed of an anthropic model is not sent, a base_url
+// without /v1, a json_schema reason under a small max_tokens).
 func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 	notes := spec.Remarks()
 	if in, err := workflows.NewInput(spec, "", ""); err == nil {

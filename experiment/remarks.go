@@ -1,0 +1,108 @@
+package experiment
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// The paths the clients add to a model's base_url: OpenAI-compatible servers serve chat and embeddings under
+// their API's root (OpenAI's https://api.openai.com/v1), Anthropic's API its Messages API under its own.
+const (
+	PathChat       = "/chat/completions"
+	PathEmbeddings = "/embeddings"
+	PathMessages   = "/messages"
+)
+
+// RequestPath is the path under base_url that the calls of model m go to.
+func (s *Spec) RequestPath(m Model) string {
+	switch {
+	case s.IsEmbed():
+		return PathEmbeddings
+	case m.Provider == ProviderAnthropic:
+		return PathMessages
+	}
+	return PathChat
+}
+
+// MinReasonTokens is the completion cap below which a json_schema answer with a reason is remarked on: the
+// object {"answer":"<id>","reason":"..."} takes 7 to 10 tokens (compact or spaced) before the reason starts, and
+// a reason of a sentence or two 15 to 50 more, so under 64 tokens many answers are cut at the cap, their JSON
+// left unclosed.
+const MinReasonTokens = 64
+
+// Remarks are what a valid spec asks for that will not happen as written, or that is likely a mistake, one
+// "field: remark" each: the seed of a model of provider anthropic, which is not sent, and the picture detail it
+// does not take; a base_url without a version in its path; a json_schema answer with a reason under a completion
+// cap too small for it. starter validate prints them as notes.
+func (s *Spec) Remarks() []string {
+	var out []string
+	for i, m := range s.Models {
+		p := fmt.Sprintf("models[%d]", i)
+		if m.Provider == ProviderAnthropic {
+			out = append(out, s.anthropicRemarks(p, m)...)
+		}
+		if r := s.baseURLRemark(p, m); r != "" {
+			out = append(out, r)
+		}
+		if r := s.reasonRemark(p, m); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// versionSegment is a path segment naming an API version: v1, v2, v1beta, v1alpha1, ...
+var versionSegment = regexp.MustCompile(`^v[0-9]+([a-z]+[0-9]*)?$`)
+
+// WithAPIVersion is base URL raw with /v1 added when no segment of its path names an API version
+// ("http://localhost:11434" → "http://localhost:11434/v1"), without user info or query; "" when one does
+// ("https://api.groq.com/openai/v1", "https://generativelanguage.googleapis.com/v1beta/openai"), or raw is
+// empty or not a URL. The usual servers (Ollama, llama.cpp's, vLLM, OpenAI's, Anthropic's) serve their API
+// under /v1 and answer 404 to a request of /chat/completions at their root.
+func WithAPIVersion(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if raw == "" || err != nil || u.Host == "" {
+		return ""
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if versionSegment.MatchString(seg) {
+			return ""
+		}
+	}
+	return strings.TrimRight(publicURL(raw), "/") + "/v1"
+}
+
+// baseURLRemark remarks on a base_url whose path names no API version (WithAPIVersion), with the URL its calls
+// go to.
+func (s *Spec) baseURLRemark(p string, m Model) string {
+	fix := WithAPIVersion(m.BaseURL)
+	if fix == "" {
+		return ""
+	}
+	base := strings.TrimSuffix(fix, "/v1")
+	return fmt.Sprintf("%s.base_url: %s has no API version in its path, so %s's calls go to %s%s; most servers "+
+		"(Ollama, llama.cpp, vLLM, OpenAI, Anthropic) serve their API under /v1 and answer 404 there: if this one does, "+
+		"write base_url: %s", p, base, m.ID, base, s.RequestPath(m), fix)
+}
+
+// reasonRemark remarks on a json_schema answer with a reason under a completion cap below MinReasonTokens.
+func (s *Spec) reasonRemark(p string, m Model) string {
+	a := s.AnswerFor(m)
+	if s.IsEmbed() || a.Mode != AnswerJSONSchema || !a.Reason {
+		return ""
+	}
+	capped := m.Params.CompletionCap()
+	if capped >= MinReasonTokens {
+		return ""
+	}
+	field := p + ".params.max_tokens"
+	if m.Params.MaxCompletionTokens > 0 {
+		field = p + ".params.max_completion_tokens"
+	}
+	return fmt.Sprintf("%s: %d tokens is little for a json_schema answer with a reason: {\"answer\":\"<id>\",\"reason\":\"...\"} "+
+		"takes 7 to 10 tokens before the reason starts, so answers whose reason runs longer are cut at the cap "+
+		"(finish_reason length), their JSON unclosed and the reason lost; give at least %d (e.g. 256), or remove reason: true",
+		field, capped, MinReasonTokens)
+}
