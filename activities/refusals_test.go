@@ -16,9 +16,9 @@ import (
 	"github.com/silicolab/silico/store"
 )
 
-// newSimHarness is a harness whose model is served by a simulator configured so, at base (the simulator's URL
+// newRefusalHarness is a harness whose model is served by a simulator configured so, at base (the simulator's URL
 // plus what base adds). The returned function is the simulator's request log once every request has landed.
-func newSimHarness(t *testing.T, cfg sim.Config, base func(url string) string, items, personas int, edit func(*experiment.Spec)) (*harness, func() []sim.Request) {
+func newRefusalHarness(t *testing.T, cfg sim.Config, base func(url string) string, items, personas int, edit func(*experiment.Spec)) (*harness, func() []sim.Request) {
 	t.Helper()
 	srv, err := sim.New(cfg)
 	if err != nil {
@@ -85,7 +85,7 @@ func checkGivenUp(t *testing.T, h *harness, err error, log []sim.Request, class,
 func TestABaseURLWithoutV1IsGivenUpAtOnce(t *testing.T) {
 	const concurrency = 4
 	var url string
-	h, requests := newSimHarness(t, sim.Config{}, func(u string) string { url = u; return u }, 10, 6, nil)
+	h, requests := newRefusalHarness(t, sim.Config{}, func(u string) string { url = u; return u }, 10, 6, nil)
 	_, err := h.runPass(ratelimit.Limits{Concurrency: concurrency})
 	log := requests()
 	for _, r := range log {
@@ -104,7 +104,7 @@ func TestABaseURLWithoutV1IsGivenUpAtOnce(t *testing.T) {
 // cells are not sent and say what to change.
 func TestTheSameRefusalOfTheFirstCallsEndsTheModel(t *testing.T) {
 	const concurrency = 2
-	h, requests := newSimHarness(t, sim.Config{RefuseJSONSchema: true}, func(u string) string { return u + "/v1" }, 10, 6,
+	h, requests := newRefusalHarness(t, sim.Config{RefuseJSONSchema: true}, func(u string) string { return u + "/v1" }, 10, 6,
 		func(s *experiment.Spec) { s.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerJSONSchema} })
 	_, err := h.runPass(ratelimit.Limits{Concurrency: concurrency})
 	log := requests()
@@ -124,7 +124,7 @@ func TestTheSameRefusalOfTheFirstCallsEndsTheModel(t *testing.T) {
 // own: those cells fail, every other is sent and answered.
 func TestRefusalsOfTheCellsOwnDoNotEndTheModel(t *testing.T) {
 	const long = 6 // > sameRefusals
-	h, requests := newSimHarness(t, sim.Config{ContextWindow: 300}, func(u string) string { return u + "/v1" }, 10, 1,
+	h, requests := newRefusalHarness(t, sim.Config{ContextWindow: 300}, func(u string) string { return u + "/v1" }, 10, 1,
 		func(s *experiment.Spec) {
 			for i := range long {
 				s.Questionnaire.Items[i].Text = strings.Repeat("very ", 300+10*i) + "long question?"
