@@ -190,6 +190,15 @@ var environmentClasses = map[string]string{
 	activities.ClassClientSetup:     "the worker's client configuration",
 }
 
+// specClasses are the error classes of failures whose fix is in the spec: the model's base_url or name
+// (NotFound), a parameter or answer mode its server does not take (Rejected, NoLogprobs). The run keeps the
+// spec it was started with, so --retry-failed would meet the same answer: the fixed spec is a new run.
+var specClasses = map[string]string{
+	activities.ClassNotFound:   "the model's base_url (a path without /v1) or name: the server has no such endpoint or model",
+	activities.ClassRejected:   "a parameter or answer mode the model's server refuses (the cells say which)",
+	activities.ClassNoLogprobs: "answer: {mode: logprobs} on a server that gives no logprobs",
+}
+
 // notRunClass is the class export gives a cell without a record.
 const notRunClass = "NotRun"
 
@@ -235,14 +244,32 @@ func nextSteps(ctx context.Context, w io.Writer, sess *session, id, specRef stri
 		}
 		return strings.Compare(a, b)
 	})
-	var parts, env []string
+	var parts, env, inSpec []string
 	for _, c := range classes {
 		parts = append(parts, fmt.Sprintf("%s %s", thousands(byClass[c]), c))
 		if why, ok := environmentClasses[c]; ok {
 			env = append(env, c+": "+why)
 		}
+		if why, ok := specClasses[c]; ok {
+			inSpec = append(inSpec, c+": "+why)
+		}
 	}
 	fmt.Fprintf(w, "  failed cells: %s\n", strings.Join(parts, ", "))
+	if len(inSpec) > 0 {
+		fmt.Fprintf(w, "  these failures come from the spec; the run keeps the spec it started with, so calling them again "+
+			"would meet the same answer. Fix in the spec:\n")
+		for _, e := range inSpec {
+			fmt.Fprintf(w, "    %s\n", e)
+		}
+		if specRef != "" {
+			fmt.Fprintf(w, "  then run it (a changed spec is a new run):\n    %s\n", sess.flags.command("run", specRef))
+		} else {
+			fmt.Fprintf(w, "  then run the fixed spec file with `%s` (a changed spec is a new run)\n", sess.flags.command("run", "SPEC"))
+		}
+		if len(inSpec) == len(classes) {
+			return
+		}
+	}
 	if len(env) > 0 {
 		lead := "these failures come from the environment, not from the cells"
 		if attached {

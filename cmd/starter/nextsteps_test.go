@@ -125,3 +125,61 @@ func TestKilledNewRunIsNamedWhenAttachingToAnOlderOne(t *testing.T) {
 		t.Errorf("after finishing the killed run, want both runs completed:\n%s", list)
 	}
 }
+
+// TestA404EndpointNamesTheFix: a base_url without /v1 answers 404 on every call; the model is given up after a
+// call or two, the end says NotFound, names the URL to write and the command to run once the spec is fixed, and
+// that command, on the fixed spec, answers every cell.
+func TestA404EndpointNamesTheFix(t *testing.T) {
+	s, err := sim.New(sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	dir := t.TempDir()
+	personas := ""
+	for i := range 20 {
+		personas += fmt.Sprintf("  - {id: p%d, attributes: {name: X}}\n", i)
+	}
+	text := func(base string) string {
+		return fmt.Sprintf(`name: v1
+seeds: [1]
+models:
+  - {id: m, name: gpt-4o-mini, base_url: %s, api_key_env: SILICO_404_TEST_API_KEY, params: {max_tokens: 8}}
+personas:
+%squestionnaire:
+  options: ["yes", "no"]
+  items:
+    - {id: "1", text: "I like tests."}
+    - {id: "2", text: "I like tables."}
+    - {id: "3", text: "I like chairs."}
+run: {max_concurrency: 2}
+`, base, personas)
+	}
+	t.Setenv("SILICO_404_TEST_API_KEY", "sk-test")
+	spec := writeSpecFile(t, dir, "v1.yaml", text(hs.URL))
+	state := filepath.Join(dir, "state")
+	args := []string{"run", spec, "--state-dir", state, "--output", filepath.Join(dir, "out"), "--no-ui", "--port", "0"}
+	code, out, errOut := runCLIFor(t, 2*time.Minute, args...)
+	if code != exitCallsFailed {
+		t.Fatalf("run against a base_url without /v1: exit %d, want %d\n%s\n%s", code, exitCallsFailed, out, errOut)
+	}
+	for _, want := range []string{"NotFound", "these failures come from the spec", "base_url"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the end does not say %q:\n%s", want, out)
+		}
+	}
+	if sent := len(s.Requests()); sent > 4 {
+		t.Errorf("%d calls sent to an endpoint that answers 404; want the model given up at the first", sent)
+	}
+	fix := pastedCommand(t, out, "then run it (a changed spec is a new run):")
+	if strings.Join(fix, " ") != strings.Join(args[:2], " ")+" --state-dir "+state {
+		t.Errorf("the named command is %v; want the spec run again on this state dir", fix)
+	}
+	// The fix: the URL with /v1, as the spec's note and the cells' message say.
+	writeSpecFile(t, dir, "v1.yaml", text(hs.URL+"/v1"))
+	code, out, errOut = runCLIFor(t, 2*time.Minute, append(fix, "--output", filepath.Join(dir, "out2"), "--no-ui", "--port", "0")...)
+	if code != exitOK || !strings.Contains(out, "Done: 60 cells") || !strings.Contains(out, " 0 failed") {
+		t.Fatalf("%v on the fixed spec: exit %d, want every cell answered\n%s\n%s", fix, code, out, errOut)
+	}
+}
