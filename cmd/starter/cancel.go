@@ -64,22 +64,11 @@ interrupted while waiting (the cancellation stays requested).`,
 				return withCode(exitUsage, errors.New("--wait must be ≥ 0 and --progress-every > 0"))
 			}
 			ctx := cmd.Context()
-			sess, err := open(ctx, &conn, sessionOptions{}, cmd.ErrOrStderr())
+			sess, id, err := openRun(ctx, &conn, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer sess.Close()
-			// The results store counts the cells recorded exactly; with --address only a store named on purpose
-			// is the workers' (the default file is this machine's).
-			if conn.storeNamed() {
-				if err := sess.openStore(ctx); err != nil {
-					return err
-				}
-			}
-			id, err := sess.resolve(ctx, args[0])
-			if err != nil {
-				return err
-			}
 			return cancelRun(ctx, sess, id, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

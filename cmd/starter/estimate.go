@@ -179,26 +179,8 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 	if est.Cached == 0 {
 		right = append(right[:1:1], right[3:]...)
 	}
-	width := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
-		}
-	}
 	var b strings.Builder
-	for _, r := range rows {
-		var line strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			line.WriteString("  ")
-			if right[i] {
-				line.WriteString(pad + c)
-			} else {
-				line.WriteString(c + pad)
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
-	}
+	writeTable(&b, "  ", rows, right)
 	if est.ImageTokens > 0 {
 		fmt.Fprintf(&b, "  note: %s of the prompt tokens are pictures, at OpenAI's vision rates\n", thousands(est.ImageTokens))
 	}
@@ -223,6 +205,36 @@ func printEstimate(w io.Writer, est estimate.Estimate) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTable writes rows as columns two spaces apart, each line after indent; right[i] aligns column i to the
+// right (numbers), the others to the left (words); right may be shorter than a row.
+func writeTable(b *strings.Builder, indent string, rows [][]string, right []bool) {
+	if len(rows) == 0 {
+		return
+	}
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		var line strings.Builder
+		line.WriteString(indent)
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			if i < len(right) && right[i] {
+				line.WriteString(pad + c)
+			} else {
+				line.WriteString(c + pad)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
 }
 
 // mib shows a size in MiB with one decimal ("200.0 MiB"), or in KiB below one MiB.

@@ -120,6 +120,28 @@ func resolveStored(ctx context.Context, conn *connFlags, ref string) (string, er
 	return id, err
 }
 
+// openRun opens a session without a worker for a command about run ref (status, cancel), with the results store
+// when it is the workers' (the store counts the run's cells exactly; with --address only a store named on purpose
+// is the workers', the default file is this machine's), and resolves ref to the run's id.
+func openRun(ctx context.Context, conn *connFlags, ref string, stderr io.Writer) (*session, string, error) {
+	sess, err := open(ctx, conn, sessionOptions{}, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	if conn.storeNamed() {
+		if err := sess.openStore(ctx); err != nil {
+			sess.Close()
+			return nil, "", err
+		}
+	}
+	id, err := sess.resolve(ctx, ref)
+	if err != nil {
+		sess.Close()
+		return nil, "", err
+	}
+	return sess, id, nil
+}
+
 // resolveInSession resolves ref (see resolveRun) against the session's results store, when it has one.
 func (s *session) resolve(ctx context.Context, ref string) (string, error) {
 	if s.store == nil {

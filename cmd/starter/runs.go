@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -201,22 +200,8 @@ func printRuns(w io.Writer, rows []runRow) error {
 			fmt.Sprintf("$%.4f", r.CostUSD), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
 			duration(r)})
 	}
-	width := make([]int, len(table[0]))
-	for _, r := range table {
-		for i, c := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
-		}
-	}
 	var b strings.Builder
-	for _, r := range table {
-		for i, c := range r {
-			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", width[i]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		b.WriteString("\n")
-	}
+	writeTable(&b, "", table, nil)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

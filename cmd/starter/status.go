@@ -39,21 +39,11 @@ server for the command.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := open(ctx, &conn, sessionOptions{}, cmd.ErrOrStderr())
+			sess, id, err := openRun(ctx, &conn, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer sess.Close()
-			if conn.storeNamed() {
-				// The run's results are in the store at hand: count them directly.
-				if err := sess.openStore(ctx); err != nil {
-					return err
-				}
-			}
-			id, err := sess.resolve(ctx, args[0])
-			if err != nil {
-				return err
-			}
 			return showStatus(ctx, sess, id, watch, every, cmd.OutOrStdout())
 		},
 	}
