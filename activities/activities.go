@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
@@ -31,62 +32,6 @@ import (
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
-
-// Error classes that do not come from a provider. The provider's classes are llm.Class values.
-const (
-	// ClassSkipped marks cells not called because on_error=raise stopped the run, or their model failed for good.
-	ClassSkipped = "Skipped"
-	// ClassBudgetExhausted marks cells not called because the next call could have exceeded budget_usd.
-	ClassBudgetExhausted = "BudgetExhausted"
-	// ClassInvalidSpec is the error type of a spec that fails validation inside the workflow.
-	ClassInvalidSpec = "InvalidSpec"
-	// ClassInternal marks a failure of silico itself (store unavailable, spec missing).
-	ClassInternal = "Internal"
-	// ClassWorkerStopping ends an attempt whose worker is shutting down; the pass resumes elsewhere.
-	ClassWorkerStopping = "WorkerStopping"
-	// ClassOutputRefused ends an export whose output directory lies outside the worker's output root.
-	ClassOutputRefused = "OutputRefused"
-	// ClassUnreachable marks the cells of a model whose endpoint never answered (connection refused, DNS or TLS
-	// failure from the first calls on): a wrong base_url or a server that is not up.
-	ClassUnreachable = "Unreachable"
-	// ClassStalled ends a pass in which no cell finished for run.stall_timeout.
-	ClassStalled = "Stalled"
-	// ClassOutage marks the cells of a pass given up at run.stall_timeout while its model's breaker said the
-	// provider was down: the provider's outage, not the cells' failure. Their message says since when (RFC 3339,
-	// UTC) and the failure that opened the breaker (its class, status, code and message), their error_code is
-	// that failure's code. The pass itself ends Stalled.
-	ClassOutage = "Outage"
-	// ClassClientSetup marks a model whose client could not be made (a failure of the worker's configuration).
-	ClassClientSetup = "ClientSetup"
-	// ClassNoLogprobs ends a model whose answer mode reads logprobs when its server answered without them: every
-	// later call would too.
-	ClassNoLogprobs = "NoLogprobs"
-	// ClassNotFound ends a model whose endpoint answered 404 before any call succeeded: the server has no such
-	// path (a base_url without /v1) or no such model, so no cell can pass (see refusals).
-	ClassNotFound = "NotFound"
-	// ClassRejected ends a model whose first calls were all refused with the same 4xx answer and none succeeded:
-	// a parameter or answer mode the server does not take, which no cell can pass (see refusals).
-	ClassRejected = "Rejected"
-	// ClassContentFiltered marks an answer the provider's content filter withheld (finish_reason
-	// content_filter); the cell is unparsed, not failed: the call succeeded and was paid.
-	ClassContentFiltered = "ContentFiltered"
-	// ClassTruncated marks an answer cut at the completion cap (finish_reason length) before it named an option.
-	ClassTruncated = "Truncated"
-)
-
-// DeadModelTypes are the ApplicationError types of a pass that end its model for the rest of the run: every
-// later pass of the model would fail the same way.
-var DeadModelTypes = []string{
-	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), ClassUnreachable, ClassStalled, ClassClientSetup,
-	ClassNoLogprobs, ClassNotFound, ClassRejected,
-}
-
-// NonRetryableTypes are the ApplicationError types Temporal must never retry.
-var NonRetryableTypes = []string{
-	string(llm.ClassQuotaExhausted), string(llm.ClassAuth), string(llm.ClassInvalidRequest),
-	ClassInvalidSpec, ClassBudgetExhausted, ClassUnreachable, ClassStalled, ClassClientSetup, ClassOutputRefused,
-	ClassNoLogprobs, ClassNotFound, ClassRejected,
-}
 
 // Retry backoff of a pass's attempts: InitialRetryInterval doubled per attempt, at most MaxRetryInterval (the
 // workflow's retry policy). An attempt ends early only when its worker stops or the store fails: a provider outage
@@ -230,7 +175,7 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 		}
 		if json.Unmarshal(in.Spec, &ctl) == nil {
 			if _, err := a.outputDir(ExportInput{RunID: in.RunID, Dir: ctl.Output}); err != nil {
-				return Plan{}, appError(ClassOutputRefused, false, 0, err)
+				return Plan{}, appError(errclass.OutputRefused, err)
 			}
 		}
 		for _, w := range a.simulatorWarnings(s) {
@@ -259,18 +204,18 @@ func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experim
 		s, err := a.spec(ctx, in.RunID)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the input holds no spec and the results store has none saved under this id", in.RunID),
-				ClassInvalidSpec, err)
+				errclass.InvalidSpec, err)
 		}
 		return s, err
 	}
 	s, _, err := SaveSpec(ctx, a.Store, in.RunID, in.Spec)
 	switch {
 	case errors.Is(err, ErrInvalidSpec):
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ClassInvalidSpec, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errclass.InvalidSpec, err)
 	case errors.Is(err, store.ErrSpecConflict):
 		// Retrying cannot help: the store holds another spec's results under this id.
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
-			in.RunID, err), ClassInvalidSpec, err)
+			in.RunID, err), errclass.InvalidSpec, err)
 	case err != nil:
 		return nil, err
 	}
@@ -324,14 +269,14 @@ func (a *Activities) savedSpec(ctx context.Context, run, digest string) (*experi
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the input refers to a spec by its digest, "+
 			"and the results store has none saved under this id: the starter saves it in the store the workers use (--store)", run),
-			ClassInvalidSpec, err)
+			errclass.InvalidSpec, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", run, err)
 	}
 	if got := SpecDigest(b); got != digest {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the results store holds a spec with digest %s, "+
-			"the input names %s; start the run under a new id (starter run --new)", run, got, digest), ClassInvalidSpec, nil)
+			"the input names %s; start the run under a new id (starter run --new)", run, got, digest), errclass.InvalidSpec, nil)
 	}
 	return a.spec(ctx, run)
 }
@@ -496,7 +441,7 @@ const ExportHeartbeatTimeout = 10 * time.Second
 func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportOutput, error) {
 	dir, err := a.outputDir(in)
 	if err != nil {
-		return ExportOutput{}, appError(ClassOutputRefused, false, 0, err)
+		return ExportOutput{}, appError(errclass.OutputRefused, err)
 	}
 	s, err := a.spec(ctx, in.RunID)
 	if err != nil {
@@ -523,7 +468,7 @@ func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportO
 // refuse; a workflow calls it before the first pass so that a run is not paid for and then left unexported.
 func (a *Activities) CheckOutput(ctx context.Context, in ExportInput) error {
 	if _, err := a.outputDir(in); err != nil {
-		return appError(ClassOutputRefused, false, 0, err)
+		return appError(errclass.OutputRefused, err)
 	}
 	return nil
 }
@@ -580,19 +525,15 @@ func resolveExisting(path string) string {
 	}
 }
 
-// appError wraps err as a Temporal ApplicationError of the given class: retryable (with the provider's
-// Retry-After as the next delay) for transient classes, non-retryable otherwise. ClassWorkerStopping is of the
-// benign category: an attempt its worker's shutdown ended (Ctrl-C of starter run, a deploy) is how stopping
-// works, not a fault, so the SDK logs it at debug level instead of as an ERROR "Activity error." line and counts
-// no failure in its metrics. The category changes nothing in how the attempt is retried or how the workflow
-// sees the error.
-func appError(class string, retryable bool, retryAfter time.Duration, err error) error {
-	opts := temporal.ApplicationErrorOptions{
-		NonRetryable:   !retryable,
-		Cause:          err,
-		NextRetryDelay: retryAfter,
-	}
-	if class == ClassWorkerStopping {
+// appError wraps err as a Temporal ApplicationError of the given class, retryable exactly when errclass's table
+// says the class is retried, so an activity's errors and the workflow's retry policies (errclass.NonRetryable)
+// cannot disagree. errclass.WorkerStopping is of the benign category: an attempt its worker's shutdown ended
+// (Ctrl-C of starter run, a deploy) is how stopping works, not a fault, so the SDK logs it at debug level instead
+// of as an ERROR "Activity error." line and counts no failure in its metrics. The category changes nothing in how
+// the attempt is retried or how the workflow sees the error.
+func appError(class string, err error) error {
+	opts := temporal.ApplicationErrorOptions{NonRetryable: !errclass.Retryable(class), Cause: err}
+	if class == errclass.WorkerStopping {
 		opts.Category = temporal.ApplicationErrorCategoryBenign
 	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), class, opts)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -93,7 +94,7 @@ func TestAnthropicPass(t *testing.T) {
 		t.Errorf("answered cell %+v, want option 2, 10+2 tokens at $1/$2 per million", ok)
 	}
 	bad := recs[3] // item 2, persona p1
-	if bad.Status != store.StatusFailed || bad.ErrorClass != string(llm.ClassInvalidRequest) || bad.ErrorCode != "invalid_request_error" ||
+	if bad.Status != store.StatusFailed || bad.ErrorClass != string(errclass.InvalidRequest) || bad.ErrorCode != "invalid_request_error" ||
 		!strings.Contains(bad.ErrorMessage, "prompt refused for key [REDACTED]") {
 		t.Errorf("refused cell %+v, want InvalidRequest invalid_request_error with the key redacted", bad)
 	}

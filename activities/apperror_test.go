@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/silicolab/silico/errclass"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -11,15 +12,29 @@ import (
 // debug level, not as an ERROR line after every Ctrl-C); other classes keep the default category.
 func TestWorkerStoppingIsBenign(t *testing.T) {
 	for class, want := range map[string]temporal.ApplicationErrorCategory{
-		ClassWorkerStopping: temporal.ApplicationErrorCategoryBenign,
-		ClassInternal:       temporal.ApplicationErrorCategoryUnspecified,
+		errclass.WorkerStopping: temporal.ApplicationErrorCategoryBenign,
+		errclass.Internal:       temporal.ApplicationErrorCategoryUnspecified,
 	} {
 		var ae *temporal.ApplicationError
-		if !errors.As(appError(class, true, 0, errors.New("x")), &ae) {
+		if !errors.As(appError(class, errors.New("x")), &ae) {
 			t.Fatalf("%s: not an ApplicationError", class)
 		}
 		if ae.Category() != want || ae.Type() != class || ae.NonRetryable() {
 			t.Errorf("%s: category %v, type %q, non-retryable %v; want category %v, type %[1]s, retryable", class, ae.Category(), ae.Type(), ae.NonRetryable(), want)
+		}
+	}
+}
+
+// TestAppErrorRetriesWhatTheTableRetries: an activity's error is retryable exactly when errclass retries its
+// class, so the workflow's NonRetryableErrorTypes and the errors themselves never disagree.
+func TestAppErrorRetriesWhatTheTableRetries(t *testing.T) {
+	for _, in := range errclass.Table {
+		var ae *temporal.ApplicationError
+		if !errors.As(appError(string(in.Class), errors.New("x")), &ae) {
+			t.Fatalf("%s: not an ApplicationError", in.Class)
+		}
+		if want := in.Retry != errclass.Retried; ae.NonRetryable() != want {
+			t.Errorf("%s (%v): non-retryable %v, want %v", in.Class, in.Retry, ae.NonRetryable(), want)
 		}
 	}
 }

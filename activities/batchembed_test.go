@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
@@ -63,7 +64,7 @@ func TestBatchEmbedPassLines(t *testing.T) {
 		r.Attempts != 2 {
 		t.Errorf("cell 4, of the 400 line in the second round: %+v", r)
 	}
-	if r := got[6]; r.ErrorClass != ClassTextTooLong || r.Status != store.StatusFailed {
+	if r := got[6]; r.ErrorClass != errclass.TextTooLong || r.Status != store.StatusFailed {
 		t.Errorf("the long text: %+v", r)
 	}
 }

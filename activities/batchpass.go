@@ -12,6 +12,7 @@ import (
 	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/batchapi"
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
@@ -107,14 +108,6 @@ type BatchCollected struct {
 	Usage usage.Usage `json:"usage"`
 }
 
-// ClassBatch is the error type of a batch pass that cannot go on: the provider holds a batch of the chunk with
-// other requests, or the spec asks for what batch mode cannot send.
-const ClassBatch = "BatchRefused"
-
-// ClassBatchNotRun is the error class of a cell the provider's batches never ran in run.max_attempts
-// submissions (they expired or were cancelled by the provider each time).
-const ClassBatchNotRun = "BatchNotRun"
-
 // passName is a pass's name in batch metadata: stable for a run.
 func passName(spec *experiment.Spec, p experiment.Pass) string {
 	return fmt.Sprintf("%s/%d/%d", spec.Models[p.Model].ID, spec.Seeds[p.Seed], p.Start)
@@ -169,7 +162,7 @@ func refused(err error) error {
 	var le *llm.Error
 	if errors.Is(err, batchapi.ErrChunkChanged) || errors.Is(err, batchapi.ErrAmbiguous) || errors.Is(err, errNoIntent) ||
 		errors.Is(err, errForeignResult) || (errors.As(err, &le) && !le.Class.Retryable()) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ClassBatch, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), errclass.BatchRefused, err)
 	}
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -428,8 +429,8 @@ func TestAnthropicSubmitAfterALostCreate(t *testing.T) {
 	// Not knowing the first chunk's batch, chunk 1 could be either: refused, and not to be retried.
 	second.Known = nil
 	_, err = h.env.ExecuteActivity(h.acts.SubmitBatch, second)
-	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != ClassBatch || !strings.Contains(err.Error(), "more than one batch") {
-		t.Errorf("an ambiguous submission: %v, want a non-retryable %s error", err, ClassBatch)
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != errclass.BatchRefused || !strings.Contains(err.Error(), "more than one batch") {
+		t.Errorf("an ambiguous submission: %v, want a non-retryable %s error", err, errclass.BatchRefused)
 	}
 	// Without an intent there is nothing to find a lost create by: refused before anything is sent.
 	second.Intent = time.Time{}

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
@@ -203,7 +204,7 @@ func TestBatchPlanSplitsBigPictureLinesByMaxBytes(t *testing.T) {
 		}
 	}
 	r := h.records("run")[6]
-	if r.Status != store.StatusFailed || r.ErrorClass != ClassBatch || r.ErrorCode != "request_too_large" ||
+	if r.Status != store.StatusFailed || r.ErrorClass != errclass.BatchRefused || r.ErrorCode != "request_too_large" ||
 		!strings.Contains(r.ErrorMessage, "max_bytes") {
 		t.Errorf("the huge line's cell: %+v, want failed as too large for a batch", r)
 	}
@@ -243,8 +244,8 @@ func TestBatchPictureChangedBetweenAttempts(t *testing.T) {
 	refusedLinesChanged := func(what string, err error) {
 		t.Helper()
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || ae.Type() != ClassBatch || !ae.NonRetryable() || !strings.Contains(err.Error(), "picture") {
-			t.Errorf("%s with a changed picture: %v, want a non-retryable %s naming the picture", what, err, ClassBatch)
+		if !errors.As(err, &ae) || ae.Type() != errclass.BatchRefused || !ae.NonRetryable() || !strings.Contains(err.Error(), "picture") {
+			t.Errorf("%s with a changed picture: %v, want a non-retryable %s naming the picture", what, err, errclass.BatchRefused)
 		}
 	}
 	in := BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0], Digest: plan.Digests[0]}

@@ -14,6 +14,7 @@ import (
 	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/batchapi"
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
@@ -148,7 +149,7 @@ func (a *Activities) batchBuilder(spec *experiment.Spec, mi int) (*batchBuilder,
 	}
 	if b.format != batch.FormatOpenAI {
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("batch: model %s: embeddings batches run only in the OpenAI format", m.ID), ClassBatch, nil)
+			fmt.Sprintf("batch: model %s: embeddings batches run only in the OpenAI format", m.ID), errclass.BatchRefused, nil)
 	}
 	texts, err := spec.EmbedTexts()
 	if err != nil {
@@ -321,7 +322,7 @@ func planBatchChunks(spec *experiment.Spec, reqs []batchRequest) (chunks []exper
 		msg := fmt.Sprintf("its request is %d bytes, more than a batch of this model may hold (batch.max_bytes %d): "+
 			"raise max_bytes, send pictures by URL (image_transport: url), or run the model with mode: sync", r.Size, lim.MaxBytes)
 		for _, idx := range r.cells() {
-			tooBig = append(tooBig, unsentCell{rec: store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassBatch,
+			tooBig = append(tooBig, unsentCell{rec: store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: errclass.BatchRefused,
 				ErrorCode: "request_too_large", ErrorMessage: msg}})
 		}
 	}

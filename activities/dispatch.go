@@ -6,6 +6,7 @@ import (
 
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
@@ -158,7 +159,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 // with: a call that timed out or lost its connection may still have been served and billed, so its tokens and
 // its cost stay counted.
 func (p *pass) settleFailed(adm admission, e *llm.Error) (used int) {
-	if e.Class == llm.ClassTransport {
+	if e.Class == errclass.Transport {
 		p.budget.settle(adm.reserved, adm.reserved)
 		return -1
 	}
@@ -193,7 +194,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 	e := r.err
 	switch {
 	case e.Class.Retryable():
-		if e.Class == llm.ClassRateLimited {
+		if e.Class == errclass.RateLimited {
 			// The account's state, not the cell's: wait as the provider asks, and send less at once.
 			pause := e.RetryAfter
 			if pause <= 0 {
@@ -220,7 +221,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 		p.tally.retried(1)
 		p.obs.Retried(p.model.Name)
 		return true, j.at
-	case e.Class == llm.ClassAuth || e.Class == llm.ClassQuotaExhausted:
+	case e.Class == errclass.Auth || e.Class == errclass.QuotaExhausted:
 		p.judge.serving(tk, key)
 		p.stop.fail(e)
 		return false, time.Time{}

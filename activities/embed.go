@@ -11,15 +11,12 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
 )
-
-// ClassTextTooLong marks a text of an embed spec with more tokens than embed.max_tokens_per_request: no request
-// may carry it, so it is never sent.
-const ClassTextTooLong = "TextTooLong"
 
 // embedBatch is one embeddings request: distinct texts, each with the cells (the texts' positions in the pass)
 // it answers. Texts repeated in the pass are sent once and their vector recorded for every cell.
@@ -70,7 +67,7 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 	texts, err := p.spec.EmbedTexts()
 	if err != nil {
 		for _, idx := range p.pending(p.in.Pass.Start, p.in.Pass.End) {
-			p.rec.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
+			p.rec.record(store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(errclass.InvalidRequest),
 				ErrorMessage: err.Error()}, nil)
 		}
 		return
@@ -248,7 +245,7 @@ func commonLength(entries []store.CacheEntry) int {
 }
 
 // pack groups the pending cells into requests in submission order (packTexts). A text longer than the token
-// limit on its own is recorded failed (ClassTextTooLong) and never sent.
+// limit on its own is recorded failed (errclass.TextTooLong) and never sent.
 func (p *pass) pack(es *embedState, pending []int) []*embedBatch {
 	out, long := packTexts(p.spec, es.texts, pending, tokenCounter(p.a.Tokenizer, p.model.Name))
 	for _, b := range long {
@@ -302,7 +299,7 @@ func textTooLong(spec *experiment.Spec, idx, tokens int) store.Record {
 	maxTok := spec.Embed.MaxTokensPerRequest
 	msg := fmt.Sprintf("text has %d tokens, more than embed.max_tokens_per_request (%d): it fits in no request; "+
 		"shorten the text or raise max_tokens_per_request (at most what the model accepts)", tokens, maxTok)
-	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassTextTooLong, ErrorCode: "text_too_long",
+	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: errclass.TextTooLong, ErrorCode: "text_too_long",
 		ErrorMessage: msg}
 }
 
@@ -405,12 +402,12 @@ func (es *embedState) check(vecs [][]float32) error {
 	}
 	for i, v := range vecs {
 		if len(v) == 0 || len(v) != want {
-			return &llm.Error{Class: llm.ClassTransport, Code: "malformed_body",
+			return &llm.Error{Class: errclass.Transport, Code: "malformed_body",
 				Message: fmt.Sprintf("embedding %d has %d dimensions, want %d", i, len(v), want)}
 		}
 		for j, f := range v {
 			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-				return &llm.Error{Class: llm.ClassTransport, Code: "malformed_body",
+				return &llm.Error{Class: errclass.Transport, Code: "malformed_body",
 					Message: fmt.Sprintf("embedding %d: component %d is not finite", i, j)}
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -138,7 +139,7 @@ func TestEmbedPacking(t *testing.T) {
 	for i, x := range texts {
 		r := recs[i]
 		if x == long {
-			if r.Status != store.StatusFailed || r.ErrorClass != ClassTextTooLong || !strings.Contains(r.ErrorMessage, "max_tokens_per_request (20)") {
+			if r.Status != store.StatusFailed || r.ErrorClass != errclass.TextTooLong || !strings.Contains(r.ErrorMessage, "max_tokens_per_request (20)") {
 				t.Errorf("long text: record %+v, want a TextTooLong failure naming the limit", r)
 			}
 			continue

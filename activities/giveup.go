@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/store"
 )
 
@@ -24,17 +25,17 @@ func (p *pass) finish(ctx, runCtx context.Context) (res PassResult, err error) {
 
 	switch reason := p.stop.why(); {
 	case werr != nil:
-		return p.tally.result(), appError(ClassInternal, true, 0, fmt.Errorf("write results: %w", werr))
+		return p.tally.result(), appError(errclass.Internal, fmt.Errorf("write results: %w", werr))
 	case reason == stopFatal:
 		e := p.stop.fatalError()
 		return p.giveUp(ctx, string(e.Class), e.Code, e.Error())
 	case reason == stopUnreachable:
-		return p.giveUp(ctx, ClassUnreachable, p.lastCode(), p.unreachableMessage())
+		return p.giveUp(ctx, errclass.Unreachable, p.lastCode(), p.unreachableMessage())
 	case reason == stopStalled:
 		return p.giveUpStalled(ctx)
 	case reason == stopBudget:
-		if _, err := p.recordUnfinished(ctx, ClassBudgetExhausted, "", p.budget.message()); err != nil {
-			return p.tally.result(), appError(ClassInternal, true, 0, err)
+		if _, err := p.recordUnfinished(ctx, errclass.BudgetExhausted, "", p.budget.message()); err != nil {
+			return p.tally.result(), appError(errclass.Internal, err)
 		}
 		res := p.tally.result()
 		res.BudgetExhausted = true
@@ -42,7 +43,7 @@ func (p *pass) finish(ctx, runCtx context.Context) (res PassResult, err error) {
 	case reason == stopCancelled:
 		return p.tally.result(), ctx.Err()
 	case reason == stopWorker && p.tally.unfinished() > 0:
-		return p.tally.result(), appError(ClassWorkerStopping, true, 0, errors.New("the worker is stopping; the pass resumes on the next attempt"))
+		return p.tally.result(), appError(errclass.WorkerStopping, errors.New("the worker is stopping; the pass resumes on the next attempt"))
 	}
 	return p.tally.result(), nil
 }
@@ -78,20 +79,20 @@ func (p *pass) giveUp(ctx context.Context, class, code, msg string) (PassResult,
 // endpoint's breaker is open (the message keeps the cause), else they have the last failure's class; the pass's
 // error is Stalled.
 func (p *pass) giveUpStalled(ctx context.Context) (PassResult, error) {
-	cellClass, code := ClassStalled, p.lastCode()
+	cellClass, code := errclass.Stalled, p.lastCode()
 	if st := p.brk.State(); st.Open {
-		cellClass, code = ClassOutage, st.Cause.Code
+		cellClass, code = errclass.Outage, st.Cause.Code
 	} else if e := p.judge.lastError(); e != nil {
 		cellClass = string(e.Class)
 	}
-	return p.giveUpAs(ctx, ClassStalled, cellClass, code, p.judge.stallMessage(p.model.ID, p.clock.Now()))
+	return p.giveUpAs(ctx, errclass.Stalled, cellClass, code, p.judge.stallMessage(p.model.ID, p.clock.Now()))
 }
 
 func (p *pass) giveUpAs(ctx context.Context, passClass, cellClass, code, msg string) (PassResult, error) {
 	if _, err := p.recordUnfinished(ctx, cellClass, code, msg); err != nil {
-		return p.tally.result(), appError(ClassInternal, true, 0, err)
+		return p.tally.result(), appError(errclass.Internal, err)
 	}
-	return p.tally.result(), appError(passClass, false, 0, errors.New(msg))
+	return p.tally.result(), appError(passClass, errors.New(msg))
 }
 
 // lastCode is the provider's code of the last failure, "" when none.

@@ -9,15 +9,11 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
-	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
 )
-
-// ClassImageUnavailable is the error class of a cell whose picture could not be fetched under
-// image.on_failure: raise.
-const ClassImageUnavailable = "ImageUnavailable"
 
 // pictures are what a cell's pictures add to its record: their digests, and under on_failure skip which were
 // left out.
@@ -193,7 +189,7 @@ func (pi *passImages) wait() {
 
 // imageFailure is the record of a cell whose picture could not be fetched.
 func imageFailure(idx int, err error) store.Record {
-	r := store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: ClassImageUnavailable, ErrorMessage: err.Error()}
+	r := store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: errclass.ImageUnavailable, ErrorMessage: err.Error()}
 	var fe *imagefetch.Error
 	if errors.As(err, &fe) {
 		r.ErrorCode = fe.Code()
@@ -214,7 +210,7 @@ func unprepared(idx int, err error) store.Record {
 	if errors.As(err, &ie) {
 		return imageFailure(idx, ie.err)
 	}
-	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(llm.ClassInvalidRequest),
+	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(errclass.InvalidRequest),
 		ErrorMessage: "render prompt: " + err.Error()}
 }
 

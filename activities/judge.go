@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/llm"
 )
 
@@ -146,7 +147,7 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 		}
 	}
 	if prev.LastClass != "" {
-		j.last = &llm.Error{Class: llm.Class(prev.LastClass), Message: prev.LastMessage}
+		j.last = &llm.Error{Class: errclass.Class(prev.LastClass), Message: prev.LastMessage}
 	}
 	return j
 }
@@ -233,7 +234,7 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	j.mu.Unlock()
 	kind := breaker.Transient
 	switch {
-	case e.Class == llm.ClassRateLimited:
+	case e.Class == errclass.RateLimited:
 		kind = breaker.RateLimited
 	case neverConnected(e) && !answered:
 		return j.refused(tk, cell, e, latency, now)

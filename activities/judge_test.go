@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 )
 
-var err503 = &llm.Error{Class: llm.ClassServerError, Status: 503, Code: "service_unavailable"}
+var err503 = &llm.Error{Class: errclass.ServerError, Status: 503, Code: "service_unavailable"}
 
 func newTestJudge(maxTries int, prev Progress, answered bool) (*judge, *breaker.Breaker) {
 	b := breaker.New(ratelimit.SystemClock(), breaker.Policy{Rand: func() float64 { return 0.5 }})
@@ -125,7 +126,7 @@ func TestJudgeGivesTheStreaksTriesBackWhenTheBreakerOpens(t *testing.T) {
 func TestJudgeFailsTheLastCellsThatAlwaysFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j, b := newTestJudge(3, Progress{}, true)
-		err500 := &llm.Error{Class: llm.ClassServerError, Status: 500}
+		err500 := &llm.Error{Class: errclass.ServerError, Status: 500}
 		failed, held := map[int]bool{}, map[int]bool{}
 		for i := 0; len(failed) < 2 && i < 20; i++ {
 			c := i % 2
@@ -174,7 +175,7 @@ func TestJudgeTheLastCellGettingUnavailableIsPacedAndCharged(t *testing.T) {
 // A refused connection of an endpoint that never answered charges nothing and gives the model up after
 // unreachableFor; once the endpoint answered, a refused connection opens the breaker at once.
 func TestJudgeRefusedConnections(t *testing.T) {
-	refused := &llm.Error{Class: llm.ClassTransport, Code: llm.CodeConnectionRefused}
+	refused := &llm.Error{Class: errclass.Transport, Code: llm.CodeConnectionRefused}
 	synctest.Test(t, func(t *testing.T) {
 		j, b := newTestJudge(10, Progress{}, false)
 		if got := j.failure(admitted(t, b), 0, refused, 0, time.Now(), 10); got.verdict != retryCell || got.tries.Transient != 0 {

@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
 )
@@ -71,8 +72,8 @@ func TestOutputDirStaysUnderRoot(t *testing.T) {
 		"CheckOutput": a.CheckOutput(context.Background(), ExportInput{RunID: "r", Dir: outside}),
 	} {
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != ClassOutputRefused {
-			t.Errorf("%s = %v, want a non-retryable %s error", name, err, ClassOutputRefused)
+		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != errclass.OutputRefused {
+			t.Errorf("%s = %v, want a non-retryable %s error", name, err, errclass.OutputRefused)
 		}
 	}
 }
@@ -135,8 +136,8 @@ func TestPrepareRunRefusesOutputOutsideRoot(t *testing.T) {
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("output %s: %v, want accepted", tc.output, err)
-		case !tc.ok && (!errors.As(err, &ae) || ae.Type() != ClassOutputRefused || !ae.NonRetryable()):
-			t.Errorf("output %s: %v, want a non-retryable %s error", tc.output, err, ClassOutputRefused)
+		case !tc.ok && (!errors.As(err, &ae) || ae.Type() != errclass.OutputRefused || !ae.NonRetryable()):
+			t.Errorf("output %s: %v, want a non-retryable %s error", tc.output, err, errclass.OutputRefused)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -41,10 +42,10 @@ import (
 func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult, error) {
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return PassResult{}, appError(ClassInternal, true, 0, err)
+		return PassResult{}, appError(errclass.Internal, err)
 	}
 	if in.Pass.Start < 0 || in.Pass.End > spec.NumCells() || in.Pass.Start > in.Pass.End {
-		return PassResult{}, appError(ClassInvalidSpec, false, 0,
+		return PassResult{}, appError(errclass.InvalidSpec,
 			fmt.Errorf("pass %d: cells [%d,%d) outside the grid of %d", in.Pass.Index, in.Pass.Start, in.Pass.End, spec.NumCells()))
 	}
 	var prev Progress
@@ -53,7 +54,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 	}
 	p := a.newPass(ctx, spec, in, prev)
 	if err := p.loadFinished(ctx); err != nil {
-		return PassResult{}, appError(ClassInternal, true, 0, err)
+		return PassResult{}, appError(errclass.Internal, err)
 	}
 	p.tally.retried(prev.Retried) // retries are facts of the earlier attempts that no record keeps
 	if res := p.tally.result(); in.ModelAnswered || res.OK+res.Unparsed > res.Cached {
@@ -70,7 +71,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 		if errors.As(err, &le) {
 			return p.giveUp(ctx, string(le.Class), le.Code, le.Error())
 		}
-		return p.giveUp(ctx, ClassClientSetup, "", err.Error())
+		return p.giveUp(ctx, errclass.ClientSetup, "", err.Error())
 	}
 	call.timeout, call.clock, call.obs = callTimeout(spec), p.clock, p.obs
 	p.call = call

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -388,7 +389,7 @@ func TestAnEndpointThatNeverAnswersFailsFastNamingBaseURL(t *testing.T) {
 	start := time.Now()
 	_, err = h.runPass(ratelimit.Limits{Concurrency: 4})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ClassUnreachable || !app.NonRetryable() {
+	if !errors.As(err, &app) || app.Type() != errclass.Unreachable || !app.NonRetryable() {
 		t.Fatalf("got %v, want non-retryable Unreachable", err)
 	}
 	t.Logf("gave up after %s", time.Since(start).Round(time.Millisecond))
@@ -397,7 +398,7 @@ func TestAnEndpointThatNeverAnswersFailsFastNamingBaseURL(t *testing.T) {
 		t.Fatalf("%d cells recorded, want all 6", len(recs))
 	}
 	for _, r := range recs {
-		if r.ErrorClass != ClassUnreachable || r.ErrorCode != llm.CodeConnectionRefused || !strings.Contains(r.ErrorMessage, url+"/v1") {
+		if r.ErrorClass != errclass.Unreachable || r.ErrorCode != llm.CodeConnectionRefused || !strings.Contains(r.ErrorMessage, url+"/v1") {
 			t.Errorf("cell %d = %+v; want Unreachable, connection_refused, naming %s/v1", r.Index, r, url)
 		}
 	}
@@ -414,7 +415,7 @@ func TestAStalledPassGivesUpWithTheLastCause(t *testing.T) {
 		LastMessage: "Rate limit reached for requests"})
 	_, err := h.runPass(ratelimit.Limits{Concurrency: 2})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ClassStalled || !app.NonRetryable() {
+	if !errors.As(err, &app) || app.Type() != errclass.Stalled || !app.NonRetryable() {
 		t.Fatalf("got %v, want non-retryable Stalled", err)
 	}
 	for _, r := range h.records() {

@@ -42,7 +42,7 @@ type PassResult struct {
 	// Cached counts the cells answered from the response cache, over all attempts.
 	Cached int
 	// BudgetExhausted says the pass stopped because its next call could have exceeded its share of the budget;
-	// its unfinished cells are recorded as failed with ClassBudgetExhausted.
+	// its unfinished cells are recorded as failed with errclass.BudgetExhausted.
 	BudgetExhausted bool
 	// FirstFailure is the lowest index of a failed cell of the pass, -1 when none failed.
 	FirstFailure int

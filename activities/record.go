@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/pmf"
@@ -100,10 +101,10 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a cache.Answer, pric
 	switch {
 	case a.FinishReason == llm.FinishContentFilter:
 		rec.Status, rec.OptionID, rec.Candidates = store.StatusUnparsed, "", ""
-		rec.ErrorClass = ClassContentFiltered
+		rec.ErrorClass = errclass.ContentFiltered
 		rec.ErrorMessage = "the provider's content filter withheld the answer (finish_reason content_filter)"
 	case m.Status == experiment.MatchUnparsed && a.FinishReason == llm.FinishLength:
-		rec.ErrorClass = ClassTruncated
+		rec.ErrorClass = errclass.Truncated
 		rec.ErrorMessage = fmt.Sprintf("the answer was cut at the completion cap (%d tokens) before it named an option (finish_reason length); raise max_tokens",
 			spec.Models[c.Model].Params.CompletionCap())
 	}
@@ -137,7 +138,7 @@ func jsonAnswer(text string, set experiment.OptionSet) (string, bool) {
 
 // noLogprobs is the error that ends a model whose answer mode reads logprobs when an answer came without them.
 func noLogprobs(m experiment.Model) *llm.Error {
-	return &llm.Error{Class: ClassNoLogprobs, Code: "no_logprobs", Message: fmt.Sprintf(
+	return &llm.Error{Class: errclass.NoLogprobs, Code: "no_logprobs", Message: fmt.Sprintf(
 		"model %s (%s) answered without logprobs, which answer mode %s reads; its server does not return them "+
 			"(reasoning models and some servers do not): use answer: {mode: samples} for a distribution over the seeds", m.ID, m.Name, experiment.AnswerLogprobs)}
 }

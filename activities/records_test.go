@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
@@ -110,7 +111,7 @@ func TestCellsGivenUpDuringAnOutageSayOutage(t *testing.T) {
 	start := time.Now()
 	_, err := h.runPass(ratelimit.Limits{Concurrency: 8})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ClassStalled || !app.NonRetryable() {
+	if !errors.As(err, &app) || app.Type() != errclass.Stalled || !app.NonRetryable() {
 		t.Fatalf("got %v, want non-retryable Stalled", err)
 	}
 	recs := checkCounts(t, h, srv)
@@ -120,7 +121,7 @@ func TestCellsGivenUpDuringAnOutageSayOutage(t *testing.T) {
 			continue
 		}
 		failed++
-		if r.ErrorClass != ClassOutage || !strings.Contains(r.ErrorMessage, "has been down since") ||
+		if r.ErrorClass != errclass.Outage || !strings.Contains(r.ErrorMessage, "has been down since") ||
 			!strings.Contains(r.ErrorMessage, "503") || !strings.Contains(r.ErrorMessage, "ServerError") {
 			t.Errorf("cell %d: %s %q; want Outage naming the 503 and its class", i, r.ErrorClass, r.ErrorMessage)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 )
@@ -59,7 +60,7 @@ func (r *refusals) refused(e *llm.Error) string {
 	}
 	switch {
 	case e.Status == 404:
-		r.settled, r.verdict = true, ClassNotFound
+		r.settled, r.verdict = true, errclass.NotFound
 		return r.verdict
 	case r.first == nil:
 		r.first, r.alike = e, 1
@@ -72,7 +73,7 @@ func (r *refusals) refused(e *llm.Error) string {
 	if r.alike < sameRefusals {
 		return ""
 	}
-	r.settled, r.verdict = true, ClassRejected
+	r.settled, r.verdict = true, errclass.Rejected
 	return r.verdict
 }
 
@@ -86,7 +87,7 @@ func deadModel(spec *experiment.Spec, idx int, class string, e *llm.Error, calle
 	}
 	said += fmt.Sprintf(": %q", e.Message)
 	var msg string
-	if class == ClassNotFound {
+	if class == errclass.NotFound {
 		msg = fmt.Sprintf("model %s: its calls to %s are answered %s, and none succeeded: no cell can be answered there; ", m.ID, calledURL, said)
 		switch fix := experiment.WithAPIVersion(m.BaseURL); {
 		case fix != "":
@@ -112,5 +113,5 @@ func deadModel(spec *experiment.Spec, idx int, class string, e *llm.Error, calle
 			msg += fmt.Sprintf("change what the server's message names in models[%d] (params, name, answer) or on the server", idx)
 		}
 	}
-	return &llm.Error{Class: llm.Class(class), Code: e.Code, Message: msg + "; then run again with --retry-failed"}
+	return &llm.Error{Class: errclass.Class(class), Code: e.Code, Message: msg + "; then run again with --retry-failed"}
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -93,7 +94,7 @@ func TestABaseURLWithoutV1IsGivenUpAtOnce(t *testing.T) {
 			t.Errorf("the simulator got %s and answered %d, want /chat/completions answered 404", r.Endpoint, r.Status)
 		}
 	}
-	msg := checkGivenUp(t, h, err, log, ClassNotFound, "unknown_url", 2*concurrency,
+	msg := checkGivenUp(t, h, err, log, errclass.NotFound, "unknown_url", 2*concurrency,
 		"model m: its calls to "+url+"/chat/completions are answered HTTP 404 unknown_url", "set models[0].base_url to "+url+"/v1",
 		"--retry-failed")
 	t.Logf("%d requests for %d cells; an unsent cell says: %s", len(log), h.spec.NumCells(), msg)
@@ -113,7 +114,7 @@ func TestTheSameRefusalOfTheFirstCallsEndsTheModel(t *testing.T) {
 			t.Errorf("the simulator got %s with response_format %q and answered %d, want json_schema refused 400", r.Endpoint, r.ResponseFormat, r.Status)
 		}
 	}
-	msg := checkGivenUp(t, h, err, log, ClassRejected, "invalid_request_error", sameRefusals+concurrency,
+	msg := checkGivenUp(t, h, err, log, errclass.Rejected, "invalid_request_error", sameRefusals+concurrency,
 		fmt.Sprintf("model m: its first %d calls were all refused alike (HTTP 400 invalid_request_error: ", sameRefusals),
 		"cannot apply response_format json_schema", "give model m answer: {mode: text}", "--retry-failed")
 	t.Logf("%d requests for %d cells; an unsent cell says: %s", len(log), h.spec.NumCells(), msg)
@@ -179,8 +180,8 @@ func TestA404AfterAnAnswerIsTheCellsOwn(t *testing.T) {
 // TestDeadModelSaysWhatToChange: the message of a given-up model names the change that fixes it, by what the
 // spec sent.
 func TestDeadModelSaysWhatToChange(t *testing.T) {
-	notFound := &llm.Error{Class: llm.ClassInvalidRequest, Status: 404, Code: "model_not_found", Message: "The model `gpt-4o-mni` does not exist"}
-	refused := &llm.Error{Class: llm.ClassInvalidRequest, Status: 400, Code: "invalid_request_error", Message: "unsupported parameter"}
+	notFound := &llm.Error{Class: errclass.InvalidRequest, Status: 404, Code: "model_not_found", Message: "The model `gpt-4o-mni` does not exist"}
+	refused := &llm.Error{Class: errclass.InvalidRequest, Status: 400, Code: "invalid_request_error", Message: "unsupported parameter"}
 	for _, tc := range []struct {
 		name   string
 		edit   func(*experiment.Spec)
@@ -189,24 +190,24 @@ func TestDeadModelSaysWhatToChange(t *testing.T) {
 		want   string
 		unwant string
 	}{
-		{"no /v1", func(s *experiment.Spec) { s.Models[0].BaseURL = "http://localhost:11434/" }, ClassNotFound, notFound,
+		{"no /v1", func(s *experiment.Spec) { s.Models[0].BaseURL = "http://localhost:11434/" }, errclass.NotFound, notFound,
 			"set models[0].base_url to http://localhost:11434/v1", "check models[0].name"},
-		{"the default base_url", func(s *experiment.Spec) { s.Models[0].BaseURL = "" }, ClassNotFound, notFound,
+		{"the default base_url", func(s *experiment.Spec) { s.Models[0].BaseURL = "" }, errclass.NotFound, notFound,
 			`check models[0].name: "fake" must be a model the provider has`, "base_url"},
-		{"a versioned base_url", func(s *experiment.Spec) { s.Models[0].BaseURL = "http://localhost:8000/v1" }, ClassNotFound, notFound,
+		{"a versioned base_url", func(s *experiment.Spec) { s.Models[0].BaseURL = "http://localhost:8000/v1" }, errclass.NotFound, notFound,
 			"check models[0].base_url (the server's API root, e.g. http://localhost:11434/v1) and models[0].name", "set models[0].base_url"},
-		{"json_schema", func(s *experiment.Spec) { s.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerJSONSchema} }, ClassRejected, refused,
+		{"json_schema", func(s *experiment.Spec) { s.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerJSONSchema} }, errclass.Rejected, refused,
 			"give model m answer: {mode: text}", "logprobs"},
-		{"logprobs", func(s *experiment.Spec) { s.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerLogprobs} }, ClassRejected, refused,
+		{"logprobs", func(s *experiment.Spec) { s.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerLogprobs} }, errclass.Rejected, refused,
 			"give model m answer: {mode: samples}", "json_schema"},
-		{"text", func(*experiment.Spec) {}, ClassRejected, refused,
+		{"text", func(*experiment.Spec) {}, errclass.Rejected, refused,
 			`(HTTP 400 invalid_request_error: "unsupported parameter") and none succeeded, so every cell would be; change what the server's message names in models[0]`, "answer:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := testSpec("http://127.0.0.1:1", 1, 1)
 			tc.edit(&spec)
 			e := deadModel(&spec, 0, tc.class, tc.e, "URL")
-			if e.Class != llm.Class(tc.class) || e.Code != tc.e.Code {
+			if e.Class != errclass.Class(tc.class) || e.Code != tc.e.Code {
 				t.Errorf("class %s code %s, want %s and the provider's code %s", e.Class, e.Code, tc.class, tc.e.Code)
 			}
 			if !strings.Contains(e.Message, tc.want) || strings.Contains(e.Message, tc.unwant) || !strings.HasSuffix(e.Message, "; then run again with --retry-failed") {
@@ -238,7 +239,7 @@ func TestAnAnswerInTheStoreSettlesTheRefusals(t *testing.T) {
 			switch {
 			case !cached && (err != nil || res.Failed != 5 || len(fm.requested()) != 5):
 				t.Errorf("pass: %v, %+v after %d requests; want the 5 unfinished cells sent and failed on their own", err, res, len(fm.requested()))
-			case cached && (!errors.As(err, &app) || app.Type() != ClassNotFound || len(fm.requested()) != 1):
+			case cached && (!errors.As(err, &app) || app.Type() != errclass.NotFound || len(fm.requested()) != 1):
 				t.Errorf("pass: %v after %d requests; want NotFound after one", err, len(fm.requested()))
 			}
 		})

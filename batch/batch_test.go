@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 )
@@ -265,7 +266,7 @@ func TestParseOpenAI(t *testing.T) {
 		name       string
 		line       string
 		outcome    Outcome
-		class      llm.Class
+		class      errclass.Class
 		code       string
 		status     int
 		reason     string
@@ -276,16 +277,16 @@ func TestParseOpenAI(t *testing.T) {
 			outcome: Succeeded, bodyPrefix: `{"id": "chatcmpl-123"`},
 		{name: "error null with status_code 400",
 			line:    `{"id": "batch_req_456", "custom_id": "request-1", "response": {"status_code": 400, "request_id": "req_789", "body": {"error": {"message": "This model's maximum context length is 8192 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}}, "error": null}`,
-			outcome: Errored, class: llm.ClassInvalidRequest, code: "context_length_exceeded", status: 400},
+			outcome: Errored, class: errclass.InvalidRequest, code: "context_length_exceeded", status: 400},
 		{name: "status_code 500",
 			line:    `{"id":"b","custom_id":"c","response":{"status_code":500,"request_id":"r","body":{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}},"error":null}`,
-			outcome: Errored, class: llm.ClassServerError, code: "server_error", status: 500},
+			outcome: Errored, class: errclass.ServerError, code: "server_error", status: 500},
 		{name: "status_code 429 insufficient_quota",
 			line:    `{"id":"b","custom_id":"c","response":{"status_code":429,"request_id":"r","body":{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}},"error":null}`,
-			outcome: Errored, class: llm.ClassQuotaExhausted, code: "insufficient_quota", status: 429},
+			outcome: Errored, class: errclass.QuotaExhausted, code: "insufficient_quota", status: 429},
 		{name: "status_code 502 with a page",
 			line:    `{"id":"b","custom_id":"c","response":{"status_code":502,"request_id":"r","body":"<html>Bad gateway</html>"},"error":null}`,
-			outcome: Errored, class: llm.ClassServerError, status: 502},
+			outcome: Errored, class: errclass.ServerError, status: 502},
 		{name: "batch_expired", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"batch_expired","message":"This request could not be executed before the completion window expired."}}`,
 			outcome: NotRun, reason: "batch_expired"},
 		{name: "batch_cancelled", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"batch_cancelled","message":"This request was cancelled."}}`,
@@ -293,7 +294,7 @@ func TestParseOpenAI(t *testing.T) {
 		{name: "request_timeout", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"request_timeout","message":"timed out"}}`,
 			outcome: NotRun, reason: "request_timeout"},
 		{name: "other error", line: `{"id":"b","custom_id":"c","response":null,"error":{"code":"internal_error","message":"x"}}`,
-			outcome: Errored, class: llm.ClassTransport, code: "internal_error"},
+			outcome: Errored, class: errclass.Transport, code: "internal_error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -354,7 +355,7 @@ func TestParseRedacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Err.Class != llm.ClassAuth || strings.Contains(r.Err.Error(), testKey) {
+	if r.Err.Class != errclass.Auth || strings.Contains(r.Err.Error(), testKey) {
 		t.Errorf("error %v: want Auth without the key", r.Err)
 	}
 	for e := error(r.Err); e != nil; e = errors.Unwrap(e) {
@@ -367,7 +368,7 @@ func TestParseRedacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ar.Err.Class != llm.ClassAuth || strings.Contains(ar.Err.Error(), testKey) {
+	if ar.Err.Class != errclass.Auth || strings.Contains(ar.Err.Error(), testKey) {
 		t.Errorf("Anthropic error %v: want Auth without the key", ar.Err)
 	}
 }
@@ -377,12 +378,12 @@ func TestParseAnthropic(t *testing.T) {
 		name    string
 		line    string
 		outcome Outcome
-		class   llm.Class
+		class   errclass.Class
 		reason  string
 	}{
 		{"succeeded", `{"custom_id":"my-second-request","result":{"type":"succeeded","message":{"id":"msg_014VwiXbi91y3JMjcpyGBHX5","type":"message","role":"assistant","model":"claude-3-5-sonnet-20240620","content":[{"type":"text","text":"Hello again!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":11,"output_tokens":6}}}}`, Succeeded, "", ""},
-		{"errored invalid request", `{"custom_id":"my-first-request","result":{"type":"errored","error":{"type":"error","error":{"type":"invalid_request_error","message":"Validation error"}}}}`, Errored, llm.ClassInvalidRequest, ""},
-		{"errored overloaded", `{"custom_id":"c","result":{"type":"errored","error":{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}}}`, Errored, llm.ClassServerError, ""},
+		{"errored invalid request", `{"custom_id":"my-first-request","result":{"type":"errored","error":{"type":"error","error":{"type":"invalid_request_error","message":"Validation error"}}}}`, Errored, errclass.InvalidRequest, ""},
+		{"errored overloaded", `{"custom_id":"c","result":{"type":"errored","error":{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}}}`, Errored, errclass.ServerError, ""},
 		{"canceled", `{"custom_id":"c","result":{"type":"canceled"}}`, NotRun, "", "canceled"},
 		{"expired", `{"custom_id":"c","result":{"type":"expired"}}`, NotRun, "", "expired"},
 	}

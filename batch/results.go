@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/llm"
 )
 
@@ -86,7 +87,7 @@ func ParseOpenAI(line []byte, redact func(string) string) (Result, error) {
 		// A line the provider refused without running it (a malformed line, a wrong model). Unknown codes are
 		// taken as transient, as llm.Classify takes unknown failures: retrying costs only a bounded number of tries.
 		r.Outcome = Errored
-		r.Err = &llm.Error{Class: llm.ClassTransport, Code: redact(l.Error.Code), Message: redact(l.Error.Message)}
+		r.Err = &llm.Error{Class: errclass.Transport, Code: redact(l.Error.Code), Message: redact(l.Error.Message)}
 		if l.Response != nil && l.Response.StatusCode >= 400 {
 			r.Err = statusError(l.Response.StatusCode, l.Response.Body, redact)
 		}

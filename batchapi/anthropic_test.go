@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/sim"
@@ -150,7 +151,7 @@ func TestAnthropicCollectAndCancel(t *testing.T) {
 	if err := f.a.Collect(ctx, p, func(r batch.Result) error { got[r.CustomID] = r; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 10 || got[ids[0]].Outcome != batch.Errored || got[ids[0]].Err.Class != llm.ClassInvalidRequest ||
+	if len(got) != 10 || got[ids[0]].Outcome != batch.Errored || got[ids[0]].Err.Class != errclass.InvalidRequest ||
 		got[ids[1]].Outcome != batch.Succeeded || got[ids[9]].Outcome != batch.NotRun || got[ids[9]].Reason != "canceled" {
 		t.Errorf("results %+v", got)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/silicolab/silico/errclass"
 )
 
 // Anthropic's Messages API, as far as silico speaks it: the request body of a chat call, its answer, and its
@@ -134,14 +136,14 @@ type anthropicResponse struct {
 
 // AnthropicAnswer reads a Messages API answer (a message object): its text blocks joined, its usage (the
 // prompt cache's input tokens counted as prompt tokens) and its stop reason as a finish reason. A body that is not a message is a malformed body
-// (ClassTransport), as for an OpenAI-compatible answer.
+// (errclass.Transport), as for an OpenAI-compatible answer.
 func AnthropicAnswer(body []byte) (Response, error) {
 	var r anthropicResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return Response{}, &Error{Class: ClassTransport, Code: "malformed_body", Message: truncate(err.Error()), cause: err}
+		return Response{}, &Error{Class: errclass.Transport, Code: "malformed_body", Message: truncate(err.Error()), cause: err}
 	}
 	if r.Type != "message" || r.Usage == nil {
-		return Response{}, &Error{Class: ClassTransport, Code: "malformed_body",
+		return Response{}, &Error{Class: errclass.Transport, Code: "malformed_body",
 			Message: "answer is not a message with usage"}
 	}
 	var sb strings.Builder
@@ -195,10 +197,10 @@ func AnthropicError(status int, typ, message string) *Error {
 	e := &Error{Status: status, Code: typ, Message: truncate(message)}
 	switch {
 	case typ == "billing_error":
-		e.Class = ClassQuotaExhausted
+		e.Class = errclass.QuotaExhausted
 	case status == 0:
 		// An error type this code does not know: assumed transient, as Classify assumes of unknown failures.
-		e.Class = ClassTransport
+		e.Class = errclass.Transport
 	default:
 		e.Class = classOfStatus(status, typ, typ, message)
 	}

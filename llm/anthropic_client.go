@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -65,7 +66,7 @@ func (c *AnthropicClient) Redact(s string) string { return c.redact(s) }
 func (c *AnthropicClient) Chat(ctx context.Context, req Request) (Response, error) {
 	body, err := AnthropicBody(req)
 	if err != nil {
-		return Response{}, &Error{Class: ClassInvalidRequest, Message: err.Error(), cause: err}
+		return Response{}, &Error{Class: errclass.InvalidRequest, Message: err.Error(), cause: err}
 	}
 	data, err := c.do(ctx, http.MethodPost, experiment.PathMessages, body, req.CellID)
 	if err != nil {
@@ -114,7 +115,7 @@ func (c *AnthropicClient) MessageBatchResults(ctx context.Context, id, resultsUR
 		u, err := url.Parse(resultsURL)
 		base, berr := url.Parse(c.baseURL)
 		if err != nil || berr != nil || u.Scheme != base.Scheme || u.Host != base.Host {
-			return nil, &Error{Class: ClassInvalidRequest, Code: "results_url",
+			return nil, &Error{Class: errclass.InvalidRequest, Code: "results_url",
 				Message: fmt.Sprintf("batch %s: results_url %q is not on %s", id, c.redact(resultsURL), base.Host)}
 		}
 		target = resultsURL
@@ -149,7 +150,7 @@ func (c *AnthropicClient) send(ctx context.Context, method, target string, body 
 	}
 	r, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return nil, &Error{Class: ClassInvalidRequest, Message: c.redact(err.Error()), cause: err}
+		return nil, &Error{Class: errclass.InvalidRequest, Message: c.redact(err.Error()), cause: err}
 	}
 	if c.key != "" {
 		r.Header.Set("x-api-key", c.key)

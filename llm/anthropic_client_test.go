@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -65,16 +66,16 @@ func TestAnthropicChatErrors(t *testing.T) {
 		status int
 		body   string
 		header []string
-		class  Class
+		class  errclass.Class
 		code   string
 		retry  time.Duration
 	}{
-		{"overloaded", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, nil, ClassServerError, "overloaded_error", 0},
-		{"rate limited", 429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, []string{"retry-after", "7"}, ClassRateLimited, "rate_limit_error", 7 * time.Second},
-		{"bad request", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`, nil, ClassInvalidRequest, "invalid_request_error", 0},
-		{"bad key echoed", 401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + antKey + `"}}`, nil, ClassAuth, "authentication_error", 0},
-		{"billing", 400, `{"type":"error","error":{"type":"billing_error","message":"credit balance too low"}}`, nil, ClassQuotaExhausted, "billing_error", 0},
-		{"proxy page", 502, `<html>bad gateway</html>`, nil, ClassServerError, "", 0},
+		{"overloaded", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, nil, errclass.ServerError, "overloaded_error", 0},
+		{"rate limited", 429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, []string{"retry-after", "7"}, errclass.RateLimited, "rate_limit_error", 7 * time.Second},
+		{"bad request", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`, nil, errclass.InvalidRequest, "invalid_request_error", 0},
+		{"bad key echoed", 401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + antKey + `"}}`, nil, errclass.Auth, "authentication_error", 0},
+		{"billing", 400, `{"type":"error","error":{"type":"billing_error","message":"credit balance too low"}}`, nil, errclass.QuotaExhausted, "billing_error", 0},
+		{"proxy page", 502, `<html>bad gateway</html>`, nil, errclass.ServerError, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,12 +104,12 @@ func TestAnthropicChatErrors(t *testing.T) {
 	req := antReq()
 	req.Params.MaxTokens = 0
 	var e *Error
-	if _, err := c.Chat(context.Background(), req); !errors.As(err, &e) || e.Class != ClassInvalidRequest || sent {
+	if _, err := c.Chat(context.Background(), req); !errors.As(err, &e) || e.Class != errclass.InvalidRequest || sent {
 		t.Errorf("no max_tokens: %v (sent %v), want InvalidRequest and nothing sent", err, sent)
 	}
 	// Nothing listening: a transport failure.
 	dead := NewAnthropicClient("http://127.0.0.1:1/v1", antKey, nil)
-	if _, err := dead.Chat(context.Background(), antReq()); !errors.As(err, &e) || e.Class != ClassTransport {
+	if _, err := dead.Chat(context.Background(), antReq()); !errors.As(err, &e) || e.Class != errclass.Transport {
 		t.Errorf("closed port: %v, want Transport", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/silicolab/silico/errclass"
 )
 
 // ChatBody is the JSON body Client.Chat sends for req, byte for byte: go-openai's encoding of the request with
@@ -51,15 +52,15 @@ func EmbedBody(req EmbedRequest) (json.RawMessage, error) {
 func Redactor(apiKey string) func(string) string { return redactor(apiKey) }
 
 // ChatAnswer reads a chat completion answer body, as Client.Chat reads one: the first choice's text and the
-// usage, the finish reason and the logprobs. A body that does not decode, or has no choices, is a malformed body (ClassTransport). The text is not
+// usage, the finish reason and the logprobs. A body that does not decode, or has no choices, is a malformed body (errclass.Transport). The text is not
 // redacted: the caller applies its Redactor with Response.Redacted.
 func ChatAnswer(body []byte) (Response, error) {
 	var r openai.ChatCompletionResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return Response{}, &Error{Class: ClassTransport, Code: "malformed_body", Message: truncate(err.Error()), cause: err}
+		return Response{}, &Error{Class: errclass.Transport, Code: "malformed_body", Message: truncate(err.Error()), cause: err}
 	}
 	if len(r.Choices) == 0 {
-		return Response{}, &Error{Class: ClassTransport, Code: "malformed_body", Message: "response has no choices"}
+		return Response{}, &Error{Class: errclass.Transport, Code: "malformed_body", Message: "response has no choices"}
 	}
 	out := Response{Text: r.Choices[0].Message.Content, PromptTokens: r.Usage.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens}
@@ -69,10 +70,10 @@ func ChatAnswer(body []byte) (Response, error) {
 
 // EmbedAnswer reads an embeddings answer body of a request with encoding_format base64 and the given number of
 // inputs, with Client.Embed's checks: one vector per input, every index in range and given once; otherwise a
-// malformed body (ClassTransport).
+// malformed body (errclass.Transport).
 func EmbedAnswer(body []byte, inputs int) (EmbedResponse, error) {
 	malformed := func(msg string, cause error) error {
-		return &Error{Class: ClassTransport, Code: "malformed_body", Message: truncate(msg), cause: cause}
+		return &Error{Class: errclass.Transport, Code: "malformed_body", Message: truncate(msg), cause: cause}
 	}
 	var b64 openai.EmbeddingResponseBase64
 	if err := json.Unmarshal(body, &b64); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -67,7 +68,7 @@ func TestChatAnswer(t *testing.T) {
 	for _, body := range []string{`{"choices":[]}`, `{"choices":`, `[]`} {
 		_, err := ChatAnswer([]byte(body))
 		var e *Error
-		if !errors.As(err, &e) || e.Class != ClassTransport || e.Code != "malformed_body" {
+		if !errors.As(err, &e) || e.Class != errclass.Transport || e.Code != "malformed_body" {
 			t.Errorf("ChatAnswer(%s) error = %v; want Transport malformed_body", body, err)
 		}
 	}
@@ -135,7 +136,7 @@ func TestAnthropicAnswer(t *testing.T) {
 	}
 	for _, body := range []string{`{"type":"error"}`, `{`, `{"type":"message","content":[]}`} {
 		var e *Error
-		if _, err := AnthropicAnswer([]byte(body)); !errors.As(err, &e) || e.Class != ClassTransport {
+		if _, err := AnthropicAnswer([]byte(body)); !errors.As(err, &e) || e.Class != errclass.Transport {
 			t.Errorf("AnthropicAnswer(%s) error = %v; want Transport", body, err)
 		}
 	}
@@ -145,20 +146,20 @@ func TestAnthropicError(t *testing.T) {
 	tests := []struct {
 		status int
 		typ    string
-		want   Class
+		want   errclass.Class
 	}{
-		{0, "invalid_request_error", ClassInvalidRequest},
-		{0, "authentication_error", ClassAuth},
-		{0, "permission_error", ClassAuth},
-		{0, "not_found_error", ClassInvalidRequest},
-		{0, "request_too_large", ClassInvalidRequest},
-		{0, "rate_limit_error", ClassRateLimited},
-		{0, "billing_error", ClassQuotaExhausted},
-		{0, "api_error", ClassServerError},
-		{0, "overloaded_error", ClassServerError},
-		{0, "timeout_error", ClassServerError},
-		{0, "something_new", ClassTransport},
-		{400, "something_new", ClassInvalidRequest},
+		{0, "invalid_request_error", errclass.InvalidRequest},
+		{0, "authentication_error", errclass.Auth},
+		{0, "permission_error", errclass.Auth},
+		{0, "not_found_error", errclass.InvalidRequest},
+		{0, "request_too_large", errclass.InvalidRequest},
+		{0, "rate_limit_error", errclass.RateLimited},
+		{0, "billing_error", errclass.QuotaExhausted},
+		{0, "api_error", errclass.ServerError},
+		{0, "overloaded_error", errclass.ServerError},
+		{0, "timeout_error", errclass.ServerError},
+		{0, "something_new", errclass.Transport},
+		{400, "something_new", errclass.InvalidRequest},
 	}
 	for _, tt := range tests {
 		e := AnthropicError(tt.status, tt.typ, "m")

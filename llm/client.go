@@ -16,6 +16,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -177,7 +178,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 	if len(resp.Choices) == 0 {
 		return Response{}, c.fail(&Error{
-			Class: ClassTransport, Status: capt.status, Code: "malformed_body",
+			Class: errclass.Transport, Status: capt.status, Code: "malformed_body",
 			Message: "response has no choices",
 		}, capt)
 	}
@@ -199,7 +200,7 @@ func (c *Client) fail(err error, capt *capture) *Error {
 	e := Classify(err)
 	if e.Status == 0 && capt.status != 0 {
 		e.Status = capt.status
-		if capt.status >= 400 && e.Class == ClassTransport {
+		if capt.status >= 400 && e.Class == errclass.Transport {
 			// An error status whose body could not be read: the status still says what happened.
 			e.Class = classOfStatus(capt.status, "", "", "")
 		}

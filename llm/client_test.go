@@ -16,6 +16,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -96,59 +97,59 @@ func TestChatClassification(t *testing.T) {
 		h          http.HandlerFunc
 		req        func(*Request)
 		timeout    time.Duration
-		class      Class
+		class      errclass.Class
 		status     int
 		code       string
 		retryAfter time.Duration
 	}{
 		{name: "429 rate limit, Retry-After seconds", h: reply(429, apiError("rate_limit_exceeded", "requests", "Rate limit reached"), "Retry-After", "2"),
-			class: ClassRateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 2 * time.Second},
+			class: errclass.RateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 2 * time.Second},
 		{name: "429 rate limit, retry-after-ms", h: reply(429, apiError("rate_limit_exceeded", "tokens", "slow down"), "retry-after-ms", "1500", "Retry-After", "2"),
-			class: ClassRateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 1500 * time.Millisecond},
+			class: errclass.RateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 1500 * time.Millisecond},
 		{name: "429 no Retry-After, tokens exhausted", h: reply(429, apiError("rate_limit_exceeded", "tokens", "TPM"),
 			"x-ratelimit-remaining-requests", "10", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-requests", "1s", "x-ratelimit-reset-tokens", "6m0s"),
-			class: ClassRateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 6 * time.Minute},
+			class: errclass.RateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 6 * time.Minute},
 		{name: "429 insufficient_quota", h: reply(429, apiError("insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.")),
-			class: ClassQuotaExhausted, status: 429, code: "insufficient_quota"},
+			class: errclass.QuotaExhausted, status: 429, code: "insufficient_quota"},
 		{name: "429 billing code", h: reply(429, apiError("billing_hard_limit_reached", "invalid_request_error", "Billing hard limit has been reached")),
-			class: ClassQuotaExhausted, status: 429, code: "billing_hard_limit_reached"},
+			class: errclass.QuotaExhausted, status: 429, code: "billing_hard_limit_reached"},
 		{name: "429 quota type, null code", h: reply(429, `{"error":{"message":"quota","type":"insufficient_quota","code":null}}`),
-			class: ClassQuotaExhausted, status: 429, code: "insufficient_quota"},
+			class: errclass.QuotaExhausted, status: 429, code: "insufficient_quota"},
 		{name: "429 plain text body", h: reply(429, "Too Many Requests", "Retry-After", "3"),
-			class: ClassRateLimited, status: 429, retryAfter: 3 * time.Second},
+			class: errclass.RateLimited, status: 429, retryAfter: 3 * time.Second},
 		{name: "500 json", h: reply(500, apiError("server_error", "server_error", "The server had an error")),
-			class: ClassServerError, status: 500, code: "server_error"},
+			class: errclass.ServerError, status: 500, code: "server_error"},
 		{name: "502 html", h: reply(502, "<html><body>Bad Gateway</body></html>"),
-			class: ClassServerError, status: 502},
+			class: errclass.ServerError, status: 502},
 		{name: "503 Retry-After HTTP-date", h: reply(503, apiError("", "server_error", "overloaded"), "Retry-After", now.Add(90*time.Second).Format(http.TimeFormat)),
-			class: ClassServerError, status: 503, code: "server_error", retryAfter: 90 * time.Second},
-		{name: "504", h: reply(504, ""), class: ClassServerError, status: 504},
+			class: errclass.ServerError, status: 503, code: "server_error", retryAfter: 90 * time.Second},
+		{name: "504", h: reply(504, ""), class: errclass.ServerError, status: 504},
 		{name: "529 overloaded", h: reply(529, apiError("overloaded", "overloaded_error", "Overloaded")),
-			class: ClassServerError, status: 529, code: "overloaded"},
+			class: errclass.ServerError, status: 529, code: "overloaded"},
 		{name: "401", h: reply(401, apiError("invalid_api_key", "invalid_request_error", "Incorrect API key provided: "+testKey+".")),
-			class: ClassAuth, status: 401, code: "invalid_api_key"},
+			class: errclass.Auth, status: 401, code: "invalid_api_key"},
 		{name: "403", h: reply(403, apiError("unsupported_country_region_territory", "request_forbidden", "Country not supported")),
-			class: ClassAuth, status: 403, code: "unsupported_country_region_territory"},
+			class: errclass.Auth, status: 403, code: "unsupported_country_region_territory"},
 		{name: "400 context too long", h: reply(400, apiError("context_length_exceeded", "invalid_request_error", "maximum context length is 8192 tokens")),
-			class: ClassInvalidRequest, status: 400, code: "context_length_exceeded"},
+			class: errclass.InvalidRequest, status: 400, code: "context_length_exceeded"},
 		{name: "400 content filter", h: reply(400, apiError("content_filter", "invalid_request_error", "filtered")),
-			class: ClassInvalidRequest, status: 400, code: "content_filter"},
+			class: errclass.InvalidRequest, status: 400, code: "content_filter"},
 		{name: "404 unknown model", h: reply(404, apiError("model_not_found", "invalid_request_error", "The model `nope` does not exist")),
-			class: ClassInvalidRequest, status: 404, code: "model_not_found"},
-		{name: "422", h: reply(422, `{"detail":"unprocessable"}`), class: ClassInvalidRequest, status: 422},
-		{name: "408", h: reply(408, ""), class: ClassTransport, status: 408},
-		{name: "200 truncated json", h: reply(200, truncated), class: ClassTransport, status: 200, code: "truncated"},
-		{name: "200 malformed json", h: reply(200, "not json at all"), class: ClassTransport, status: 200, code: "malformed_body"},
-		{name: "200 no choices", h: reply(200, `{"choices":[]}`), class: ClassTransport, status: 200, code: "malformed_body"},
-		{name: "body cut mid-stream", h: cutBody, class: ClassTransport, status: 200, code: "truncated"},
-		{name: "429 with its body cut", h: cutErrorBody, class: ClassRateLimited, status: 429, code: "truncated", retryAfter: 4 * time.Second},
-		{name: "connection closed without response", h: hijackClose, class: ClassTransport, code: "truncated"},
-		{name: "per-call timeout", h: hang, timeout: 50 * time.Millisecond, class: ClassTransport, code: "timeout"},
+			class: errclass.InvalidRequest, status: 404, code: "model_not_found"},
+		{name: "422", h: reply(422, `{"detail":"unprocessable"}`), class: errclass.InvalidRequest, status: 422},
+		{name: "408", h: reply(408, ""), class: errclass.Transport, status: 408},
+		{name: "200 truncated json", h: reply(200, truncated), class: errclass.Transport, status: 200, code: "truncated"},
+		{name: "200 malformed json", h: reply(200, "not json at all"), class: errclass.Transport, status: 200, code: "malformed_body"},
+		{name: "200 no choices", h: reply(200, `{"choices":[]}`), class: errclass.Transport, status: 200, code: "malformed_body"},
+		{name: "body cut mid-stream", h: cutBody, class: errclass.Transport, status: 200, code: "truncated"},
+		{name: "429 with its body cut", h: cutErrorBody, class: errclass.RateLimited, status: 429, code: "truncated", retryAfter: 4 * time.Second},
+		{name: "connection closed without response", h: hijackClose, class: errclass.Transport, code: "truncated"},
+		{name: "per-call timeout", h: hang, timeout: 50 * time.Millisecond, class: errclass.Transport, code: "timeout"},
 		{name: "request go-openai refuses", h: reply(200, okBody), req: func(r *Request) {
 			r.Model = "o3-mini"
 			temp := 0.7
 			r.Params.Temperature = &temp
-		}, class: ClassInvalidRequest},
+		}, class: errclass.InvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,21 +206,21 @@ func TestClassifyDirect(t *testing.T) {
 	tests := []struct {
 		name  string
 		err   error
-		class Class
+		class errclass.Class
 		code  string
 	}{
-		{"connection refused", refusedErr, ClassTransport, "connection_refused"},
-		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), ClassTransport, "timeout"},
-		{"canceled", context.Canceled, ClassTransport, "canceled"},
-		{"net timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, ClassTransport, "timeout"},
-		{"unexpected EOF", io.ErrUnexpectedEOF, ClassTransport, "truncated"},
-		{"EOF", io.EOF, ClassTransport, "truncated"},
-		{"unknown", errors.New("something odd"), ClassTransport, ""},
-		{"go-openai invalid model", openai.ErrChatCompletionInvalidModel, ClassInvalidRequest, ""},
-		{"APIError 429", &openai.APIError{HTTPStatusCode: 429, Code: "rate_limit_exceeded"}, ClassRateLimited, "rate_limit_exceeded"},
-		{"APIError numeric code", &openai.APIError{HTTPStatusCode: 500, Code: 500}, ClassServerError, "500"},
-		{"RequestError 503", &openai.RequestError{HTTPStatusCode: 503, Body: []byte("busy")}, ClassServerError, ""},
-		{"RequestError 413", &openai.RequestError{HTTPStatusCode: 413}, ClassInvalidRequest, ""},
+		{"connection refused", refusedErr, errclass.Transport, "connection_refused"},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), errclass.Transport, "timeout"},
+		{"canceled", context.Canceled, errclass.Transport, "canceled"},
+		{"net timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, errclass.Transport, "timeout"},
+		{"unexpected EOF", io.ErrUnexpectedEOF, errclass.Transport, "truncated"},
+		{"EOF", io.EOF, errclass.Transport, "truncated"},
+		{"unknown", errors.New("something odd"), errclass.Transport, ""},
+		{"go-openai invalid model", openai.ErrChatCompletionInvalidModel, errclass.InvalidRequest, ""},
+		{"APIError 429", &openai.APIError{HTTPStatusCode: 429, Code: "rate_limit_exceeded"}, errclass.RateLimited, "rate_limit_exceeded"},
+		{"APIError numeric code", &openai.APIError{HTTPStatusCode: 500, Code: 500}, errclass.ServerError, "500"},
+		{"RequestError 503", &openai.RequestError{HTTPStatusCode: 503, Body: []byte("busy")}, errclass.ServerError, ""},
+		{"RequestError 413", &openai.RequestError{HTTPStatusCode: 413}, errclass.InvalidRequest, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,8 +245,8 @@ func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
 func TestClassRetryable(t *testing.T) {
-	want := map[Class]bool{ClassRateLimited: true, ClassServerError: true, ClassTransport: true,
-		ClassQuotaExhausted: false, ClassAuth: false, ClassInvalidRequest: false}
+	want := map[errclass.Class]bool{errclass.RateLimited: true, errclass.ServerError: true, errclass.Transport: true,
+		errclass.QuotaExhausted: false, errclass.Auth: false, errclass.InvalidRequest: false}
 	for c, w := range want {
 		if c.Retryable() != w {
 			t.Errorf("%s.Retryable() = %v, want %v", c, !w, w)

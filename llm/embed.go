@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/silicolab/silico/errclass"
 )
 
 // EmbedRequest is one embeddings call of several texts.
@@ -26,7 +27,7 @@ type EmbedResponse struct {
 
 // Embed sends one /v1/embeddings request with encoding_format base64 (a quarter of the bytes of JSON floats,
 // and exact). Its error is always an *Error, as Chat's; a response without one vector per input is a malformed
-// body (ClassTransport), which the caller retries.
+// body (errclass.Transport), which the caller retries.
 func (c *Client) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
 	capt := &capture{cellID: req.CellID}
 	ctx = context.WithValue(ctx, captureKey{}, capt)
@@ -38,7 +39,7 @@ func (c *Client) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, er
 		return EmbedResponse{}, c.fail(err, capt)
 	}
 	malformed := func(msg string) error {
-		return c.fail(&Error{Class: ClassTransport, Status: capt.status, Code: "malformed_body", Message: msg}, capt)
+		return c.fail(&Error{Class: errclass.Transport, Status: capt.status, Code: "malformed_body", Message: msg}, capt)
 	}
 	if len(resp.Data) != len(req.Input) {
 		return EmbedResponse{}, malformed(fmt.Sprintf("%d embeddings for %d inputs", len(resp.Data), len(req.Input)))

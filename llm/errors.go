@@ -16,45 +16,14 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/silicolab/silico/errclass"
 )
-
-// Class is the kind of a failed call. It decides whether a call is retried
-// (by retrying its seed pass) and whether the pass can go on.
-type Class string
-
-// The classes of failed calls.
-const (
-	// ClassRateLimited: HTTP 429 without a quota or billing code. Retryable after Error.RetryAfter.
-	ClassRateLimited Class = "RateLimited"
-	// ClassQuotaExhausted: HTTP 429 with a quota or billing code (insufficient_quota). Not retryable.
-	ClassQuotaExhausted Class = "QuotaExhausted"
-	// ClassServerError: HTTP 5xx (500, 502, 503, 504, 529, ...). Retryable.
-	ClassServerError Class = "ServerError"
-	// ClassTransport: no usable answer reached us (timeout, connection refused or reset, truncated or malformed
-	// body). The client's view of a server error. Retryable.
-	ClassTransport Class = "Transport"
-	// ClassAuth: HTTP 401 or 403, or a missing API key. Not retryable; no call of the model can succeed.
-	ClassAuth Class = "Auth"
-	// ClassInvalidRequest: HTTP 400, 404, 422 and other 4xx (bad request, unknown model, context too long,
-	// content filtered), or a request go-openai refuses to send. Not retryable; recorded on the cell.
-	ClassInvalidRequest Class = "InvalidRequest"
-)
-
-// Retryable reports whether a call that failed with this class may succeed when tried again later:
-// true for RateLimited, ServerError and Transport.
-func (c Class) Retryable() bool {
-	switch c {
-	case ClassRateLimited, ClassServerError, ClassTransport:
-		return true
-	}
-	return false
-}
 
 // Error is a classified failure of a model call. Client.Chat returns only *Error values; use errors.As to
 // reach it through wrapping. Its text never contains an API key.
 type Error struct {
-	// Class decides retrying; see the Class constants.
-	Class Class
+	// Class decides retrying (errclass.Class.Retryable) and whether the pass can go on; see errclass.Table.
+	Class errclass.Class
 	// Status is the HTTP status of the response, 0 when none arrived.
 	Status int
 	// Code is the provider's error code or type ("rate_limit_exceeded", "insufficient_quota"), if any.
@@ -135,7 +104,7 @@ func Classify(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	out := &Error{Class: ClassTransport, cause: err, Message: truncate(err.Error())}
+	out := &Error{Class: errclass.Transport, cause: err, Message: truncate(err.Error())}
 
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
@@ -158,9 +127,9 @@ func Classify(err error) *Error {
 		}
 		out.Class = classOfStatus(out.Status, "", "", body)
 	case isLocalRefusal(err):
-		out.Class = ClassInvalidRequest
+		out.Class = errclass.InvalidRequest
 	default:
-		out.Class = ClassTransport
+		out.Class = errclass.Transport
 		if d := transportDetail(err); d != "" {
 			out.Code = d
 		}
@@ -169,25 +138,25 @@ func Classify(err error) *Error {
 }
 
 // classOfStatus maps an HTTP status (and, for 429, the code, type and message) to a class.
-func classOfStatus(status int, code, typ, msg string) Class {
+func classOfStatus(status int, code, typ, msg string) errclass.Class {
 	switch {
 	case status == http.StatusTooManyRequests:
 		if isQuotaCode(code) || isQuotaCode(typ) || strings.Contains(msg, "insufficient_quota") ||
 			strings.Contains(strings.ToLower(msg), "exceeded your current quota") {
-			return ClassQuotaExhausted
+			return errclass.QuotaExhausted
 		}
-		return ClassRateLimited
+		return errclass.RateLimited
 	case status >= 500:
-		return ClassServerError
+		return errclass.ServerError
 	case status == http.StatusUnauthorized, status == http.StatusForbidden:
-		return ClassAuth
+		return errclass.Auth
 	case status == http.StatusRequestTimeout, status == http.StatusTooEarly:
-		return ClassTransport
+		return errclass.Transport
 	case status >= 400:
-		return ClassInvalidRequest
+		return errclass.InvalidRequest
 	default:
 		// A 1xx/2xx/3xx that still failed: the body could not be read or decoded.
-		return ClassTransport
+		return errclass.Transport
 	}
 }
 

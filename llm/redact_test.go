@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -155,7 +156,7 @@ func TestRegistryKeyEnvAllowList(t *testing.T) {
 				return
 			}
 			var e *Error
-			if c != nil || !errors.As(err, &e) || e.Class != ClassAuth || e.Code != "api_key_env_not_allowed" {
+			if c != nil || !errors.As(err, &e) || e.Class != errclass.Auth || e.Code != "api_key_env_not_allowed" {
 				t.Fatalf("Client = %v, %v; want an Auth error api_key_env_not_allowed", c, err)
 			}
 			if !strings.Contains(e.Message, tt.env) || !strings.Contains(e.Message, "--api-key-env-allow") {

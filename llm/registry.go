@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -111,7 +112,7 @@ func (r *Registry) String() string {
 //
 // Provider "sim" uses m.BaseURL, else the simulator's base URL (an error if there is none); provider "openai"
 // (or empty) uses m.BaseURL, else DefaultOpenAIBaseURL. When m.APIKeyEnv is set the key is read from that
-// variable, and an empty variable is an *Error of ClassAuth naming the variable (never a value); without
+// variable, and an empty variable is an *Error of errclass.Auth naming the variable (never a value); without
 // APIKeyEnv no key is sent, as local servers (Ollama, vLLM) need none. A model of provider "anthropic" has no
 // Client (its API is not OpenAI-compatible): see AnthropicClient. Errors are *Error values.
 func (r *Registry) Client(m experiment.Model) (*Client, error) {
@@ -120,7 +121,7 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 		return nil, err
 	}
 	if ep.provider == ProviderAnthropic {
-		return nil, &Error{Class: ClassInvalidRequest, Code: "not_openai_compatible",
+		return nil, &Error{Class: errclass.InvalidRequest, Code: "not_openai_compatible",
 			Message: fmt.Sprintf("model %q: provider %q has no OpenAI-compatible API (no embeddings, no OpenAI batches)", m.ID, ProviderAnthropic)}
 	}
 	r.mu.Lock()
@@ -139,7 +140,7 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 
 // AnthropicClient returns the client for the endpoint of m, a model of provider "anthropic": m.BaseURL, else
 // DefaultAnthropicBaseURL, with the key of m.APIKeyEnv, else of ANTHROPIC_API_KEY (Anthropic's API always needs
-// one: an empty variable is an *Error of ClassAuth naming it). The allow-list and the base URL are checked as
+// one: an empty variable is an *Error of errclass.Auth naming it). The allow-list and the base URL are checked as
 // Client checks them. A model of another provider is an error. Errors are *Error values.
 func (r *Registry) AnthropicClient(m experiment.Model) (*AnthropicClient, error) {
 	if m.APIKeyEnv == "" {
@@ -150,7 +151,7 @@ func (r *Registry) AnthropicClient(m experiment.Model) (*AnthropicClient, error)
 		return nil, err
 	}
 	if ep.provider != ProviderAnthropic {
-		return nil, &Error{Class: ClassInvalidRequest, Code: "not_anthropic",
+		return nil, &Error{Class: errclass.InvalidRequest, Code: "not_anthropic",
 			Message: fmt.Sprintf("model %q: provider %q does not speak Anthropic's Messages API", m.ID, ep.provider)}
 	}
 	r.mu.Lock()
@@ -190,20 +191,20 @@ func (r *Registry) endpoint(m experiment.Model) (endpoint, error) {
 			ep.baseURL = strings.TrimRight(r.simBase, "/")
 		}
 		if ep.baseURL == "" {
-			return endpoint{}, &Error{Class: ClassInvalidRequest, Code: "no_simulator",
+			return endpoint{}, &Error{Class: errclass.InvalidRequest, Code: "no_simulator",
 				Message: fmt.Sprintf("model %q uses provider \"sim\" but no simulator is running in this worker", m.ID)}
 		}
 	default:
-		return endpoint{}, &Error{Class: ClassInvalidRequest, Code: "unknown_provider",
+		return endpoint{}, &Error{Class: errclass.InvalidRequest, Code: "unknown_provider",
 			Message: fmt.Sprintf("model %q: unknown provider %q (want %q, %q or %q)", m.ID, m.Provider, ProviderOpenAI, ProviderAnthropic, ProviderSim)}
 	}
 
 	if where := experiment.BaseURLSecret(ep.baseURL); where != "" {
-		return endpoint{}, &Error{Class: ClassInvalidRequest, Code: "key_in_base_url",
+		return endpoint{}, &Error{Class: errclass.InvalidRequest, Code: "key_in_base_url",
 			Message: fmt.Sprintf("model %q: the base URL carries a credential in its %s; name an environment variable of the worker with api_key_env instead", m.ID, where)}
 	}
 	if ep.keyEnv != "" && !r.keyEnvAllowed(ep.keyEnv) {
-		return endpoint{}, &Error{Class: ClassAuth, Code: "api_key_env_not_allowed",
+		return endpoint{}, &Error{Class: errclass.Auth, Code: "api_key_env_not_allowed",
 			Message: fmt.Sprintf("model %q: this worker does not allow api_key_env %s (allowed: %s); "+
 				"the worker's --api-key-env-allow flag or SILICO_API_KEY_ENV_ALLOW variable lists the variables that may be used as keys",
 				m.ID, ep.keyEnv, allowString(r.keyAllow))}
@@ -218,7 +219,7 @@ func (r *Registry) key(m experiment.Model, ep endpoint) (string, error) {
 	}
 	key := r.getenv(ep.keyEnv)
 	if key == "" {
-		return "", &Error{Class: ClassAuth, Code: "missing_api_key",
+		return "", &Error{Class: errclass.Auth, Code: "missing_api_key",
 			Message: fmt.Sprintf("model %q: environment variable %s of the worker is not set or empty", m.ID, ep.keyEnv)}
 	}
 	return key, nil

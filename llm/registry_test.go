@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -79,13 +80,13 @@ func TestRegistryErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		m     experiment.Model
-		class Class
+		class errclass.Class
 		want  []string
 	}{
-		{"missing key", experiment.Model{ID: "gpt", Name: "gpt-4o", APIKeyEnv: "OPENAI_API_KEY"}, ClassAuth, []string{"OPENAI_API_KEY", `"gpt"`}},
-		{"sim without simulator", experiment.Model{ID: "s", Provider: "sim"}, ClassInvalidRequest, []string{"sim", "no simulator"}},
-		{"unknown provider", experiment.Model{ID: "x", Provider: "claude"}, ClassInvalidRequest, []string{`"claude"`, `"openai"`, `"anthropic"`}},
-		{"anthropic has no OpenAI client", experiment.Model{ID: "c", Provider: "anthropic"}, ClassInvalidRequest, []string{`"anthropic"`, "OpenAI-compatible"}},
+		{"missing key", experiment.Model{ID: "gpt", Name: "gpt-4o", APIKeyEnv: "OPENAI_API_KEY"}, errclass.Auth, []string{"OPENAI_API_KEY", `"gpt"`}},
+		{"sim without simulator", experiment.Model{ID: "s", Provider: "sim"}, errclass.InvalidRequest, []string{"sim", "no simulator"}},
+		{"unknown provider", experiment.Model{ID: "x", Provider: "claude"}, errclass.InvalidRequest, []string{`"claude"`, `"openai"`, `"anthropic"`}},
+		{"anthropic has no OpenAI client", experiment.Model{ID: "c", Provider: "anthropic"}, errclass.InvalidRequest, []string{`"anthropic"`, "OpenAI-compatible"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 )
@@ -67,7 +68,7 @@ func newCalls(reg prom.Registerer) *Calls {
 func (c *Calls) Call(model, outcome string, latency time.Duration) {
 	c.calls.WithLabelValues(model, outcome).Inc()
 	c.latency.WithLabelValues(model).Observe(latency.Seconds())
-	if outcome == "RateLimited" {
+	if outcome == errclass.RateLimited {
 		c.limited.WithLabelValues(model).Inc()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
@@ -129,7 +130,7 @@ func TestExportOrderMissingCellsAndScores(t *testing.T) {
 		errClass            string
 	}{
 		{0, "ok", "3", "Agree, \"strongly\"", score(3), ""},
-		{1, "failed", "", "", nil, NotRunClass},
+		{1, "failed", "", "", nil, errclass.NotRun},
 		{2, "ok", "3", "Agree, \"strongly\"", score(1), ""}, // reversed: 1+3-3
 		{3, "unparsed", "", "", nil, ""},
 		{4, "ok", "y", "Yes", score(5), ""},

@@ -17,13 +17,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/psychometrics"
 	"github.com/silicolab/silico/store"
 )
-
-// NotRunClass is the error class of a cell that has no record when the run is exported.
-const NotRunClass = "NotRun"
 
 // notRunMessage is the error message of a cell that has no record.
 const notRunMessage = "no result recorded"
@@ -201,7 +199,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 
 // notRun is the record standing in for cell i when the run has none.
 func notRun(i int) store.Record {
-	return store.Record{Index: i, Status: store.StatusFailed, ErrorClass: NotRunClass, ErrorMessage: notRunMessage}
+	return store.Record{Index: i, Status: store.StatusFailed, ErrorClass: errclass.NotRun, ErrorMessage: notRunMessage}
 }
 
 // Values returns the row as CSV fields, in Header order, formatted as in results.csv.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/sim"
@@ -101,13 +101,13 @@ func TestFilteredAndCutAnswersAreVisible(t *testing.T) {
 		switch r.FinishReason {
 		case llm.FinishContentFilter:
 			filtered++
-			if r.Status != "unparsed" || r.ErrorClass != activities.ClassContentFiltered || r.OptionID != "" {
+			if r.Status != "unparsed" || r.ErrorClass != errclass.ContentFiltered || r.OptionID != "" {
 				t.Errorf("a filtered answer was recorded %s/%s/%q", r.Status, r.ErrorClass, r.OptionID)
 			}
 		case llm.FinishLength:
 			length++
-			if r.Status == "unparsed" && r.ErrorClass != activities.ClassTruncated {
-				t.Errorf("a cut, unparsed answer has class %q, want %s", r.ErrorClass, activities.ClassTruncated)
+			if r.Status == "unparsed" && r.ErrorClass != errclass.Truncated {
+				t.Errorf("a cut, unparsed answer has class %q, want %s", r.ErrorClass, errclass.Truncated)
 			}
 		case llm.FinishStop:
 		default:
@@ -214,7 +214,7 @@ func TestAServerWithoutLogprobsStopsTheModelOnce(t *testing.T) {
 			if r.Probs != nil {
 				t.Errorf("cell %s has probabilities from a server that sent none", r.CellID)
 			}
-		case r.ErrorClass == activities.ClassNoLogprobs || r.ErrorClass == activities.ClassSkipped:
+		case r.ErrorClass == errclass.NoLogprobs || r.ErrorClass == errclass.Skipped:
 			noLP++
 			if !strings.Contains(r.ErrorMessage, "logprobs") {
 				t.Errorf("cell %s: %q does not say why", r.CellID, r.ErrorMessage)

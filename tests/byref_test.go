@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/workflows"
 )
@@ -77,7 +78,7 @@ func TestInputWithAnotherDigestFails(t *testing.T) {
 	}
 	err = run.Get(ctx, nil)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != activities.ClassInvalidSpec || !strings.Contains(app.Message(), "digest") {
+	if !errors.As(err, &app) || app.Type() != errclass.InvalidSpec || !strings.Contains(app.Message(), "digest") {
 		t.Fatalf("run with a wrong digest: %v; want an InvalidSpec failure naming the digests", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
@@ -150,7 +150,7 @@ func TestImageItems(t *testing.T) {
 		if failed != (r.Status == "failed") {
 			t.Errorf("raise: cell %s/%s status %s, want failed only for item 3", r.ItemID, r.PersonaID, r.Status)
 		}
-		if failed && (r.ErrorClass != activities.ClassImageUnavailable || r.ErrorCode != "http_404" || !strings.Contains(r.ErrorMessage, "/gone.png")) {
+		if failed && (r.ErrorClass != errclass.ImageUnavailable || r.ErrorCode != "http_404" || !strings.Contains(r.ErrorMessage, "/gone.png")) {
 			t.Errorf("raise: cell %s/%s: %s %s %q; want ImageUnavailable, http_404, naming the picture", r.ItemID, r.PersonaID, r.ErrorClass, r.ErrorCode, r.ErrorMessage)
 		}
 	}

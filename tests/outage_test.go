@@ -16,6 +16,7 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -128,7 +129,7 @@ func TestAnOutageLongerThanTheStallTimeout(t *testing.T) {
 		if r.Status != store.StatusFailed {
 			continue
 		}
-		if r.ErrorClass != activities.ClassOutage || !strings.Contains(r.ErrorMessage, "has been down since") ||
+		if r.ErrorClass != errclass.Outage || !strings.Contains(r.ErrorMessage, "has been down since") ||
 			!strings.Contains(r.ErrorMessage, "without an answer") || !strings.Contains(r.ErrorMessage, "--retry-failed") ||
 			!strings.Contains(r.ErrorMessage, "503") {
 			t.Errorf("cell %s: %s: %q; want Outage saying since when the provider has been down and its 503", r.CellID, r.ErrorClass, r.ErrorMessage)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -47,7 +48,7 @@ func batchActivityCtx(ctx workflow.Context, summary string) workflow.Context {
 		HeartbeatTimeout: 10 * time.Second,
 		Summary:          summary,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			MaximumAttempts: 30, NonRetryableErrorTypes: []string{activities.ClassBatch, activities.ClassInvalidSpec}},
+			MaximumAttempts: 30, NonRetryableErrorTypes: []string{errclass.BatchRefused, errclass.InvalidSpec}},
 	})
 }
 
@@ -61,7 +62,7 @@ func batchWaitCtx(ctx workflow.Context, summary string) workflow.Context {
 		HeartbeatTimeout:    10 * time.Second,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{activities.ClassBatch, activities.ClassInvalidSpec}},
+			NonRetryableErrorTypes: []string{errclass.BatchRefused, errclass.InvalidSpec}},
 	})
 }
 
@@ -116,7 +117,7 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 		return
 	}
 	if res.Done < p.Len() {
-		f, err := r.failRange(ctx, p.Start, p.End, activities.ClassBatchNotRun,
+		f, err := r.failRange(ctx, p.Start, p.End, errclass.BatchNotRun,
 			fmt.Sprintf("not answered: the provider's batches did not run this cell, or failed it transiently, in %d submissions", max(1, r.plan.Run.MaxAttempts)))
 		if err != nil {
 			workflow.GetLogger(ctx).Error("recording unanswered cells failed", "pass", p.Index, "error", err)
@@ -157,7 +158,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		}
 		if !reserved {
 			if r.state.Stopped == "" {
-				r.stop(activities.ClassBudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
+				r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
 					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD))
 			}
 			return total
@@ -286,7 +287,7 @@ func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells expe
 	if ctx.Err() != nil || !refused {
 		return total
 	}
-	class := activities.ClassBatch
+	class := errclass.BatchRefused
 	var f activities.FailOutput
 	ferr := workflow.ExecuteActivity(shortCtx(ctx), a.FailUnfinished, activities.FailInput{
 		RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: class, Message: msg,
@@ -300,11 +301,11 @@ func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells expe
 	return total
 }
 
-// refusal reports whether err is one of the batch pass's refusals (activities.ClassBatch), which no retry cures,
+// refusal reports whether err is one of the batch pass's refusals (errclass.BatchRefused), which no retry cures,
 // and its message.
 func refusal(err error) (msg string, refused bool) {
 	class, msg := classOf(err)
-	return msg, class == activities.ClassBatch
+	return msg, class == errclass.BatchRefused
 }
 
 // submitAnthropic submits an Anthropic chunk's round: once no other Anthropic submission of the run is under

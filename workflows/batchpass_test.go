@@ -27,6 +27,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
@@ -223,7 +224,7 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 		switch {
 		case r.Status != store.StatusFailed:
 			answered++
-		case r.ErrorClass == activities.ClassBudgetExhausted:
+		case r.ErrorClass == errclass.BudgetExhausted:
 			exhausted++
 		default:
 			t.Errorf("cell %d: %s: %s", r.Index, r.ErrorClass, r.ErrorMessage)
@@ -231,7 +232,7 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 	}
 	if answered != ran || answered < 14 || exhausted == 0 || answered+exhausted != 40 {
 		t.Errorf("%d cells answered (%d ran in batches) and %d recorded %s, want those the batches ran and the rest",
-			answered, ran, exhausted, activities.ClassBudgetExhausted)
+			answered, ran, exhausted, errclass.BudgetExhausted)
 	}
 	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD > spec.BudgetUSD {
 		t.Errorf("stopped %q, cost %g of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
@@ -490,7 +491,7 @@ func TestBatchEmbedRunSameOutputs(t *testing.T) {
 	}
 	for _, r := range recs {
 		tooLong := r.Index%14 == 12
-		if tooLong != (r.Status == store.StatusFailed) || (tooLong && r.ErrorClass != activities.ClassTextTooLong) ||
+		if tooLong != (r.Status == store.StatusFailed) || (tooLong && r.ErrorClass != errclass.TextTooLong) ||
 			(!tooLong && r.Attempts != 1) {
 			t.Errorf("record %d: %s %s, %d attempts", r.Index, r.Status, r.ErrorClass, r.Attempts)
 		}
@@ -710,7 +711,7 @@ func TestBatchRunInlinePictures(t *testing.T) {
 					r.CellID, r.ImageSHA256, want, r.PromptTokens)
 			}
 		}
-		if r.ItemID == "4" && (r.ErrorClass != activities.ClassImageUnavailable || r.ErrorCode != "http_404") {
+		if r.ItemID == "4" && (r.ErrorClass != errclass.ImageUnavailable || r.ErrorCode != "http_404") {
 			t.Errorf("cell %s: %s %s, want the missing picture's failure", r.CellID, r.ErrorClass, r.ErrorCode)
 		}
 	}
@@ -757,7 +758,7 @@ func TestBatchRunRefusesAChangedPicture(t *testing.T) {
 	for _, r := range recs {
 		refused := r.Index%20 < 7 // chunk 0 of each seed holds the picture's cells
 		if refused != (r.Status == store.StatusFailed) ||
-			(refused && (r.ErrorClass != activities.ClassBatch || !strings.Contains(r.ErrorMessage, "picture's bytes changed"))) {
+			(refused && (r.ErrorClass != errclass.BatchRefused || !strings.Contains(r.ErrorMessage, "picture's bytes changed"))) {
 			t.Errorf("cell %d: %s %s %q", r.Index, r.Status, r.ErrorClass, r.ErrorMessage)
 		}
 	}

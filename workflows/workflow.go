@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
@@ -128,7 +129,7 @@ type State struct {
 	Started time.Time `json:"started"`
 	Next    int       `json:"next"`
 	Totals  Progress  `json:"totals"`
-	// DeadModels maps a model index to the terminal failure (activities.DeadModelTypes) that ended it.
+	// DeadModels maps a model index to the terminal failure (errclass.DeadModel()) that ended it.
 	DeadModels map[int]string `json:"dead_models,omitempty"`
 	// Answered holds the models that answered in a finished pass: a refused connection to them is an outage.
 	Answered map[int]bool `json:"answered,omitempty"`
@@ -224,9 +225,9 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 	}
 	if err := workflow.ExecuteActivity(prepareCtx(ctx), a.PrepareRun, prep).Get(ctx, &r.plan); err != nil {
 		var app *temporal.ApplicationError
-		if errors.As(err, &app) && app.Type() == activities.ClassInvalidSpec {
+		if errors.As(err, &app) && app.Type() == errclass.InvalidSpec {
 			// The run's own failure says what is wrong with the spec, as `starter validate` would.
-			return Result{}, temporal.NewNonRetryableApplicationError(app.Message(), activities.ClassInvalidSpec, nil)
+			return Result{}, temporal.NewNonRetryableApplicationError(app.Message(), errclass.InvalidSpec, nil)
 		}
 		return Result{}, fmt.Errorf("prepare run: %w", err)
 	}
@@ -288,7 +289,7 @@ func (r *runner) run(ctx workflow.Context) (Result, error) {
 		r.state.Next++
 		launched++
 		if why, dead := r.state.DeadModels[p.Model]; dead {
-			f, err := r.failRange(ctx, p.Start, p.End, activities.ClassSkipped, "not run: "+why)
+			f, err := r.failRange(ctx, p.Start, p.End, errclass.Skipped, "not run: "+why)
 			if err != nil {
 				return Result{}, err
 			}
@@ -360,7 +361,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 			// outage is waited out inside the attempt; an attempt ends early only when its worker dies or stops
 			// or the store fails, and this policy backs those off.
 			MaximumAttempts:        0,
-			NonRetryableErrorTypes: activities.NonRetryableTypes,
+			NonRetryableErrorTypes: errclass.NonRetryable(),
 		},
 	}
 	var res activities.PassResult
@@ -375,9 +376,9 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 		switch {
 		case r.state.Stopped != "":
 		case res.BudgetExhausted:
-			r.stop(activities.ClassBudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD))
+			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD))
 		case res.Failed > 0 && r.plan.Run.OnError == experiment.OnErrorRaise:
-			r.stop(activities.ClassSkipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
+			r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}
 		return
 	}
@@ -385,7 +386,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 		return // the workflow is being cancelled
 	}
 	class, msg := classOf(err)
-	if slices.Contains(activities.DeadModelTypes, class) {
+	if slices.Contains(errclass.DeadModel(), class) {
 		// The activity recorded the pass's cells; every later pass of this model would fail the same way.
 		r.state.DeadModels[p.Model] = fmt.Sprintf("model %s: %s: %s", m.ID, class, msg)
 	}
@@ -397,7 +398,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh activities.
 	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded,
 		Usage: usage.Usage{CostUSD: f.CostUSD}})
 	if r.plan.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
-		r.stop(activities.ClassSkipped, fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg))
+		r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg))
 	}
 }
 
@@ -538,7 +539,7 @@ func prepareCtx(ctx workflow.Context) workflow.Context {
 		StartToCloseTimeout: 10 * time.Minute,
 		Summary:             "decode, validate and plan the spec",
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{activities.ClassInvalidSpec}},
+			NonRetryableErrorTypes: []string{errclass.InvalidSpec}},
 	})
 }
 

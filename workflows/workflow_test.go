@@ -22,6 +22,7 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/specfile"
@@ -251,7 +252,7 @@ func TestRaiseStopsAtTheFirstFailedPass(t *testing.T) {
 	if res.Stopped == "" {
 		t.Error("result does not say the run stopped")
 	}
-	if len(*fails) != 1 || (*fails)[0].in.Class != activities.ClassSkipped || (*fails)[0].in.End != spec.NumCells() {
+	if len(*fails) != 1 || (*fails)[0].in.Class != errclass.Skipped || (*fails)[0].in.End != spec.NumCells() {
 		t.Errorf("cells not run must be recorded as skipped, got %+v", *fails)
 	}
 }
@@ -288,7 +289,7 @@ func TestRetriesUntilThePassGivesItselfUp(t *testing.T) {
 			return activities.PassResult{}, temporal.NewApplicationErrorWithOptions("429 slow down", "RateLimited",
 				temporal.ApplicationErrorOptions{NextRetryDelay: 2 * time.Second})
 		}
-		return activities.PassResult{}, temporal.NewNonRetryableApplicationError("no cell finished for 15m0s", activities.ClassStalled, nil)
+		return activities.PassResult{}, temporal.NewNonRetryableApplicationError("no cell finished for 15m0s", errclass.Stalled, nil)
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(1, 3, 2, 2)
@@ -305,10 +306,10 @@ func TestRetriesUntilThePassGivesItselfUp(t *testing.T) {
 	if len(*fails) != 2 {
 		t.Fatalf("FailUnfinished calls %+v, want pass 1 (Stalled) and pass 2 (skipped: its model is given up)", *fails)
 	}
-	if got := (*fails)[0].in; got.Start != passes[1].Start || got.End != passes[1].End || got.Class != activities.ClassStalled {
+	if got := (*fails)[0].in; got.Start != passes[1].Start || got.End != passes[1].End || got.Class != errclass.Stalled {
 		t.Errorf("recorded %+v, want cells [%d,%d) as Stalled", got, passes[1].Start, passes[1].End)
 	}
-	if got := (*fails)[1].in; got.Start != passes[2].Start || got.Class != activities.ClassSkipped ||
+	if got := (*fails)[1].in; got.Start != passes[2].Start || got.Class != errclass.Skipped ||
 		!strings.Contains(got.Message, "Stalled") {
 		t.Errorf("recorded %+v, want pass 2 skipped because its model stalled", got)
 	}
@@ -335,7 +336,7 @@ func TestQuotaEndsTheModelNotTheRun(t *testing.T) {
 	}
 	var skipped int
 	for _, f := range *fails {
-		if f.in.Class == activities.ClassSkipped {
+		if f.in.Class == errclass.Skipped {
 			skipped++
 		}
 	}
@@ -386,7 +387,7 @@ func TestInvalidSpecFailsAtOnceWithTheFileDecodersError(t *testing.T) {
 	env.ExecuteWorkflow(ExperimentWorkflow, in)
 	var app *temporal.ApplicationError
 	err := env.GetWorkflowError()
-	if !errors.As(err, &app) || app.Type() != activities.ClassInvalidSpec || !app.NonRetryable() {
+	if !errors.As(err, &app) || app.Type() != errclass.InvalidSpec || !app.NonRetryable() {
 		t.Fatalf("got %v, want a non-retryable InvalidSpec error", err)
 	}
 	if !strings.Contains(app.Message(), fileErr.Error()) {
@@ -436,7 +437,7 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	}
 	var res Result
 	_ = env.GetWorkflowResult(&res)
-	if len(m.started) != 1 || res.Stopped == "" || len(*fails) != 1 || (*fails)[0].in.Class != activities.ClassBudgetExhausted {
+	if len(m.started) != 1 || res.Stopped == "" || len(*fails) != 1 || (*fails)[0].in.Class != errclass.BudgetExhausted {
 		t.Errorf("started %v, stopped %q, fail calls %+v; want one pass, then every cell left BudgetExhausted", m.started, res.Stopped, *fails)
 	}
 }

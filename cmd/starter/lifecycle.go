@@ -17,9 +17,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
-	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
 )
 
@@ -201,29 +200,6 @@ func endState(err error) string {
 	return store.RunFailed
 }
 
-// environmentClasses are the error classes of failures that come from where the run runs, not from the cells:
-// the key, its variable or the worker's allow-list (Auth), the account (QuotaExhausted), the endpoint
-// (Unreachable), the worker's client configuration (ClientSetup). Every cell of the model fails the same way
-// until the cause is fixed, and asking again without fixing it fails again.
-var environmentClasses = map[string]string{
-	string(llm.ClassAuth):           "the API key: its variable is unset or wrong, or the worker does not allow it (--api-key-env-allow)",
-	string(llm.ClassQuotaExhausted): "the provider account's quota or billing",
-	activities.ClassUnreachable:     "the endpoint: a wrong base_url, or a server that is not up",
-	activities.ClassClientSetup:     "the worker's client configuration",
-}
-
-// specClasses are the error classes of failures whose fix is in the spec: the model's base_url or name
-// (NotFound), a parameter or answer mode its server does not take (Rejected, NoLogprobs). The run keeps the
-// spec it was started with, so --retry-failed would meet the same answer: the fixed spec is a new run.
-var specClasses = map[string]string{
-	activities.ClassNotFound:   "the model's base_url (a path without /v1) or name: the server has no such endpoint or model",
-	activities.ClassRejected:   "a parameter or answer mode the model's server refuses (the cells say which)",
-	activities.ClassNoLogprobs: "answer: {mode: logprobs} on a server that gives no logprobs",
-}
-
-// notRunClass is the class export gives a cell without a record.
-const notRunClass = "NotRun"
-
 // failedClasses counts the failed cells of a run by error class, from its records; cells of the grid without a
 // record count as NotRun. cells is the grid's size.
 func failedClasses(ctx context.Context, st interface {
@@ -242,7 +218,7 @@ func failedClasses(ctx context.Context, st interface {
 		return nil, err
 	}
 	if cells > n {
-		byClass[notRunClass] += cells - n
+		byClass[errclass.NotRun] += cells - n
 	}
 	return byClass, nil
 }
@@ -269,11 +245,14 @@ func nextSteps(ctx context.Context, w io.Writer, sess *session, id, specRef stri
 	var parts, env, inSpec []string
 	for _, c := range classes {
 		parts = append(parts, fmt.Sprintf("%s %s", thousands(byClass[c]), c))
-		if why, ok := environmentClasses[c]; ok {
-			env = append(env, c+": "+why)
-		}
-		if why, ok := specClasses[c]; ok {
-			inSpec = append(inSpec, c+": "+why)
+		// Where the fix is comes from errclass's table: the environment (the key, the account, the endpoint,
+		// the worker), where every cell of the model fails the same way until it is fixed; or the spec, which
+		// the run keeps, so --retry-failed would meet the same answer and the fixed spec is a new run.
+		switch in, _ := errclass.Of(c); in.Fix {
+		case errclass.FixEnvironment:
+			env = append(env, c+": "+in.Check)
+		case errclass.FixSpec:
+			inSpec = append(inSpec, c+": "+in.Check)
 		}
 	}
 	fmt.Fprintf(w, "  failed cells: %s\n", strings.Join(parts, ", "))
