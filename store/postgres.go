@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,6 +98,43 @@ var pgMigrations = []string{
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all
 // open the store, and only one of them may create the tables.
 const pgMigrateLock = 0x5111c0
+
+// pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
+// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column ($2...,
+// pgArgs). A statement is atomic on its own, so Put needs no explicit transaction. ON CONFLICT makes a rewritten
+// cell (a retried pass, FailUnfinished after a crash) replace the earlier row, never add a second one, except that
+// a failed record never replaces an answer. The arrays must not repeat an index: one statement cannot update a
+// row twice. A cell's carried columns (attempts and tries) add what silico_cell_carry keeps of its earlier
+// executions (see DeleteFailed); the lookups are subqueries of its primary key, not a join, so the rows keep the
+// arrays' order.
+func pgUpsert() string {
+	names := recordColumnNames()
+	sel := make([]string, len(recordColumns))
+	arrays := make([]string, len(recordColumns))
+	for i, c := range recordColumns {
+		sel[i] = "u." + c.name
+		if c.carried {
+			sel[i] += fmt.Sprintf(" + coalesce((SELECT c.%s FROM silico_cell_carry c WHERE c.run = $1 AND c.%s = u.%s), 0)",
+				c.name, keyColumn, keyColumn)
+		}
+		arrays[i] = fmt.Sprintf("$%d::%s[]", i+2, c.pgType)
+	}
+	return "WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)\n" +
+		"INSERT INTO silico_cells (run, " + names + ")\n" +
+		"SELECT $1, " + strings.Join(sel, ", ") + "\n" +
+		"FROM unnest(" + strings.Join(arrays, ", ") + ")\n\tAS u(" + names + ")" +
+		upsertSet("silico_cells")
+}
+
+// pgArgs are the parameters of pgUpsert: the run, then one array per column of recs.
+func pgArgs(run string, recs []Record) []any {
+	args := make([]any, 0, 1+len(recordColumns))
+	args = append(args, run)
+	for _, c := range recordColumns {
+		args = append(args, c.array(recs))
+	}
+	return args
+}
 
 // Postgres is the results store in a PostgreSQL database, shared by any number of worker processes on any
 // number of machines. It is safe for use by several goroutines.

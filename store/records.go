@@ -3,15 +3,15 @@ package store
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/silicolab/silico/usage"
 )
 
-// This file holds what both back ends share of the records: the columns of the cells table (recordColumns)
-// with the SQL built from them, the checks of a batch, the paged scan and the sums of Counts. sqlite.go and
-// postgres.go hold only what differs between them.
+// This file holds what both back ends share of the records: the columns of the cells table (recordColumns),
+// the parts of the statements built from them that are the same in both dialects, the scan of their rows, the
+// checks of a batch, the paged scan and the sums of Counts. sqlite.go and postgres.go hold only what differs
+// (sqliteUpsert, pgUpsert: each dialect's write of records from the same columns).
 
 // ErrNotFound is returned when a run or a record does not exist.
 var ErrNotFound = errors.New("store: not found")
@@ -48,8 +48,11 @@ type scannedRecord struct {
 	probs string
 }
 
+// keyColumn is the column of recordColumns that, with run, is the cells table's primary key: the cell index.
+const keyColumn = "idx"
+
 // recordColumns are the columns of the cells table beside run, in the order of the statements that write and
-// read them; idx, the cell index, first. A new record column is one line here, plus the migrations of both
+// read them. A new record column is one line here, plus the migrations of both
 // schemas that add it.
 var recordColumns = []recordColumn{
 	intColumn("idx", func(r *Record) *int { return &r.Index }),
@@ -138,77 +141,16 @@ func recordColumnNames() string {
 func upsertSet(table string) string {
 	var b strings.Builder
 	b.WriteString("\nON CONFLICT (run, idx) DO UPDATE SET\n\t")
-	for i, c := range recordColumns[1:] {
-		if i > 0 {
-			b.WriteString(", ")
+	sep := ""
+	for _, c := range recordColumns {
+		if c.name == keyColumn {
+			continue
 		}
-		fmt.Fprintf(&b, "%s = excluded.%s", c.name, c.name)
+		fmt.Fprintf(&b, "%s%s = excluded.%s", sep, c.name, c.name)
+		sep = ", "
 	}
 	fmt.Fprintf(&b, "\nWHERE excluded.status <> '%s' OR %s.status = '%s'", StatusFailed, table, StatusFailed)
 	return b.String()
-}
-
-// sqliteUpsert is SQLite's write of one record: ?1 the run, ?2... the values of recordColumns (recordArgs).
-// With carried, the carried columns add what cell_carry keeps of the cell, by a lookup of the carry table's
-// primary key.
-func sqliteUpsert(carried bool) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO cells (run, " + recordColumnNames() + ")\nVALUES (?1")
-	for i, c := range recordColumns {
-		p := "?" + strconv.Itoa(i+2)
-		if carried && c.carried {
-			p += fmt.Sprintf(" + coalesce((SELECT %s FROM cell_carry WHERE run = ?1 AND idx = ?2), 0)", c.name)
-		}
-		b.WriteString(", " + p)
-	}
-	b.WriteString(")")
-	b.WriteString(upsertSet("cells"))
-	return b.String()
-}
-
-// recordArgs are the parameters of sqliteUpsert for record r of run, in args (reused from record to record).
-func recordArgs(args []any, run string, r *Record) []any {
-	args = append(args[:0], run)
-	for _, c := range recordColumns {
-		args = append(args, c.value(r))
-	}
-	return args
-}
-
-// pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
-// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column ($2...,
-// pgArgs). A statement is atomic on its own, so Put needs no explicit transaction. ON CONFLICT makes a rewritten
-// cell (a retried pass, FailUnfinished after a crash) replace the earlier row, never add a second one, except that
-// a failed record never replaces an answer. The arrays must not repeat an index: one statement cannot update a
-// row twice. A cell's carried columns (attempts and tries) add what silico_cell_carry keeps of its earlier
-// executions (see DeleteFailed); the lookups are subqueries of its primary key, not a join, so the rows keep the
-// arrays' order.
-func pgUpsert() string {
-	names := recordColumnNames()
-	sel := make([]string, len(recordColumns))
-	arrays := make([]string, len(recordColumns))
-	for i, c := range recordColumns {
-		sel[i] = "u." + c.name
-		if c.carried {
-			sel[i] += fmt.Sprintf(" + coalesce((SELECT c.%s FROM silico_cell_carry c WHERE c.run = $1 AND c.idx = u.idx), 0)", c.name)
-		}
-		arrays[i] = fmt.Sprintf("$%d::%s[]", i+2, c.pgType)
-	}
-	return "WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)\n" +
-		"INSERT INTO silico_cells (run, " + names + ")\n" +
-		"SELECT $1, " + strings.Join(sel, ", ") + "\n" +
-		"FROM unnest(" + strings.Join(arrays, ", ") + ")\n\tAS u(" + names + ")" +
-		upsertSet("silico_cells")
-}
-
-// pgArgs are the parameters of pgUpsert: the run, then one array per column of recs.
-func pgArgs(run string, recs []Record) []any {
-	args := make([]any, 0, 1+len(recordColumns))
-	args = append(args, run)
-	for _, c := range recordColumns {
-		args = append(args, c.array(recs))
-	}
-	return args
 }
 
 // scanRecords reads all rows of a query of recordColumns into out. The caller closes rows.

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -523,6 +525,35 @@ func (s *SQLite) trimWAL(ctx context.Context) {
 		return
 	}
 	s.trimAt = s.walLimit
+}
+
+// sqliteUpsert is SQLite's write of one record: ?1 the run, ?2... the values of recordColumns (recordArgs).
+// With carried, the carried columns add what cell_carry keeps of the cell, by a lookup of the carry table's
+// primary key.
+func sqliteUpsert(carried bool) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO cells (run, " + recordColumnNames() + ")\nVALUES (?1")
+	param := func(i int) string { return "?" + strconv.Itoa(i+2) }
+	key := param(slices.IndexFunc(recordColumns, func(c recordColumn) bool { return c.name == keyColumn }))
+	for i, c := range recordColumns {
+		p := param(i)
+		if carried && c.carried {
+			p += fmt.Sprintf(" + coalesce((SELECT %s FROM cell_carry WHERE run = ?1 AND %s = %s), 0)", c.name, keyColumn, key)
+		}
+		b.WriteString(", " + p)
+	}
+	b.WriteString(")")
+	b.WriteString(upsertSet("cells"))
+	return b.String()
+}
+
+// recordArgs are the parameters of sqliteUpsert for record r of run, in args (reused from record to record).
+func recordArgs(args []any, run string, r *Record) []any {
+	args = append(args[:0], run)
+	for _, c := range recordColumns {
+		args = append(args, c.value(r))
+	}
+	return args
 }
 
 // putCells writes recs in tx, one upsert (sqliteUpsert) per record. The carried form, which looks up what
