@@ -29,7 +29,8 @@ type rowColumn struct {
 }
 
 // rowColumns are the columns of a row in order: the keys of a results.jsonl line, and (probs aside) the header
-// of results.csv. A new column is one line here (and its Row field, set by BuildRow).
+// of results.csv. A new column is one line here, besides its Row field (set by BuildRow) and its place in
+// README's list of the columns, which a test holds to Header.
 var rowColumns = []rowColumn{
 	text("run_id", func(r *Row) *string { return &r.RunID }).ofRun(),
 	integer("index", func(r *Row) *int { return &r.Index }),
@@ -66,15 +67,6 @@ var rowColumns = []rowColumn{
 	optFloat("expected_score", func(r *Row) **float64 { return &r.ExpectedScore }),
 	optBool("top_agrees", func(r *Row) **bool { return &r.TopAgrees }),
 }
-
-// rowColumnIndex finds a column of rowColumns by its JSON key, for reading results.jsonl.
-var rowColumnIndex = func() map[string]int {
-	m := make(map[string]int, len(rowColumns))
-	for i, c := range rowColumns {
-		m[c.name] = i
-	}
-	return m
-}()
 
 // ofRun marks c a fact of one run (see rowColumn.run).
 func (c rowColumn) ofRun() rowColumn {

@@ -323,13 +323,14 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = Row{}
-	for k, v := range obj {
-		i, ok := rowColumnIndex[k]
+	for i := range rowColumns {
+		c := &rowColumns[i]
+		v, ok := obj[c.name]
 		if !ok {
 			continue
 		}
-		if err := rowColumns[i].decode(r, v); err != nil {
-			return fmt.Errorf("%s: %w", k, err)
+		if err := c.decode(r, v); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
 	return nil
