@@ -222,6 +222,57 @@ func TestLimitSharesNeverExceedTheModel(t *testing.T) {
 	if rpm < 600-4 {
 		t.Errorf("shares waste the limit: rpm %d of 600", rpm)
 	}
+
+	// Shares grow as passes finish, and a running pass picks its grown share up, keeping the largest it saw.
+	// Whenever passes start and finish, the largest shares of the passes running then must add up to at most
+	// the model's limits.
+	spec = gridSpec(1, 6, 2, 2) // one model, six passes, four at once
+	spec.Run.MaxParallelPasses = 4
+	spec.Run.MaxConcurrency = 16
+	plan, err := (&activities.Activities{Store: tempStore(t)}).PrepareRun(context.Background(),
+		activities.PrepareInput{RunID: "r", Spec: input(t, spec, "").Spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{plan: plan, passes: plan.Passes, runningByModel: map[int]int{}}
+	held := map[int]ratelimit.Limits{} // by running pass: the largest share it saw
+	grew := false
+	check := func(when string) {
+		now := r.share(0).Limits
+		var sum ratelimit.Limits
+		for p, l := range held {
+			if now.RPM > l.RPM || now.TPM > l.TPM || now.Concurrency > l.Concurrency {
+				grew = grew || l != (ratelimit.Limits{})
+				l.RPM, l.TPM, l.Concurrency = max(l.RPM, now.RPM), max(l.TPM, now.TPM), max(l.Concurrency, now.Concurrency)
+				held[p] = l
+			}
+			sum.RPM += held[p].RPM
+			sum.TPM += held[p].TPM
+			sum.Concurrency += held[p].Concurrency
+		}
+		if sum.RPM > 600 || sum.TPM > 60000 || sum.Concurrency > 8 {
+			t.Errorf("%s: %d running passes hold shares adding up to rpm %d tpm %d concurrency %d; model allows 600, 60000, 8",
+				when, len(held), sum.RPM, sum.TPM, sum.Concurrency)
+		}
+	}
+	for finished := 0; finished < len(r.passes); {
+		for r.running < spec.Run.MaxParallelPasses && r.state.Next < len(r.passes) {
+			p := r.passes[r.state.Next]
+			r.state.Next++
+			r.running++
+			r.runningByModel[p.Model]++
+			held[p.Index] = ratelimit.Limits{}
+			check(fmt.Sprintf("pass %d started", p.Index))
+		}
+		delete(held, finished)
+		r.running--
+		r.runningByModel[0]--
+		check(fmt.Sprintf("pass %d finished", finished))
+		finished++
+	}
+	if !grew {
+		t.Error("no running pass's share grew as passes finished: the check above saw no grown share")
+	}
 }
 
 func TestRaiseStopsAtTheFirstFailedPass(t *testing.T) {
