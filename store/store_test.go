@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/silicolab/silico/store/storetest"
 )
@@ -576,7 +577,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(postgresEnv) == "" {
 		fmt.Fprintf(os.Stderr, "store: %s is not set: the PostgreSQL back end is not tested\n", postgresEnv)
 	}
-	os.Exit(m.Run())
+	// The tests fail when a goroutine one of them started (a writer's loop, a pool's) is still running after
+	// they end.
+	goleak.VerifyTestMain(m)
 }
 
 // TestWritersOnTwoHandles has two handles on one store (two processes' worth of connections) write through a
