@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
@@ -121,20 +121,10 @@ func (f *fakeModel) requested() []string {
 }
 
 func testSpec(url string, items, personas int) experiment.Spec {
-	s := experiment.Spec{Name: "pass test", Seeds: []int64{7}}
-	s.Models = []experiment.Model{{ID: "m", Name: "fake", BaseURL: url + "/v1",
-		Price: &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}}}
-	for it := range items {
-		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1), Text: fmt.Sprintf("Question %d?", it+1)})
-	}
-	for p := range personas {
-		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p), Attributes: map[string]string{"name": fmt.Sprint("P", p)}})
-	}
-	s.Questionnaire.Name = "q"
-	s.Questionnaire.Instruction = "Answer."
-	s.Questionnaire.Options.Options = []experiment.Option{{ID: "1", Text: "1. No", Weight: 1}, {ID: "2", Text: "2. Yes", Weight: 2}}
-	s.ApplyDefaults()
-	return s
+	return experimenttest.Grid(1, 1, items, personas, experimenttest.Name("pass test"), experimenttest.FirstSeed(7),
+		experimenttest.BaseURL(url+"/v1"), experimenttest.Model(func(_ int, m *experiment.Model) {
+			m.ID, m.Name, m.Price = "m", "fake", &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
+		}), experimenttest.Defaults())
 }
 
 type harness struct {

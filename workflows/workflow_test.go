@@ -23,6 +23,7 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
@@ -31,25 +32,9 @@ import (
 
 // gridSpec is a valid spec of models × seeds × items × personas.
 func gridSpec(models, seeds, items, personas int) experiment.Spec {
-	s := experiment.Spec{Name: "grid"}
-	for m := range models {
-		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprintf("m%d", m), Name: "sim-model", Provider: "sim",
-			RPM: 600, TPM: 60000, MaxConcurrency: 8})
-	}
-	for sd := range seeds {
-		s.Seeds = append(s.Seeds, int64(sd+1))
-	}
-	for it := range items {
-		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1), Text: fmt.Sprintf("Question %d?", it+1)})
-	}
-	for p := range personas {
-		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p), Attributes: map[string]string{"name": fmt.Sprint("P", p)}})
-	}
-	s.Questionnaire.Name = "q"
-	s.Questionnaire.Instruction = "Answer."
-	s.Questionnaire.Options.Options = []experiment.Option{{ID: "1", Text: "1. No", Weight: 1}, {ID: "2", Text: "2. Yes", Weight: 2}}
-	s.Run.MaxAttempts = 3
-	return s
+	return experimenttest.Grid(models, seeds, items, personas, experimenttest.Model(func(_ int, m *experiment.Model) {
+		m.Provider, m.RPM, m.TPM, m.MaxConcurrency = "sim", 600, 60000, 8
+	}), experimenttest.Edit(func(s *experiment.Spec) { s.Run.MaxAttempts = 3 }))
 }
 
 // passMock stands in for RunSeedPass and records the order and overlap of passes.
