@@ -534,7 +534,7 @@ func (a *Activities) CheckOutput(ctx context.Context, in ExportInput) error {
 func (a *Activities) outputDir(in ExportInput) (string, error) {
 	root := a.OutputRoot
 	if root == "" {
-		root = "out"
+		root = experiment.DefaultOutputRoot
 	}
 	if in.Dir == "" {
 		return filepath.Join(root, in.RunID), nil

@@ -237,7 +237,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			fmt.Fprintf(out, "Start a run:\n  starter validate --json SPEC > spec.json\n")
 			fmt.Fprintf(out, "  temporal workflow start --address %s --task-queue %s --type ExperimentWorkflow \\\n"+
 				"    --workflow-id my-run --input-file spec.json\n", sess.dev.FrontendHostPort(), workflows.TaskQueue)
-			fmt.Fprintf(out, "Outputs land in out/<workflow id>/. Ctrl-C stops everything; state is kept.\n")
+			fmt.Fprintf(out, "Outputs land in %s/<workflow id>/. Ctrl-C stops everything; state is kept.\n", experiment.DefaultOutputRoot)
 			<-ctx.Done()
 			fmt.Fprintln(cmd.ErrOrStderr(), "stopping")
 			return nil

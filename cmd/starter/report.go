@@ -51,7 +51,7 @@ one there. A run still in progress reports what has finished.`,
 				return err
 			}
 			if output == "" {
-				output = filepath.Join("out", id)
+				output = filepath.Join(experiment.DefaultOutputRoot, id)
 			}
 			spec, err := loadRunSpec(ctx, st, id)
 			if err != nil {
@@ -66,7 +66,7 @@ one there. A run still in progress reports what has finished.`,
 		},
 	}
 	conn.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default out/<ID>)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default "+experiment.DefaultOutputRoot+"/<ID>)")
 	return cmd
 }
 

@@ -126,7 +126,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 		},
 	}
 	conn.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: a directory of the worker, under its --output-root and relative to it, default <output-root>/<run id>)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: "+experiment.DefaultOutputRoot+"/<run id>; with --address: a directory of the worker, under its --output-root and relative to it, default <output-root>/<run id>)")
 	over.register(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
@@ -360,11 +360,11 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 	return runSpec(ctx, sess, spec, canonical, id, output, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
-// outputDir is the directory a run's outputs go to: output when given, else out/<id> in embedded mode, made
+// outputDir is the directory a run's outputs go to: output when given, else DefaultOutputRoot/<id> in embedded mode, made
 // absolute there (the worker is this process); with --address it is the worker's to resolve.
 func outputDir(conn *connFlags, output, id string) (string, error) {
 	if conn.embedded() && output == "" {
-		output = filepath.Join("out", id)
+		output = filepath.Join(experiment.DefaultOutputRoot, id)
 	}
 	if output != "" && conn.embedded() {
 		return filepath.Abs(output)

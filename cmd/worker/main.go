@@ -26,6 +26,7 @@ import (
 	"github.com/silicolab/silico/buildinfo"
 	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/cmd/internal/flagerr"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/metrics"
@@ -94,7 +95,7 @@ func newFlagSet(getenv func(string) string) (*pflag.FlagSet, *options) {
 	o.cluster.Register(fs)
 	fs.StringVar(&o.store, "store", "", "results store: a SQLite file, or a postgres:// URL that workers on several machines share "+
 		"(env "+envStore+"; default "+defaultStore+")")
-	fs.StringVar(&o.output, "output-root", "out", "where runs without an output directory are exported: <output-root>/<run id>")
+	fs.StringVar(&o.output, "output-root", experiment.DefaultOutputRoot, "where runs without an output directory are exported: <output-root>/<run id>")
 	fs.StringVar(&o.simURL, "sim-url", getenv(envSimURL), "base URL of the simulator for models with provider sim (env "+envSimURL+")")
 	fs.BoolVar(&o.simOn, "sim", false, "run the model simulator in this process for models with provider sim (instead of --sim-url)")
 	fs.DurationVar(&o.simLatency, "sim-latency", 0, "with --sim: latency of every simulated call")
