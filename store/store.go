@@ -54,6 +54,21 @@ func IsPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// EnvDSN is the environment variable that names the results store (a DSN as Open takes it) when no --store flag
+// does; the worker and the starter read it.
+const EnvDSN = "SILICO_STORE"
+
+// DSN is the results store a command line names: flag (--store) when given, else the value of EnvDSN in getenv,
+// else fallback.
+func DSN(flag string, getenv func(string) string, fallback string) string {
+	for _, v := range []string{flag, getenv(EnvDSN)} {
+		if v != "" {
+			return v
+		}
+	}
+	return fallback
+}
+
 // Open opens the results store dsn names: a postgres:// or postgresql:// URL opens PostgreSQL (OpenPostgres),
 // anything else is the path of a SQLite file (OpenSQLite). Either creates or migrates its schema.
 func Open(ctx context.Context, dsn string) (Store, error) {

@@ -23,7 +23,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.path, "store", "", "results store: a SQLite file, or a postgres:// URL (env "+envStore+"; default: <state-dir>/results.db)")
+	cmd.Flags().StringVar(&f.path, "store", "", "results store: a SQLite file, or a postgres:// URL (env "+store.EnvDSN+"; default: <state-dir>/results.db)")
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", ".silico", "directory of the embedded mode's results.db")
 }
 
@@ -38,7 +38,7 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
 	dsn := f.dsn()
 	if !store.IsPostgres(dsn) {
 		if _, err := os.Stat(dsn); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w (name it with --store, --state-dir or %s)", dsn, errNoStore, envStore)
+			return nil, fmt.Errorf("%s: %w (name it with --store, --state-dir or %s)", dsn, errNoStore, store.EnvDSN)
 		}
 	}
 	st, err := store.Open(ctx, dsn)

@@ -301,7 +301,7 @@ func reportEnd(ctx context.Context, sess *session, id string, st enumspb.Workflo
 	}
 	fmt.Fprintln(stdout, line)
 	if !exact {
-		fmt.Fprintf(stdout, "  (the count is the run's last progress; with --store or %s naming the workers' results store it is exact)\n", envStore)
+		fmt.Fprintf(stdout, "  (the count is the run's last progress; with --store or %s naming the workers' results store it is exact)\n", store.EnvDSN)
 	}
 	if qerr != nil && len(batches) > 0 && sess.ownerGone() {
 		// The run ended cancelled, which it does only once each of its batches has ended at the provider and what

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,14 +127,14 @@ func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 			notes = append(notes, note)
 		}
 	}
-	allow, _ := llm.ParseKeyEnvAllow(cmp.Or(getenv("SILICO_API_KEY_ENV_ALLOW"), llm.DefaultKeyEnvAllow))
+	allow, _ := llm.ParseKeyEnvAllow(llm.KeyEnvAllowSetting(getenv))
 	for i, m := range spec.Models {
 		switch {
 		case m.APIKeyEnv == "":
 		case !llm.KeyEnvAllowed(allow, m.APIKeyEnv):
 			notes = append(notes, fmt.Sprintf("models[%d].api_key_env: workers read only variables matching %s unless started "+
-				"with --api-key-env-allow (or SILICO_API_KEY_ENV_ALLOW) naming %s; without it every call of model %s fails",
-				i, strings.Join(allow, ", "), m.APIKeyEnv, m.ID))
+				"with --api-key-env-allow (or %s) naming %s; without it every call of model %s fails",
+				i, strings.Join(allow, ", "), llm.KeyEnvAllowVar, m.APIKeyEnv, m.ID))
 		case getenv(m.APIKeyEnv) == "":
 			notes = append(notes, fmt.Sprintf("models[%d].api_key_env: %s is not set here; a run in this process (no --address) "+
 				"reads it here, a cluster's workers read their own", i, m.APIKeyEnv))

@@ -319,7 +319,7 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 	ctx := cmd.Context()
 	if !conn.storeNamed() {
 		return withCode(exitUsage, fmt.Errorf("%s is not a spec file; `starter run ID` reads the run's saved spec from the workers' "+
-			"results store: with --address, name it with --store or %s, or give the spec file instead", ref, envStore))
+			"results store: with --address, name it with --store or %s, or give the spec file instead", ref, store.EnvDSN))
 	}
 	if dsn := conn.store(); !store.IsPostgres(dsn) {
 		// Opening a SQLite path that does not exist would create an empty store.

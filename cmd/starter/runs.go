@@ -62,7 +62,7 @@ contains the text, --status those in that state. Every command that takes a run 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if !conn.storeNamed() {
-				return withCode(exitUsage, fmt.Errorf("with --address, runs lists the workers' results store: name it with --store or %s", envStore))
+				return withCode(exitUsage, fmt.Errorf("with --address, runs lists the workers' results store: name it with --store or %s", store.EnvDSN))
 			}
 			if dsn := conn.store(); !store.IsPostgres(dsn) {
 				if _, err := os.Stat(dsn); err != nil {

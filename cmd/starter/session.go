@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,11 +58,11 @@ func (f *connFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.simLog, "sim-request-log", "", "embedded mode: append the simulator's request log (JSON lines) to this file")
 	f.cluster.Register(fl)
 	fl.StringVar(&f.storePath, "store", "", "results store: a SQLite file, or a postgres:// URL the workers share "+
-		"(env "+envStore+"; default: <state-dir>/results.db)")
+		"(env "+store.EnvDSN+"; default: <state-dir>/results.db)")
 	fl.StringVar(&f.logFormat, "log-format", "console", "log format: console or json")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
-	fl.StringVar(&f.keyAllow, "api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", llm.DefaultKeyEnvAllow),
-		"embedded mode: comma-separated glob patterns of the environment variables a spec's api_key_env may name (env SILICO_API_KEY_ENV_ALLOW)")
+	fl.StringVar(&f.keyAllow, "api-key-env-allow", llm.KeyEnvAllowSetting(os.Getenv),
+		"embedded mode: comma-separated glob patterns of the environment variables a spec's api_key_env may name (env "+llm.KeyEnvAllowVar+")")
 }
 
 func envOr(name, def string) string {
@@ -75,9 +74,6 @@ func envOr(name, def string) string {
 
 func (f *connFlags) embedded() bool { return f.address == "" }
 
-// envStore names the results store when --store is not given.
-const envStore = "SILICO_STORE"
-
 // store is the results store's DSN: --store, else SILICO_STORE, else the SQLite file in the state dir.
 func (f *connFlags) store() string { return storeDSN(f.storePath, f.stateDir) }
 
@@ -85,11 +81,11 @@ func (f *connFlags) store() string { return storeDSN(f.storePath, f.stateDir) }
 // process is the worker); with --address only when --store or SILICO_STORE names it, since the default file is
 // this machine's.
 func (f *connFlags) storeNamed() bool {
-	return f.embedded() || f.storePath != "" || os.Getenv(envStore) != ""
+	return f.embedded() || f.storePath != "" || os.Getenv(store.EnvDSN) != ""
 }
 
 func storeDSN(flag, stateDir string) string {
-	return cmp.Or(flag, os.Getenv(envStore), filepath.Join(stateDir, "results.db"))
+	return store.DSN(flag, os.Getenv, filepath.Join(stateDir, "results.db"))
 }
 
 // session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
@@ -190,7 +186,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Specs:  s.specs,
-			Getenv: cluster.WithoutOwnVariables(os.Getenv, envStore),
+			Getenv: cluster.WithoutOwnVariables(os.Getenv, store.EnvDSN),
 			SimURL: s.simURL,
 			// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
 			SimSettingsFixed: opts.sharedSim,
