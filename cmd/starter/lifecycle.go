@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/activities"
-	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
 )
@@ -347,17 +345,4 @@ func uiAfter(w io.Writer, sess *session) {
 // anyChanged reports whether any of the named flags of cmd was given.
 func anyChanged(cmd *cobra.Command, names ...string) bool {
 	return slices.ContainsFunc(names, cmd.Flags().Changed)
-}
-
-// decodeRunSpec decodes the spec saved for run id, with its defaults applied and its templates compiled.
-func decodeRunSpec(b []byte, id string) (*experiment.Spec, error) {
-	var spec experiment.Spec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("decode spec of run %s: %w", id, err)
-	}
-	spec.ApplyDefaults()
-	if err := spec.Validate(); err != nil {
-		return nil, fmt.Errorf("spec of run %s: %w", id, err)
-	}
-	return &spec, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/report"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -82,7 +83,7 @@ func loadRunSpec(ctx context.Context, st specStore, id string) (*experiment.Spec
 	if err != nil {
 		return nil, fmt.Errorf("run %s in %s: %w", id, st.Location(), err)
 	}
-	return decodeRunSpec(b, id)
+	return specfile.ParseSaved(b, id)
 }
 
 // writeReport analyses the run's records and writes dir/report.html.

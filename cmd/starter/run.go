@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
@@ -187,9 +187,8 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 	defer sess.Close()
 	if spec == nil && sess.store != nil {
 		if b, err := sess.store.LoadRun(ctx, id); err == nil {
-			var s experiment.Spec
-			if json.Unmarshal(b, &s) == nil {
-				spec = &s
+			if s, err := specfile.ParseSaved(b, id); err == nil {
+				spec = s
 			}
 		}
 	}
@@ -345,7 +344,7 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 		return withCode(exitUsage, fmt.Errorf("%s is neither a spec file nor a run with a saved spec in %s; `%s` lists the runs",
 			ref, conn.store(), conn.command("runs")))
 	}
-	spec, err := decodeRunSpec(canonical, id)
+	spec, err := specfile.ParseSaved(canonical, id)
 	if err != nil {
 		return err
 	}

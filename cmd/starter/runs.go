@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -139,8 +139,7 @@ func listRuns(ctx context.Context, st store.Store, c client.Client, embedded boo
 	for _, r := range runs {
 		row := runRow{ID: r.ID, Started: r.Created, Status: r.State}
 		if b, err := st.LoadRun(ctx, r.ID); err == nil {
-			var spec experiment.Spec
-			if json.Unmarshal(b, &spec) == nil {
+			if spec, err := specfile.ParseSaved(b, r.ID); err == nil {
 				row.Name, row.Cells = spec.Name, spec.NumCells()
 				for _, m := range spec.Models {
 					row.Models = append(row.Models, m.ID)
