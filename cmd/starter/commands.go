@@ -162,7 +162,7 @@ what has finished, the rest marked NotRun.`,
 				return withCode(exitUsage, errors.New("--output DIR is required"))
 			}
 			ctx := cmd.Context()
-			if dsn := conn.store(); !store.IsPostgres(dsn) {
+			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 				// Opening a SQLite path that does not exist would create an empty store.
 				if _, err := os.Stat(dsn); err != nil {
 					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
@@ -193,7 +193,7 @@ what has finished, the rest marked NotRun.`,
 			return nil
 		},
 	}
-	conn.register(cmd)
+	conn.store.buildFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory")
 	return cmd
 }
@@ -222,8 +222,8 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			}
 			defer sess.Close()
 			out := cmd.OutOrStdout()
-			abs, _ := filepath.Abs(conn.stateDir)
-			fmt.Fprintf(out, "Temporal server  %s (namespace %s, state in %s)\n", sess.dev.FrontendHostPort(), conn.namespace, abs)
+			abs, _ := filepath.Abs(conn.store.stateDir)
+			fmt.Fprintf(out, "Temporal server  %s (namespace %s, state in %s)\n", sess.dev.FrontendHostPort(), conn.client.namespace, abs)
 			if u := sess.dev.UIURL(); u != "" {
 				fmt.Fprintf(out, "Web UI           %s\n", u)
 			}
@@ -242,7 +242,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			return nil
 		},
 	}
-	conn.register(cmd)
+	conn.registerWorker(cmd.Flags())
 	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "serve the Temporal server and UI only: no worker, no simulator")
 	// Runs started through dev share one simulator, so its settings are flags here, not a spec's simulator block.
 	cmd.Flags().Var((*durationFlag)(&simS.Latency), "sim-latency", "simulator: latency of every call (e.g. 300ms)")

@@ -36,13 +36,13 @@ one there. A run still in progress reports what has finished.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if dsn := conn.store(); !store.IsPostgres(dsn) {
+			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 				// Opening a SQLite path that does not exist would create an empty store.
 				if _, err := os.Stat(dsn); err != nil {
 					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
 				}
 			}
-			st, err := store.Open(ctx, conn.store())
+			st, err := store.Open(ctx, conn.dsn())
 			if err != nil {
 				return fmt.Errorf("open results store: %w", err)
 			}
@@ -66,7 +66,7 @@ one there. A run still in progress reports what has finished.`,
 			return nil
 		},
 	}
-	conn.register(cmd)
+	conn.store.buildFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default "+experiment.DefaultOutputRoot+"/<ID>)")
 	return cmd
 }
@@ -112,7 +112,7 @@ func elapsedFrom(dir string) time.Duration {
 // store of this session, or in client mode the --store file, which must then be reachable from here.
 func reportAfterRun(ctx context.Context, sess *session, spec *experiment.Spec, id, dir string, elapsed time.Duration, stdout io.Writer) error {
 	if sess.store == nil {
-		if _, err := os.Stat(sess.flags.store()); err != nil {
+		if _, err := os.Stat(sess.flags.dsn()); err != nil {
 			return errors.New("--report needs the results store: give --store (the workers' file), or run `starter report` where it is")
 		}
 		if err := sess.openStore(ctx); err != nil {

@@ -93,7 +93,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				spec.DisableCache()
 			}
 			if dryRun {
-				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &storeFlags{path: conn.storePath, stateDir: conn.stateDir})
+				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &conn.store)
 			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
@@ -125,7 +125,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			return runSpec(ctx, sess, spec, canonical, id, output, opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	conn.register(cmd)
+	conn.registerWorker(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: "+experiment.DefaultOutputRoot+"/<run id>; with --address: a directory of the worker, under its --output-root and relative to it, default <output-root>/<run id>)")
 	over.register(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
@@ -320,14 +320,14 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 		return withCode(exitUsage, fmt.Errorf("%s is not a spec file; `starter run ID` reads the run's saved spec from the workers' "+
 			"results store: with --address, name it with --store or %s, or give the spec file instead", ref, store.EnvDSN))
 	}
-	if dsn := conn.store(); !store.IsPostgres(dsn) {
+	if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 		// Opening a SQLite path that does not exist would create an empty store.
 		if _, err := os.Stat(dsn); err != nil {
 			return withCode(exitUsage, fmt.Errorf("%s is neither a spec file nor a run of a results store: there is no store at %s "+
 				"(set --store, SILICO_STORE or --state-dir)", ref, dsn))
 		}
 	}
-	st, err := store.Open(ctx, conn.store())
+	st, err := store.Open(ctx, conn.dsn())
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}
@@ -342,7 +342,7 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 		return err
 	case !known || err != nil:
 		return withCode(exitUsage, fmt.Errorf("%s is neither a spec file nor a run with a saved spec in %s; `%s` lists the runs",
-			ref, conn.store(), conn.command("runs")))
+			ref, conn.dsn(), conn.command("runs")))
 	}
 	spec, err := specfile.ParseSaved(canonical, id)
 	if err != nil {

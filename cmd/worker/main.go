@@ -87,7 +87,7 @@ func newFlagSet(getenv func(string) string) (*pflag.FlagSet, *options) {
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.StringVar(&o.address, "address", envOr(getenv, cluster.EnvAddress, "127.0.0.1:7233"), "Temporal frontend host:port (env "+cluster.EnvAddress+")")
-	fs.StringVar(&o.namespace, "namespace", envOr(getenv, cluster.EnvNamespace, "default"), "Temporal namespace (env "+cluster.EnvNamespace+")")
+	fs.StringVar(&o.namespace, "namespace", envOr(getenv, cluster.EnvNamespace, cluster.DefaultNamespace), "Temporal namespace (env "+cluster.EnvNamespace+")")
 	o.cluster.Register(fs)
 	fs.StringVar(&o.store, "store", "", "results store: a SQLite file, or a postgres:// URL that workers on several machines share "+
 		"(env "+store.EnvDSN+"; default "+defaultStore+")")
