@@ -54,6 +54,14 @@ func IsPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// DefaultDir and FileName place the SQLite results store when nothing names another: FileName in DefaultDir. The
+// starter's state dir defaults to DefaultDir and the worker's store to the file there, so a worker and a starter
+// on one machine meet in the same store.
+const (
+	DefaultDir = ".silico"
+	FileName   = "results.db"
+)
+
 // EnvDSN is the environment variable that names the results store (a DSN as Open takes it) when no --store flag
 // does; the worker and the starter read it.
 const EnvDSN = "SILICO_STORE"

@@ -18,7 +18,7 @@ import (
 // a small type that registers its own flags, and each command registers the sets it uses and no other.
 
 // defaultStateDir is the state dir of embedded mode when --state-dir is not given.
-const defaultStateDir = ".silico"
+const defaultStateDir = store.DefaultDir
 
 // clientOptions say which Temporal server a command talks to: --address (empty: the embedded server of the state
 // dir) and --namespace, and the TLS and API key flags of cluster.Flags.
@@ -89,7 +89,7 @@ func (o *storeOptions) buildStoreOnlyFlags(fl *pflag.FlagSet) {
 func (o *storeOptions) dsn() string { return storeDSN(o.path, o.stateDir) }
 
 func storeDSN(flag, stateDir string) string {
-	return store.DSN(flag, os.Getenv, filepath.Join(stateDir, "results.db"))
+	return store.DSN(flag, os.Getenv, filepath.Join(stateDir, store.FileName))
 }
 
 // errNoStore says that the SQLite file a command would read does not exist.

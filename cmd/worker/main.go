@@ -56,7 +56,7 @@ type usageError struct{ error }
 func (u usageError) Unwrap() error { return u.error }
 
 // defaultStore is the results store when neither --store nor store.EnvDSN names one.
-const defaultStore = ".silico/results.db"
+const defaultStore = store.DefaultDir + "/" + store.FileName
 
 // options are the worker's settings, from its flags and environment.
 type options struct {
