@@ -321,12 +321,9 @@ func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, er
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", run, err)
 	}
-	// The saved spec is the JSON form of the resolved spec PrepareRun decoded, which the spec format accepts
-	// as it is: it goes through the decoder every spec goes through, so a worker holds the same Spec (defaults
-	// filled, templates compiled once by Validate) as the one that saved it.
-	s, err := specfile.ParseInput(b, "saved spec of run "+run)
+	s, err := specfile.ParseSaved(b, run)
 	if err != nil {
-		return nil, fmt.Errorf("spec of run %s: %w", run, err)
+		return nil, err
 	}
 	cache.Put(run, s)
 	return s, nil
@@ -482,7 +479,7 @@ func (a *Activities) CheckOutput(ctx context.Context, in ExportInput) error {
 func (a *Activities) outputDir(in ExportInput) (string, error) {
 	root := a.OutputRoot
 	if root == "" {
-		root = "out"
+		root = experiment.DefaultOutputRoot
 	}
 	if in.Dir == "" {
 		return filepath.Join(root, in.RunID), nil

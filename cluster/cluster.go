@@ -45,6 +45,10 @@ const (
 	EnvTLSCALegacy   = "TEMPORAL_TLS_CA"
 )
 
+// DefaultNamespace is the Temporal namespace when neither a flag nor EnvNamespace names one, as for the temporal
+// CLI.
+const DefaultNamespace = "default"
+
 // EnvVars lists every environment variable this package reads.
 var EnvVars = []string{EnvAddress, EnvNamespace, EnvTLS, EnvTLSCert, EnvTLSKey, EnvTLSCA, EnvTLSServerName, EnvAPIKey,
 	EnvTLSCertLegacy, EnvTLSKeyLegacy, EnvTLSCALegacy}

@@ -44,6 +44,19 @@ type endpoint struct{ provider, baseURL, keyEnv string }
 // a variable (HF_TOKEN) names it in its allow-list.
 const DefaultKeyEnvAllow = "*_API_KEY"
 
+// KeyEnvAllowVar is the environment variable that holds a worker's allow-list (as ParseKeyEnvAllow reads it) when
+// no --api-key-env-allow flag gives one.
+const KeyEnvAllowVar = "SILICO_API_KEY_ENV_ALLOW"
+
+// KeyEnvAllowSetting is the allow-list the environment sets: the value of KeyEnvAllowVar in getenv, else
+// DefaultKeyEnvAllow. An empty variable counts as unset; only the flag can give the empty list.
+func KeyEnvAllowSetting(getenv func(string) string) string {
+	if v := getenv(KeyEnvAllowVar); v != "" {
+		return v
+	}
+	return DefaultKeyEnvAllow
+}
+
 // Option configures a Registry.
 type Option func(*Registry)
 

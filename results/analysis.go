@@ -257,15 +257,11 @@ func (a *Analysis) ScaleItems(k int) []int {
 
 // alphaOmega is alpha and omega total of x; nil where undefined.
 func alphaOmega(x [][]float64) (alpha, omega *float64) {
-	al, err := psychometrics.ComputeAlpha(x)
-	if err != nil {
+	r := psychometrics.ScaleReliability(x)
+	if r.Err != nil {
 		return nil, nil
 	}
-	alpha = finite(al.Raw)
-	if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
-		omega = finite(om)
-	}
-	return alpha, omega
+	return finite(r.Raw), finite(r.Omega)
 }
 
 // reliabilityOf appends the Reliability and Items lines of one (model, seed) block (index m*seeds + sd), whose
@@ -280,13 +276,11 @@ func (a *Analysis) reliabilityOf(block int, score []int32, has []bool, expected 
 		x, missing := scoreMatrix(len(s.Personas), items, score, has)
 		rel := Reliability{Model: s.Models[m].ID, Seed: s.Seeds[sd], Scale: a.ScaleIDs[k],
 			ScaleName: a.ScaleNames[k], Items: len(items), Missing: missing}
-		al, err := psychometrics.ComputeAlpha(x)
-		rel.Personas, rel.ItemsUsed = al.Respondents, len(al.Items)
-		if err == nil {
-			rel.Alpha, rel.StdAlpha, rel.AverageR = finite(al.Raw), finite(al.Std), finite(al.AverageR)
-			if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
-				rel.OmegaTotal = finite(om)
-			}
+		ps := psychometrics.ScaleReliability(x)
+		rel.Personas, rel.ItemsUsed = ps.Respondents, len(ps.Items)
+		if ps.Err == nil {
+			rel.Alpha, rel.StdAlpha, rel.AverageR = finite(ps.Raw), finite(ps.Std), finite(ps.AverageR)
+			rel.OmegaTotal = finite(ps.Omega)
 		}
 		if ex, any := expectedMatrix(len(s.Personas), items, expected); any {
 			rel.AlphaExpected, rel.OmegaExpected = alphaOmega(ex)
@@ -296,10 +290,10 @@ func (a *Analysis) reliabilityOf(block int, score []int32, has []bool, expected 
 			st := ItemStat{Model: rel.Model, Seed: rel.Seed, Scale: rel.Scale, ItemID: s.Questionnaire.Items[it].ID,
 				Reversed: s.Questionnaire.Items[it].Reversed}
 			st.N, st.Mean, st.SD = describe(column(x, j))
-			if pos := slices.Index(al.Items, j); pos >= 0 {
+			if pos := slices.Index(ps.Items, j); pos >= 0 {
 				st.Used = true
-				if err == nil {
-					st.ItemRest, st.AlphaIfDropped = finite(al.ItemRest[pos]), finite(al.IfDropped[pos])
+				if ps.Err == nil {
+					st.ItemRest, st.AlphaIfDropped = finite(ps.ItemRest[pos]), finite(ps.IfDropped[pos])
 				}
 			}
 			a.Items = append(a.Items, st)

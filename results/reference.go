@@ -106,13 +106,10 @@ func (a *Analysis) reference() {
 					}
 					x = append(x, row)
 				}
-				al, err := psychometrics.ComputeAlpha(x)
-				rs.Personas, rs.ItemsUsed = al.Respondents, len(al.Items)
-				if err == nil {
-					rs.ModelAlpha = finite(al.Raw)
-					if om, err := psychometrics.OmegaTotal(x, al.Items); err == nil {
-						rs.ModelOmega = finite(om)
-					}
+				ps := psychometrics.ScaleReliability(x)
+				rs.Personas, rs.ItemsUsed = ps.Respondents, len(ps.Items)
+				if ps.Err == nil {
+					rs.ModelAlpha, rs.ModelOmega = finite(ps.Raw), finite(ps.Omega)
 				}
 				if h, ok := human[[2]string{sc, g}]; ok {
 					rs.Humans, rs.HumanItemsUsed, rs.HumanAlpha, rs.HumanOmega = h.Respondents, h.ItemsUsed, h.Alpha, h.OmegaTotal

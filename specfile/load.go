@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,18 @@ func Parse(data []byte, filename, baseDir string) (*experiment.Spec, error) {
 // `starter validate --json`).
 func ParseInput(data []byte, name string, control ...string) (*experiment.Spec, error) {
 	return parse(data, &decoder{file: name, noFiles: true}, control)
+}
+
+// ParseSaved reads back the spec saved in a results store for run (the bytes store.Store.LoadRun returns: the
+// JSON of a resolved spec, which the spec format accepts as it is). Every reader of a saved spec (a worker, the
+// starter's commands) goes through it: the decoder every spec goes through, so each holds the same Spec as the
+// one that saved it, defaults filled and templates compiled once by Validate.
+func ParseSaved(saved []byte, run string) (*experiment.Spec, error) {
+	s, err := ParseInput(saved, "saved spec of run "+run)
+	if err != nil {
+		return nil, fmt.Errorf("spec of run %s: %w", run, err)
+	}
+	return s, nil
 }
 
 // parse decodes data with d. A decoder without locs records no positions of resolved fields: a spec that

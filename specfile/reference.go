@@ -214,9 +214,9 @@ func (rr *refReader) answers(groups *node) {
 	rr.reliability(answer, labels, member, inFile)
 }
 
-// reliability fills ref.Scales: for every scale and group the respondents × items matrix of scores (the spec's
-// scoring: reverse-keyed items reversed, options ignored for scale missing) through psychometrics, as results
-// does for a model's personas.
+// reliability fills ref.Scales: for every scale and group the reliability of the people's answers on the scale's
+// items, with the spec's scoring (reverse-keyed items reversed, options ignored for scale missing), which
+// psychometrics.ChoiceReliability computes as results computes a model's.
 func (rr *refReader) reliability(answer [][]int16, labels []string, member []func(int) bool, inFile []bool) {
 	s := rr.spec
 	var scales []string
@@ -232,41 +232,22 @@ func (rr *refReader) reliability(answer [][]int16, labels []string, member []fun
 	}
 	for _, sc := range scales {
 		items := scaleItems[sc]
-		// score[j][k] is the score of option k of item items[j]; ok false where it has none.
-		type optScore struct {
-			v  float64
-			ok bool
-		}
-		score := make([][]optScore, len(items))
+		// score[j][k] is the score of option k of item items[j], Missing where it has none.
+		score := make([][]float64, len(items))
 		for j, it := range items {
 			for _, o := range s.OptionsFor(it).Options {
 				v, ok := s.Score(it, o.ID)
-				score[j] = append(score[j], optScore{float64(v), ok})
+				score[j] = append(score[j], psychometrics.Missing)
+				if ok {
+					score[j][len(score[j])-1] = float64(v)
+				}
 			}
 		}
 		for gi, label := range labels {
-			var x [][]float64
-			for r := range answer {
-				if !member[gi](r) {
-					continue
-				}
-				row := make([]float64, len(items))
-				for j, it := range items {
-					row[j] = psychometrics.Missing
-					if a := answer[r][it]; a >= 0 && score[j][a].ok {
-						row[j] = score[j][a].v
-					}
-				}
-				x = append(x, row)
-			}
-			rs := experiment.ReferenceScale{Scale: sc, Group: label}
-			a, err := psychometrics.ComputeAlpha(x)
-			rs.Respondents, rs.ItemsUsed = a.Respondents, len(a.Items)
-			if err == nil {
-				rs.Alpha = finitePtr(a.Raw)
-				if om, err := psychometrics.OmegaTotal(x, a.Items); err == nil {
-					rs.OmegaTotal = finitePtr(om)
-				}
+			ps := psychometrics.ChoiceReliability(answer, items, score, member[gi])
+			rs := experiment.ReferenceScale{Scale: sc, Group: label, Respondents: ps.Respondents, ItemsUsed: len(ps.Items)}
+			if ps.Err == nil {
+				rs.Alpha, rs.OmegaTotal = finitePtr(ps.Raw), finitePtr(ps.Omega)
 			}
 			rr.ref.Scales = append(rr.ref.Scales, rs)
 		}

@@ -54,6 +54,29 @@ func IsPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// DefaultDir and FileName place the SQLite results store when nothing names another: FileName in DefaultDir. The
+// starter's state dir defaults to DefaultDir and the worker's store to the file there, so a worker and a starter
+// on one machine meet in the same store.
+const (
+	DefaultDir = ".silico"
+	FileName   = "results.db"
+)
+
+// EnvDSN is the environment variable that names the results store (a DSN as Open takes it) when no --store flag
+// does; the worker and the starter read it.
+const EnvDSN = "SILICO_STORE"
+
+// DSN is the results store a command line names: flag (--store) when given, else the value of EnvDSN in getenv,
+// else fallback.
+func DSN(flag string, getenv func(string) string, fallback string) string {
+	for _, v := range []string{flag, getenv(EnvDSN)} {
+		if v != "" {
+			return v
+		}
+	}
+	return fallback
+}
+
 // Open opens the results store dsn names: a postgres:// or postgresql:// URL opens PostgreSQL (OpenPostgres),
 // anything else is the path of a SQLite file (OpenSQLite). Either creates or migrates its schema.
 func Open(ctx context.Context, dsn string) (Store, error) {

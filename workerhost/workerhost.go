@@ -14,6 +14,7 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -37,7 +38,7 @@ type Config struct {
 	// SimSettingsFixed says the simulator at SimURL serves every run with its own settings, so a spec's
 	// simulator block does not apply (the worker warns when a run has one).
 	SimSettingsFixed bool
-	// OutputRoot is where runs without an output directory are exported. Optional: defaults to "out".
+	// OutputRoot is where runs without an output directory are exported. Optional: defaults to experiment.DefaultOutputRoot.
 	OutputRoot string
 	// OutputAnywhere lets a run's output directory (workflows.Input.Output) lie outside OutputRoot. Off, as
 	// anyone who can start a workflow chooses that directory; the starter's in-process worker, which only its
@@ -93,7 +94,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	// the starter that prints it.
 	root := cfg.OutputRoot
 	if root == "" {
-		root = "out"
+		root = experiment.DefaultOutputRoot
 	}
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, fmt.Errorf("output root: %w", err)

@@ -30,13 +30,14 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/store/storetest"
 )
 
 func main() {
 	quick := flag.Bool("quick", false, "one round and a 10,000-cell grid")
 	rounds := flag.Int("rounds", 3, "rounds of the lookup measurements")
 	entries := flag.Int("entries", 100_000, "entries in the store for the lookups")
-	pg := flag.String("postgres", os.Getenv("SILICO_TEST_POSTGRES"), "also measure PostgreSQL at this DSN (its silico tables are used and left)")
+	pg := flag.String("postgres", os.Getenv(storetest.EnvPostgres), "also measure PostgreSQL at this DSN (its silico tables are used and left)")
 	skipRun := flag.Bool("no-run", false, "skip the end-to-end runs")
 	skipLookups := flag.Bool("no-lookups", false, "skip the lookup and write measurements")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the lookups to this file")

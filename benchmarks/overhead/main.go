@@ -35,6 +35,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -296,8 +297,8 @@ func renderCost(spec *experiment.Spec) (validated, decoded float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var dec experiment.Spec
-	if err := json.Unmarshal(b, &dec); err != nil {
+	dec, err := specfile.ParseSaved(b, "overhead")
+	if err != nil {
 		return 0, 0, err
 	}
 	each := func(s *experiment.Spec) (float64, error) {
@@ -312,7 +313,7 @@ func renderCost(spec *experiment.Spec) (validated, decoded float64, err error) {
 	if validated, err = each(spec); err != nil {
 		return 0, 0, err
 	}
-	decoded, err = each(&dec)
+	decoded, err = each(dec)
 	return validated, decoded, err
 }
 

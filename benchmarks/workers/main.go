@@ -25,11 +25,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/silicolab/silico/benchmarks/bench"
+	"github.com/silicolab/silico/store/storetest"
 	"github.com/silicolab/silico/workflows"
 )
 
 func main() {
-	pg := flag.String("postgres", os.Getenv("SILICO_TEST_POSTGRES"), "results store shared by the workers (default: a SQLite file)")
+	pg := flag.String("postgres", os.Getenv(storetest.EnvPostgres), "results store shared by the workers (default: a SQLite file)")
 	latency := flag.Duration("latency", 200*time.Millisecond, "simulator latency")
 	passes := flag.Int("max-passes", 1, "seed passes each worker runs at once")
 	counts := flag.String("workers", "1,2,3", "worker counts to measure")

@@ -22,7 +22,7 @@ func tooLargeNote(in workflows.Input) string {
 	}
 	return fmt.Sprintf("the resolved spec is %s, more than a Temporal workflow input may carry (2 MB): `starter run` "+
 		"passes it by reference through the results store (with --address, name the workers' store with --store or %s); "+
-		"`temporal workflow start --input-file` cannot start it", bytesSize(int64(len(in.Spec))), envStore)
+		"`temporal workflow start --input-file` cannot start it", bytesSize(int64(len(in.Spec))), store.EnvDSN)
 }
 
 // byReference saves canonical (the run's canonical spec JSON) in st under run id, as PrepareRun would save it

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,38 +13,6 @@ import (
 
 	"github.com/silicolab/silico/store"
 )
-
-// storeFlags name a results store for the commands that use it without a Temporal server.
-type storeFlags struct {
-	path     string
-	stateDir string
-}
-
-func (f *storeFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.path, "store", "", "results store: a SQLite file, or a postgres:// URL (env "+envStore+"; default: <state-dir>/results.db)")
-	cmd.Flags().StringVar(&f.stateDir, "state-dir", ".silico", "directory of the embedded mode's results.db")
-}
-
-func (f *storeFlags) dsn() string { return storeDSN(f.path, f.stateDir) }
-
-// errNoStore says that the SQLite file a command would read does not exist.
-var errNoStore = errors.New("no results store there yet")
-
-// open opens the store, but never creates a SQLite file: a command that only reads has nothing to read in a
-// store that does not exist.
-func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
-	dsn := f.dsn()
-	if !store.IsPostgres(dsn) {
-		if _, err := os.Stat(dsn); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w (name it with --store, --state-dir or %s)", dsn, errNoStore, envStore)
-		}
-	}
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open results store: %w", err)
-	}
-	return st, nil
-}
 
 func newCacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -62,7 +28,7 @@ work on the store directly; no server needs to run.`,
 }
 
 func newCacheStatsCmd() *cobra.Command {
-	var sf storeFlags
+	var sf storeOptions
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stats",
@@ -86,7 +52,7 @@ func newCacheStatsCmd() *cobra.Command {
 			return printCacheStats(cmd.OutOrStdout(), st.Location(), stats)
 		},
 	}
-	sf.register(cmd)
+	sf.buildStoreOnlyFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the statistics as JSON")
 	return cmd
 }
@@ -136,7 +102,7 @@ func bytesSize(n int64) string {
 
 func newCachePruneCmd() *cobra.Command {
 	var (
-		sf        storeFlags
+		sf        storeOptions
 		olderThan time.Duration
 		model     string
 		run       string
@@ -176,7 +142,7 @@ entry. Results already recorded are not touched; a later run calls the provider 
 			return nil
 		},
 	}
-	sf.register(cmd)
+	sf.buildStoreOnlyFlags(cmd.Flags())
 	cmd.Flags().Var(ageValue{&olderThan}, "older-than", "prune entries written longer ago than this: days, hours or minutes (e.g. 7d, 12h, 30m, 1d12h)")
 	cmd.Flags().StringVar(&model, "model", "", "prune the entries of this model name")
 	cmd.Flags().StringVar(&run, "run", "", "prune the entries written by this run id")

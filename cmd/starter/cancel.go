@@ -72,7 +72,7 @@ interrupted while waiting (the cancellation stays requested).`,
 			return cancelRun(ctx, sess, id, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	conn.register(cmd)
+	conn.registerSession(cmd.Flags())
 	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the run to end (0: return once the cancellation is requested)")
 	cmd.Flags().DurationVar(&o.every, "progress-every", 5*time.Second, "interval of the progress lines while waiting")
 	return cmd
@@ -98,7 +98,7 @@ const (
 // cancelRun cancels run id on the session's server, waits up to o.wait for it to end and says how it ended.
 func cancelRun(ctx context.Context, sess *session, id string, o cancelOptions, stdout, stderr io.Writer) error {
 	c := sess.client
-	where := fmt.Sprintf("%s namespace %s", sess.hostPort, sess.flags.namespace)
+	where := fmt.Sprintf("%s namespace %s", sess.hostPort, sess.flags.client.namespace)
 	d, err := describeRun(ctx, c, id)
 	if _, missing := errors.AsType[*serviceerror.NotFound](err); missing {
 		return sess.noSuchRun(ctx, id, where)
@@ -230,7 +230,7 @@ func (s *session) noSuchRun(ctx context.Context, id, where string) error {
 		}
 	}
 	if s.flags.embedded() {
-		if abs, err := filepath.Abs(s.flags.stateDir); err == nil {
+		if abs, err := filepath.Abs(s.flags.store.stateDir); err == nil {
 			where += " (state dir " + abs + ")"
 		}
 	}
@@ -301,7 +301,7 @@ func reportEnd(ctx context.Context, sess *session, id string, st enumspb.Workflo
 	}
 	fmt.Fprintln(stdout, line)
 	if !exact {
-		fmt.Fprintf(stdout, "  (the count is the run's last progress; with --store or %s naming the workers' results store it is exact)\n", envStore)
+		fmt.Fprintf(stdout, "  (the count is the run's last progress; with --store or %s naming the workers' results store it is exact)\n", store.EnvDSN)
 	}
 	if qerr != nil && len(batches) > 0 && sess.ownerGone() {
 		// The run ended cancelled, which it does only once each of its batches has ended at the provider and what

@@ -236,7 +236,7 @@ func TestExportRunInProgress(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := storetest.PostgresDSN(t)
-		t.Setenv("SILICO_STORE", dsn)
+		t.Setenv(store.EnvDSN, dsn)
 		testExportRunInProgress(t, dsn)
 	})
 }

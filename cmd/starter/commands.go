@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,14 +127,14 @@ func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 			notes = append(notes, note)
 		}
 	}
-	allow, _ := llm.ParseKeyEnvAllow(cmp.Or(getenv("SILICO_API_KEY_ENV_ALLOW"), llm.DefaultKeyEnvAllow))
+	allow, _ := llm.ParseKeyEnvAllow(llm.KeyEnvAllowSetting(getenv))
 	for i, m := range spec.Models {
 		switch {
 		case m.APIKeyEnv == "":
 		case !llm.KeyEnvAllowed(allow, m.APIKeyEnv):
 			notes = append(notes, fmt.Sprintf("models[%d].api_key_env: workers read only variables matching %s unless started "+
-				"with --api-key-env-allow (or SILICO_API_KEY_ENV_ALLOW) naming %s; without it every call of model %s fails",
-				i, strings.Join(allow, ", "), m.APIKeyEnv, m.ID))
+				"with --api-key-env-allow (or %s) naming %s; without it every call of model %s fails",
+				i, strings.Join(allow, ", "), llm.KeyEnvAllowVar, m.APIKeyEnv, m.ID))
 		case getenv(m.APIKeyEnv) == "":
 			notes = append(notes, fmt.Sprintf("models[%d].api_key_env: %s is not set here; a run in this process (no --address) "+
 				"reads it here, a cluster's workers read their own", i, m.APIKeyEnv))
@@ -163,7 +162,7 @@ what has finished, the rest marked NotRun.`,
 				return withCode(exitUsage, errors.New("--output DIR is required"))
 			}
 			ctx := cmd.Context()
-			if dsn := conn.store(); !store.IsPostgres(dsn) {
+			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 				// Opening a SQLite path that does not exist would create an empty store.
 				if _, err := os.Stat(dsn); err != nil {
 					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
@@ -194,7 +193,7 @@ what has finished, the rest marked NotRun.`,
 			return nil
 		},
 	}
-	conn.register(cmd)
+	conn.store.buildFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory")
 	return cmd
 }
@@ -223,8 +222,8 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			}
 			defer sess.Close()
 			out := cmd.OutOrStdout()
-			abs, _ := filepath.Abs(conn.stateDir)
-			fmt.Fprintf(out, "Temporal server  %s (namespace %s, state in %s)\n", sess.dev.FrontendHostPort(), conn.namespace, abs)
+			abs, _ := filepath.Abs(conn.store.stateDir)
+			fmt.Fprintf(out, "Temporal server  %s (namespace %s, state in %s)\n", sess.dev.FrontendHostPort(), conn.client.namespace, abs)
 			if u := sess.dev.UIURL(); u != "" {
 				fmt.Fprintf(out, "Web UI           %s\n", u)
 			}
@@ -237,13 +236,13 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			fmt.Fprintf(out, "Start a run:\n  starter validate --json SPEC > spec.json\n")
 			fmt.Fprintf(out, "  temporal workflow start --address %s --task-queue %s --type ExperimentWorkflow \\\n"+
 				"    --workflow-id my-run --input-file spec.json\n", sess.dev.FrontendHostPort(), workflows.TaskQueue)
-			fmt.Fprintf(out, "Outputs land in out/<workflow id>/. Ctrl-C stops everything; state is kept.\n")
+			fmt.Fprintf(out, "Outputs land in %s/<workflow id>/. Ctrl-C stops everything; state is kept.\n", experiment.DefaultOutputRoot)
 			<-ctx.Done()
 			fmt.Fprintln(cmd.ErrOrStderr(), "stopping")
 			return nil
 		},
 	}
-	conn.register(cmd)
+	conn.registerWorker(cmd.Flags())
 	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "serve the Temporal server and UI only: no worker, no simulator")
 	// Runs started through dev share one simulator, so its settings are flags here, not a spec's simulator block.
 	cmd.Flags().Var((*durationFlag)(&simS.Latency), "sim-latency", "simulator: latency of every call (e.g. 300ms)")

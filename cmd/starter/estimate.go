@@ -22,7 +22,7 @@ import (
 
 func newEstimateCmd() *cobra.Command {
 	var asJSON, noCache bool
-	var sf storeFlags
+	var sf storeOptions
 	cmd := &cobra.Command{
 		Use:   "estimate SPEC...",
 		Short: "Size specs before running them: calls, tokens, cost, least wall time",
@@ -89,7 +89,7 @@ invalid.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the estimate as JSON")
 	cmd.Flags().BoolVar(&noCache, "no-cache", false, "estimate a run that neither reads nor writes the response cache")
-	sf.register(cmd)
+	sf.buildStoreOnlyFlags(cmd.Flags())
 	return cmd
 }
 
@@ -98,7 +98,7 @@ invalid.`,
 //
 // It also bounds each model's wall time by its latency where one is known: the simulator's for a sim model, else
 // the median of the model's calls in the store's earlier runs (modelLatencies).
-func withCache(ctx context.Context, est estimate.Estimate, spec *experiment.Spec, sf *storeFlags) (estimate.Estimate, error) {
+func withCache(ctx context.Context, est estimate.Estimate, spec *experiment.Spec, sf *storeOptions) (estimate.Estimate, error) {
 	st, err := sf.open(ctx)
 	if errors.Is(err, errNoStore) {
 		return est.WithLatency(spec, modelLatencies(ctx, spec, nil)), nil
@@ -116,7 +116,7 @@ func withCache(ctx context.Context, est estimate.Estimate, spec *experiment.Spec
 }
 
 // printDryRun prints what a run of spec would do, without running it.
-func printDryRun(ctx context.Context, w io.Writer, spec *experiment.Spec, sf *storeFlags) error {
+func printDryRun(ctx context.Context, w io.Writer, spec *experiment.Spec, sf *storeOptions) error {
 	tok, err := llm.NewTokenizer()
 	if err != nil {
 		return err

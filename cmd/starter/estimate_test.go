@@ -210,11 +210,7 @@ func TestLatencyFromEarlierRuns(t *testing.T) {
 		Models:        []experiment.Model{{ID: "x", Name: "gpt-4o-mini"}, {ID: "y", Name: "other"}},
 		Personas:      []experiment.Persona{{ID: "p"}},
 		Questionnaire: experiment.Questionnaire{Items: []experiment.Item{{ID: "1"}, {ID: "2"}, {ID: "3"}, {ID: "4"}}}}
-	b, err := json.Marshal(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveRun(ctx, "r", b); err != nil {
+	if err := st.SaveRun(ctx, "r", savedSpecJSON(t, *old)); err != nil {
 		t.Fatal(err)
 	}
 	// Cells 0-3 are model x, 4-7 model y.
@@ -228,6 +224,7 @@ func TestLatencyFromEarlierRuns(t *testing.T) {
 	}
 	spec := &experiment.Spec{Models: []experiment.Model{{ID: "mine", Name: "gpt-4o-mini"}, {ID: "s", Name: "sim-model", Provider: experiment.ProviderSim},
 		{ID: "new", Name: "never-run"}}, Simulator: &experiment.SimulatorSettings{Latency: experiment.Duration(300 * time.Millisecond)}}
+	spec.ApplyDefaults() // as a loaded spec has them, and the saved one
 	lat := modelLatencies(ctx, spec, st)
 	if l := lat["mine"]; l.PerCall != 200*time.Millisecond || !strings.Contains(l.Source, "median of 3 answered calls") {
 		t.Errorf("latency of mine = %+v; want the median 200ms of the 3 answered calls of model x", l)

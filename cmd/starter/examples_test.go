@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/report"
+	"github.com/silicolab/silico/store"
 )
 
 // TestExamplesRunWithReport runs every example as its comment tells a user to, `starter run
@@ -25,7 +26,7 @@ func TestExamplesRunWithReport(t *testing.T) {
 	}
 	// The run must be embedded whatever the environment names.
 	t.Setenv("TEMPORAL_ADDRESS", "")
-	t.Setenv(envStore, "")
+	t.Setenv(store.EnvDSN, "")
 	ran := 0
 	for _, e := range entries {
 		if !e.IsDir() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/silicolab/silico/store"
 )
 
 // TestInterruptPrintsNoSDKErrors interrupts `starter run` (its context ends, as on Ctrl-C) while passes are in
@@ -16,7 +18,7 @@ import (
 // not errors.
 func TestInterruptPrintsNoSDKErrors(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", "")
-	t.Setenv(envStore, "")
+	t.Setenv(store.EnvDSN, "")
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

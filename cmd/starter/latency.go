@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/silicolab/silico/estimate"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -56,8 +56,8 @@ func modelLatencies(ctx context.Context, spec *experiment.Spec, st latencyStore)
 		if err != nil {
 			continue
 		}
-		var old experiment.Spec
-		if json.Unmarshal(b, &old) != nil || old.IsEmbed() || len(old.Models) == 0 {
+		old, err := specfile.ParseSaved(b, r.ID)
+		if err != nil || old.IsEmbed() || len(old.Models) == 0 {
 			continue
 		}
 		perModel := old.NumCells() / len(old.Models) // models are the outermost loop of submission order

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,33 +16,36 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/errclass"
-	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
 )
 
-// defaultStateDir is the state dir of embedded mode when --state-dir is not given.
-const defaultStateDir = ".silico"
+// storeOnlyVerbs are the commands that register the store options alone: a command line for them repeats no
+// Temporal flag, which they would refuse.
+var storeOnlyVerbs = []string{"export", "report"}
 
 // command is the starter command line that does verb with args against the same server and store as f: the
 // connection flags that differ from their defaults are repeated (TLS included; an API key never: it is read from
 // the environment), so that the line works when pasted.
 func (f *connFlags) command(verb string, args ...string) string {
 	parts := append([]string{"starter", verb}, args...)
-	if f.address != "" && f.address != os.Getenv("TEMPORAL_ADDRESS") {
-		parts = append(parts, "--address", f.address)
+	if !slices.Contains(storeOnlyVerbs, verb) {
+		if f.client.address != "" && f.client.address != os.Getenv(cluster.EnvAddress) {
+			parts = append(parts, "--address", f.client.address)
+		}
+		if ns := envOr(cluster.EnvNamespace, cluster.DefaultNamespace); f.client.namespace != ns {
+			parts = append(parts, "--namespace", f.client.namespace)
+		}
+		if !f.embedded() {
+			parts = append(parts, f.client.cluster.Args()...)
+		}
 	}
-	if ns := envOr("TEMPORAL_NAMESPACE", "default"); f.namespace != ns {
-		parts = append(parts, "--namespace", f.namespace)
+	if f.embedded() && f.store.stateDir != defaultStateDir {
+		parts = append(parts, "--state-dir", f.store.stateDir)
 	}
-	if !f.embedded() {
-		parts = append(parts, f.cluster.Args()...)
-	}
-	if f.embedded() && f.stateDir != defaultStateDir {
-		parts = append(parts, "--state-dir", f.stateDir)
-	}
-	if f.storePath != "" {
-		parts = append(parts, "--store", f.storePath)
+	if f.store.path != "" {
+		parts = append(parts, "--store", f.store.path)
 	}
 	return strings.Join(parts, " ")
 }
@@ -105,12 +107,12 @@ func resolveStored(ctx context.Context, conn *connFlags, ref string) (string, er
 	if !conn.storeNamed() {
 		return ref, nil
 	}
-	if dsn := conn.store(); !store.IsPostgres(dsn) {
+	if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 		if _, err := os.Stat(dsn); err != nil {
 			return ref, nil
 		}
 	}
-	st, err := store.Open(ctx, conn.store())
+	st, err := store.Open(ctx, conn.dsn())
 	if err != nil {
 		return ref, fmt.Errorf("open results store: %w", err)
 	}
@@ -315,9 +317,9 @@ func uiAfter(w io.Writer, sess *session) {
 	if sess.dev == nil || sess.dev.UIURL() == "" {
 		return
 	}
-	abs, err := filepath.Abs(sess.flags.stateDir)
+	abs, err := filepath.Abs(sess.flags.store.stateDir)
 	if err != nil {
-		abs = sess.flags.stateDir
+		abs = sess.flags.store.stateDir
 	}
 	fmt.Fprintf(w, "  Web UI: it stops with this command; the run's history stays in %s, and `%s` serves it again\n",
 		abs, sess.flags.command("dev"))
@@ -326,17 +328,4 @@ func uiAfter(w io.Writer, sess *session) {
 // anyChanged reports whether any of the named flags of cmd was given.
 func anyChanged(cmd *cobra.Command, names ...string) bool {
 	return slices.ContainsFunc(names, cmd.Flags().Changed)
-}
-
-// decodeRunSpec decodes the spec saved for run id, with its defaults applied and its templates compiled.
-func decodeRunSpec(b []byte, id string) (*experiment.Spec, error) {
-	var spec experiment.Spec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("decode spec of run %s: %w", id, err)
-	}
-	spec.ApplyDefaults()
-	if err := spec.Validate(); err != nil {
-		return nil, fmt.Errorf("spec of run %s: %w", id, err)
-	}
-	return &spec, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/specfile"
 )
 
@@ -33,7 +34,7 @@ func TestStartNotesSayWhatWouldFailAtStart(t *testing.T) {
 	if strings.Contains(notes, "models[2]") {
 		t.Errorf("a set, allowed key got a note:\n%s", notes)
 	}
-	env["SILICO_API_KEY_ENV_ALLOW"] = "*_API_KEY,HF_TOKEN"
+	env[llm.KeyEnvAllowVar] = "*_API_KEY,HF_TOKEN"
 	if strings.Contains(strings.Join(startNotes(spec, getenv), "\n"), "models[1].api_key_env: workers read only") {
 		t.Error("a variable the allow-list names still gets the allow-list note")
 	}

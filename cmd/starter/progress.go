@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
-	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/workflows"
@@ -136,8 +135,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 			// The workflow did not answer (no worker is up, or it is still preparing the run): size the run from
 			// the spec it saved.
 			if b, err := st.LoadRun(ctx, id); err == nil {
-				var spec experiment.Spec
-				if json.Unmarshal(b, &spec) == nil {
+				if spec, err := specfile.ParseSaved(b, id); err == nil {
 					size.cells, size.passes, size.known = spec.NumCells(), len(spec.Passes()), true
 				}
 			}

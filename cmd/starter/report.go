@@ -15,6 +15,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/report"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -35,13 +36,13 @@ one there. A run still in progress reports what has finished.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if dsn := conn.store(); !store.IsPostgres(dsn) {
+			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 				// Opening a SQLite path that does not exist would create an empty store.
 				if _, err := os.Stat(dsn); err != nil {
 					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
 				}
 			}
-			st, err := store.Open(ctx, conn.store())
+			st, err := store.Open(ctx, conn.dsn())
 			if err != nil {
 				return fmt.Errorf("open results store: %w", err)
 			}
@@ -51,7 +52,7 @@ one there. A run still in progress reports what has finished.`,
 				return err
 			}
 			if output == "" {
-				output = filepath.Join("out", id)
+				output = filepath.Join(experiment.DefaultOutputRoot, id)
 			}
 			spec, err := loadRunSpec(ctx, st, id)
 			if err != nil {
@@ -65,8 +66,8 @@ one there. A run still in progress reports what has finished.`,
 			return nil
 		},
 	}
-	conn.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default out/<ID>)")
+	conn.store.buildFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default "+experiment.DefaultOutputRoot+"/<ID>)")
 	return cmd
 }
 
@@ -82,7 +83,7 @@ func loadRunSpec(ctx context.Context, st specStore, id string) (*experiment.Spec
 	if err != nil {
 		return nil, fmt.Errorf("run %s in %s: %w", id, st.Location(), err)
 	}
-	return decodeRunSpec(b, id)
+	return specfile.ParseSaved(b, id)
 }
 
 // writeReport analyses the run's records and writes dir/report.html.
@@ -111,7 +112,7 @@ func elapsedFrom(dir string) time.Duration {
 // store of this session, or in client mode the --store file, which must then be reachable from here.
 func reportAfterRun(ctx context.Context, sess *session, spec *experiment.Spec, id, dir string, elapsed time.Duration, stdout io.Writer) error {
 	if sess.store == nil {
-		if _, err := os.Stat(sess.flags.store()); err != nil {
+		if _, err := os.Stat(sess.flags.dsn()); err != nil {
 			return errors.New("--report needs the results store: give --store (the workers' file), or run `starter report` where it is")
 		}
 		if err := sess.openStore(ctx); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/workflows"
 )
@@ -93,7 +93,7 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				spec.DisableCache()
 			}
 			if dryRun {
-				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &storeFlags{path: conn.storePath, stateDir: conn.stateDir})
+				return printDryRun(cmd.Context(), cmd.OutOrStdout(), spec, &conn.store)
 			}
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
@@ -125,8 +125,8 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			return runSpec(ctx, sess, spec, canonical, id, output, opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	conn.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: out/<run id>; with --address: a directory of the worker, under its --output-root and relative to it, default <output-root>/<run id>)")
+	conn.registerWorker(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default: "+experiment.DefaultOutputRoot+"/<run id>; with --address: a directory of the worker, under its --output-root and relative to it, default <output-root>/<run id>)")
 	over.register(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would run (calls, tokens, cost, least wall time) and exit")
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the run and return (needs --address)")
@@ -187,9 +187,8 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 	defer sess.Close()
 	if spec == nil && sess.store != nil {
 		if b, err := sess.store.LoadRun(ctx, id); err == nil {
-			var s experiment.Spec
-			if json.Unmarshal(b, &s) == nil {
-				spec = &s
+			if s, err := specfile.ParseSaved(b, id); err == nil {
+				spec = s
 			}
 		}
 	}
@@ -319,16 +318,16 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 	ctx := cmd.Context()
 	if !conn.storeNamed() {
 		return withCode(exitUsage, fmt.Errorf("%s is not a spec file; `starter run ID` reads the run's saved spec from the workers' "+
-			"results store: with --address, name it with --store or %s, or give the spec file instead", ref, envStore))
+			"results store: with --address, name it with --store or %s, or give the spec file instead", ref, store.EnvDSN))
 	}
-	if dsn := conn.store(); !store.IsPostgres(dsn) {
+	if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 		// Opening a SQLite path that does not exist would create an empty store.
 		if _, err := os.Stat(dsn); err != nil {
 			return withCode(exitUsage, fmt.Errorf("%s is neither a spec file nor a run of a results store: there is no store at %s "+
 				"(set --store, SILICO_STORE or --state-dir)", ref, dsn))
 		}
 	}
-	st, err := store.Open(ctx, conn.store())
+	st, err := store.Open(ctx, conn.dsn())
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}
@@ -343,9 +342,9 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 		return err
 	case !known || err != nil:
 		return withCode(exitUsage, fmt.Errorf("%s is neither a spec file nor a run with a saved spec in %s; `%s` lists the runs",
-			ref, conn.store(), conn.command("runs")))
+			ref, conn.dsn(), conn.command("runs")))
 	}
-	spec, err := decodeRunSpec(canonical, id)
+	spec, err := specfile.ParseSaved(canonical, id)
 	if err != nil {
 		return err
 	}
@@ -360,11 +359,11 @@ func resumeRun(cmd *cobra.Command, conn *connFlags, ref, output string, o runOpt
 	return runSpec(ctx, sess, spec, canonical, id, output, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
-// outputDir is the directory a run's outputs go to: output when given, else out/<id> in embedded mode, made
+// outputDir is the directory a run's outputs go to: output when given, else DefaultOutputRoot/<id> in embedded mode, made
 // absolute there (the worker is this process); with --address it is the worker's to resolve.
 func outputDir(conn *connFlags, output, id string) (string, error) {
 	if conn.embedded() && output == "" {
-		output = filepath.Join("out", id)
+		output = filepath.Join(experiment.DefaultOutputRoot, id)
 	}
 	if output != "" && conn.embedded() {
 		return filepath.Abs(output)

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -62,9 +62,9 @@ contains the text, --status those in that state. Every command that takes a run 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if !conn.storeNamed() {
-				return withCode(exitUsage, fmt.Errorf("with --address, runs lists the workers' results store: name it with --store or %s", envStore))
+				return withCode(exitUsage, fmt.Errorf("with --address, runs lists the workers' results store: name it with --store or %s", store.EnvDSN))
 			}
-			if dsn := conn.store(); !store.IsPostgres(dsn) {
+			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 				if _, err := os.Stat(dsn); err != nil {
 					if asJSON {
 						_, err := fmt.Fprintln(cmd.OutOrStdout(), "[]")
@@ -74,7 +74,7 @@ contains the text, --status those in that state. Every command that takes a run 
 					return nil
 				}
 			}
-			st, err := store.Open(ctx, conn.store())
+			st, err := store.Open(ctx, conn.dsn())
 			if err != nil {
 				return fmt.Errorf("open results store: %w", err)
 			}
@@ -96,7 +96,10 @@ contains the text, --status those in that state. Every command that takes a run 
 			return printRuns(cmd.OutOrStdout(), rows)
 		},
 	}
-	conn.register(cmd)
+	// runs starts no server: with --address it asks that one, else the one a starter serves the state dir with.
+	conn.client.buildFlags(cmd.Flags())
+	conn.store.buildFlags(cmd.Flags())
+	conn.log.buildFlags(cmd.Flags())
 	cmd.Flags().StringVar(&name, "name", "", "only runs whose name or id contains this text")
 	cmd.Flags().StringVar(&status, "status", "", "only runs in this state: running, completed, failed, cancelled, terminated, interrupted")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
@@ -109,11 +112,11 @@ contains the text, --status those in that state. Every command that takes a run 
 // closes it.
 func runsServer(ctx context.Context, conn *connFlags, stderr io.Writer) (client.Client, func()) {
 	if conn.embedded() {
-		info, ok := liveServer(ctx, conn.stateDir)
+		info, ok := liveServer(ctx, conn.store.stateDir)
 		if !ok {
 			return nil, func() {}
 		}
-		c, err := client.DialContext(ctx, client.Options{HostPort: info.HostPort, Namespace: conn.namespace, Logger: quietLogger{}})
+		c, err := client.DialContext(ctx, client.Options{HostPort: info.HostPort, Namespace: conn.client.namespace, Logger: quietLogger{}})
 		if err != nil {
 			return nil, func() {}
 		}
@@ -139,8 +142,7 @@ func listRuns(ctx context.Context, st store.Store, c client.Client, embedded boo
 	for _, r := range runs {
 		row := runRow{ID: r.ID, Started: r.Created, Status: r.State}
 		if b, err := st.LoadRun(ctx, r.ID); err == nil {
-			var spec experiment.Spec
-			if json.Unmarshal(b, &spec) == nil {
+			if spec, err := specfile.ParseSaved(b, r.ID); err == nil {
 				row.Name, row.Cells = spec.Name, spec.NumCells()
 				for _, m := range spec.Models {
 					row.Models = append(row.Models, m.ID)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 )
 
@@ -26,11 +28,7 @@ func runsStore(t *testing.T) *store.SQLite {
 	save := func(id, name string) {
 		spec := experiment.Spec{Name: name, Seeds: []int64{1}, Models: []experiment.Model{{ID: "m"}},
 			Personas: []experiment.Persona{{ID: "p"}}, Questionnaire: experiment.Questionnaire{Items: []experiment.Item{{ID: "1"}, {ID: "2"}}}}
-		b, err := json.Marshal(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.SaveRun(ctx, id, b); err != nil {
+		if err := st.SaveRun(ctx, id, savedSpecJSON(t, spec)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond) // creation times to the millisecond order the list
@@ -112,4 +110,30 @@ func TestRunIDsResolveByUniquePrefix(t *testing.T) {
 		!strings.Contains(err.Error(), "silico-beta-222") {
 		t.Errorf("an ambiguous prefix: %v; want a usage error listing the 3 runs", err)
 	}
+}
+
+// savedSpecJSON is the JSON a results store keeps of a spec like s: s made valid, as every saved spec is (a run
+// saves its spec only once it validated), by a prompt, options, item texts and model names where s has none.
+func savedSpecJSON(t *testing.T, s experiment.Spec) []byte {
+	t.Helper()
+	if len(s.Prompt.Messages) == 0 {
+		s.Prompt = experiment.Prompt{Messages: []experiment.Message{{Role: "user", Content: "{{.Item.Text}}"}}}
+	}
+	if len(s.Questionnaire.Options.Options) == 0 {
+		s.Questionnaire.Options.Options = []experiment.Option{{ID: "1", Text: "no", Weight: 1}, {ID: "2", Text: "yes", Weight: 2}}
+	}
+	for i := range s.Questionnaire.Items {
+		s.Questionnaire.Items[i].Text = cmp.Or(s.Questionnaire.Items[i].Text, "Question "+s.Questionnaire.Items[i].ID)
+	}
+	for i := range s.Models {
+		s.Models[i].Name = cmp.Or(s.Models[i].Name, s.Models[i].ID)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := specfile.ParseSaved(b, "fixture"); err != nil {
+		t.Fatalf("the fixture is not a spec a run could save: %v", err)
+	}
+	return b
 }

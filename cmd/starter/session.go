@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/cobra"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -28,69 +26,6 @@ import (
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
 )
-
-// connFlags say where the Temporal server is, or where the embedded one keeps its state.
-type connFlags struct {
-	address   string
-	namespace string
-	stateDir  string
-	port      int
-	uiPort    int
-	simAddr   string
-	simLog    string
-	storePath string
-	logFormat string
-	logLevel  string
-	keyAllow  string
-	noUI      bool
-	cluster   cluster.Flags
-}
-
-func (f *connFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.address, "address", os.Getenv("TEMPORAL_ADDRESS"),
-		"Temporal frontend host:port; empty runs an embedded server, worker and simulator in this process (env TEMPORAL_ADDRESS)")
-	fl.StringVar(&f.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	fl.StringVar(&f.stateDir, "state-dir", ".silico", "embedded mode: directory of the server's and the results' SQLite files")
-	fl.IntVar(&f.port, "port", 7233, "embedded mode: frontend port (a free one is chosen when taken)")
-	fl.IntVar(&f.uiPort, "ui-port", 8233, "embedded mode: Web UI port (a free one is chosen when taken)")
-	fl.BoolVar(&f.noUI, "no-ui", false, "embedded mode: do not serve the Web UI")
-	fl.StringVar(&f.simAddr, "sim-addr", "127.0.0.1:0", "embedded mode: listen address of the model simulator")
-	fl.StringVar(&f.simLog, "sim-request-log", "", "embedded mode: append the simulator's request log (JSON lines) to this file")
-	f.cluster.Register(fl)
-	fl.StringVar(&f.storePath, "store", "", "results store: a SQLite file, or a postgres:// URL the workers share "+
-		"(env "+envStore+"; default: <state-dir>/results.db)")
-	fl.StringVar(&f.logFormat, "log-format", "console", "log format: console or json")
-	fl.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
-	fl.StringVar(&f.keyAllow, "api-key-env-allow", envOr("SILICO_API_KEY_ENV_ALLOW", llm.DefaultKeyEnvAllow),
-		"embedded mode: comma-separated glob patterns of the environment variables a spec's api_key_env may name (env SILICO_API_KEY_ENV_ALLOW)")
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func (f *connFlags) embedded() bool { return f.address == "" }
-
-// envStore names the results store when --store is not given.
-const envStore = "SILICO_STORE"
-
-// store is the results store's DSN: --store, else SILICO_STORE, else the SQLite file in the state dir.
-func (f *connFlags) store() string { return storeDSN(f.storePath, f.stateDir) }
-
-// storeNamed reports whether the results store is known to be the workers' one: always in embedded mode (this
-// process is the worker); with --address only when --store or SILICO_STORE names it, since the default file is
-// this machine's.
-func (f *connFlags) storeNamed() bool {
-	return f.embedded() || f.storePath != "" || os.Getenv(envStore) != ""
-}
-
-func storeDSN(flag, stateDir string) string {
-	return cmp.Or(flag, os.Getenv(envStore), filepath.Join(stateDir, "results.db"))
-}
 
 // session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
 type session struct {
@@ -124,7 +59,7 @@ type sessionOptions struct {
 // open connects to Temporal. In embedded mode it starts the server (and UI), and optionally the simulator and a
 // worker. Close stops everything it started.
 func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writer) (*session, error) {
-	zl, err := logging.New(f.logFormat, f.logLevel, stderr)
+	zl, err := logging.New(f.log.format, f.log.level, stderr)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -135,7 +70,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			s.Close()
 		}
 	}()
-	hostPort := f.address
+	hostPort := f.client.address
 	if f.embedded() {
 		info, err := s.reach(ctx, opts)
 		if err != nil {
@@ -148,20 +83,20 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			// is not: that starter stops its server and worker when its own run ends.
 			if opts.worker {
 				return nil, fmt.Errorf("another starter (pid %d) is running on %s; wait for it, give this one its own "+
-					"--state-dir, or keep one server up with `starter dev` and use --address %s", info.PID, f.stateDir, info.HostPort)
+					"--state-dir, or keep one server up with `starter dev` and use --address %s", info.PID, f.store.stateDir, info.HostPort)
 			}
 			s.shared = &info
 			hostPort = info.HostPort
-			fmt.Fprintf(stderr, "using the embedded server of the starter running on %s (pid %d)\n", f.stateDir, info.PID)
+			fmt.Fprintf(stderr, "using the embedded server of the starter running on %s (pid %d)\n", f.store.stateDir, info.PID)
 			if err := s.openStore(ctx); err != nil {
 				return nil, err
 			}
 		}
 	}
 	s.hostPort = hostPort
-	conn := cluster.Config{Address: hostPort, Namespace: f.namespace}
+	conn := cluster.Config{Address: hostPort, Namespace: f.client.namespace}
 	if !f.embedded() { // the embedded server is plain, on loopback
-		if conn, err = f.cluster.Config(hostPort, f.namespace, os.Getenv); err != nil {
+		if conn, err = f.client.cluster.Config(hostPort, f.client.namespace, os.Getenv); err != nil {
 			return nil, usageError{err}
 		}
 	}
@@ -175,14 +110,14 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 	}
 	if f.embedded() {
 		s.attrs = s.hasSearchAttributes(ctx)
-	} else if err := workerhost.EnsureSearchAttributes(ctx, s.client, f.namespace); err != nil {
+	} else if err := workerhost.EnsureSearchAttributes(ctx, s.client, f.client.namespace); err != nil {
 		// A plain cluster where this client may not create them: say how.
 		fmt.Fprintf(stderr, "note: runs are started without silico's search attributes (%v)\n", err)
 	} else {
 		s.attrs = true
 	}
 	if f.embedded() && opts.worker && s.shared == nil {
-		allow, err := llm.ParseKeyEnvAllow(f.keyAllow)
+		allow, err := llm.ParseKeyEnvAllow(f.worker.keyAllow)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
 		}
@@ -190,7 +125,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Specs:  s.specs,
-			Getenv: cluster.WithoutOwnVariables(os.Getenv, envStore),
+			Getenv: cluster.WithoutOwnVariables(os.Getenv, store.EnvDSN),
 			SimURL: s.simURL,
 			// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
 			SimSettingsFixed: opts.sharedSim,
@@ -214,7 +149,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 // publishes it within seconds) or stopping it (the lock is free within seconds): reach tries both, the other's
 // server and the state dir itself, until one works or publishWait has passed.
 func (s *session) reach(ctx context.Context, opts sessionOptions) (serverInfo, error) {
-	dir := s.flags.stateDir
+	dir := s.flags.store.stateDir
 	deadline := time.Now().Add(publishWait)
 	for {
 		if info, live := liveServer(ctx, dir); live {
@@ -248,15 +183,15 @@ func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse
 	}
 	devDone := make(chan started, 1)
 	go func() {
-		uiPort := f.uiPort
-		if f.noUI {
+		uiPort := f.server.uiPort
+		if f.server.noUI {
 			uiPort = -1
 		}
 		srv, err := devserver.Start(ctx, devserver.Options{
-			StateDir:         f.stateDir,
-			Port:             f.port,
+			StateDir:         f.store.stateDir,
+			Port:             f.server.port,
 			UIPort:           uiPort,
-			Namespace:        f.namespace,
+			Namespace:        f.client.namespace,
 			SearchAttributes: workflows.SearchAttributes(),
 			Logger:           s.log,
 		})
@@ -283,7 +218,7 @@ func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse
 		return false, prepErr
 	}
 	info := serverInfo{HostPort: s.dev.FrontendHostPort(), UIURL: s.dev.UIURL(), PID: os.Getpid()}
-	if err := writeServerInfo(f.stateDir, info); err != nil {
+	if err := writeServerInfo(f.store.stateDir, info); err != nil {
 		return false, fmt.Errorf("write %s: %w", serverFile, err)
 	}
 	return false, nil
@@ -293,7 +228,7 @@ func (s *session) openStore(ctx context.Context) error {
 	if s.store != nil {
 		return nil
 	}
-	st, err := store.Open(ctx, s.flags.store())
+	st, err := store.Open(ctx, s.flags.dsn())
 	if err != nil {
 		return fmt.Errorf("open results store: %w", err)
 	}
@@ -321,8 +256,8 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 				Kind: sim.OutageKind(o.Kind), Status: o.Status}}
 		}
 	}
-	if s.flags.simLog != "" {
-		f, err := os.OpenFile(s.flags.simLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if s.flags.worker.simLog != "" {
+		f, err := os.OpenFile(s.flags.worker.simLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
 			return fmt.Errorf("open simulator request log: %w", err)
 		}
@@ -333,13 +268,13 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 	if err != nil {
 		return fmt.Errorf("start simulator: %w", err)
 	}
-	ln, err := net.Listen("tcp", s.flags.simAddr)
+	ln, err := net.Listen("tcp", s.flags.worker.simAddr)
 	if err != nil {
 		// A taken default port is no reason to fail: any free loopback port serves.
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
 	}
 	if err != nil {
-		return fmt.Errorf("simulator listen on %s: %w", s.flags.simAddr, err)
+		return fmt.Errorf("simulator listen on %s: %w", s.flags.worker.simAddr, err)
 	}
 	s.sim, err = sim.Serve(h, ln)
 	if err != nil {
@@ -356,7 +291,7 @@ func (s *session) hasSearchAttributes(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	resp, err := s.client.OperatorService().ListSearchAttributes(ctx,
-		&operatorservice.ListSearchAttributesRequest{Namespace: s.flags.namespace})
+		&operatorservice.ListSearchAttributesRequest{Namespace: s.flags.client.namespace})
 	if err != nil {
 		return false
 	}
@@ -380,7 +315,7 @@ func (s *session) uiLink(id string) string {
 	if ui == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", ui, s.flags.namespace, id)
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", ui, s.flags.client.namespace, id)
 }
 
 // ownerGone reports whether the starter whose server this session uses has exited (or stopped serving): its
@@ -389,7 +324,7 @@ func (s *session) ownerGone() bool {
 	if s.shared == nil {
 		return false
 	}
-	info, alive := readServerInfo(s.flags.stateDir)
+	info, alive := readServerInfo(s.flags.store.stateDir)
 	return !alive || info.PID != s.shared.PID || info.HostPort != s.shared.HostPort || !healthy(context.Background(), info.HostPort)
 }
 
@@ -419,7 +354,7 @@ func (s *session) Close() {
 		_ = s.store.Close()
 	}
 	if s.dev != nil {
-		_ = os.Remove(filepath.Join(s.flags.stateDir, serverFile))
+		_ = os.Remove(filepath.Join(s.flags.store.stateDir, serverFile))
 		if err := s.dev.Stop(); err != nil {
 			s.log.Warn("stop embedded server", zap.Error(err))
 		}

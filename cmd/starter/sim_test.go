@@ -18,7 +18,7 @@ import (
 // startTestSim starts the session's simulator as `starter run` does for a spec's simulator block.
 func startTestSim(t *testing.T, set *experiment.SimulatorSettings) *session {
 	t.Helper()
-	s := &session{flags: &connFlags{simAddr: "127.0.0.1:0"}, log: zap.NewNop()}
+	s := &session{flags: &connFlags{worker: workerOptions{simAddr: "127.0.0.1:0"}}, log: zap.NewNop()}
 	if err := s.startSim(set); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ server for the command.`,
 			return showStatus(ctx, sess, id, watch, every, cmd.OutOrStdout())
 		},
 	}
-	conn.register(cmd)
+	conn.registerSession(cmd.Flags())
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run until it ends, a line every --every")
 	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "interval of the lines of --watch")
 	return cmd
@@ -59,7 +59,7 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 	s, err := readProgressSized(ctx, sess.client, sess.store, id, w)
 	if err != nil {
 		if _, missing := errors.AsType[*serviceerror.NotFound](err); missing {
-			return sess.noSuchRun(ctx, id, fmt.Sprintf("%s namespace %s", sess.hostPort, sess.flags.namespace))
+			return sess.noSuchRun(ctx, id, fmt.Sprintf("%s namespace %s", sess.hostPort, sess.flags.client.namespace))
 		}
 		return err
 	}

@@ -5,7 +5,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"github.com/silicolab/silico/buildinfo"
 	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/cmd/internal/flagerr"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/metrics"
@@ -55,11 +55,8 @@ type usageError struct{ error }
 
 func (u usageError) Unwrap() error { return u.error }
 
-// envStore names the results store when --store is not given.
-const envStore = "SILICO_STORE"
-
-// defaultStore is the results store when neither --store nor SILICO_STORE names one.
-const defaultStore = ".silico/results.db"
+// defaultStore is the results store when neither --store nor store.EnvDSN names one.
+const defaultStore = store.DefaultDir + "/" + store.FileName
 
 // options are the worker's settings, from its flags and environment.
 type options struct {
@@ -90,17 +87,17 @@ func newFlagSet(getenv func(string) string) (*pflag.FlagSet, *options) {
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.StringVar(&o.address, "address", envOr(getenv, cluster.EnvAddress, "127.0.0.1:7233"), "Temporal frontend host:port (env "+cluster.EnvAddress+")")
-	fs.StringVar(&o.namespace, "namespace", envOr(getenv, cluster.EnvNamespace, "default"), "Temporal namespace (env "+cluster.EnvNamespace+")")
+	fs.StringVar(&o.namespace, "namespace", envOr(getenv, cluster.EnvNamespace, cluster.DefaultNamespace), "Temporal namespace (env "+cluster.EnvNamespace+")")
 	o.cluster.Register(fs)
 	fs.StringVar(&o.store, "store", "", "results store: a SQLite file, or a postgres:// URL that workers on several machines share "+
-		"(env "+envStore+"; default "+defaultStore+")")
-	fs.StringVar(&o.output, "output-root", "out", "where runs without an output directory are exported: <output-root>/<run id>")
+		"(env "+store.EnvDSN+"; default "+defaultStore+")")
+	fs.StringVar(&o.output, "output-root", experiment.DefaultOutputRoot, "where runs without an output directory are exported: <output-root>/<run id>")
 	fs.StringVar(&o.simURL, "sim-url", getenv(envSimURL), "base URL of the simulator for models with provider sim (env "+envSimURL+")")
 	fs.BoolVar(&o.simOn, "sim", false, "run the model simulator in this process for models with provider sim (instead of --sim-url)")
 	fs.DurationVar(&o.simLatency, "sim-latency", 0, "with --sim: latency of every simulated call")
 	fs.DurationVar(&o.simJitter, "sim-jitter", 0, "with --sim: uniform ± jitter around --sim-latency")
-	fs.StringVar(&o.keyAllow, "api-key-env-allow", envOr(getenv, envKeyAllow, llm.DefaultKeyEnvAllow),
-		"comma-separated glob patterns of the environment variables a spec's api_key_env may name; \"\" allows none (env "+envKeyAllow+")")
+	fs.StringVar(&o.keyAllow, "api-key-env-allow", llm.KeyEnvAllowSetting(getenv),
+		"comma-separated glob patterns of the environment variables a spec's api_key_env may name; \"\" allows none (env "+llm.KeyEnvAllowVar+")")
 	fs.BoolVar(&o.outputAnywhere, "output-anywhere", false, "let a run's output directory lie outside --output-root")
 	fs.IntVar(&o.passes, "max-passes", 16, "seed passes this worker runs at once")
 	fs.StringVar(&o.logFormat, "log-format", "console", "log format: json or console")
@@ -113,12 +110,9 @@ func newFlagSet(getenv func(string) string) (*pflag.FlagSet, *options) {
 // envSimURL is the simulator's URL when --sim-url is not given.
 const envSimURL = "SILICO_SIM_URL"
 
-// envKeyAllow is the allow-list of api_key_env variables when --api-key-env-allow is not given.
-const envKeyAllow = "SILICO_API_KEY_ENV_ALLOW"
-
 // envVars lists the environment variables the worker itself reads. It also reads the variables the specs name
 // for API keys (api_key_env), whatever they are called.
-var envVars = append([]string{envStore, envSimURL, envKeyAllow}, cluster.EnvVars...)
+var envVars = append([]string{store.EnvDSN, envSimURL, llm.KeyEnvAllowVar}, cluster.EnvVars...)
 
 // newCommand is the worker's command line: its flags, --help and --version. Help and the version go to stdout,
 // the logs to stderr.
@@ -165,7 +159,7 @@ func serve(ctx context.Context, fs *pflag.FlagSet, o *options, stderr io.Writer,
 	if err != nil {
 		return usageError{err}
 	}
-	storeDSN := cmp.Or(o.store, getenv(envStore), defaultStore)
+	storeDSN := store.DSN(o.store, getenv, defaultStore)
 	if o.simOn && o.simURL != "" {
 		return usageError{errors.New("give --sim or --sim-url, not both")}
 	}
@@ -231,7 +225,7 @@ func serve(ctx context.Context, fs *pflag.FlagSet, o *options, stderr io.Writer,
 	w, err := workerhost.New(c, workerhost.Config{
 		Store: st,
 		// Specs name the variables their models' keys are read from; never this worker's own credentials.
-		Getenv:              cluster.WithoutOwnVariables(getenv, envStore),
+		Getenv:              cluster.WithoutOwnVariables(getenv, store.EnvDSN),
 		SimURL:              o.simURL,
 		SimSettingsFixed:    true,
 		OutputRoot:          o.output,

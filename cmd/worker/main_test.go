@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/silicolab/silico/store"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -58,19 +60,19 @@ func TestStoreFromTheEnvironment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	db := filepath.Join(t.TempDir(), "from-env.db")
-	env := map[string]string{envStore: db, "TEMPORAL_ADDRESS": addr}
+	env := map[string]string{store.EnvDSN: db, "TEMPORAL_ADDRESS": addr}
 	var stderr bytes.Buffer
 	if err := run(ctx, nil, io.Discard, &stderr, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("got %v, want an error naming %s (from TEMPORAL_ADDRESS)", err, addr)
 	}
 	if _, err := os.Stat(db); err != nil {
-		t.Fatalf("the store %s=%s was not opened: %v", envStore, db, err)
+		t.Fatalf("the store %s=%s was not opened: %v", store.EnvDSN, db, err)
 	}
 }
 
 func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
 	env := map[string]string{
-		envStore:           "postgres://silico:db-s3cret@db.internal/silico",
+		store.EnvDSN:       "postgres://silico:db-s3cret@db.internal/silico",
 		"TEMPORAL_API_KEY": "api-s3cret",
 	}
 	var stdout bytes.Buffer

@@ -1,0 +1,51 @@
+package psychometrics
+
+import "math"
+
+// Reliability is the reliability of one scale on one data matrix, as the outputs report it: Alpha's statistics
+// and omega total over the items alpha uses.
+type Reliability struct {
+	Alpha
+	// Err is ComputeAlpha's error: alpha is undefined (fewer than two items with variance), Alpha holds only
+	// Items, Dropped and Respondents, and Omega is NaN.
+	Err error
+	// Omega is OmegaTotal over Alpha.Items, NaN where it is undefined.
+	Omega float64
+}
+
+// ScaleReliability computes ComputeAlpha on x and, where alpha is defined, OmegaTotal over the items it uses. It
+// is the one α/ω step of every reliability figure: a model's per seed (reliability.csv), a model's against a
+// human reference and the human reference's own (reference_scales.csv).
+func ScaleReliability(x [][]float64) Reliability {
+	a, err := ComputeAlpha(x)
+	r := Reliability{Alpha: a, Err: err, Omega: math.NaN()}
+	if err == nil {
+		if om, err := OmegaTotal(x, a.Items); err == nil {
+			r.Omega = om
+		}
+	}
+	return r
+}
+
+// ChoiceReliability is the ScaleReliability of people's answers by option on some items of a questionnaire:
+// choice[r][it] is the option index person r chose on item it (-1: none), items the scale's items, score[j][k]
+// the score of option k of items[j] (Missing: that option counts as no answer on this scale), and keep says
+// which people the matrix holds (a group of a human reference). Row r of the matrix is a kept person's score on
+// each of items.
+func ChoiceReliability(choice [][]int16, items []int, score [][]float64, keep func(r int) bool) Reliability {
+	var x [][]float64
+	for r := range choice {
+		if !keep(r) {
+			continue
+		}
+		row := make([]float64, len(items))
+		for j, it := range items {
+			row[j] = Missing
+			if k := choice[r][it]; k >= 0 {
+				row[j] = score[j][k]
+			}
+		}
+		x = append(x, row)
+	}
+	return ScaleReliability(x)
+}
