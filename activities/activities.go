@@ -9,8 +9,6 @@ package activities
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,14 +29,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
-)
-
-// Retry backoff of a pass's attempts: InitialRetryInterval doubled per attempt, at most MaxRetryInterval (the
-// workflow's retry policy). An attempt ends early only when its worker stops or the store fails: a provider outage
-// is waited out inside the attempt, behind the endpoint's breaker.
-const (
-	InitialRetryInterval = time.Second
-	MaxRetryInterval     = time.Minute
+	"github.com/silicolab/silico/wire"
 )
 
 // Store is what the activities need of the results store.
@@ -62,8 +53,8 @@ type Models interface {
 	AnthropicClient(m experiment.Model) (*llm.AnthropicClient, error)
 }
 
-// Activities holds the dependencies of the activities. Register a *Activities with the worker; workflows call
-// its methods through a nil *Activities.
+// Activities holds the dependencies of the activities. Register registers its methods with a worker, each under
+// its handle's name in package wire, through which workflows schedule them.
 type Activities struct {
 	Store     Store
 	Models    Models
@@ -101,59 +92,8 @@ type Activities struct {
 	ownSpecs SpecCache
 }
 
-// PrepareInput names a run and carries the spec as the workflow received it: a JSON object, perhaps with the
-// workflow's control keys. An empty Spec means the run's spec is already in the store (continue-as-new).
-type PrepareInput struct {
-	RunID string
-	Spec  json.RawMessage `json:",omitempty"`
-	// RetryFailed removes the run's failed records first, so that its passes call those cells again.
-	RetryFailed bool `json:",omitempty"`
-	// SpecDigest starts a run whose spec the starter saved in the results store beforehand (a spec of any size,
-	// which no workflow input could carry): the SHA-256, in hex, of the saved bytes (SpecDigest).
-	SpecDigest string `json:",omitempty"`
-}
-
-// SpecDigest is the digest of a saved spec by which a workflow input refers to it.
-func SpecDigest(saved []byte) string {
-	sum := sha256.Sum256(saved)
-	return hex.EncodeToString(sum[:])
-}
-
-// Plan is what ExperimentWorkflow needs to know of a run's spec. PrepareRun decides it once and Temporal records
-// it in the workflow's history, so replaying a workflow never runs validation, defaults or planning again: a
-// release that changes them cannot break a run in flight.
-type Plan struct {
-	Name   string
-	Cells  int
-	Passes []experiment.Pass
-	Models []PlanModel
-	Seeds  []int64
-	// Run holds the run settings with their defaults filled in.
-	Run       experiment.RunSettings
-	BudgetUSD float64
-	// Retrying is the number of failed cells PrepareRun cleared to be called again (RetryFailed).
-	Retrying int `json:",omitempty"`
-}
-
-// PlanModel is what the workflow needs of a model: its id and its limits, which it shares among passes.
-type PlanModel struct {
-	ID             string
-	MaxConcurrency int
-	RPM, TPM       int
-	Burst          float64
-	// Batch is the model's resolved batch settings when it runs in batch mode; zero (and absent from the
-	// recorded plan) for a synchronous model, as in every plan recorded before batch mode existed.
-	Batch experiment.BatchSettings `json:",omitzero"`
-}
-
 // inputName names a workflow input in spec errors.
 const inputName = "workflow input"
-
-// InputControlKeys are the top-level keys of ExperimentWorkflow's input that are not the spec's: the workflow's
-// own settings beside the spec (see workflows.Input). One list, so the workflow and PrepareRun never disagree.
-func InputControlKeys() []string {
-	return []string{"run_id", "output", "state", "retry_failed", "spec_digest"}
-}
 
 // PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
 // value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
@@ -162,10 +102,10 @@ func InputControlKeys() []string {
 // refuses an output directory outside the worker's output root (see ExportResults), and warns in the worker's
 // log when the run's models need a simulator this worker lacks, or when the spec's simulator settings do not
 // apply to this worker's simulator.
-func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, error) {
+func (a *Activities) PrepareRun(ctx context.Context, in wire.PrepareInput) (wire.Plan, error) {
 	s, err := a.prepareSpec(ctx, in)
 	if err != nil {
-		return Plan{}, err
+		return wire.Plan{}, err
 	}
 	if hasSpec(in.Spec) || in.SpecDigest != "" { // a fresh start, not a continuation: check and warn once per run
 		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails
@@ -174,8 +114,8 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 			Output string `json:"output"`
 		}
 		if json.Unmarshal(in.Spec, &ctl) == nil {
-			if _, err := a.outputDir(ExportInput{RunID: in.RunID, Dir: ctl.Output}); err != nil {
-				return Plan{}, appError(errclass.OutputRefused, err)
+			if _, err := a.outputDir(wire.ExportInput{RunID: in.RunID, Dir: ctl.Output}); err != nil {
+				return wire.Plan{}, appError(errclass.OutputRefused, err)
 			}
 		}
 		for _, w := range a.simulatorWarnings(s) {
@@ -188,7 +128,7 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 	if in.RetryFailed {
 		n, err := a.Store.DeleteFailed(ctx, in.RunID)
 		if err != nil {
-			return Plan{}, fmt.Errorf("clear failed cells of run %s: %w", in.RunID, err)
+			return wire.Plan{}, fmt.Errorf("clear failed cells of run %s: %w", in.RunID, err)
 		}
 		plan.Retrying = n
 	}
@@ -196,7 +136,7 @@ func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, err
 }
 
 // prepareSpec decodes, validates and saves the input's spec, or loads the saved one when the input has none.
-func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experiment.Spec, error) {
+func (a *Activities) prepareSpec(ctx context.Context, in wire.PrepareInput) (*experiment.Spec, error) {
 	if in.SpecDigest != "" && !hasSpec(in.Spec) {
 		return a.savedSpec(ctx, in.RunID, in.SpecDigest)
 	}
@@ -236,7 +176,7 @@ type SpecSaver interface {
 // inline spec this way, and a starter saves a spec it passes by reference this way, so both save the same bytes.
 // A spec that does not decode is ErrInvalidSpec; another spec saved under run is store.ErrSpecConflict.
 func SaveSpec(ctx context.Context, st SpecSaver, run string, raw json.RawMessage) (*experiment.Spec, string, error) {
-	s, err := specfile.ParseInput(raw, inputName, InputControlKeys()...)
+	s, err := specfile.ParseInput(raw, inputName, wire.InputControlKeys()...)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
@@ -260,7 +200,7 @@ func SaveCanonical(ctx context.Context, st SpecSaver, run string, canonical []by
 	if err := st.SaveRun(ctx, run, canonical); err != nil {
 		return "", fmt.Errorf("save run %s: %w", run, err)
 	}
-	return SpecDigest(canonical), nil
+	return wire.SpecDigest(canonical), nil
 }
 
 // savedSpec loads the spec a starter saved for run, after checking that it is the one the input names.
@@ -274,7 +214,7 @@ func (a *Activities) savedSpec(ctx context.Context, run, digest string) (*experi
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", run, err)
 	}
-	if got := SpecDigest(b); got != digest {
+	if got := wire.SpecDigest(b); got != digest {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the results store holds a spec with digest %s, "+
 			"the input names %s; start the run under a new id (starter run --new)", run, got, digest), errclass.InvalidSpec, nil)
 	}
@@ -290,16 +230,16 @@ func hasSpec(raw json.RawMessage) bool {
 	if json.Unmarshal(raw, &obj) != nil {
 		return true // not an object: ParseInput says what is wrong with it
 	}
-	for _, k := range InputControlKeys() {
+	for _, k := range wire.InputControlKeys() {
 		delete(obj, k)
 	}
 	return len(obj) > 0
 }
 
-func planOf(s *experiment.Spec) Plan {
-	p := Plan{Name: s.Name, Cells: s.NumCells(), Passes: s.Passes(), Seeds: s.Seeds, Run: s.Run, BudgetUSD: s.BudgetUSD}
+func planOf(s *experiment.Spec) wire.Plan {
+	p := wire.Plan{Name: s.Name, Cells: s.NumCells(), Passes: s.Passes(), Seeds: s.Seeds, Run: s.Run, BudgetUSD: s.BudgetUSD}
 	for _, m := range s.Models {
-		pm := PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst}
+		pm := wire.PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst}
 		if s.Batched(m) {
 			pm.Batch = s.BatchSettings(m)
 		}
@@ -357,35 +297,16 @@ func (a *Activities) simulatorWarnings(s *experiment.Spec) []string {
 	return out
 }
 
-// FailInput names the cells of [Start, End) of a run that must be recorded as failed when they have no result.
-type FailInput struct {
-	RunID      string
-	Start, End int
-	// Cells, when set, are the cells of [Start, End) to record: those of one chunk of a batch pass.
-	Cells experiment.CellSet `json:",omitempty"`
-	Class string
-	// Code is the provider's error code of the failure (llm.Error.Code), if it has one.
-	Code     string `json:",omitempty"`
-	Message  string
-	Attempts int
-}
-
-// FailOutput says what FailUnfinished recorded, and what the range's finished cells cost.
-type FailOutput struct {
-	Recorded int
-	CostUSD  float64
-}
-
 // FailUnfinished records every cell of the range that has no result as failed with the given class and message,
 // so the output always has every cell. Cells that have a result keep it.
-func (a *Activities) FailUnfinished(ctx context.Context, in FailInput) (FailOutput, error) {
-	var out FailOutput
+func (a *Activities) FailUnfinished(ctx context.Context, in wire.FailInput) (wire.FailOutput, error) {
+	var out wire.FailOutput
 	n, err := a.failUnfinished(ctx, in, &out.CostUSD)
 	out.Recorded = n
 	return out, err
 }
 
-func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *float64) (int, error) {
+func (a *Activities) failUnfinished(ctx context.Context, in wire.FailInput, cost *float64) (int, error) {
 	done, err := a.Store.Records(ctx, in.RunID, in.Start, in.End)
 	if err != nil {
 		return 0, fmt.Errorf("read finished cells: %w", err)
@@ -415,40 +336,23 @@ func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *flo
 	return len(recs), nil
 }
 
-// ExportInput says which run to export and where.
-type ExportInput struct {
-	RunID string
-	// Dir is the output directory on the worker's machine; "" means OutputRoot/<run id>.
-	Dir     string
-	Elapsed time.Duration
-}
-
-// ExportOutput is what ExportResults wrote.
-type ExportOutput struct {
-	Dir     string
-	Summary results.Summary
-}
-
-// exportHeartbeatEvery is how often ExportResults heartbeats; ExportHeartbeatTimeout must be a few times it.
+// exportHeartbeatEvery is how often ExportResults heartbeats; wire.ExportHeartbeatTimeout must be a few times it.
 const exportHeartbeatEvery = 2 * time.Second
-
-// ExportHeartbeatTimeout is the heartbeat timeout the workflow gives ExportResults.
-const ExportHeartbeatTimeout = 10 * time.Second
 
 // ExportResults writes the run's outputs in submission order: results.jsonl, results.csv, summary.json and the
 // analyses (see results.Export), or for an embed spec the vectors, their index and similarity matrices (see
 // results.ExportEmbed).
-func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportOutput, error) {
+func (a *Activities) ExportResults(ctx context.Context, in wire.ExportInput) (wire.ExportOutput, error) {
 	dir, err := a.outputDir(in)
 	if err != nil {
-		return ExportOutput{}, appError(errclass.OutputRefused, err)
+		return wire.ExportOutput{}, appError(errclass.OutputRefused, err)
 	}
 	s, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return ExportOutput{}, err
+		return wire.ExportOutput{}, err
 	}
 	if err := a.Store.SetElapsed(ctx, in.RunID, in.Elapsed); err != nil {
-		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
+		return wire.ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
 	}
 	// Heartbeats let a rerun after a dead worker start a new export within seconds (the heartbeat timeout),
 	// not after the whole start-to-close timeout.
@@ -459,14 +363,14 @@ func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportO
 	stopHB()
 	hb.Wait()
 	if err != nil {
-		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
+		return wire.ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
 	}
-	return ExportOutput{Dir: dir, Summary: sum}, nil
+	return wire.ExportOutput{Dir: dir, Summary: sum}, nil
 }
 
 // CheckOutput refuses, with a non-retryable OutputRefused error, an output directory ExportResults would
 // refuse; a workflow calls it before the first pass so that a run is not paid for and then left unexported.
-func (a *Activities) CheckOutput(ctx context.Context, in ExportInput) error {
+func (a *Activities) CheckOutput(ctx context.Context, in wire.ExportInput) error {
 	if _, err := a.outputDir(in); err != nil {
 		return appError(errclass.OutputRefused, err)
 	}
@@ -476,7 +380,7 @@ func (a *Activities) CheckOutput(ctx context.Context, in ExportInput) error {
 // outputDir is where the run's outputs go: OutputRoot/<run id>, or the run's own directory. A relative directory
 // is taken relative to OutputRoot. Unless OutputAnywhere is set, the directory must lie under OutputRoot, also
 // after resolving the symbolic links of the part of it that exists.
-func (a *Activities) outputDir(in ExportInput) (string, error) {
+func (a *Activities) outputDir(in wire.ExportInput) (string, error) {
 	root := a.OutputRoot
 	if root == "" {
 		root = "out"

@@ -11,12 +11,14 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -102,14 +104,14 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if passes <= 0 {
 		passes = 16
 	}
-	w := worker.New(c, workflows.TaskQueue, worker.Options{
+	w := worker.New(c, wire.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: passes,
 		// On Stop, passes stop sending and their calls in flight land and are recorded within this time
 		// (RunSeedPass watches the worker's stop channel); only then are they cancelled.
 		WorkerStopTimeout: stopGrace,
 	})
-	w.RegisterWorkflow(workflows.ExperimentWorkflow)
-	w.RegisterActivity(&activities.Activities{
+	w.RegisterWorkflowWithOptions(workflows.ExperimentWorkflow, workflow.RegisterOptions{Name: wire.WorkflowType})
+	activities.Register(w, &activities.Activities{
 		Store:            cfg.Store,
 		Models:           llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL, llm.WithKeyEnvAllow(allow)),
 		Tokenizer:        tok,
@@ -132,14 +134,14 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 // shares asks a run's workflow for a pass's current share with a query: reads only, nothing enters history.
 type shares struct{ c client.Client }
 
-func (s shares) Share(ctx context.Context, workflowID string, pass int) (activities.Share, error) {
-	v, err := s.c.QueryWorkflow(ctx, workflowID, "", activities.QueryShare, pass)
+func (s shares) Share(ctx context.Context, workflowID string, pass int) (wire.Share, error) {
+	v, err := s.c.QueryWorkflow(ctx, workflowID, "", wire.QueryShare, pass)
 	if err != nil {
-		return activities.Share{}, fmt.Errorf("query share of pass %d: %w", pass, err)
+		return wire.Share{}, fmt.Errorf("query share of pass %d: %w", pass, err)
 	}
-	var sh activities.Share
+	var sh wire.Share
 	if err := v.Get(&sh); err != nil {
-		return activities.Share{}, fmt.Errorf("decode share of pass %d: %w", pass, err)
+		return wire.Share{}, fmt.Errorf("decode share of pass %d: %w", pass, err)
 	}
 	return sh, nil
 }
@@ -148,8 +150,8 @@ func (s shares) Share(ctx context.Context, workflowID string, pass int) (activit
 // opened, each failed probe, it closed), which the workflow's progress query and the Web UI show.
 type outages struct{ c client.Client }
 
-func (o outages) Outage(ctx context.Context, workflowID string, out activities.Outage) error {
-	if err := o.c.SignalWorkflow(ctx, workflowID, "", activities.SignalOutage, out); err != nil {
+func (o outages) Outage(ctx context.Context, workflowID string, out wire.Outage) error {
+	if err := o.c.SignalWorkflow(ctx, workflowID, "", wire.SignalOutage, out); err != nil {
 		return fmt.Errorf("signal outage of pass %d: %w", out.Pass, err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/silicolab/silico/report"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 func newReportCmd() *cobra.Command {
@@ -100,7 +101,7 @@ func elapsedFrom(dir string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	var s results.Summary
+	var s wire.Summary
 	if json.Unmarshal(b, &s) != nil {
 		return 0
 	}

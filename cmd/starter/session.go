@@ -25,8 +25,8 @@ import (
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
-	"github.com/silicolab/silico/workflows"
 )
 
 // connFlags say where the Temporal server is, or where the embedded one keeps its state.
@@ -257,7 +257,7 @@ func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse
 			Port:             f.port,
 			UIPort:           uiPort,
 			Namespace:        f.namespace,
-			SearchAttributes: workflows.SearchAttributes(),
+			SearchAttributes: wire.SearchAttributes(),
 			Logger:           s.log,
 		})
 		devDone <- started{srv, err}
@@ -360,7 +360,7 @@ func (s *session) hasSearchAttributes(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	for name := range workflows.SearchAttributes() {
+	for name := range wire.SearchAttributes() {
 		if _, ok := resp.GetCustomAttributes()[name]; !ok {
 			return false
 		}
