@@ -8,7 +8,7 @@ import (
 	"github.com/silicolab/silico/wire"
 )
 
-// tally counts what a pass finished: its PassResult and the Progress its heartbeats report. It is safe for
+// tally counts what a pass finished: its PassResult and the PassProgress its heartbeats report. It is safe for
 // concurrent use.
 type tally struct {
 	mu       sync.Mutex

@@ -2,7 +2,7 @@
 // Batch API (a JSONL file for /v1/chat/completions or /v1/embeddings) and the requests of Anthropic's Message
 // Batches, split into chunks within the providers' limits; the result lines of both, parsed into one Result
 // type whose errors carry the same classes as a synchronous call's; and both providers' batch statuses mapped
-// onto one Status.
+// onto one wire.BatchStatus (the batch formats and statuses are in package wire, which histories carry).
 //
 // It does no I/O: the activities that upload, create, poll and collect batches use it to build what they send
 // and to read what comes back.

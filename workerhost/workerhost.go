@@ -41,7 +41,7 @@ type Config struct {
 	SimSettingsFixed bool
 	// OutputRoot is where runs without an output directory are exported. Optional: defaults to "out".
 	OutputRoot string
-	// OutputAnywhere lets a run's output directory (workflows.Input.Output) lie outside OutputRoot. Off, as
+	// OutputAnywhere lets a run's output directory (wire.Input.Output) lie outside OutputRoot. Off, as
 	// anyone who can start a workflow chooses that directory; the starter's in-process worker, which only its
 	// own user drives, turns it on.
 	OutputAnywhere bool
@@ -70,7 +70,7 @@ func NewHTTPClient() *http.Client {
 // stopGrace is how long a stopping worker lets calls in flight land before it cancels them.
 const stopGrace = 20 * time.Second
 
-// New returns a worker on workflows.TaskQueue with ExperimentWorkflow and the activities registered. The caller
+// New returns a worker on wire.TaskQueue with ExperimentWorkflow and the activities registered. The caller
 // starts and stops it (worker.Run or Start/Stop).
 func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if cfg.Store == nil || cfg.Getenv == nil {

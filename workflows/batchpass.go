@@ -69,7 +69,8 @@ func batchWaitCtx(ctx workflow.Context, summary string) workflow.Context {
 func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.Share) {
 	m := r.plan.Models[p.Model]
 	var plan wire.BatchPlan
-	err := wire.PlanBatchPass.Execute(batchActivityCtx(ctx, fmt.Sprintf("pass %d: plan the batches of %s", p.Index, m.ID)), wire.BatchPassInput{RunID: r.runID, Pass: p}).Get(ctx, &plan)
+	err := wire.PlanBatchPass.Execute(batchActivityCtx(ctx, fmt.Sprintf("pass %d: plan the batches of %s", p.Index, m.ID)),
+		wire.BatchPassInput{RunID: r.runID, Pass: p}).Get(ctx, &plan)
 	if err != nil {
 		r.batchPassFailed(ctx, p, err)
 		return
@@ -229,7 +230,8 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		// The batch ended and is paid for: its results are recorded even when the run is being cancelled.
 		var got wire.BatchCollected
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
-		err = wire.CollectBatch.Execute(batchWaitCtx(dctx, "collect "+info.ID), wire.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(dctx, &got)
+		err = wire.CollectBatch.Execute(batchWaitCtx(dctx, "collect "+info.ID),
+			wire.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(dctx, &got)
 		cancel()
 		if err != nil {
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
@@ -378,7 +380,8 @@ func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in wire.Ba
 		r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
 	}
 	var got wire.BatchCollected
-	if err := wire.CollectBatch.Execute(batchWaitCtx(ctx, "collect "+info.ID), wire.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got); err != nil {
+	if err := wire.CollectBatch.Execute(batchWaitCtx(ctx, "collect "+info.ID),
+		wire.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got); err != nil {
 		log.Error("collecting a cancelled batch failed", "batch", info.ID, "error", err)
 	}
 	return got

@@ -217,7 +217,8 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 		},
 	}
 	var res wire.PassResult
-	err := wire.RunSeedPass.Execute(workflow.WithActivityOptions(ctx, opts), wire.PassInput{RunID: r.runID, Pass: p, Limits: sh.Limits, Budgeted: sh.Budgeted, BudgetUSD: sh.BudgetUSD,
+	err := wire.RunSeedPass.Execute(workflow.WithActivityOptions(ctx, opts), wire.PassInput{RunID: r.runID, Pass: p,
+		Limits: sh.Limits, Budgeted: sh.Budgeted, BudgetUSD: sh.BudgetUSD,
 		ModelAnswered: r.state.Answered[p.Model]}).Get(ctx, &res)
 	if err == nil {
 		if res.OK+res.Unparsed > 0 {
