@@ -47,7 +47,7 @@ type BatchChunkInput struct {
 	Round int                `json:"round"`
 	Cells experiment.CellSet `json:"cells"`
 	// Digest is the digest of the lines the plan (round 0) or the previous round's collect built for Cells: every
-	// attempt must build the same (errLinesChanged otherwise). Empty: not checked.
+	// attempt must build the same (SubmitBatch refuses a chunk whose lines changed). Empty: not checked.
 	Digest string `json:"digest,omitempty"`
 	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
 	Since time.Time `json:"since"`
