@@ -1,6 +1,9 @@
-// Package activities holds the Temporal activities of an experiment run: PrepareRun (saves the resolved spec in
-// the results store), RunSeedPass (the calls of one pass, concurrently, each result written as it lands),
-// FailUnfinished (records the cells a run will not call) and ExportResults (the output files).
+// Package activities holds the Temporal activities of an experiment run, the exported methods of *Activities
+// that a worker registers: PrepareRun (saves the resolved spec in the results store and plans the passes),
+// RunSeedPass (the calls of one pass, concurrently, each result written as it lands), FailUnfinished (records
+// the cells a run will not call), CheckOutput and ExportResults (the output directory, checked before the first
+// pass and written at the end), and the batch pass's PlanBatchPass, SubmitBatch, PollBatch, CancelBatch and
+// CollectBatch (a provider's batch API).
 //
 // Durability is split in two: Temporal retries a pass; the results store remembers every finished
 // cell, so a retried or resumed pass calls only the cells that have no result yet.

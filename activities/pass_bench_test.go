@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
@@ -29,23 +30,10 @@ import (
 
 // benchGrid is the grid of benchmarks/overhead: one simulated model, one seed, items × personas.
 func benchGrid(items, personas int) experiment.Spec {
-	s := experiment.Spec{Name: "bench grid", Seeds: []int64{100}}
-	s.Models = []experiment.Model{{ID: "m0", Name: "sim-0", Provider: "sim", Params: experiment.Params{MaxTokens: 16}}}
-	for it := range items {
-		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1),
-			Text: fmt.Sprintf("Statement number %d about myself.", it+1), Reversed: it%3 == 0})
-	}
-	for p := range personas {
-		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p),
-			Attributes: map[string]string{"name": fmt.Sprint("Person", p), "age": fmt.Sprint(20 + 5*p)}})
-	}
-	s.Questionnaire.Name = "bench"
-	s.Questionnaire.Instruction = "Rate each statement."
-	for w := 1; w <= 5; w++ {
-		s.Questionnaire.Options.Options = append(s.Questionnaire.Options.Options,
-			experiment.Option{ID: fmt.Sprint(w), Text: fmt.Sprintf("%d. Level %d", w, w), Weight: w})
-	}
-	s.ApplyDefaults()
+	s := experimenttest.Grid(1, 1, items, personas, experimenttest.Name("bench grid"), experimenttest.FirstSeed(100),
+		experimenttest.Statements(), experimenttest.Model(func(_ int, m *experiment.Model) {
+			m.Name, m.Provider, m.Params = "sim-0", "sim", experiment.Params{MaxTokens: 16}
+		}), experimenttest.Edit(func(s *experiment.Spec) { s.Questionnaire.Name = "bench" }), experimenttest.Defaults())
 	s.Run.MaxConcurrency, s.Run.MaxParallelPasses = 16, 1
 	s.Run.ChunkSize = max(s.Run.ChunkSize, s.NumCells())
 	return s

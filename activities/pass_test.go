@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +21,7 @@ import (
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
@@ -40,6 +40,10 @@ type fakeModel struct {
 	// rule may answer a cell with an HTTP error (status, body, headers) or a custom text.
 	rule func(cell string, n int) (status int, body string, hdr map[string]string, text string)
 	seen map[string]int
+	// barrier, when set, holds every request until that many are in flight at once (or 10 s have passed), so
+	// that a pass allowed that many calls at once reaches exactly that peak.
+	barrier int
+	full    chan struct{} // closed when barrier requests were first in flight together
 }
 
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +64,24 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.messages[cell] = req.Messages
 	f.seen[cell]++
 	n := f.seen[cell]
+	if f.barrier > 0 && f.full == nil {
+		f.full = make(chan struct{})
+	}
+	if f.barrier > 0 && f.inFlight == f.barrier {
+		select {
+		case <-f.full:
+		default:
+			close(f.full)
+		}
+	}
+	full := f.full
 	f.mu.Unlock()
+	if full != nil {
+		select {
+		case <-full:
+		case <-time.After(10 * time.Second):
+		}
+	}
 	defer func() {
 		f.mu.Lock()
 		f.inFlight--
@@ -102,20 +123,10 @@ func (f *fakeModel) requested() []string {
 }
 
 func testSpec(url string, items, personas int) experiment.Spec {
-	s := experiment.Spec{Name: "pass test", Seeds: []int64{7}}
-	s.Models = []experiment.Model{{ID: "m", Name: "fake", BaseURL: url + "/v1",
-		Price: &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}}}
-	for it := range items {
-		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1), Text: fmt.Sprintf("Question %d?", it+1)})
-	}
-	for p := range personas {
-		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p), Attributes: map[string]string{"name": fmt.Sprint("P", p)}})
-	}
-	s.Questionnaire.Name = "q"
-	s.Questionnaire.Instruction = "Answer."
-	s.Questionnaire.Options.Options = []experiment.Option{{ID: "1", Text: "1. No", Weight: 1}, {ID: "2", Text: "2. Yes", Weight: 2}}
-	s.ApplyDefaults()
-	return s
+	return experimenttest.Grid(1, 1, items, personas, experimenttest.Name("pass test"), experimenttest.FirstSeed(7),
+		experimenttest.BaseURL(url+"/v1"), experimenttest.Model(func(_ int, m *experiment.Model) {
+			m.ID, m.Name, m.Price = "m", "fake", &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
+		}), experimenttest.Defaults())
 }
 
 type harness struct {
@@ -180,7 +191,9 @@ func (h *harness) records() map[int]store.Record {
 }
 
 func TestPassCallsRunConcurrently(t *testing.T) {
-	fm := &fakeModel{delay: 30 * time.Millisecond}
+	// The server holds the calls until 8 are in flight, then answers each after 30 ms, in which a ninth call
+	// would arrive if the pass sent more than its limit.
+	fm := &fakeModel{delay: 30 * time.Millisecond, barrier: 8}
 	srv := httptest.NewServer(fm)
 	defer srv.Close()
 	h := newHarness(t, testSpec(srv.URL, 4, 8))
@@ -191,8 +204,8 @@ func TestPassCallsRunConcurrently(t *testing.T) {
 	if res.Done != 32 || res.OK != 32 || res.Called != 32 {
 		t.Errorf("result %+v, want 32 cells done and ok", res)
 	}
-	if fm.peak < 2 || fm.peak > 8 {
-		t.Errorf("peak calls in flight %d, want overlap within the limit of 8", fm.peak)
+	if fm.peak != 8 {
+		t.Errorf("peak calls in flight %d, want exactly the limit of 8", fm.peak)
 	}
 	recs := h.records()
 	r := recs[5]
@@ -386,21 +399,46 @@ func TestAnEndpointThatNeverAnswersFailsFastNamingBaseURL(t *testing.T) {
 	}
 	url := "http://" + l.Addr().String()
 	l.Close() // nothing listens there any more: every connection is refused
-	h := newHarness(t, testSpec(url, 3, 2))
-	start := time.Now()
+	// Fail fast means: refusals charge no cell a try, and the model is given up once the endpoint has refused for
+	// unreachableFor, long before the cells' tries or the stall timeout would end the pass. So the tries are
+	// made plentiful, and the connections are counted: each cell may be sent only as often as its retry delays
+	// fit into unreachableFor, plus the send that finds the time up.
+	spec := testSpec(url, 3, 2)
+	spec.Run.MaxAttempts = 1000
+	h := newHarness(t, spec)
+	var dials atomic.Int64
+	var d net.Dialer
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}}}
+	h.acts.Models = llm.NewRegistry(hc, func(string) string { return "" }, "")
+	// A generous deadline, only so that a pass that does not fail fast ends the test instead of hanging it.
+	bg, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.env.SetWorkerOptions(worker.Options{BackgroundActivityContext: bg})
+	maxSends := 1
+	for at := time.Duration(0); at < unreachableFor; maxSends++ {
+		at += cellRetryDelay(maxSends)
+	}
 	_, err = h.runPass(ratelimit.Limits{Concurrency: 4})
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != errclass.Unreachable || !app.NonRetryable() {
 		t.Fatalf("got %v, want non-retryable Unreachable", err)
 	}
-	t.Logf("gave up after %s", time.Since(start).Round(time.Millisecond))
 	recs := h.records()
 	if len(recs) != 6 {
 		t.Fatalf("%d cells recorded, want all 6", len(recs))
 	}
+	if n := dials.Load(); n < 6 || n > int64(6*maxSends) {
+		t.Errorf("%d connections tried for 6 cells; want each cell tried, none more than %d times", n, maxSends)
+	}
 	for _, r := range recs {
 		if r.ErrorClass != errclass.Unreachable || r.ErrorCode != llm.CodeConnectionRefused || !strings.Contains(r.ErrorMessage, url+"/v1") {
 			t.Errorf("cell %d = %+v; want Unreachable, connection_refused, naming %s/v1", r.Index, r, url)
+		}
+		if r.Tries != 0 || r.Attempts < 1 || r.Attempts > maxSends {
+			t.Errorf("cell %d: %d tries charged in %d requests; want none charged in 1 to %d", r.Index, r.Tries, r.Attempts, maxSends)
 		}
 	}
 }

@@ -1,6 +1,7 @@
-// Package batchapi drives a provider's batch API exactly once per batch: it submits a chunk of requests so that
-// an attempt that died after uploading or after creating, or a stale attempt that wakes up late, never makes the
-// provider run a second paid batch of the same chunk; it polls batches, streams their results and cancels them.
+// Package batchapi drives a provider's batch API once per batch: it submits a chunk of requests so that an
+// attempt that died after uploading or after creating, or a stale attempt that wakes up late, adopts the batch
+// already there instead of creating another, and two attempts that both created one overlap only briefly; it
+// polls batches, streams their results and cancels them.
 //
 // A batch is named by a batch.Key (run, pass, chunk, round) in its metadata, with the digest of its input. Before
 // creating, Submit lists the account's batches for one of that key and digest and adopts it; uploads are found

@@ -9,9 +9,9 @@
 // it; the clock is injected; and the state can be saved in an activity's heartbeat and restored by the next
 // attempt, on any worker, so that an outage's backoff continues instead of starting over.
 //
-// The policy of what trips it (distinct cells failing in a row with no answer between, a refused connection to an
-// endpoint that answered before, a wall of rate limits) is the caller's classification passed to Report; the
-// breaker only counts.
+// The caller classifies each outcome (its Kind, passed to Report); the breaker holds the rule of what trips it
+// (Policy: distinct cells failing transiently in a row with no answer between, a refused connection to an
+// endpoint that answered before, a wall of rate limits) and counts the outcomes against it.
 package breaker
 
 import (

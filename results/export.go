@@ -104,17 +104,21 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 
-	jenc := json.NewEncoder(jf.w)
-	jenc.SetEscapeHTML(false)
 	cw := csv.NewWriter(cf.w)
 	probCols := probColumns(spec)
 	if err := cw.Write(HeaderFor(spec)); err != nil {
 		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
 	}
 	an := newAnalyzer(spec, runID, elapsed)
+	var line []byte // one results.jsonl line, its buffer reused from row to row
 	emit := func(r store.Record) error {
 		row := BuildRow(spec, runID, r)
-		if err := jenc.Encode(row.jsonForm()); err != nil {
+		var err error
+		if line, err = row.appendJSON(line[:0]); err != nil {
+			return fmt.Errorf("%s: cell %d: %w", JSONLFile, r.Index, err)
+		}
+		line = append(line, '\n')
+		if _, err := jf.w.Write(line); err != nil {
 			return fmt.Errorf("%s: %w", JSONLFile, err)
 		}
 		if err := cw.Write(row.ValuesFor(probCols)); err != nil {

@@ -3,8 +3,10 @@
 // the psychometrics of Analysis: reliability.csv, items.csv and agreement.csv; the answer distributions of
 // distributions.csv, and their comparison with a human reference in reference.csv and reference_scales.csv.
 //
-// Every column of a row except run_id, latency_ms and attempts is a fact of the cell: identical for every
-// concurrency setting, worker count and resume. CellColumns returns exactly those columns.
+// Every column of a row except run_id, latency_ms, attempts, tries and cached is a fact of the cell: identical
+// for every concurrency setting, worker count, resume and response cache. CellColumns returns exactly those
+// columns. The columns are one table, rowColumns (columns.go), from which the header, the CSV values, the
+// JSON form and CellColumns all follow.
 package results
 
 import (
@@ -26,69 +28,73 @@ import (
 // notRunMessage is the error message of a cell that has no record.
 const notRunMessage = "no result recorded"
 
-// Row is one output row: a cell of the grid and what its call produced. The JSON keys and the CSV header are
-// the same snake_case names, in field order.
+// Row is one output row: a cell of the grid and what its call produced. Its columns (names, formatting, JSON
+// form) are the table rowColumns, in field order.
 type Row struct {
-	RunID      string `json:"run_id"`
-	Index      int    `json:"index"`
-	CellID     string `json:"cell_id"`
-	Model      string `json:"model"`
-	Seed       int64  `json:"seed"`
-	ItemID     string `json:"item_id"`
-	ItemText   string `json:"item_text"`
-	Scale      string `json:"scale"`
-	Reversed   bool   `json:"reversed"`
-	PersonaID  string `json:"persona_id"`
-	Status     string `json:"status"`
-	OptionID   string `json:"option_id"`
-	OptionText string `json:"option_text"`
+	RunID      string
+	Index      int
+	CellID     string
+	Model      string
+	Seed       int64
+	ItemID     string
+	ItemText   string
+	Scale      string
+	Reversed   bool
+	PersonaID  string
+	Status     string
+	OptionID   string
+	OptionText string
 	// Score is the option's weight, reversed where the item is; nil when the cell has none (not ok, or an
 	// option ignored for scale). Empty in CSV, null in JSON.
-	Score      *int   `json:"score"`
-	Raw        string `json:"raw"`
-	ErrorClass string `json:"error_class"`
+	Score      *int
+	Raw        string
+	ErrorClass string
 	// ErrorCode is the provider's error code or type of a failed call (secrets removed), empty otherwise.
-	ErrorCode        string  `json:"error_code"`
-	ErrorMessage     string  `json:"error_message"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	LatencyMS        float64 `json:"latency_ms"`
+	ErrorCode        string
+	ErrorMessage     string
+	PromptTokens     int
+	CompletionTokens int
+	CostUSD          float64
+	LatencyMS        float64
 	// Attempts counts the requests sent for the cell, probes of an outage and rate-limited ones included;
 	// Tries the ones charged to it against run.max_attempts. Both add up over --retry-failed executions.
-	Attempts int  `json:"attempts"`
-	Tries    int  `json:"tries"`
-	Cached   bool `json:"cached"`
+	Attempts int
+	Tries    int
+	Cached   bool
 	// ImageSHA256 are the SHA-256 digests of the pictures the cell sent, joined with ','; empty without pictures.
-	ImageSHA256 string `json:"image_sha256"`
+	ImageSHA256 string
 	// FinishReason is why the provider stopped generating ("stop", "length", "content_filter"); empty when it
 	// said nothing or there was no answer.
-	FinishReason string `json:"finish_reason"`
+	FinishReason string
 	// Schema is "valid" or "invalid" for a json_schema answer (see store.Record.Schema), empty otherwise.
-	Schema string `json:"schema"`
+	Schema string
 	// Probs is the cell's probability of each of its item's options, in the order of Options, summing to 1;
 	// nil when the cell has no distribution. In JSON an object of option id to probability ("probs"); in CSV
 	// one p_<option id> column per option id of the spec.
-	Probs []float64 `json:"-"`
+	Probs []float64
 	// Options are the ids of the cell's item's options (spec.OptionsFor(item)), in order.
-	Options []string `json:"-"`
+	Options []string
 	// Coverage is the probability the model put on valid option labels; Entropy the distribution's entropy in
 	// bits; TopOption its most likely option; ExpectedScore Σ p·score over the options that score (reversed
 	// items reversed); TopAgrees whether TopOption is the written answer (nil without a written option). All
 	// nil or empty when the cell has no distribution.
-	Coverage      *float64 `json:"coverage"`
-	Entropy       *float64 `json:"entropy"`
-	TopOption     string   `json:"top_option"`
-	ExpectedScore *float64 `json:"expected_score"`
-	TopAgrees     *bool    `json:"top_agrees"`
+	Coverage      *float64
+	Entropy       *float64
+	TopOption     string
+	ExpectedScore *float64
+	TopAgrees     *bool
 }
 
-// Header returns the CSV header: the column names in order, the same as the JSON keys.
+// Header returns the CSV header: the column names in order, the same as the JSON keys (but probs, which
+// HeaderFor spreads over p_<option id> columns).
 func Header() []string {
-	return []string{"run_id", "index", "cell_id", "model", "seed", "item_id", "item_text", "scale", "reversed",
-		"persona_id", "status", "option_id", "option_text", "score", "raw", "error_class", "error_code",
-		"error_message", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms", "attempts", "tries",
-		"cached", "image_sha256", "finish_reason", "schema", "coverage", "entropy", "top_option", "expected_score", "top_agrees"}
+	out := make([]string, 0, len(rowColumns))
+	for _, c := range rowColumns {
+		if c.csv != nil {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // HeaderFor is the CSV header of spec's results.csv: Header, then p_<option id> for every option id of the
@@ -118,15 +124,6 @@ func probColumns(spec *experiment.Spec) []string {
 	}
 	return out
 }
-
-// Positions in Header of the columns that are facts of one run rather than of the cell.
-const (
-	colRunID     = 0
-	colLatencyMS = 21
-	colAttempts  = 22
-	colTries     = 23
-	colCached    = 24
-)
 
 // BuildRow makes the row of record r of a run. r.Index must be a cell of spec (0 <= Index < spec.NumCells()).
 func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
@@ -204,16 +201,13 @@ func notRun(i int) store.Record {
 
 // Values returns the row as CSV fields, in Header order, formatted as in results.csv.
 func (r Row) Values() []string {
-	score := ""
-	if r.Score != nil {
-		score = strconv.Itoa(*r.Score)
+	out := make([]string, 0, len(rowColumns))
+	for _, c := range rowColumns {
+		if c.csv != nil {
+			out = append(out, c.csv(&r))
+		}
 	}
-	return []string{r.RunID, strconv.Itoa(r.Index), r.CellID, r.Model, strconv.FormatInt(r.Seed, 10), r.ItemID,
-		r.ItemText, r.Scale, strconv.FormatBool(r.Reversed), r.PersonaID, r.Status, r.OptionID, r.OptionText, score,
-		r.Raw, r.ErrorClass, r.ErrorCode, r.ErrorMessage, strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens),
-		formatCost(r.CostUSD), formatLatency(r.LatencyMS), strconv.Itoa(r.Attempts), strconv.Itoa(r.Tries),
-		strconv.FormatBool(r.Cached), r.ImageSHA256, r.FinishReason, r.Schema, formatProb(r.Coverage), formatProb(r.Entropy), r.TopOption,
-		formatProb(r.ExpectedScore), formatBoolPtr(r.TopAgrees)}
+	return out
 }
 
 // ValuesFor is Values followed by the row's probability in each of the p_<option id> columns cols (HeaderFor's
@@ -248,57 +242,24 @@ func formatBoolPtr(v *bool) string {
 }
 
 // CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column
-// of Values except run_id, latency_ms, attempts, tries and cached, which describe how one run got the answer. Two runs
-// of the same spec — at any concurrency, on any number of workers, resumed any number of times, answered by the
-// provider or by the response cache — have equal CellColumns for every row; tests compare outputs with it.
+// of Values except those that describe how one run got the answer (run_id, latency_ms, attempts, tries and
+// cached: the columns marked run), then the option probabilities, which results.csv spreads over the
+// p_<option id> columns, as the store encodes them. Two runs of the same spec — at any concurrency, on any
+// number of workers, resumed any number of times, answered by the provider or by the response cache — have
+// equal CellColumns for every row; tests compare outputs with it.
 func CellColumns(r Row) []string {
-	v := r.Values()
-	out := make([]string, 0, len(v)-4)
-	for i, s := range v {
-		if i != colRunID && i != colLatencyMS && i != colAttempts && i != colTries && i != colCached {
-			out = append(out, s)
+	out := make([]string, 0, len(rowColumns))
+	for _, c := range rowColumns {
+		if !c.run && c.csv != nil {
+			out = append(out, c.csv(&r))
 		}
 	}
-	// The option probabilities, which results.csv spreads over the p_<option id> columns.
-	return append(out, store.EncodeProbs(r.Probs))
-}
-
-// rowJSON is Row as written to results.jsonl: cost and latency carry the same fixed formatting as the CSV.
-type rowJSON struct {
-	RunID            string      `json:"run_id"`
-	Index            int         `json:"index"`
-	CellID           string      `json:"cell_id"`
-	Model            string      `json:"model"`
-	Seed             int64       `json:"seed"`
-	ItemID           string      `json:"item_id"`
-	ItemText         string      `json:"item_text"`
-	Scale            string      `json:"scale"`
-	Reversed         bool        `json:"reversed"`
-	PersonaID        string      `json:"persona_id"`
-	Status           string      `json:"status"`
-	OptionID         string      `json:"option_id"`
-	OptionText       string      `json:"option_text"`
-	Score            *int        `json:"score"`
-	Raw              string      `json:"raw"`
-	ErrorClass       string      `json:"error_class"`
-	ErrorCode        string      `json:"error_code"`
-	ErrorMessage     string      `json:"error_message"`
-	PromptTokens     int         `json:"prompt_tokens"`
-	CompletionTokens int         `json:"completion_tokens"`
-	CostUSD          json.Number `json:"cost_usd"`
-	LatencyMS        json.Number `json:"latency_ms"`
-	Attempts         int         `json:"attempts"`
-	Tries            int         `json:"tries"`
-	Cached           bool        `json:"cached"`
-	ImageSHA256      string      `json:"image_sha256"`
-	FinishReason     string      `json:"finish_reason"`
-	Schema           string      `json:"schema"`
-	Probs            probsJSON   `json:"probs"`
-	Coverage         *float64    `json:"coverage"`
-	Entropy          *float64    `json:"entropy"`
-	TopOption        string      `json:"top_option"`
-	ExpectedScore    *float64    `json:"expected_score"`
-	TopAgrees        *bool       `json:"top_agrees"`
+	for _, c := range rowColumns {
+		if !c.run && c.csv == nil {
+			out = append(out, c.cell(&r))
+		}
+	}
+	return out
 }
 
 // probsJSON is a row's option probabilities in JSON: an object of option id to probability in the item's option
@@ -352,39 +313,31 @@ func (p *probsJSON) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (r Row) jsonForm() rowJSON {
-	return rowJSON{r.RunID, r.Index, r.CellID, r.Model, r.Seed, r.ItemID, r.ItemText, r.Scale, r.Reversed,
-		r.PersonaID, r.Status, r.OptionID, r.OptionText, r.Score, r.Raw, r.ErrorClass, r.ErrorCode,
-		r.ErrorMessage, r.PromptTokens, r.CompletionTokens, json.Number(formatCost(r.CostUSD)), json.Number(formatLatency(r.LatencyMS)),
-		r.Attempts, r.Tries, r.Cached, r.ImageSHA256, r.FinishReason, r.Schema, probsJSON{r.Options, r.Probs}, r.Coverage,
-		r.Entropy, r.TopOption, r.ExpectedScore, r.TopAgrees}
-}
-
-// UnmarshalJSON reads a results.jsonl line, the option probabilities included.
+// UnmarshalJSON reads a results.jsonl line, the option probabilities included. Keys that are no column are
+// ignored; a column without its key keeps its zero value.
 func (r *Row) UnmarshalJSON(b []byte) error {
-	type plain Row // the same fields without this method
-	var aux struct {
-		plain
-		Probs probsJSON `json:"probs"`
-	}
-	if err := json.Unmarshal(b, &aux); err != nil {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
 		return err
 	}
-	*r = Row(aux.plain)
-	r.Options, r.Probs = aux.Probs.ids, aux.Probs.probs
+	*r = Row{}
+	for i := range rowColumns {
+		c := &rowColumns[i]
+		v, ok := obj[c.name]
+		if !ok {
+			continue
+		}
+		if err := c.decode(r, v); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
 	return nil
 }
 
 // MarshalJSON writes the row as one results.jsonl line (without the newline): keys in column order, cost and
 // latency formatted as in the CSV, HTML characters in text left unescaped.
 func (r Row) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r.jsonForm()); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return r.appendJSON(nil)
 }
 
 // ReadJSONL calls fn with every row of a results.jsonl stream, in order.

@@ -6,7 +6,7 @@
 // response_format, with made-up logprobs when asked for; see reply.go and logprobs.go), usage counted with
 // tiktoken, and a request log that tests use to prove no finished cell was requested twice. It also serves
 // Anthropic's /v1/messages, and the batch APIs of both (OpenAI's /v1/files and /v1/batches, Anthropic's
-// /v1/messages/batches; see batch.go), answered by the same code.
+// /v1/messages/batches; see batch.go, batch_openai.go and batch_anthropic.go), answered by the same code.
 //
 // A Server is safe for concurrent use. Its handlers respect the request's context: a client that goes away ends
 // the latency sleep or a hang at once, so no goroutine outlives its request.

@@ -14,10 +14,12 @@ import (
 // from go-yaml's AST, positions included, without building the AST, which holds about eight bytes per byte of
 // input (a saved spec of 100,000 items is a 55 MB JSON document, read by every worker). ok is false for anything
 // that is not plain JSON or that go-yaml might read otherwise (a syntax error, a duplicate or merge key, an
-// integer out of range, a surrogate escape, a tab, bytes that are not UTF-8): parseNodes then reads it as YAML, which
-// gives the same tree or the error go-yaml gives. TestJSONNodesAsYAML holds the two trees equal.
+// integer out of range, a surrogate escape, a tab, a carriage return that does not end a line with a line feed,
+// a number, true, false or null with spaces after it at the end of its line, bytes that are not UTF-8):
+// parseNodes then reads it as YAML, which gives the same tree or the error go-yaml gives. TestJSONNodesAsYAML and
+// FuzzJSONNodesAsYAML hold the two trees equal.
 func jsonNodes(data []byte) (n *node, ok bool) {
-	if !utf8.Valid(data) || bytes.IndexByte(data, '\t') >= 0 {
+	if !utf8.Valid(data) || bytes.IndexByte(data, '\t') >= 0 || loneCR(data) || spacedPlainEnd(data) {
 		return nil, false
 	}
 	j := &jsonReader{data: data, dec: json.NewDecoder(bytes.NewReader(data)), line: 1, col: 1}
@@ -30,6 +32,48 @@ func jsonNodes(data []byte) (n *node, ok bool) {
 		return nil, false // a second value, or trailing bytes that are not white space
 	}
 	return n, true
+}
+
+// loneCR reports a carriage return not followed by a line feed: a line break to YAML, white space to advance.
+func loneCR(data []byte) bool {
+	for i := bytes.IndexByte(data, '\r'); i >= 0; {
+		if i+1 == len(data) || data[i+1] != '\n' {
+			return true
+		}
+		next := bytes.IndexByte(data[i+1:], '\r')
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+// spacedPlainEnd reports a line that ends in a number, true, false or null followed by spaces, which go-yaml
+// places as many columns further right. A line feed is never inside a JSON string, so a letter or digit before
+// the spaces ends such a value.
+func spacedPlainEnd(data []byte) bool {
+	for i := bytes.IndexByte(data, '\n'); i >= 0; {
+		j := i
+		if j > 0 && data[j-1] == '\r' {
+			j--
+		}
+		k := j
+		for k > 0 && data[k-1] == ' ' {
+			k--
+		}
+		if k < j && k > 0 {
+			if c := data[k-1]; c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' {
+				return true
+			}
+		}
+		next := bytes.IndexByte(data[i+1:], '\n')
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
 }
 
 // jsonReader reads tokens and tracks the line and column (in characters, from 1) of an offset of data; offsets

@@ -9,9 +9,10 @@ import (
 // bank needs over 400 MB for the AST alone. A spec that large is one long block sequence (the items, or the
 // personas): yamlNodes reads the rest of the file with that sequence blanked out, reads the sequence a few
 // thousand lines at a time, and puts the parts' entries in its place, each part's lines shifted to where they
-// are in the file. The tree is the one the whole file gives (TestSplitYAMLAsWhole holds it so); whenever that
-// cannot be told from the text alone (an anchor or an alias in a part, a part that does not read as a sequence,
-// any error) the file is read whole, which also gives go-yaml's own error.
+// are in the file. The tree is the one the whole file gives (TestSplitYAMLAsWhole and FuzzSplitYAMLAsWhole hold
+// it so); whenever that cannot be told from the text alone (a carriage return or a tab in the file, an anchor or
+// an alias in a part, a part that does not read as a sequence, a sequence that ends in a null before more of the
+// file, any error) the file is read whole, which also gives go-yaml's own error.
 
 // splitMin is the size of a block sequence, in bytes, from which it is read in parts of about splitPart bytes.
 const (
@@ -19,8 +20,10 @@ const (
 	splitPart = 1 << 20
 )
 
-// keyLine is a line that ends with a mapping key and no value: what a block sequence's key line looks like.
-var keyLine = regexp.MustCompile(`^[ ]*[^\s#][^#]*:[ ]*(#.*)?\r?$`)
+// keyLine is a line that ends with a mapping key and no value: what a block sequence's key line looks like. The
+// key is a plain word (letters, digits, _ . - and inner spaces): a tag, an anchor, a quote or a flow collection
+// on the line could make go-yaml read the file otherwise than its parts.
+var keyLine = regexp.MustCompile(`^[ ]*[A-Za-z0-9_]([A-Za-z0-9_. -]*[A-Za-z0-9_.-])?:[ ]*(#.*)?$`)
 
 // seqRun is a run of block sequence entries at one indentation: lines [first, end) of the file, the key on line
 // key (all 0-based).
@@ -102,6 +105,12 @@ func longestRun(data []byte, lines []lineInfo) (best seqRun, size int) {
 
 // splitNodes reads data in parts as described above; ok is false when it did not (the caller reads it whole).
 func splitNodes(data []byte, minRun, part int) (root *node, ok bool) {
+	if bytes.ContainsAny(data, "\r\t") {
+		// go-yaml counts the lines around a carriage return its own way (a lone one is a line break, and one
+		// ending a comment line before a line feed counts twice), and the columns around a tab: the whole file
+		// decides.
+		return nil, false
+	}
 	lines := scanLines(data)
 	run, size := longestRun(data, lines)
 	if size < minRun || size == 0 {
@@ -123,14 +132,37 @@ func splitNodes(data []byte, minRun, part int) (root *node, ok bool) {
 	if !ok {
 		return nil, false
 	}
+	// go-yaml places some nodes by what follows them: an implicit null (an empty entry "-", a key with no value)
+	// one column further, and a plain scalar over several lines on its last line, when the document ends right
+	// after them; an empty last entry followed by a key becomes that key's mapping. So a part that the file goes
+	// on after is read with a stand-in entry after it, as the whole file reads it, the stand-in then dropped; and
+	// a run that ends in a null, with more of the file after it, is left to the whole file.
+	goesOn := false
+	for _, l := range lines[run.end:] {
+		goesOn = goesOn || !l.blank
+	}
+	standIn := append(bytes.Repeat([]byte{' '}, run.indent), "- 0\n"...)
 	seq := &node{kind: kindSeq}
 	for i := run.first; i < run.end; {
 		j := i + 1
 		for j < run.end && (off(j)-off(i) < part || !(lines[j].entry && lines[j].indent == run.indent)) {
 			j++
 		}
-		n, ok := readPart(data[off(i):off(j)], i)
+		text, more := data[off(i):off(j)], j < run.end || goesOn
+		if more {
+			text = append(text[:len(text):len(text)], standIn...)
+		}
+		n, ok := readPart(text, i)
 		if !ok || n.kind != kindSeq {
+			return nil, false
+		}
+		if more {
+			if len(n.vals) < 2 {
+				return nil, false
+			}
+			n.vals = n.vals[:len(n.vals)-1]
+		}
+		if j == run.end && goesOn && endsInNull(n) {
 			return nil, false
 		}
 		if i == run.first {
@@ -147,6 +179,14 @@ func splitNodes(data []byte, minRun, part int) (root *node, ok bool) {
 	seq.keyLine, seq.keyCol = v.keyLine, v.keyCol
 	*v = *seq
 	return root, true
+}
+
+// endsInNull reports whether the last node of n, in the order of the text, is a null.
+func endsInNull(n *node) bool {
+	for len(n.vals) > 0 {
+		n = n.vals[len(n.vals)-1]
+	}
+	return n.kind == kindNull
 }
 
 // readPart reads one part whose first line is line shift+1 of the file; ok is false on any error, an anchor or

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,39 +99,42 @@ var pgMigrations = []string{
 // open the store, and only one of them may create the tables.
 const pgMigrateLock = 0x5111c0
 
-// pgCellColumns are the columns Records and Scan read, in the order scanPGRecord takes them.
-const pgCellColumns = `idx, status, option_id, raw, candidates, error_class, error_message,
-	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, error_code, image_sha256,
-	finish_reason, schema, probs, coverage, tries`
-
 // pgUpsert writes a whole batch in one statement and one round trip: the run's row (created by the first write
-// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column. A
-// statement is atomic on its own, so Put needs no explicit transaction. ON CONFLICT makes a rewritten cell (a
-// retried pass, FailUnfinished after a crash) replace the earlier row, never add a second one, except that a
-// failed record never replaces an answer. The arrays must not repeat an index: one statement cannot update a row
-// twice. A cell's attempts and tries add what silico_cell_carry keeps of its earlier executions (see
-// DeleteFailed); the lookups are subqueries of its primary key, not a join, so the rows keep the arrays' order.
-const pgUpsert = `WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)
-INSERT INTO silico_cells (run, ` + pgCellColumns + `)
-SELECT $1, u.idx, u.status, u.option_id, u.raw, u.candidates, u.error_class, u.error_message,
-	u.prompt_tokens, u.completion_tokens, u.cost_usd, u.latency_ms,
-	u.attempts + coalesce((SELECT c.attempts FROM silico_cell_carry c WHERE c.run = $1 AND c.idx = u.idx), 0),
-	u.cached, u.error_code, u.image_sha256, u.finish_reason, u.schema, u.probs, u.coverage,
-	u.tries + coalesce((SELECT c.tries FROM silico_cell_carry c WHERE c.run = $1 AND c.idx = u.idx), 0)
-FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-	$9::bigint[], $10::bigint[], $11::float8[], $12::float8[], $13::bigint[], $14::boolean[], $15::text[], $16::text[],
-	$17::text[], $18::text[], $19::text[], $20::float8[], $21::bigint[])
-	AS u(idx, status, option_id, raw, candidates, error_class, error_message, prompt_tokens, completion_tokens,
-	cost_usd, latency_ms, attempts, cached, error_code, image_sha256, finish_reason, schema, probs, coverage, tries)
-ON CONFLICT (run, idx) DO UPDATE SET
-	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
-	candidates = excluded.candidates, error_class = excluded.error_class, error_message = excluded.error_message,
-	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
-	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached, error_code = excluded.error_code, image_sha256 = excluded.image_sha256,
-	finish_reason = excluded.finish_reason, schema = excluded.schema, probs = excluded.probs,
-	coverage = excluded.coverage, tries = excluded.tries
-WHERE excluded.status <> 'failed' OR silico_cells.status = 'failed'`
+// of a run whose spec is not saved yet) in a data-modifying CTE, and the cells from one array per column ($2...,
+// pgArgs). A statement is atomic on its own, so Put needs no explicit transaction. ON CONFLICT makes a rewritten
+// cell (a retried pass, FailUnfinished after a crash) replace the earlier row, never add a second one, except that
+// a failed record never replaces an answer. The arrays must not repeat an index: one statement cannot update a
+// row twice. A cell's carried columns (attempts and tries) add what silico_cell_carry keeps of its earlier
+// executions (see DeleteFailed); the lookups are subqueries of its primary key, not a join, so the rows keep the
+// arrays' order.
+func pgUpsert() string {
+	names := recordColumnNames()
+	sel := make([]string, len(recordColumns))
+	arrays := make([]string, len(recordColumns))
+	for i, c := range recordColumns {
+		sel[i] = "u." + c.name
+		if c.carried {
+			sel[i] += fmt.Sprintf(" + coalesce((SELECT c.%s FROM silico_cell_carry c WHERE c.run = $1 AND c.%s = u.%s), 0)",
+				c.name, keyColumn, keyColumn)
+		}
+		arrays[i] = fmt.Sprintf("$%d::%s[]", i+2, c.pgType)
+	}
+	return "WITH r AS (INSERT INTO silico_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING)\n" +
+		"INSERT INTO silico_cells (run, " + names + ")\n" +
+		"SELECT $1, " + strings.Join(sel, ", ") + "\n" +
+		"FROM unnest(" + strings.Join(arrays, ", ") + ")\n\tAS u(" + names + ")" +
+		upsertSet("silico_cells")
+}
+
+// pgArgs are the parameters of pgUpsert: the run, then one array per column of recs.
+func pgArgs(run string, recs []Record) []any {
+	args := make([]any, 0, 1+len(recordColumns))
+	args = append(args, run)
+	for _, c := range recordColumns {
+		args = append(args, c.array(recs))
+	}
+	return args
+}
 
 // Postgres is the results store in a PostgreSQL database, shared by any number of worker processes on any
 // number of machines. It is safe for use by several goroutines.
@@ -138,6 +142,8 @@ type Postgres struct {
 	pool *pgxpool.Pool
 	// where is the DSN without its password, for messages.
 	where string
+	// upsert is pgUpsert's statement, built once.
+	upsert string
 }
 
 // OpenPostgres connects to the database a postgres:// URL names (pgx's connection string: sslmode,
@@ -149,7 +155,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 		// pgx's parse errors quote the connection string; say only where.
 		return nil, fmt.Errorf("store: open %s: invalid PostgreSQL connection string", where)
 	}
-	p := &Postgres{pool: pool, where: where}
+	p := &Postgres{pool: pool, where: where, upsert: pgUpsert()}
 	if err := p.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
@@ -308,10 +314,7 @@ func (p *Postgres) Write(ctx context.Context, run string, b Batch) error {
 	}
 	var q pgx.Batch
 	if len(b.Records) > 0 {
-		c := newPGColumns(mergeByIndex(b.Records))
-		q.Queue(pgUpsert, run, c.idx, c.status, c.optionID, c.raw, c.candidates, c.errorClass,
-			c.errorMessage, c.promptTokens, c.completionTokens, c.costUSD, c.latencyMS, c.attempts, c.cached, c.errorCode, c.imageSHA256,
-			c.finishReason, c.schema, c.probs, c.coverage, c.tries)
+		q.Queue(p.upsert, pgArgs(run, mergeByIndex(b.Records))...)
 	}
 	if len(b.Cache) > 0 {
 		// Sorted by key, so that two batches writing the same keys lock them in one order.
@@ -382,48 +385,16 @@ func mergeByIndex(recs []Record) []Record {
 	return out[:w+1]
 }
 
-// pgColumns are a batch of records as one array per column, the parameters of pgUpsert.
-type pgColumns struct {
-	idx, promptTokens, completionTokens, attempts, tries        []int64
-	status, optionID, raw, candidates, errorClass, errorMessage []string
-	errorCode, imageSHA256                                      []string
-	finishReason, schema, probs                                 []string
-	costUSD, latencyMS, coverage                                []float64
-	cached                                                      []bool
-}
-
-func newPGColumns(recs []Record) pgColumns {
-	n := len(recs)
-	c := pgColumns{
-		idx: make([]int64, n), promptTokens: make([]int64, n), completionTokens: make([]int64, n), attempts: make([]int64, n),
-		tries:  make([]int64, n),
-		status: make([]string, n), optionID: make([]string, n), raw: make([]string, n), candidates: make([]string, n),
-		errorClass: make([]string, n), errorMessage: make([]string, n), errorCode: make([]string, n), imageSHA256: make([]string, n),
-		costUSD: make([]float64, n), latencyMS: make([]float64, n), cached: make([]bool, n),
-		finishReason: make([]string, n), schema: make([]string, n), probs: make([]string, n), coverage: make([]float64, n),
-	}
-	for i, r := range recs {
-		c.idx[i], c.promptTokens[i], c.completionTokens[i], c.attempts[i] =
-			int64(r.Index), int64(r.PromptTokens), int64(r.CompletionTokens), int64(r.Attempts)
-		c.tries[i] = int64(r.Tries)
-		c.status[i], c.optionID[i], c.raw[i], c.candidates[i] = r.Status, r.OptionID, r.Raw, r.Candidates
-		c.errorClass[i], c.errorMessage[i], c.errorCode[i] = r.ErrorClass, r.ErrorMessage, r.ErrorCode
-		c.costUSD[i], c.latencyMS[i], c.cached[i] = r.CostUSD, r.LatencyMS, r.Cached
-		c.imageSHA256[i] = r.ImageSHA256
-		c.finishReason[i], c.schema[i], c.probs[i], c.coverage[i] = r.FinishReason, r.Schema, EncodeProbs(r.Probs), r.Coverage
-	}
-	return c
-}
-
 // Records returns the recorded cells of a run with start <= index < end, by index. Every record is a finished
 // cell: a cell whose call failed transiently is left unrecorded, to be run again.
 func (p *Postgres) Records(ctx context.Context, run string, start, end int) ([]Record, error) {
-	rows, err := p.pool.Query(ctx, "SELECT "+pgCellColumns+" FROM silico_cells WHERE run = $1 AND idx >= $2 AND idx < $3 ORDER BY idx",
+	rows, err := p.pool.Query(ctx, "SELECT "+recordColumnNames()+" FROM silico_cells WHERE run = $1 AND idx >= $2 AND idx < $3 ORDER BY idx",
 		run, start, end)
 	if err != nil {
 		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
 	}
-	out, err := scanPGRecords(rows, nil)
+	defer rows.Close()
+	out, err := scanRecords(rows, nil)
 	if err != nil {
 		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
 	}
@@ -435,36 +406,14 @@ func (p *Postgres) Records(ctx context.Context, run string, start, end int) ([]R
 // snapshot: records written while it runs at indexes it has not reached yet are seen.
 func (p *Postgres) Scan(ctx context.Context, run string, fn func(Record) error) error {
 	return scanPaged(run, fn, func(after int, buf []Record) ([]Record, error) {
-		rows, err := p.pool.Query(ctx, "SELECT "+pgCellColumns+" FROM silico_cells WHERE run = $1 AND idx > $2 ORDER BY idx LIMIT $3",
+		rows, err := p.pool.Query(ctx, "SELECT "+recordColumnNames()+" FROM silico_cells WHERE run = $1 AND idx > $2 ORDER BY idx LIMIT $3",
 			run, after, scanPage)
 		if err != nil {
 			return nil, err
 		}
-		return scanPGRecords(rows, buf)
+		defer rows.Close()
+		return scanRecords(rows, buf)
 	})
-}
-
-// scanPGRecords reads all rows into out and closes rows.
-func scanPGRecords(rows pgx.Rows, out []Record) ([]Record, error) {
-	defer rows.Close()
-	for rows.Next() {
-		var r Record
-		var probs string
-		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorMessage,
-			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ErrorCode, &r.ImageSHA256,
-			&r.FinishReason, &r.Schema, &probs, &r.Coverage, &r.Tries); err != nil {
-			return nil, err
-		}
-		var err error
-		if r.Probs, err = DecodeProbs(probs); err != nil {
-			return nil, fmt.Errorf("cell %d: %w", r.Index, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Counts returns the per-status counts and the token and cost sums of a run's records (a cell answered from the

@@ -9,20 +9,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
-
-	"github.com/silicolab/silico/usage"
 )
-
-// ErrNotFound is returned when a run or a record does not exist.
-var ErrNotFound = errors.New("store: not found")
-
-// ErrSpecConflict is returned by SaveRun when a different spec is already saved under the run id.
-var ErrSpecConflict = errors.New("a different spec is already saved under this run id")
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
@@ -139,40 +133,6 @@ CREATE TABLE IF NOT EXISTS cache_tally (
 ) WITHOUT ROWID;
 `
 
-const cellColumns = `idx, status, option_id, raw, candidates, error_class, error_code, error_message,
-	prompt_tokens, completion_tokens, cost_usd, latency_ms, attempts, cached, image_sha256,
-	finish_reason, schema, probs, coverage, tries`
-
-// upsertCell writes one record; upsertCarried also adds the counts cell_carry keeps of the cell's
-// earlier executions to its attempts (?14) and tries (?21), by lookups of the carry table's primary key, which a
-// batch of a run that was never retried is spared (putCells asks once per batch).
-const (
-	upsertCell    = upsertCellInto + `VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertCellSet
-	upsertCarried = upsertCellInto + `VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
-	?14 + coalesce((SELECT attempts FROM cell_carry WHERE run = ?1 AND idx = ?2), 0),
-	?15, ?16, ?17, ?18, ?19, ?20,
-	?21 + coalesce((SELECT tries FROM cell_carry WHERE run = ?1 AND idx = ?2), 0))` + upsertCellSet
-)
-
-const upsertCellInto = `INSERT INTO cells (run, ` + cellColumns + `)
-`
-
-const upsertCellSet = `
-ON CONFLICT (run, idx) DO UPDATE SET
-	status = excluded.status, option_id = excluded.option_id, raw = excluded.raw,
-	candidates = excluded.candidates, error_class = excluded.error_class, error_code = excluded.error_code,
-	error_message = excluded.error_message,
-	prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
-	cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, attempts = excluded.attempts,
-	cached = excluded.cached, image_sha256 = excluded.image_sha256,
-	finish_reason = excluded.finish_reason, schema = excluded.schema, probs = excluded.probs,
-	coverage = excluded.coverage, tries = excluded.tries
-WHERE excluded.status <> 'failed' OR cells.status = 'failed'`
-
-// scanPage is how many records Scan reads per query. Between pages no connection or read transaction is
-// held, so the callback may be slow or use the store itself, and WAL checkpoints are never starved.
-const scanPage = 1024
-
 // SQLite is the results store in one SQLite file (WAL mode). It is safe for use by several goroutines, and
 // several processes (a worker and a starter exporting results) may open the same file at once: writes take
 // the write lock when their transaction begins and wait up to a busy timeout for it.
@@ -216,8 +176,8 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		query string
 	}{
 		{&w.run, "INSERT INTO runs (run) VALUES (?) ON CONFLICT (run) DO NOTHING"},
-		{&w.cell, upsertCell},
-		{&w.carried, upsertCarried},
+		{&w.cell, sqliteUpsert(false)},
+		{&w.carried, sqliteUpsert(true)},
 		{&w.hasCarry, "SELECT EXISTS (SELECT 1 FROM cell_carry WHERE run = ?)"},
 		{&w.cache, putCacheQuery},
 		{&w.tally, addTallyQuery},
@@ -567,19 +527,38 @@ func (s *SQLite) trimWAL(ctx context.Context) {
 	s.trimAt = s.walLimit
 }
 
-// checkBatch rejects a batch that no back end may write, before any of it is.
-func checkBatch(run string, b Batch) error {
-	if run == "" && len(b.Records) > 0 {
-		return errors.New("store: put: empty run id")
-	}
-	for i := range b.Records {
-		if err := b.Records[i].validate(); err != nil {
-			return fmt.Errorf("store: put %s: %w", run, err)
+// sqliteUpsert is SQLite's write of one record: ?1 the run, ?2... the values of recordColumns (recordArgs).
+// With carried, the carried columns add what cell_carry keeps of the cell, by a lookup of the carry table's
+// primary key.
+func sqliteUpsert(carried bool) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO cells (run, " + recordColumnNames() + ")\nVALUES (?1")
+	param := func(i int) string { return "?" + strconv.Itoa(i+2) }
+	key := param(slices.IndexFunc(recordColumns, func(c recordColumn) bool { return c.name == keyColumn }))
+	for i, c := range recordColumns {
+		p := param(i)
+		if carried && c.carried {
+			p += fmt.Sprintf(" + coalesce((SELECT %s FROM cell_carry WHERE run = ?1 AND %s = %s), 0)", c.name, keyColumn, key)
 		}
+		b.WriteString(", " + p)
 	}
-	return nil
+	b.WriteString(")")
+	b.WriteString(upsertSet("cells"))
+	return b.String()
 }
 
+// recordArgs are the parameters of sqliteUpsert for record r of run, in args (reused from record to record).
+func recordArgs(args []any, run string, r *Record) []any {
+	args = append(args[:0], run)
+	for _, c := range recordColumns {
+		args = append(args, c.value(r))
+	}
+	return args
+}
+
+// putCells writes recs in tx, one upsert (sqliteUpsert) per record. The carried form, which looks up what
+// cell_carry keeps of each cell, is used only when the run has carried counts, asked once per batch: a run that
+// was never retried is spared the lookups.
 func putCells(ctx context.Context, tx *sql.Tx, ws writeStmts, run string, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -595,36 +574,26 @@ func putCells(ctx context.Context, tx *sql.Tx, ws writeStmts, run string, recs [
 	if carry {
 		stmt = tx.StmtContext(ctx, ws.carried)
 	}
+	var args []any
 	for i := range recs {
 		r := &recs[i]
-		if _, err := stmt.ExecContext(ctx, run, r.Index, r.Status, r.OptionID, r.Raw, r.Candidates, r.ErrorClass,
-			r.ErrorCode, r.ErrorMessage, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.LatencyMS, r.Attempts, r.Cached, r.ImageSHA256,
-			r.FinishReason, r.Schema, EncodeProbs(r.Probs), r.Coverage, r.Tries); err != nil {
+		args = recordArgs(args, run, r)
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("cell %d: %w", r.Index, err)
 		}
 	}
 	return nil
 }
 
-func (r *Record) validate() error {
-	if r.Index < 0 {
-		return fmt.Errorf("record index %d is negative", r.Index)
-	}
-	switch r.Status {
-	case StatusOK, StatusUnparsed, StatusFailed:
-		return nil
-	}
-	return fmt.Errorf("cell %d: status %q is not one of %s, %s, %s", r.Index, r.Status, StatusOK, StatusUnparsed, StatusFailed)
-}
-
 // Records returns the recorded cells of a run with start <= index < end, by index. Every record is a finished
 // cell: a cell whose call failed transiently is left unrecorded, to be run again.
 func (s *SQLite) Records(ctx context.Context, run string, start, end int) ([]Record, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+cellColumns+" FROM cells WHERE run = ? AND idx >= ? AND idx < ? ORDER BY idx",
+	rows, err := s.db.QueryContext(ctx, "SELECT "+recordColumnNames()+" FROM cells WHERE run = ? AND idx >= ? AND idx < ? ORDER BY idx",
 		run, start, end)
 	if err != nil {
 		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
 	}
+	defer func() { _ = rows.Close() }()
 	out, err := scanRecords(rows, nil)
 	if err != nil {
 		return nil, fmt.Errorf("store: records %s [%d,%d): %w", run, start, end, err)
@@ -637,72 +606,14 @@ func (s *SQLite) Records(ctx context.Context, run string, start, end int) ([]Rec
 // at indexes it has not reached yet are seen.
 func (s *SQLite) Scan(ctx context.Context, run string, fn func(Record) error) error {
 	return scanPaged(run, fn, func(after int, buf []Record) ([]Record, error) {
-		rows, err := s.db.QueryContext(ctx, "SELECT "+cellColumns+" FROM cells WHERE run = ? AND idx > ? ORDER BY idx LIMIT ?",
+		rows, err := s.db.QueryContext(ctx, "SELECT "+recordColumnNames()+" FROM cells WHERE run = ? AND idx > ? ORDER BY idx LIMIT ?",
 			run, after, scanPage)
 		if err != nil {
 			return nil, err
 		}
+		defer func() { _ = rows.Close() }()
 		return scanRecords(rows, buf)
 	})
-}
-
-// scanPaged calls fn with every record that page returns, a page of at most scanPage records after index after
-// at a time, until a page comes back short. No query is open while fn runs. It stops at, and returns, fn's first
-// error. Both back ends' Scan are this loop.
-func scanPaged(run string, fn func(Record) error, page func(after int, buf []Record) ([]Record, error)) error {
-	next := -1
-	var buf []Record
-	for {
-		recs, err := page(next, buf[:0])
-		if err != nil {
-			return fmt.Errorf("store: scan %s: %w", run, err)
-		}
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(recs) < scanPage {
-			return nil
-		}
-		next = recs[len(recs)-1].Index
-		buf = recs
-	}
-}
-
-// scanRecords reads all rows into out and closes rows.
-func scanRecords(rows *sql.Rows, out []Record) ([]Record, error) {
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		var r Record
-		var probs string
-		if err := rows.Scan(&r.Index, &r.Status, &r.OptionID, &r.Raw, &r.Candidates, &r.ErrorClass, &r.ErrorCode, &r.ErrorMessage,
-			&r.PromptTokens, &r.CompletionTokens, &r.CostUSD, &r.LatencyMS, &r.Attempts, &r.Cached, &r.ImageSHA256,
-			&r.FinishReason, &r.Schema, &probs, &r.Coverage, &r.Tries); err != nil {
-			return nil, err
-		}
-		var err error
-		if r.Probs, err = DecodeProbs(probs); err != nil {
-			return nil, fmt.Errorf("cell %d: %w", r.Index, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Counts sums up the records of a run.
-type Counts struct {
-	// Records is the number of recorded (finished) cells; OK, Unparsed and Failed split it by status.
-	Records  int `json:"records"`
-	OK       int `json:"ok"`
-	Unparsed int `json:"unparsed"`
-	Failed   int `json:"failed"`
-	// Cached counts records answered from the response cache.
-	Cached int `json:"cached"`
-	usage.Usage
 }
 
 // Counts returns the per-status counts and the token and cost sums of a run's records (a cell answered from the

@@ -25,6 +25,7 @@ import (
 
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -136,30 +137,10 @@ func newStackWith(t *testing.T, cfg sim.Config, o stackOptions) *stack {
 
 // gridSpec is models × seeds × items × personas on the simulator.
 func gridSpec(models, seeds, items, personas int) experiment.Spec {
-	s := experiment.Spec{Name: "e2e grid"}
-	for m := range models {
-		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprintf("m%d", m), Name: fmt.Sprintf("sim-%d", m), Provider: "sim",
-			Params: experiment.Params{MaxTokens: 16}})
-	}
-	for sd := range seeds {
-		s.Seeds = append(s.Seeds, int64(100+sd))
-	}
-	for it := range items {
-		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1),
-			Text: fmt.Sprintf("Statement number %d about myself.", it+1), Reversed: it%3 == 0})
-	}
-	for p := range personas {
-		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p),
-			Attributes: map[string]string{"name": fmt.Sprint("Person", p), "age": fmt.Sprint(20 + 5*p)}})
-	}
-	s.Questionnaire.Name = "e2e"
-	s.Questionnaire.Instruction = "Rate each statement."
-	for w := 1; w <= 5; w++ {
-		s.Questionnaire.Options.Options = append(s.Questionnaire.Options.Options,
-			experiment.Option{ID: fmt.Sprint(w), Text: fmt.Sprintf("%d. Level %d", w, w), Weight: w})
-	}
-	s.ApplyDefaults()
-	return s
+	return experimenttest.Grid(models, seeds, items, personas, experimenttest.Name("e2e grid"), experimenttest.FirstSeed(100),
+		experimenttest.Statements(), experimenttest.Model(func(i int, m *experiment.Model) {
+			m.Name, m.Provider, m.Params = fmt.Sprintf("sim-%d", i), "sim", experiment.Params{MaxTokens: 16}
+		}), experimenttest.Edit(func(s *experiment.Spec) { s.Questionnaire.Name = "e2e" }), experimenttest.Defaults())
 }
 
 func (s *stack) run(t *testing.T, id string, spec experiment.Spec) wire.Result {

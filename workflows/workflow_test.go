@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
@@ -33,25 +34,9 @@ import (
 
 // gridSpec is a valid spec of models × seeds × items × personas.
 func gridSpec(models, seeds, items, personas int) experiment.Spec {
-	s := experiment.Spec{Name: "grid"}
-	for m := range models {
-		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprintf("m%d", m), Name: "sim-model", Provider: "sim",
-			RPM: 600, TPM: 60000, MaxConcurrency: 8})
-	}
-	for sd := range seeds {
-		s.Seeds = append(s.Seeds, int64(sd+1))
-	}
-	for it := range items {
-		s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: fmt.Sprint(it + 1), Text: fmt.Sprintf("Question %d?", it+1)})
-	}
-	for p := range personas {
-		s.Personas = append(s.Personas, experiment.Persona{ID: fmt.Sprintf("p%d", p), Attributes: map[string]string{"name": fmt.Sprint("P", p)}})
-	}
-	s.Questionnaire.Name = "q"
-	s.Questionnaire.Instruction = "Answer."
-	s.Questionnaire.Options.Options = []experiment.Option{{ID: "1", Text: "1. No", Weight: 1}, {ID: "2", Text: "2. Yes", Weight: 2}}
-	s.Run.MaxAttempts = 3
-	return s
+	return experimenttest.Grid(models, seeds, items, personas, experimenttest.Model(func(_ int, m *experiment.Model) {
+		m.Provider, m.RPM, m.TPM, m.MaxConcurrency = "sim", 600, 60000, 8
+	}), experimenttest.Edit(func(s *experiment.Spec) { s.Run.MaxAttempts = 3 }))
 }
 
 // passMock stands in for RunSeedPass and records the order and overlap of passes.
@@ -227,6 +212,57 @@ func TestLimitSharesNeverExceedTheModel(t *testing.T) {
 	}
 	if rpm < 600-4 {
 		t.Errorf("shares waste the limit: rpm %d of 600", rpm)
+	}
+
+	// Shares grow as passes finish, and a running pass picks its grown share up, keeping the largest it saw.
+	// Whenever passes start and finish, the largest shares of the passes running then must add up to at most
+	// the model's limits.
+	spec = gridSpec(1, 6, 2, 2) // one model, six passes, four at once
+	spec.Run.MaxParallelPasses = 4
+	spec.Run.MaxConcurrency = 16
+	plan, err := (&activities.Activities{Store: tempStore(t)}).PrepareRun(context.Background(),
+		wire.PrepareInput{RunID: "r", Spec: input(t, spec, "").Spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{plan: plan, passes: plan.Passes, runningByModel: map[int]int{}}
+	held := map[int]ratelimit.Limits{} // by running pass: the largest share it saw
+	grew := false
+	check := func(when string) {
+		now := r.share(0).Limits
+		var sum ratelimit.Limits
+		for p, l := range held {
+			if now.RPM > l.RPM || now.TPM > l.TPM || now.Concurrency > l.Concurrency {
+				grew = grew || l != (ratelimit.Limits{})
+				l.RPM, l.TPM, l.Concurrency = max(l.RPM, now.RPM), max(l.TPM, now.TPM), max(l.Concurrency, now.Concurrency)
+				held[p] = l
+			}
+			sum.RPM += held[p].RPM
+			sum.TPM += held[p].TPM
+			sum.Concurrency += held[p].Concurrency
+		}
+		if sum.RPM > 600 || sum.TPM > 60000 || sum.Concurrency > 8 {
+			t.Errorf("%s: %d running passes hold shares adding up to rpm %d tpm %d concurrency %d; model allows 600, 60000, 8",
+				when, len(held), sum.RPM, sum.TPM, sum.Concurrency)
+		}
+	}
+	for finished := 0; finished < len(r.passes); {
+		for r.running < spec.Run.MaxParallelPasses && r.state.Next < len(r.passes) {
+			p := r.passes[r.state.Next]
+			r.state.Next++
+			r.running++
+			r.runningByModel[p.Model]++
+			held[p.Index] = ratelimit.Limits{}
+			check(fmt.Sprintf("pass %d started", p.Index))
+		}
+		delete(held, finished)
+		r.running--
+		r.runningByModel[0]--
+		check(fmt.Sprintf("pass %d finished", finished))
+		finished++
+	}
+	if !grew {
+		t.Error("no running pass's share grew as passes finished: the check above saw no grown share")
 	}
 }
 
