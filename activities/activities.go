@@ -10,19 +10,11 @@
 package activities
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/breaker"
@@ -31,17 +23,8 @@ import (
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
-	"github.com/silicolab/silico/results"
-	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
-)
-
-// Retry backoff of a pass's attempts: InitialRetryInterval doubled per attempt, at most MaxRetryInterval (the
-// workflow's retry policy). An attempt ends early only when its worker stops or the store fails: a provider outage
-// is waited out inside the attempt, behind the endpoint's breaker.
-const (
-	InitialRetryInterval = time.Second
-	MaxRetryInterval     = time.Minute
+	"github.com/silicolab/silico/wire"
 )
 
 // Store is what the activities need of the results store.
@@ -65,8 +48,8 @@ type Models interface {
 	AnthropicClient(m experiment.Model) (*llm.AnthropicClient, error)
 }
 
-// Activities holds the dependencies of the activities. Register a *Activities with the worker; workflows call
-// its methods through a nil *Activities.
+// Activities holds the dependencies of the activities. Register registers its methods with a worker, each under
+// its handle's name in package wire, through which workflows schedule them.
 type Activities struct {
 	Store     Store
 	Models    Models
@@ -104,288 +87,16 @@ type Activities struct {
 	ownSpecs SpecCache
 }
 
-// PrepareInput names a run and carries the spec as the workflow received it: a JSON object, perhaps with the
-// workflow's control keys. An empty Spec means the run's spec is already in the store (continue-as-new).
-type PrepareInput struct {
-	RunID string
-	Spec  json.RawMessage `json:",omitempty"`
-	// RetryFailed removes the run's failed records first, so that its passes call those cells again.
-	RetryFailed bool `json:",omitempty"`
-	// SpecDigest starts a run whose spec the starter saved in the results store beforehand (a spec of any size,
-	// which no workflow input could carry): the SHA-256, in hex, of the saved bytes (SpecDigest).
-	SpecDigest string `json:",omitempty"`
-}
-
-// SpecDigest is the digest of a saved spec by which a workflow input refers to it.
-func SpecDigest(saved []byte) string {
-	sum := sha256.Sum256(saved)
-	return hex.EncodeToString(sum[:])
-}
-
-// Plan is what ExperimentWorkflow needs to know of a run's spec. PrepareRun decides it once and Temporal records
-// it in the workflow's history, so replaying a workflow never runs validation, defaults or planning again: a
-// release that changes them cannot break a run in flight.
-type Plan struct {
-	Name   string
-	Cells  int
-	Passes []experiment.Pass
-	Models []PlanModel
-	Seeds  []int64
-	// Run holds the run settings with their defaults filled in.
-	Run       experiment.RunSettings
-	BudgetUSD float64
-	// Retrying is the number of failed cells PrepareRun cleared to be called again (RetryFailed).
-	Retrying int `json:",omitempty"`
-}
-
-// PlanModel is what the workflow needs of a model: its id and its limits, which it shares among passes.
-type PlanModel struct {
-	ID             string
-	MaxConcurrency int
-	RPM, TPM       int
-	Burst          float64
-	// Batch is the model's resolved batch settings when it runs in batch mode; zero (and absent from the
-	// recorded plan) for a synchronous model, as in every plan recorded before batch mode existed.
-	Batch experiment.BatchSettings `json:",omitzero"`
-}
-
-// inputName names a workflow input in spec errors.
-const inputName = "workflow input"
-
-// InputControlKeys are the top-level keys of ExperimentWorkflow's input that are not the spec's: the workflow's
-// own settings beside the spec (see workflows.Input). One list, so the workflow and PrepareRun never disagree.
-func InputControlKeys() []string {
-	return []string{"run_id", "output", "state", "retry_failed", "spec_digest"}
-}
-
-// PrepareRun decodes and validates the spec with the same strict decoder as spec files (an unknown key, a bad
-// value: the same error, and the run fails at once without retries), saves its resolved form under the run id,
-// so that passes load it from the store instead of carrying it through history, and returns the run's Plan.
-// Saving the same spec again is a no-op (a resumed run); a different spec under the same id is refused. It
-// refuses an output directory outside the worker's output root (see ExportResults), and warns in the worker's
-// log when the run's models need a simulator this worker lacks, or when the spec's simulator settings do not
-// apply to this worker's simulator.
-func (a *Activities) PrepareRun(ctx context.Context, in PrepareInput) (Plan, error) {
-	s, err := a.prepareSpec(ctx, in)
-	if err != nil {
-		return Plan{}, err
-	}
-	if hasSpec(in.Spec) || in.SpecDigest != "" { // a fresh start, not a continuation: check and warn once per run
-		// The output directory is checked as ExportResults will, so that a directory this worker refuses fails
-		// the run before any call is paid for.
-		var ctl struct {
-			Output string `json:"output"`
-		}
-		if json.Unmarshal(in.Spec, &ctl) == nil {
-			if _, err := a.outputDir(ExportInput{RunID: in.RunID, Dir: ctl.Output}); err != nil {
-				return Plan{}, appError(errclass.OutputRefused, err)
-			}
-		}
-		for _, w := range a.simulatorWarnings(s) {
-			if activity.IsActivity(ctx) { // tests call PrepareRun directly
-				activity.GetLogger(ctx).Warn(w, "run", in.RunID)
-			}
-		}
-	}
-	plan := planOf(s)
-	if in.RetryFailed {
-		n, err := a.Store.DeleteFailed(ctx, in.RunID)
-		if err != nil {
-			return Plan{}, fmt.Errorf("clear failed cells of run %s: %w", in.RunID, err)
-		}
-		plan.Retrying = n
-	}
-	return plan, nil
-}
-
-// prepareSpec decodes, validates and saves the input's spec, or loads the saved one when the input has none.
-func (a *Activities) prepareSpec(ctx context.Context, in PrepareInput) (*experiment.Spec, error) {
-	if in.SpecDigest != "" && !hasSpec(in.Spec) {
-		return a.savedSpec(ctx, in.RunID, in.SpecDigest)
-	}
-	if !hasSpec(in.Spec) {
-		s, err := a.spec(ctx, in.RunID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the input holds no spec and the results store has none saved under this id", in.RunID),
-				errclass.InvalidSpec, err)
-		}
-		return s, err
-	}
-	s, _, err := SaveSpec(ctx, a.Store, in.RunID, in.Spec)
-	switch {
-	case errors.Is(err, ErrInvalidSpec):
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errclass.InvalidSpec, err)
-	case errors.Is(err, store.ErrSpecConflict):
-		// Retrying cannot help: the store holds another spec's results under this id.
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v; start the run under a new id (starter run --new)",
-			in.RunID, err), errclass.InvalidSpec, err)
-	case err != nil:
-		return nil, err
-	}
-	a.specCache().Put(in.RunID, s)
-	return s, nil
-}
-
-// ErrInvalidSpec wraps the errors of a spec that does not decode or validate.
-var ErrInvalidSpec = errors.New("invalid spec")
-
-// SpecSaver saves a run's spec; every store.Store is one.
-type SpecSaver interface {
-	SaveRun(ctx context.Context, run string, spec []byte) error
-}
-
-// SaveSpec decodes raw (a workflow input's JSON: spec keys and control keys) with the spec files' decoder and
-// saves its resolved form under run, and returns the spec and the digest of the saved bytes. PrepareRun saves an
-// inline spec this way, and a starter saves a spec it passes by reference this way, so both save the same bytes.
-// A spec that does not decode is ErrInvalidSpec; another spec saved under run is store.ErrSpecConflict.
-func SaveSpec(ctx context.Context, st SpecSaver, run string, raw json.RawMessage) (*experiment.Spec, string, error) {
-	s, err := specfile.ParseInput(raw, inputName, InputControlKeys()...)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrInvalidSpec, err)
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, "", fmt.Errorf("encode spec: %w", err)
-	}
-	digest, err := SaveCanonical(ctx, st, run, b)
-	if err != nil {
-		return nil, "", err
-	}
-	return s, digest, nil
-}
-
-// SaveCanonical saves canonical, the canonical JSON of a spec that validated (experiment.Spec.Canonical), under
-// run, and returns the digest of the saved bytes. They are the bytes SaveSpec would save for the same input:
-// decoding canonical with the spec files' decoder and encoding the result gives canonical again, which
-// TestCanonicalIsWhatSaveSpecSaves holds for every example spec. A starter that has the spec decoded saves it
-// this way, without decoding a large spec a second time. Another spec saved under run is store.ErrSpecConflict.
-func SaveCanonical(ctx context.Context, st SpecSaver, run string, canonical []byte) (string, error) {
-	if err := st.SaveRun(ctx, run, canonical); err != nil {
-		return "", fmt.Errorf("save run %s: %w", run, err)
-	}
-	return SpecDigest(canonical), nil
-}
-
-// savedSpec loads the spec a starter saved for run, after checking that it is the one the input names.
-func (a *Activities) savedSpec(ctx context.Context, run, digest string) (*experiment.Spec, error) {
-	b, err := a.Store.LoadRun(ctx, run)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the input refers to a spec by its digest, "+
-			"and the results store has none saved under this id: the starter saves it in the store the workers use (--store)", run),
-			errclass.InvalidSpec, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", run, err)
-	}
-	if got := SpecDigest(b); got != digest {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the results store holds a spec with digest %s, "+
-			"the input names %s; start the run under a new id (starter run --new)", run, got, digest), errclass.InvalidSpec, nil)
-	}
-	return a.spec(ctx, run)
-}
-
-// hasSpec reports whether a workflow input holds spec keys, not only control keys.
-func hasSpec(raw json.RawMessage) bool {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return false
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return true // not an object: ParseInput says what is wrong with it
-	}
-	for _, k := range InputControlKeys() {
-		delete(obj, k)
-	}
-	return len(obj) > 0
-}
-
-func planOf(s *experiment.Spec) Plan {
-	p := Plan{Name: s.Name, Cells: s.NumCells(), Passes: s.Passes(), Seeds: s.Seeds, Run: s.Run, BudgetUSD: s.BudgetUSD}
-	for _, m := range s.Models {
-		pm := PlanModel{ID: m.ID, MaxConcurrency: m.MaxConcurrency, RPM: m.RPM, TPM: m.TPM, Burst: m.Burst}
-		if s.Batched(m) {
-			pm.Batch = s.BatchSettings(m)
-		}
-		p.Models = append(p.Models, pm)
-	}
-	return p
-}
-
-// spec returns the run's spec, loaded once per process.
-func (a *Activities) spec(ctx context.Context, run string) (*experiment.Spec, error) {
-	cache := a.specCache()
-	if s, ok := cache.Get(run); ok {
-		return s, nil
-	}
-	b, err := a.Store.LoadRun(ctx, run)
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", run, err)
-	}
-	s, err := specfile.ParseSaved(b, run)
-	if err != nil {
-		return nil, err
-	}
-	cache.Put(run, s)
-	return s, nil
-}
-
-func (a *Activities) specCache() *SpecCache {
-	if a.Specs != nil {
-		return a.Specs
-	}
-	return &a.ownSpecs
-}
-
-// simulatorWarnings says what is wrong with the simulator a spec's models get from this worker.
-func (a *Activities) simulatorWarnings(s *experiment.Spec) []string {
-	var out []string
-	var simModels []string
-	for _, m := range s.Models {
-		if m.Provider == experiment.ProviderSim && m.BaseURL == "" {
-			simModels = append(simModels, m.ID)
-		}
-	}
-	switch {
-	case len(simModels) > 0 && !a.HasSimulator:
-		out = append(out, fmt.Sprintf("THIS WORKER HAS NO SIMULATOR: models %s use provider sim and every one of their "+
-			"calls will fail (no_simulator); start the worker with --sim, or point it at a simulator with --sim-url",
-			strings.Join(simModels, ", ")))
-	case len(simModels) > 0 && s.Simulator != nil && a.SimSettingsFixed:
-		out = append(out, "the spec's simulator settings (latency, rpm, tpm, faults) do not apply: this worker's "+
-			"simulator is shared by every run and keeps the settings it was started with")
-	}
-	return out
-}
-
-// FailInput names the cells of [Start, End) of a run that must be recorded as failed when they have no result.
-type FailInput struct {
-	RunID      string
-	Start, End int
-	// Cells, when set, are the cells of [Start, End) to record: those of one chunk of a batch pass.
-	Cells experiment.CellSet `json:",omitempty"`
-	Class string
-	// Code is the provider's error code of the failure (llm.Error.Code), if it has one.
-	Code     string `json:",omitempty"`
-	Message  string
-	Attempts int
-}
-
-// FailOutput says what FailUnfinished recorded, and what the range's finished cells cost.
-type FailOutput struct {
-	Recorded int
-	CostUSD  float64
-}
-
 // FailUnfinished records every cell of the range that has no result as failed with the given class and message,
 // so the output always has every cell. Cells that have a result keep it.
-func (a *Activities) FailUnfinished(ctx context.Context, in FailInput) (FailOutput, error) {
-	var out FailOutput
+func (a *Activities) FailUnfinished(ctx context.Context, in wire.FailInput) (wire.FailOutput, error) {
+	var out wire.FailOutput
 	n, err := a.failUnfinished(ctx, in, &out.CostUSD)
 	out.Recorded = n
 	return out, err
 }
 
-func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *float64) (int, error) {
+func (a *Activities) failUnfinished(ctx context.Context, in wire.FailInput, cost *float64) (int, error) {
 	done, err := a.Store.Records(ctx, in.RunID, in.Start, in.End)
 	if err != nil {
 		return 0, fmt.Errorf("read finished cells: %w", err)
@@ -413,116 +124,6 @@ func (a *Activities) failUnfinished(ctx context.Context, in FailInput, cost *flo
 		return 0, fmt.Errorf("record unfinished cells: %w", err)
 	}
 	return len(recs), nil
-}
-
-// ExportInput says which run to export and where.
-type ExportInput struct {
-	RunID string
-	// Dir is the output directory on the worker's machine; "" means OutputRoot/<run id>.
-	Dir     string
-	Elapsed time.Duration
-}
-
-// ExportOutput is what ExportResults wrote.
-type ExportOutput struct {
-	Dir     string
-	Summary results.Summary
-}
-
-// exportHeartbeatEvery is how often ExportResults heartbeats; ExportHeartbeatTimeout must be a few times it.
-const exportHeartbeatEvery = 2 * time.Second
-
-// ExportHeartbeatTimeout is the heartbeat timeout the workflow gives ExportResults.
-const ExportHeartbeatTimeout = 10 * time.Second
-
-// ExportResults writes the run's outputs in submission order: results.jsonl, results.csv, summary.json and the
-// analyses (see results.Export), or for an embed spec the vectors, their index and similarity matrices (see
-// results.ExportEmbed).
-func (a *Activities) ExportResults(ctx context.Context, in ExportInput) (ExportOutput, error) {
-	dir, err := a.outputDir(in)
-	if err != nil {
-		return ExportOutput{}, appError(errclass.OutputRefused, err)
-	}
-	s, err := a.spec(ctx, in.RunID)
-	if err != nil {
-		return ExportOutput{}, err
-	}
-	if err := a.Store.SetElapsed(ctx, in.RunID, in.Elapsed); err != nil {
-		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
-	}
-	// Heartbeats let a rerun after a dead worker start a new export within seconds (the heartbeat timeout),
-	// not after the whole start-to-close timeout.
-	hbCtx, stopHB := context.WithCancel(ctx)
-	var hb sync.WaitGroup
-	hb.Go(func() { tick(hbCtx, exportHeartbeatEvery, func() { activity.RecordHeartbeat(ctx) }) })
-	sum, err := results.ExportFor(s)(ctx, a.Store, s, in.RunID, dir, in.Elapsed)
-	stopHB()
-	hb.Wait()
-	if err != nil {
-		return ExportOutput{}, fmt.Errorf("export run %s: %w", in.RunID, err)
-	}
-	return ExportOutput{Dir: dir, Summary: sum}, nil
-}
-
-// CheckOutput refuses, with a non-retryable OutputRefused error, an output directory ExportResults would
-// refuse; a workflow calls it before the first pass so that a run is not paid for and then left unexported.
-func (a *Activities) CheckOutput(ctx context.Context, in ExportInput) error {
-	if _, err := a.outputDir(in); err != nil {
-		return appError(errclass.OutputRefused, err)
-	}
-	return nil
-}
-
-// outputDir is where the run's outputs go: OutputRoot/<run id>, or the run's own directory. A relative directory
-// is taken relative to OutputRoot. Unless OutputAnywhere is set, the directory must lie under OutputRoot, also
-// after resolving the symbolic links of the part of it that exists.
-func (a *Activities) outputDir(in ExportInput) (string, error) {
-	root := a.OutputRoot
-	if root == "" {
-		root = experiment.DefaultOutputRoot
-	}
-	if in.Dir == "" {
-		return filepath.Join(root, in.RunID), nil
-	}
-	if a.OutputAnywhere {
-		return in.Dir, nil
-	}
-	dir := in.Dir
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, dir)
-	}
-	absRoot, err := filepath.Abs(root)
-	if err != nil {
-		return "", fmt.Errorf("output root: %w", err)
-	}
-	dir = filepath.Clean(dir)
-	if !within(absRoot, dir) || !within(resolveExisting(absRoot), resolveExisting(dir)) {
-		return "", fmt.Errorf("output directory %s is outside this worker's output root %s; "+
-			"leave output unset, name a directory under the root, or start the worker with --output-anywhere", in.Dir, absRoot)
-	}
-	return dir, nil
-}
-
-// within reports whether path is root or lies under it (both clean and absolute).
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// resolveExisting resolves the symbolic links of the longest existing prefix of path and appends the rest.
-func resolveExisting(path string) string {
-	rest := ""
-	for p := path; ; {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return path
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
 }
 
 // appError wraps err as a Temporal ApplicationError of the given class, retryable exactly when errclass's table

@@ -16,6 +16,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // antKey is the Anthropic key of the tests: it matches no key pattern, so only exact redaction hides it.
@@ -120,12 +121,12 @@ func TestAnthropicPass(t *testing.T) {
 
 	// A second run of the spec is answered by the cache: the 5 answers without a call, the refused cell again.
 	raw, _ := json.Marshal(spec)
-	if _, err := h.acts.PrepareRun(t.Context(), PrepareInput{RunID: "rerun", Spec: raw}); err != nil {
+	if _, err := h.acts.PrepareRun(t.Context(), wire.PrepareInput{RunID: "rerun", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 	h.reset()
-	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, PassInput{RunID: "rerun", Pass: spec.Passes()[0], Limits: ratelimit.Limits{Concurrency: 2}})
-	var again PassResult
+	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, wire.PassInput{RunID: "rerun", Pass: spec.Passes()[0], Limits: ratelimit.Limits{Concurrency: 2}})
+	var again wire.PassResult
 	if err == nil {
 		err = v.Get(&again)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/wire"
 )
 
 // background starts the loops that run beside a pass's dispatch: the heartbeat (progress, stall, outage reports),
@@ -111,21 +112,10 @@ func (q *queuedGauge) set(n int) {
 	}
 }
 
-// SignalOutage is the signal by which a pass tells its run's workflow that its model's provider went down, that
-// a probe failed, or that the provider is back: the workflow's progress query and the Web UI show it.
-const SignalOutage = "outage"
-
-// Outage is the payload of SignalOutage: the breaker of a pass's model endpoint as it stands.
-type Outage struct {
-	Pass  int
-	Model string // the model's id in the spec
-	State breaker.State
-}
-
 // Outages tells a run's workflow about outages of its models' providers. Optional: without it the workflow's
 // progress does not show them (the pass's heartbeat details still do).
 type Outages interface {
-	Outage(ctx context.Context, workflowID string, o Outage) error
+	Outage(ctx context.Context, workflowID string, o wire.Outage) error
 }
 
 // outageWatch reports each change of the breaker a pass sees (opened, a failed probe moved the next one, closed)
@@ -156,7 +146,7 @@ func (w *outageWatch) check(ctx context.Context, st breaker.State) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := w.rep.Outage(sctx, w.workflowID, Outage{Pass: w.pass, Model: w.model.ID, State: st}); err != nil {
+	if err := w.rep.Outage(sctx, w.workflowID, wire.Outage{Pass: w.pass, Model: w.model.ID, State: st}); err != nil {
 		if ctx.Err() == nil {
 			w.log.Debug("telling the workflow of the provider's state failed; the heartbeat details still show it", "error", err)
 		}

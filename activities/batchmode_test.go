@@ -8,6 +8,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // TestPrepareRunPlansBatchMode: a spec in batch mode is planned with its batch settings, which the workflow
@@ -25,14 +26,14 @@ func TestPrepareRunPlansBatchMode(t *testing.T) {
 "personas":[{"id":"p","attributes":{"name":"A"}}],
 "questionnaire":{"options":[{"id":"1","text":"1. No","weight":1}],"items":[{"id":"1","text":"Q?"}]}}`)
 	}
-	plan, err := a.PrepareRun(ctx, PrepareInput{RunID: "batch", Spec: spec(`,"batch":{"mode":"batch"}`)})
+	plan, err := a.PrepareRun(ctx, wire.PrepareInput{RunID: "batch", Spec: spec(`,"batch":{"mode":"batch"}`)})
 	if err != nil {
 		t.Fatalf("batch mode: %v", err)
 	}
 	if b := plan.Models[0].Batch; b.Mode != experiment.BatchBatch || b.MaxRequests != 50_000 {
 		t.Errorf("batch mode planned as %+v, want mode batch with the provider's limits", b)
 	}
-	plan, err = a.PrepareRun(ctx, PrepareInput{RunID: "sync", Spec: spec(`,"batch":{"mode":"sync"}`)})
+	plan, err = a.PrepareRun(ctx, wire.PrepareInput{RunID: "sync", Spec: spec(`,"batch":{"mode":"sync"}`)})
 	if err != nil {
 		t.Fatalf("sync mode: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
-	"github.com/silicolab/silico/usage"
+	"github.com/silicolab/silico/wire"
 )
 
 // The activities of a batch pass. A batch pass is one (model, seed) whose model runs in batch mode; the workflow
@@ -30,83 +30,6 @@ import (
 // key in their metadata) and Anthropic's Message Batches (provider anthropic: batchapi.Anthropic, whose batches
 // carry none, so that a submission is found again by the intent the workflow recorded before it; see
 // BatchChunkInput.Intent).
-
-// BatchPassInput names a batch pass of a run.
-type BatchPassInput struct {
-	RunID string          `json:"run_id"`
-	Pass  experiment.Pass `json:"pass"`
-}
-
-// BatchPlan is what PlanBatchPass decided: the cells of each chunk, in order, with the digest of the lines it
-// built for them; how many cells the response cache answered and how many no line could carry (both recorded at
-// once); and the batch format of the pass's model, which says how the workflow submits. Chunks are sets of spans,
-// so the plan of a million cells is a few bytes of history, not megabytes (Temporal refuses a payload over 2 MiB).
-type BatchPlan struct {
-	Chunks  []experiment.CellSet `json:"chunks"`
-	Digests []string             `json:"digests,omitempty"`
-	Cached  int                  `json:"cached"`
-	// Costs are the chunks' worst-case costs at the batch price, which the workflow reserves against budget_usd
-	// before it submits each: every prompt and the longest completion. Empty when the run has no budget.
-	Costs []float64 `json:"costs,omitempty"`
-	// Failed counts the cells recorded failed without a batch: a picture that could not be fetched, a text too
-	// long for any request, a request larger than a batch.
-	Failed int `json:"failed,omitempty"`
-	// Usage is what the recorded cells count: the cached cells' cost at the batch price, as saved.
-	Usage usage.Usage `json:"usage"`
-	// Format is the model's batch format; empty in plans recorded before it was part of the plan, which were all
-	// of the OpenAI format.
-	Format batch.Format `json:"format,omitempty"`
-}
-
-// BatchChunkInput names one chunk's batch of one round: the cells it asks for, as the recorded plan (or the
-// previous round's Again) lists them.
-type BatchChunkInput struct {
-	RunID string             `json:"run_id"`
-	Pass  experiment.Pass    `json:"pass"`
-	Chunk int                `json:"chunk"`
-	Round int                `json:"round"`
-	Cells experiment.CellSet `json:"cells"`
-	// Digest is the digest of the lines the plan (round 0) or the previous round's collect built for Cells: every
-	// attempt must build the same (errLinesChanged otherwise). Empty: not checked.
-	Digest string `json:"digest,omitempty"`
-	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
-	Since time.Time `json:"since"`
-	// Intent is when the workflow decided to submit this chunk's round, recorded in the history as part of this
-	// input before any attempt runs: every attempt of the submission gets the same one. Anthropic's batches carry
-	// no metadata, so an attempt that follows one that died after its create (before the batch's id was known)
-	// adopts the batch created since the intent with as many requests, instead of paying for a second one. The
-	// workflow submits one Anthropic chunk at a time, so that no other chunk of the run is created meanwhile.
-	// Required for the Anthropic format, unused by the OpenAI format (its batches carry their key).
-	Intent time.Time `json:"intent,omitzero"`
-	// Known are the ids of the Anthropic batches the run has adopted so far, which are never this chunk's.
-	Known []string `json:"known,omitempty"`
-}
-
-// BatchRef names a batch of a model of a run.
-type BatchRef struct {
-	RunID string `json:"run_id"`
-	Model int    `json:"model"`
-	ID    string `json:"id"`
-}
-
-// BatchCollectInput is a chunk and the terminal batch whose results to record.
-type BatchCollectInput struct {
-	BatchChunkInput
-	Batch batch.Info `json:"batch"`
-}
-
-// BatchCollected is what CollectBatch recorded, and the cells to submit again.
-type BatchCollected struct {
-	Recorded int                `json:"recorded"`
-	Failed   int                `json:"failed"`
-	Again    experiment.CellSet `json:"again,omitempty"`
-	// AgainCost is the worst-case cost of the Again cells, as BatchPlan.Costs; zero without a budget.
-	AgainCost float64 `json:"again_cost,omitempty"`
-	// AgainDigest is the digest of the lines of Again, for the next round's BatchChunkInput.Digest.
-	AgainDigest string `json:"again_digest,omitempty"`
-	// Usage is what the recorded cells consumed, at the batch price.
-	Usage usage.Usage `json:"usage"`
-}
 
 // passName is a pass's name in batch metadata: stable for a run.
 func passName(spec *experiment.Spec, p experiment.Pass) string {
@@ -122,14 +45,14 @@ func batchPricingOf(m experiment.Model) batchPricing {
 // batchDriver is what polling, cancelling and collecting need of a provider's batch API: batchapi.OpenAI and
 // batchapi.Anthropic are batch drivers.
 type batchDriver interface {
-	Poll(ctx context.Context, id string) (batch.Info, error)
-	Cancel(ctx context.Context, id string) (batch.Info, error)
-	Collect(ctx context.Context, info batch.Info, fn func(batch.Result) error) error
+	Poll(ctx context.Context, id string) (wire.BatchInfo, error)
+	Cancel(ctx context.Context, id string) (wire.BatchInfo, error)
+	Collect(ctx context.Context, info wire.BatchInfo, fn func(batch.Result) error) error
 }
 
 // batchAPI is a model's batch API: its format, its driver, and the redaction of its client's key.
 type batchAPI struct {
-	format    batch.Format
+	format    wire.BatchFormat
 	driver    batchDriver
 	openAI    *batchapi.OpenAI    // set for the OpenAI format
 	anthropic *batchapi.Anthropic // set for the Anthropic format
@@ -138,7 +61,7 @@ type batchAPI struct {
 
 // batchAPIOf is model m's batch API, through the client of its endpoint.
 func (a *Activities) batchAPIOf(m experiment.Model) (batchAPI, error) {
-	if f := formatOf(m); f == batch.FormatAnthropic {
+	if f := formatOf(m); f == wire.FormatAnthropic {
 		c, err := a.Models.AnthropicClient(m)
 		if err != nil {
 			return batchAPI{}, refused(err)
@@ -151,7 +74,7 @@ func (a *Activities) batchAPIOf(m experiment.Model) (batchAPI, error) {
 		return batchAPI{}, refused(err)
 	}
 	d := batchapi.NewOpenAI(c)
-	return batchAPI{format: batch.FormatOpenAI, driver: d, openAI: d, redact: c.Redact}, nil
+	return batchAPI{format: wire.FormatOpenAI, driver: d, openAI: d, redact: c.Redact}, nil
 }
 
 // refused makes the errors no retry can cure non-retryable: a chunk whose batch holds other requests, what
@@ -180,15 +103,15 @@ var errNoIntent = errors.New("batch: an Anthropic submission needs the intent th
 // picture that cannot be fetched, a text too long, a request larger than a batch), and cuts the others into
 // chunks. An embed pass serves its cached vectors first and packs the rest, as the synchronous embed pass does; a
 // chat pass fetches its pictures first, since their digests are part of the cache keys.
-func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (BatchPlan, error) {
+func (a *Activities) PlanBatchPass(ctx context.Context, in wire.BatchPassInput) (wire.BatchPlan, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return BatchPlan{}, err
+		return wire.BatchPlan{}, err
 	}
 	recs, err := a.Store.Records(ctx, in.RunID, in.Pass.Start, in.Pass.End)
 	if err != nil {
-		return BatchPlan{}, fmt.Errorf("records of pass %d: %w", in.Pass.Index, err)
+		return wire.BatchPlan{}, fmt.Errorf("records of pass %d: %w", in.Pass.Index, err)
 	}
 	done := make(map[int]bool, len(recs))
 	for _, r := range recs {
@@ -202,7 +125,7 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 	}
 	b, err := a.batchBuilder(spec, in.Pass.Model)
 	if err != nil {
-		return BatchPlan{}, refused(err)
+		return wire.BatchPlan{}, refused(err)
 	}
 	m := spec.Models[in.Pass.Model]
 	pr := batchPricingOf(m)
@@ -211,7 +134,7 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 	tally := store.CacheTally{}
 	if spec.IsEmbed() && reads {
 		if cells, err = a.serveBatchVectors(ctx, b, cells, pr, &settled, &tally); err != nil {
-			return BatchPlan{}, err
+			return wire.BatchPlan{}, err
 		}
 	}
 	var reqs []batchRequest
@@ -221,18 +144,18 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 		return nil
 	})
 	if err != nil {
-		return BatchPlan{}, refused(err)
+		return wire.BatchPlan{}, refused(err)
 	}
 	if !spec.IsEmbed() && reads && len(reqs) > 0 {
 		if reqs, err = a.serveBatchAnswers(ctx, spec, reqs, pr, &settled, &tally); err != nil {
-			return BatchPlan{}, err
+			return wire.BatchPlan{}, err
 		}
 	}
-	var plan BatchPlan
+	var plan wire.BatchPlan
 	plan.Cached = len(settled.Records)
 	chunks, lines, tooBig, err := planBatchChunks(spec, reqs)
 	if err != nil {
-		return BatchPlan{}, refused(err)
+		return wire.BatchPlan{}, refused(err)
 	}
 	plan.Chunks, plan.Digests = chunks, make([]string, len(chunks))
 	for i, ls := range lines {
@@ -260,7 +183,7 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in BatchPassInput) (Batc
 			break
 		}
 		if err := a.Store.Write(ctx, in.RunID, page); err != nil {
-			return BatchPlan{}, fmt.Errorf("record cells settled before any batch: %w", err)
+			return wire.BatchPlan{}, fmt.Errorf("record cells settled before any batch: %w", err)
 		}
 	}
 	for _, r := range settled.Records {
@@ -340,27 +263,27 @@ func (a *Activities) serveBatchVectors(ctx context.Context, b *batchBuilder, cel
 // SubmitBatch makes sure the chunk's batch of this round exists and returns it: batchapi.OpenAI.Submit for the
 // OpenAI format, batchapi.Anthropic.Submit with the recorded intent for Anthropic's. Its lines are built again from
 // its cells, and must be those the plan built (BatchChunkInput.Digest).
-func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch.Info, error) {
+func (a *Activities) SubmitBatch(ctx context.Context, in wire.BatchChunkInput) (wire.BatchInfo, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	m := spec.Models[in.Pass.Model]
 	api, err := a.batchAPIOf(m)
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
-	if api.format == batch.FormatAnthropic && in.Intent.IsZero() {
-		return batch.Info{}, refused(errNoIntent)
+	if api.format == wire.FormatAnthropic && in.Intent.IsZero() {
+		return wire.BatchInfo{}, refused(errNoIntent)
 	}
 	reqs, err := a.chunkRequests(ctx, spec, in)
 	if err != nil {
-		return batch.Info{}, refused(err)
+		return wire.BatchInfo{}, refused(err)
 	}
 	input := chunkInput(api.format, reqs)
-	var info batch.Info
-	if api.format == batch.FormatAnthropic {
+	var info wire.BatchInfo
+	if api.format == wire.FormatAnthropic {
 		info, err = api.anthropic.Submit(ctx, batchapi.AnthropicSubmission{Input: input, Requests: len(reqs),
 			Intent: in.Intent, Known: in.Known})
 	} else {
@@ -372,7 +295,7 @@ func (a *Activities) SubmitBatch(ctx context.Context, in BatchChunkInput) (batch
 }
 
 // chunkRequests builds the lines of a chunk's cells again, as its plan built them.
-func (a *Activities) chunkRequests(ctx context.Context, spec *experiment.Spec, in BatchChunkInput) ([]batchRequest, error) {
+func (a *Activities) chunkRequests(ctx context.Context, spec *experiment.Spec, in wire.BatchChunkInput) ([]batchRequest, error) {
 	b, err := a.batchBuilder(spec, in.Pass.Model)
 	if err != nil {
 		return nil, err
@@ -385,29 +308,29 @@ func (a *Activities) chunkRequests(ctx context.Context, spec *experiment.Spec, i
 }
 
 // PollBatch returns the batch as it stands.
-func (a *Activities) PollBatch(ctx context.Context, in BatchRef) (batch.Info, error) {
+func (a *Activities) PollBatch(ctx context.Context, in wire.BatchRef) (wire.BatchInfo, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	api, err := a.batchAPIOf(spec.Models[in.Model])
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	return api.driver.Poll(ctx, in.ID)
 }
 
 // CancelBatch asks for the batch to be cancelled and returns it.
-func (a *Activities) CancelBatch(ctx context.Context, in BatchRef) (batch.Info, error) {
+func (a *Activities) CancelBatch(ctx context.Context, in wire.BatchRef) (wire.BatchInfo, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	api, err := a.batchAPIOf(spec.Models[in.Model])
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	return api.driver.Cancel(ctx, in.ID)
 }
@@ -420,20 +343,20 @@ const collectPage = 500
 // writes, and returns the cells to submit again: those that never ran or failed transiently, and those the
 // results do not mention. The chunk's lines are built again and must be those submitted (the digest of
 // BatchChunkInput): a result is recorded only under the keys and picture digests of the request that got it.
-func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (BatchCollected, error) {
+func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput) (wire.BatchCollected, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return BatchCollected{}, err
+		return wire.BatchCollected{}, err
 	}
 	m := spec.Models[in.Pass.Model]
 	api, err := a.batchAPIOf(m)
 	if err != nil {
-		return BatchCollected{}, err
+		return wire.BatchCollected{}, err
 	}
 	reqs, err := a.chunkRequests(ctx, spec, in.BatchChunkInput)
 	if err != nil {
-		return BatchCollected{}, refused(err)
+		return wire.BatchCollected{}, refused(err)
 	}
 	byID := make(map[string]int, len(reqs))
 	for i, r := range reqs {
@@ -454,7 +377,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	if spec.Embed != nil {
 		vectors.dims = spec.Embed.Dimensions
 	}
-	var out BatchCollected
+	var out wire.BatchCollected
 	var again []int
 	var page store.Batch
 	flush := func() error {
@@ -522,7 +445,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 		err = flush()
 	}
 	if err != nil {
-		return BatchCollected{}, refused(err)
+		return wire.BatchCollected{}, refused(err)
 	}
 	for i, r := range reqs {
 		if !seen[i] {
@@ -534,7 +457,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in BatchCollectInput) (Ba
 	if len(again) > 0 {
 		next, err := a.againLines(ctx, spec, in.Pass.Model, reqs, again)
 		if err != nil {
-			return BatchCollected{}, refused(err)
+			return wire.BatchCollected{}, refused(err)
 		}
 		out.AgainDigest, out.AgainCost = linesDigest(next), worstCost(spec, a.Tokenizer, next)
 	}

@@ -17,13 +17,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 type simClock struct {
@@ -108,10 +108,10 @@ func run[T any](h *batchHarness, fn any, in any) T {
 
 // drive runs a batch pass to its end as the workflow will: plan, submit every chunk (twice, as a retried
 // attempt would), wait, collect, and submit what comes back in the next round.
-func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) BatchPlan {
+func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) wire.BatchPlan {
 	h.t.Helper()
 	pass := h.spec.Passes()[0]
-	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: runID, Pass: pass})
+	plan := run[wire.BatchPlan](h, h.acts.PlanBatchPass, wire.BatchPassInput{RunID: runID, Pass: pass})
 	if len(plan.Digests) != len(plan.Chunks) {
 		h.t.Fatalf("plan of %d chunks with %d digests", len(plan.Chunks), len(plan.Digests))
 	}
@@ -120,19 +120,19 @@ func (h *batchHarness) drive(runID string, wait time.Duration, rounds int) Batch
 		digest := plan.Digests[i]
 		for round := 0; round < rounds && cells.Len() > 0; round++ {
 			// As the workflow does: the intent recorded before the submission, the batches adopted so far.
-			in := BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells, Digest: digest,
+			in := wire.BatchChunkInput{RunID: runID, Pass: pass, Chunk: i, Round: round, Cells: cells, Digest: digest,
 				Intent: h.clk.Now(), Known: slices.Clone(known)}
-			info := run[batch.Info](h, h.acts.SubmitBatch, in)
-			if again := run[batch.Info](h, h.acts.SubmitBatch, in); again.ID != info.ID {
+			info := run[wire.BatchInfo](h, h.acts.SubmitBatch, in)
+			if again := run[wire.BatchInfo](h, h.acts.SubmitBatch, in); again.ID != info.ID {
 				h.t.Fatalf("chunk %d round %d: a second submit created %s besides %s", i, round, again.ID, info.ID)
 			}
 			known = append(known, info.ID)
 			h.clk.Advance(wait)
-			info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: runID, Model: pass.Model, ID: info.ID})
+			info = run[wire.BatchInfo](h, h.acts.PollBatch, wire.BatchRef{RunID: runID, Model: pass.Model, ID: info.ID})
 			if !info.Status.Terminal() {
 				h.t.Fatalf("chunk %d: %s after %v", i, info.Status, wait)
 			}
-			got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+			got := run[wire.BatchCollected](h, h.acts.CollectBatch, wire.BatchCollectInput{BatchChunkInput: in, Batch: info})
 			cells, digest = got.Again, got.AgainDigest
 		}
 	}
@@ -188,9 +188,9 @@ func TestBatchPassSameCellsAtHalfPrice(t *testing.T) {
 	// Collecting again records nothing new and asks nothing again.
 	pass := h.spec.Passes()[0]
 	bs := h.sim.Batches()
-	in := BatchChunkInput{RunID: "batch-run", Pass: pass, Chunk: 0, Cells: plan.Chunks[0]}
-	info := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "batch-run", ID: bs[0].ID})
-	again := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	in := wire.BatchChunkInput{RunID: "batch-run", Pass: pass, Chunk: 0, Cells: plan.Chunks[0]}
+	info := run[wire.BatchInfo](h, h.acts.PollBatch, wire.BatchRef{RunID: "batch-run", ID: bs[0].ID})
+	again := run[wire.BatchCollected](h, h.acts.CollectBatch, wire.BatchCollectInput{BatchChunkInput: in, Batch: info})
 	if again.Recorded != 7 || again.Again.Len() != 0 || len(h.records("batch-run")) != 20 {
 		t.Errorf("second collect %+v", again)
 	}
@@ -249,11 +249,11 @@ func TestBatchPassFailedLines(t *testing.T) {
 	_, batchSpec := h.specs(1, 3, 100)
 	h.save("run", batchSpec)
 	pass := batchSpec.Passes()[0]
-	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
-	in := BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0]}
-	info := run[batch.Info](h, h.acts.SubmitBatch, in)
-	info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: info.ID})
-	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	plan := run[wire.BatchPlan](h, h.acts.PlanBatchPass, wire.BatchPassInput{RunID: "run", Pass: pass})
+	in := wire.BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0]}
+	info := run[wire.BatchInfo](h, h.acts.SubmitBatch, in)
+	info = run[wire.BatchInfo](h, h.acts.PollBatch, wire.BatchRef{RunID: "run", ID: info.ID})
+	got := run[wire.BatchCollected](h, h.acts.CollectBatch, wire.BatchCollectInput{BatchChunkInput: in, Batch: info})
 	if got.Recorded != 2 || got.Failed != 1 || got.Again.Len() != 1 || got.Again.Indexes()[0] != 1 {
 		t.Errorf("collected %+v, want p0 failed, p2 answered, p1 again", got)
 	}
@@ -269,15 +269,15 @@ func TestBatchPassCancel(t *testing.T) {
 	_, batchSpec := h.specs(2, 5, 100)
 	h.save("run", batchSpec)
 	pass := batchSpec.Passes()[0]
-	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
-	in := BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0]}
-	info := run[batch.Info](h, h.acts.SubmitBatch, in)
+	plan := run[wire.BatchPlan](h, h.acts.PlanBatchPass, wire.BatchPassInput{RunID: "run", Pass: pass})
+	in := wire.BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0]}
+	info := run[wire.BatchInfo](h, h.acts.SubmitBatch, in)
 	h.clk.Advance(3 * time.Hour)
-	info = run[batch.Info](h, h.acts.CancelBatch, BatchRef{RunID: "run", ID: info.ID})
-	if info.Status != batch.StatusCancelled {
+	info = run[wire.BatchInfo](h, h.acts.CancelBatch, wire.BatchRef{RunID: "run", ID: info.ID})
+	if info.Status != wire.BatchStatusCancelled {
 		t.Fatalf("after cancel: %s", info.Status)
 	}
-	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	got := run[wire.BatchCollected](h, h.acts.CollectBatch, wire.BatchCollectInput{BatchChunkInput: in, Batch: info})
 	if got.Recorded != 3 || got.Again.Len() != 7 || len(h.records("run")) != 3 {
 		t.Errorf("collected %+v, want 3 recorded and 7 to go again", got)
 	}
@@ -320,7 +320,7 @@ func TestAnthropicBatchPassSameCellsAtHalfPrice(t *testing.T) {
 
 	h.save("batch-run", batchSpec)
 	plan := h.drive("batch-run", time.Hour, 1)
-	if len(plan.Chunks) != 3 || plan.Format != batch.FormatAnthropic {
+	if len(plan.Chunks) != 3 || plan.Format != wire.FormatAnthropic {
 		t.Fatalf("plan %+v, want 3 chunks of the Anthropic format", plan)
 	}
 	bs := h.sim.Batches()
@@ -387,38 +387,38 @@ func TestAnthropicSubmitAfterALostCreate(t *testing.T) {
 	_, batchSpec := h.anthropicSpecs(2, 5, 5) // 10 cells: two chunks of 5
 	h.save("run", batchSpec)
 	pass := batchSpec.Passes()[0]
-	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
+	plan := run[wire.BatchPlan](h, h.acts.PlanBatchPass, wire.BatchPassInput{RunID: "run", Pass: pass})
 	if len(plan.Chunks) != 2 || plan.Chunks[0].Len() != plan.Chunks[1].Len() {
 		t.Fatalf("plan %+v, want two chunks of one size", plan)
 	}
 	intent := h.clk.Now()
-	first := BatchChunkInput{RunID: "run", Pass: pass, Chunk: 0, Cells: plan.Chunks[0], Intent: intent}
+	first := wire.BatchChunkInput{RunID: "run", Pass: pass, Chunk: 0, Cells: plan.Chunks[0], Intent: intent}
 	if _, err := h.env.ExecuteActivity(h.acts.SubmitBatch, first); err == nil || lose.lost != 1 {
 		t.Fatalf("first attempt: %v (answers lost: %d), want the create's lost answer", err, lose.lost)
 	}
 	if n := len(h.sim.Batches()); n != 1 {
 		t.Fatalf("%d batches after the lost create, want the one it made", n)
 	}
-	adopted := run[batch.Info](h, h.acts.SubmitBatch, first)
+	adopted := run[wire.BatchInfo](h, h.acts.SubmitBatch, first)
 	if bs := h.sim.Batches(); len(bs) != 1 || adopted.ID != bs[0].ID {
 		t.Fatalf("the retry returned %s; batches %+v; want the first attempt's batch adopted and none created", adopted.ID, bs)
 	}
 
-	second := BatchChunkInput{RunID: "run", Pass: pass, Chunk: 1, Cells: plan.Chunks[1], Intent: intent, Known: []string{adopted.ID}}
-	other := run[batch.Info](h, h.acts.SubmitBatch, second)
+	second := wire.BatchChunkInput{RunID: "run", Pass: pass, Chunk: 1, Cells: plan.Chunks[1], Intent: intent, Known: []string{adopted.ID}}
+	other := run[wire.BatchInfo](h, h.acts.SubmitBatch, second)
 	if bs := h.sim.Batches(); len(bs) != 2 || other.ID == adopted.ID || bs[1].ID != other.ID {
 		t.Fatalf("chunk 1 got %s; batches %+v; want a batch of its own", other.ID, bs)
 	}
 	// Chunk 1's batch collected as chunk 0's: its results are not chunk 0's requests, refused for good.
-	wrong := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: other.ID})
-	_, err := h.env.ExecuteActivity(h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: first, Batch: wrong})
+	wrong := run[wire.BatchInfo](h, h.acts.PollBatch, wire.BatchRef{RunID: "run", ID: other.ID})
+	_, err := h.env.ExecuteActivity(h.acts.CollectBatch, wire.BatchCollectInput{BatchChunkInput: first, Batch: wrong})
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || !app.NonRetryable() || len(h.records("run")) != 0 {
 		t.Errorf("collecting another chunk's batch: %v with %d records, want a non-retryable refusal and nothing recorded", err, len(h.records("run")))
 	}
-	for _, in := range []BatchChunkInput{first, second} {
-		info := run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: map[int]string{0: adopted.ID, 1: other.ID}[in.Chunk]})
-		if got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info}); got.Recorded != 5 || got.Again.Len() != 0 {
+	for _, in := range []wire.BatchChunkInput{first, second} {
+		info := run[wire.BatchInfo](h, h.acts.PollBatch, wire.BatchRef{RunID: "run", ID: map[int]string{0: adopted.ID, 1: other.ID}[in.Chunk]})
+		if got := run[wire.BatchCollected](h, h.acts.CollectBatch, wire.BatchCollectInput{BatchChunkInput: in, Batch: info}); got.Recorded != 5 || got.Again.Len() != 0 {
 			t.Errorf("chunk %d collected %+v, want its 5 cells", in.Chunk, got)
 		}
 	}

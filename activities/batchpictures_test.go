@@ -21,12 +21,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // noisePNG is a w×h PNG of pixels drawn from seed: noise does not compress, so its size is about w×h bytes.
@@ -181,7 +181,7 @@ func TestBatchPlanSplitsBigPictureLinesByMaxBytes(t *testing.T) {
 	spec.Models[0].Batch.MaxBytes = one*5/2 + 100 // two lines fit, three do not; the huge one alone does not
 	h.save("run", spec)
 	pass := spec.Passes()[0]
-	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
+	plan := run[wire.BatchPlan](h, h.acts.PlanBatchPass, wire.BatchPassInput{RunID: "run", Pass: pass})
 	if len(plan.Chunks) != 3 || plan.Failed != 1 {
 		t.Fatalf("plan %+v, want 3 chunks of 2 lines and the huge line failed", plan)
 	}
@@ -198,7 +198,7 @@ func TestBatchPlanSplitsBigPictureLinesByMaxBytes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("chunk %d: %v", i, err)
 		}
-		in := chunkInput(batch.FormatOpenAI, reqs)
+		in := chunkInput(wire.FormatOpenAI, reqs)
 		if len(reqs) != 2 || len(in) > spec.Models[0].Batch.MaxBytes || len(in) < 2*one {
 			t.Errorf("chunk %d: %d lines in %d bytes, want 2 within max_bytes %d", i, len(reqs), len(in), spec.Models[0].Batch.MaxBytes)
 		}
@@ -230,7 +230,7 @@ func TestBatchPictureChangedBetweenAttempts(t *testing.T) {
 	spec.Questionnaire.Items[1].Images = []string{pics.URL + "/a.png"}
 	h.save("run", spec)
 	pass := spec.Passes()[0]
-	plan := run[BatchPlan](h, h.acts.PlanBatchPass, BatchPassInput{RunID: "run", Pass: pass})
+	plan := run[wire.BatchPlan](h, h.acts.PlanBatchPass, wire.BatchPassInput{RunID: "run", Pass: pass})
 	if len(plan.Chunks) != 1 {
 		t.Fatalf("plan %+v", plan)
 	}
@@ -248,7 +248,7 @@ func TestBatchPictureChangedBetweenAttempts(t *testing.T) {
 			t.Errorf("%s with a changed picture: %v, want a non-retryable %s naming the picture", what, err, errclass.BatchRefused)
 		}
 	}
-	in := BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0], Digest: plan.Digests[0]}
+	in := wire.BatchChunkInput{RunID: "run", Pass: pass, Cells: plan.Chunks[0], Digest: plan.Digests[0]}
 	_, err := otherEnv.ExecuteActivity(other.SubmitBatch, in)
 	refusedLinesChanged("submit", err)
 	if n := len(h.sim.Batches()); n != 0 {
@@ -271,14 +271,14 @@ func TestBatchPictureChangedBetweenAttempts(t *testing.T) {
 	pics.down = false
 	pics.mu.Unlock()
 
-	info := run[batch.Info](h, h.acts.SubmitBatch, in) // the planning worker: its fetcher holds the old bytes
-	info = run[batch.Info](h, h.acts.PollBatch, BatchRef{RunID: "run", ID: info.ID})
-	_, err = otherEnv.ExecuteActivity(other.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	info := run[wire.BatchInfo](h, h.acts.SubmitBatch, in) // the planning worker: its fetcher holds the old bytes
+	info = run[wire.BatchInfo](h, h.acts.PollBatch, wire.BatchRef{RunID: "run", ID: info.ID})
+	_, err = otherEnv.ExecuteActivity(other.CollectBatch, wire.BatchCollectInput{BatchChunkInput: in, Batch: info})
 	refusedLinesChanged("collect", err)
 	if n := len(h.records("run")); n != 0 {
 		t.Fatalf("%d records from a refused collect", n)
 	}
-	got := run[BatchCollected](h, h.acts.CollectBatch, BatchCollectInput{BatchChunkInput: in, Batch: info})
+	got := run[wire.BatchCollected](h, h.acts.CollectBatch, wire.BatchCollectInput{BatchChunkInput: in, Batch: info})
 	if got.Recorded != 4 {
 		t.Errorf("collected %+v, want 4 recorded", got)
 	}

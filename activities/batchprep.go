@@ -19,6 +19,7 @@ import (
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // errLinesChanged says that the lines built for a chunk now are not the lines its plan (or, for a later round,
@@ -104,11 +105,11 @@ type unsentCell struct {
 }
 
 // formatOf is model m's batch format.
-func formatOf(m experiment.Model) batch.Format {
+func formatOf(m experiment.Model) wire.BatchFormat {
 	if m.Provider == experiment.ProviderAnthropic {
-		return batch.FormatAnthropic
+		return wire.FormatAnthropic
 	}
-	return batch.FormatOpenAI
+	return wire.FormatOpenAI
 }
 
 // batchEndpoint is the endpoint of a spec's batches.
@@ -129,7 +130,7 @@ const batchWindow = 256
 type batchBuilder struct {
 	spec     *experiment.Spec
 	model    experiment.Model
-	format   batch.Format
+	format   wire.BatchFormat
 	endpoint batch.Endpoint
 	prep     *preparer
 	texts    []experiment.EmbedText
@@ -147,7 +148,7 @@ func (a *Activities) batchBuilder(spec *experiment.Spec, mi int) (*batchBuilder,
 		b.prep = newPreparer(spec, m, nil, newPassImages(a.Images, spec, m), true)
 		return b, nil
 	}
-	if b.format != batch.FormatOpenAI {
+	if b.format != wire.FormatOpenAI {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("batch: model %s: embeddings batches run only in the OpenAI format", m.ID), errclass.BatchRefused, nil)
 	}
@@ -196,7 +197,7 @@ func (b *batchBuilder) buildChat(ctx context.Context, cells []int, fn func(batch
 				continue
 			}
 			var body json.RawMessage
-			if b.format == batch.FormatAnthropic {
+			if b.format == wire.FormatAnthropic {
 				body, err = llm.AnthropicBody(pc.req)
 			} else {
 				body, err = llm.ChatBody(pc.req)
@@ -348,7 +349,7 @@ func planBatchChunks(spec *experiment.Spec, reqs []batchRequest) (chunks []exper
 }
 
 // chunkInput is the input of a chunk's batch: its requests' lines in the model's format.
-func chunkInput(f batch.Format, reqs []batchRequest) []byte {
+func chunkInput(f wire.BatchFormat, reqs []batchRequest) []byte {
 	lines := make([][]byte, len(reqs))
 	for i, r := range reqs {
 		lines[i] = r.Line

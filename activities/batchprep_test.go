@@ -14,6 +14,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/specfile"
+	"github.com/silicolab/silico/wire"
 )
 
 // gridSpec is a spec of one batch-mode model over items × personas, with the given batch section.
@@ -101,7 +102,7 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 	if len(plan) != 4 || plan[0].Len() != 6 || plan[3].Len() != 2 {
 		t.Errorf("plan %v, want 6+6+6+2 cells", plan)
 	}
-	size := len(chunkInput(batch.FormatOpenAI, reqs)) / len(reqs)
+	size := len(chunkInput(wire.FormatOpenAI, reqs)) / len(reqs)
 	spec = gridSpec(t, 5, 4, fmt.Sprintf(`{"mode":"batch","max_bytes":%d}`, 3*size))
 	reqs = buildLines(t, &Activities{}, spec, allCells(spec))
 	plan, lines, _, err := planBatchChunks(spec, reqs)
@@ -120,7 +121,7 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("chunk %d rebuilt from its cells: %v", i, err)
 		}
-		in := chunkInput(batch.FormatOpenAI, again)
+		in := chunkInput(wire.FormatOpenAI, again)
 		if len(in) > 3*size {
 			t.Errorf("chunk %d is %d bytes, over max_bytes %d", i, len(in), 3*size)
 		}
@@ -132,7 +133,7 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 				}
 			}
 		}
-		if batch.Digest(in) != batch.Digest(chunkInput(batch.FormatOpenAI, orig)) {
+		if batch.Digest(in) != batch.Digest(chunkInput(wire.FormatOpenAI, orig)) {
 			t.Errorf("chunk %d rebuilt from its cells has another digest", i)
 		}
 	}
@@ -152,7 +153,7 @@ func TestBatchPlan120k(t *testing.T) {
 		t.Errorf("120,000 cells: %d chunks, want 3 of 50,000, 50,000 and 20,000", len(plan))
 	}
 	// The plan is recorded in the workflow's history: spans, not 120,000 numbers.
-	b, err := json.Marshal(BatchPlan{Chunks: plan})
+	b, err := json.Marshal(wire.BatchPlan{Chunks: plan})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // batchPricing is what a batch pass charges its answers at: the model's batch price (llm.BatchPriceFor).
@@ -35,7 +36,7 @@ type batchOutcome struct {
 // latencyMS what the record shows as its latency (the batch's time from creation to its end).
 //
 // The records are built by the synchronous pass's own answerRecord and describe, so the two cannot drift apart.
-func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format, r batch.Result, pr batchPricing,
+func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f wire.BatchFormat, r batch.Result, pr batchPricing,
 	redact func(string) string, attempts int, latencyMS float64) batchOutcome {
 	switch r.Outcome {
 	case batch.NotRun:
@@ -49,7 +50,7 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f batch.Format
 		return batchOutcome{Record: &rec}
 	}
 	read := llm.ChatAnswer
-	if f == batch.FormatAnthropic {
+	if f == wire.FormatAnthropic {
 		read = llm.AnthropicAnswer
 	}
 	resp, err := read(r.Body)
@@ -97,7 +98,7 @@ func embedResultOutcome(req batchRequest, r batch.Result, check func([][]float32
 		}
 		var o embedOutcome
 		for _, idx := range req.cells() {
-			o.Records = append(o.Records, failedRecord(idx, r.Err, Tries{Sent: attempts, Transient: attempts, LatencyMS: latencyMS}))
+			o.Records = append(o.Records, failedRecord(idx, r.Err, wire.Tries{Sent: attempts, Transient: attempts, LatencyMS: latencyMS}))
 		}
 		return o
 	}

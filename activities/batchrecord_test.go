@@ -11,6 +11,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 const batchRecordSpec = `{"name":"x","models":[{"id":"m","name":"gpt-4o-mini"}],
@@ -42,7 +43,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 5)
+	got := batchResultOutcome(spec, c, wire.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 5)
 	want := sync.answerRecord(c, cache.Answer{Text: "2. Yes [REDACTED]", PromptTokens: 40, CompletionTokens: 3, FinishReason: llm.FinishStop})
 	want.CostUSD /= 2
 	want.LatencyMS, want.Attempts, want.Tries = 5, 1, 1
@@ -56,8 +57,8 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 	// The status_code trap: a 400 with error null is a permanent failure, recorded as a synchronous 400 is.
 	bad := `{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
 	r, _ = batch.ParseOpenAI([]byte(openAILine(400, bad)), redact)
-	got = batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 2, 7)
-	wantFail := failedRecord(c.Index, r.Err, Tries{Sent: 2, Transient: 2, LatencyMS: 7})
+	got = batchResultOutcome(spec, c, wire.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 2, 7)
+	wantFail := failedRecord(c.Index, r.Err, wire.Tries{Sent: 2, Transient: 2, LatencyMS: 7})
 	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, wantFail) || got.Answer != nil {
 		t.Errorf("400: %+v\nwant %+v", got.Record, wantFail)
 	}
@@ -75,7 +76,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := batchResultOutcome(spec, c, batch.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 0); !got.Again || got.Record != nil || got.Reason == "" {
+		if got := batchResultOutcome(spec, c, wire.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 0); !got.Again || got.Record != nil || got.Reason == "" {
 			t.Errorf("%s: %+v, want it submitted again", name, got)
 		}
 	}
@@ -83,7 +84,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 	// Anthropic's message answer, unpriced.
 	msg := `{"custom_id":"x","result":{"type":"succeeded","message":{"type":"message","content":[{"type":"text","text":"1"}],"usage":{"input_tokens":9,"output_tokens":1}}}}`
 	ar, _ := batch.ParseAnthropic([]byte(msg), redact)
-	got = batchResultOutcome(spec, c, batch.FormatAnthropic, ar, batchPricing{}, redact, 1, 0)
+	got = batchResultOutcome(spec, c, wire.FormatAnthropic, ar, batchPricing{}, redact, 1, 0)
 	if got.Record == nil || got.Record.OptionID != "1" || got.Record.PromptTokens != 9 || got.Record.CostUSD != 0 {
 		t.Errorf("anthropic: %+v", got.Record)
 	}

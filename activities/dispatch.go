@@ -10,6 +10,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // dispatch calls the given cells, each once it is prepared (or served from the cache) and admitted, and tries
@@ -22,7 +23,7 @@ func (p *pass) dispatch(dctx, runCtx context.Context, cells []int) {
 		if !ok {
 			return
 		}
-		if !p.unheld(q, idx, idx, func(e *llm.Error, t Tries) {
+		if !p.unheld(q, idx, idx, func(e *llm.Error, t wire.Tries) {
 			p.logFailure(p.spec.Cell(idx), e)
 			p.rec.record(failedRecord(idx, e, t), nil)
 		}) {
@@ -87,7 +88,7 @@ func (p *pass) requeue(q *cellQueue, id, key int, again bool, at time.Time) {
 // unheld decides unit id of q, just taken from it, when the judge holds it (key names it to the judge): it
 // reports whether to send it. A held unit's failure is recorded with fail when it turns out the unit's own, and
 // the unit waits in the queue while nothing decided it.
-func (p *pass) unheld(q *cellQueue, id, key int, fail func(*llm.Error, Tries)) bool {
+func (p *pass) unheld(q *cellQueue, id, key int, fail func(*llm.Error, wire.Tries)) bool {
 	if !p.judge.isHeld(key) {
 		return true
 	}
@@ -123,7 +124,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 	if r.err != nil {
 		used = p.settleFailed(adm, r.err)
 		c := pc.cell
-		return p.failed(adm.ticket, c.Index, r, p.tally.unfinished(), func(t Tries) {
+		return p.failed(adm.ticket, c.Index, r, p.tally.unfinished(), func(t wire.Tries) {
 			p.logFailure(c, r.err)
 			p.rec.record(failedRecord(c.Index, r.err, t), nil)
 		})
@@ -190,7 +191,7 @@ func (p *pass) calledURL() string {
 // failed handles a failed request by its class; key names the request to the judge (a cell, or the first cell of
 // an embeddings batch), pool is how many such requests the pass has unfinished, and fail records what the request was for as failed with its tries. It reports whether
 // the request must be sent again, and from when.
-func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(Tries)) (again bool, at time.Time) {
+func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(wire.Tries)) (again bool, at time.Time) {
 	e := r.err
 	switch {
 	case e.Class.Retryable():

@@ -16,6 +16,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // embedBatch is one embeddings request: distinct texts, each with the cells (the texts' positions in the pass)
@@ -98,7 +99,7 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 			return
 		}
 		b := batches[bi]
-		if !p.unheld(q, bi, b.key(), func(e *llm.Error, t Tries) {
+		if !p.unheld(q, bi, b.key(), func(e *llm.Error, t wire.Tries) {
 			for _, cs := range b.cells {
 				for _, idx := range cs {
 					p.rec.record(failedRecord(idx, e, t), nil)
@@ -329,7 +330,7 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 		if used == 0 {
 			used = b.total // a refused embeddings request is charged as sent, as before
 		}
-		return p.failed(adm.ticket, b.key(), r, int(es.left.Load()), func(tries Tries) {
+		return p.failed(adm.ticket, b.key(), r, int(es.left.Load()), func(tries wire.Tries) {
 			p.log.Warn("embeddings request failed", "model", p.model.ID, "texts", len(b.texts),
 				"class", string(r.err.Class), "error", r.err.Message)
 			for _, cs := range b.cells {

@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // embedLog serves the simulator and records the inputs of every embeddings request.
@@ -184,16 +185,16 @@ func TestEmbedInvalidCachedVectorsAreMisses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.acts.PrepareRun(ctx, PrepareInput{RunID: "run2", Spec: raw}); err != nil {
+	if _, err := h.acts.PrepareRun(ctx, wire.PrepareInput{RunID: "run2", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 	h.reset()
-	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, PassInput{RunID: "run2", Pass: h.spec.Passes()[0],
+	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, wire.PassInput{RunID: "run2", Pass: h.spec.Passes()[0],
 		Limits: ratelimit.Limits{Concurrency: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res PassResult
+	var res wire.PassResult
 	if err := v.Get(&res); err != nil {
 		t.Fatal(err)
 	}
@@ -250,12 +251,12 @@ func TestAnEmbedPassWaitsOutAnOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.acts.PrepareRun(context.Background(), PrepareInput{RunID: "run2", Spec: raw}); err != nil {
+	if _, err := h.acts.PrepareRun(context.Background(), wire.PrepareInput{RunID: "run2", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.spec.Passes()[0]
-	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, PassInput{RunID: "run2", Pass: p, Limits: ratelimit.Limits{Concurrency: 4}})
-	var res PassResult
+	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, wire.PassInput{RunID: "run2", Pass: p, Limits: ratelimit.Limits{Concurrency: 4}})
+	var res wire.PassResult
 	if err == nil {
 		err = v.Get(&res)
 	}

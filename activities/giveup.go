@@ -10,12 +10,13 @@ import (
 
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // finish writes what the attempt's calls brought, then ends it by why the dispatch stopped: done, given up (every
 // unfinished cell recorded with the reason), or an error Temporal retries. The last heartbeat is recorded after
 // the give-ups are counted, so the next attempt starts from them.
-func (p *pass) finish(ctx, runCtx context.Context) (res PassResult, err error) {
+func (p *pass) finish(ctx, runCtx context.Context) (res wire.PassResult, err error) {
 	// The answers that arrived are paid for and must be written even when the attempt was cancelled.
 	closeCtx, cancelClose := context.WithTimeout(runCtx, 30*time.Second)
 	werr := p.rec.writer.Close(closeCtx)
@@ -71,14 +72,14 @@ func (p *pass) recordUnfinished(ctx context.Context, class, code, msg string) (i
 }
 
 // giveUp records every unfinished cell with class, code and msg and ends the pass for good.
-func (p *pass) giveUp(ctx context.Context, class, code, msg string) (PassResult, error) {
+func (p *pass) giveUp(ctx context.Context, class, code, msg string) (wire.PassResult, error) {
 	return p.giveUpAs(ctx, class, class, code, msg)
 }
 
 // giveUpStalled ends a pass in which nothing finished for the stall timeout. Its cells are Outage while the
 // endpoint's breaker is open (the message keeps the cause), else they have the last failure's class; the pass's
 // error is Stalled.
-func (p *pass) giveUpStalled(ctx context.Context) (PassResult, error) {
+func (p *pass) giveUpStalled(ctx context.Context) (wire.PassResult, error) {
 	cellClass, code := errclass.Stalled, p.lastCode()
 	if st := p.brk.State(); st.Open {
 		cellClass, code = errclass.Outage, st.Cause.Code
@@ -88,7 +89,7 @@ func (p *pass) giveUpStalled(ctx context.Context) (PassResult, error) {
 	return p.giveUpAs(ctx, errclass.Stalled, cellClass, code, p.judge.stallMessage(p.model.ID, p.clock.Now()))
 }
 
-func (p *pass) giveUpAs(ctx context.Context, passClass, cellClass, code, msg string) (PassResult, error) {
+func (p *pass) giveUpAs(ctx context.Context, passClass, cellClass, code, msg string) (wire.PassResult, error) {
 	if _, err := p.recordUnfinished(ctx, cellClass, code, msg); err != nil {
 		return p.tally.result(), appError(errclass.Internal, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
 )
 
 // Pacing of retries inside an attempt.
@@ -45,7 +46,7 @@ const (
 // judgement is the judge's decision on one failed request.
 type judgement struct {
 	verdict verdict
-	tries   Tries
+	tries   wire.Tries
 	// at is when the cell may be tried again (retryCell).
 	at time.Time
 	// tripped says the failure opened the endpoint's breaker: the provider is down, not the cell.
@@ -76,7 +77,7 @@ type judge struct {
 	keyOf    func(cell int) string // names a cell to the breaker, unique among the passes that share it
 
 	mu    sync.Mutex
-	tries map[int]Tries // unfinished cells that failed
+	tries map[int]wire.Tries // unfinished cells that failed
 	// pending holds the tries charged and not yet confirmed by an answer, per cell, made when the breaker had
 	// counted pendingGen outages.
 	pending    map[int]charge
@@ -118,7 +119,7 @@ type charge struct {
 	last time.Time
 }
 
-func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf func(int) string, prev Progress,
+func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf func(int) string, prev wire.PassProgress,
 	modelAnswered bool, now time.Time) *judge {
 	j := &judge{
 		maxTries:     max(1, maxTries),
@@ -133,7 +134,7 @@ func newJudge(maxTries int, stall time.Duration, brk *breaker.Breaker, keyOf fun
 		lastFinished: prev.LastFinished,
 	}
 	if j.tries == nil {
-		j.tries = map[int]Tries{}
+		j.tries = map[int]wire.Tries{}
 	}
 	if j.lastFinished.IsZero() {
 		j.lastFinished = now
@@ -171,7 +172,7 @@ func (j *judge) settle() {
 
 // answer notes an answered request of cell and returns the cell's tries, the answer included: its requests
 // (Sent) and the tries charged to it (Transient).
-func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) Tries {
+func (j *judge) answer(tk breaker.Ticket, cell int, now time.Time) wire.Tries {
 	j.brk.Report(tk, breaker.Outcome{Kind: breaker.Answered})
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -201,7 +202,7 @@ func (j *judge) served(cell int, now time.Time) {
 // the request itself; or a request the client refused to send), or one that never reached the endpoint (a prompt
 // that did not render, a text too long). It returns what the cell's tries were, the last request included (a
 // try of the cell: its outcome is final). tk is nil when no request was made.
-func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served bool) Tries {
+func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served bool) wire.Tries {
 	switch {
 	case tk != nil && served:
 		j.brk.Report(*tk, breaker.Outcome{Kind: breaker.Answered})
@@ -309,14 +310,14 @@ func (j *judge) isHeld(cell int) bool {
 // after it, when the breaker is open on few cells (those cells pay as they fail), or when nothing else of the
 // pass is left to tell (others false: no other call out, no other cell to send), as for the one cell of a pass
 // that always gets a 500. Otherwise it waits.
-func (j *judge) decide(cell int, others bool) (holdVerdict, *llm.Error, Tries) {
+func (j *judge) decide(cell int, others bool) (holdVerdict, *llm.Error, wire.Tries) {
 	st := j.brk.State()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.settle()
 	h, ok := j.held[cell]
 	if !ok {
-		return holdRelease, nil, Tries{}
+		return holdRelease, nil, wire.Tries{}
 	}
 	t := j.tries[cell]
 	switch {
@@ -325,10 +326,10 @@ func (j *judge) decide(cell int, others bool) (holdVerdict, *llm.Error, Tries) {
 	case j.brk.Outages() != h.outages || t.Transient < j.maxTries:
 		// settle gave back the charges made since the last answer (the held one among them).
 		delete(j.held, cell)
-		return holdRelease, nil, Tries{}
+		return holdRelease, nil, wire.Tries{}
 	case st.Open && st.Few, !st.Open && !others:
 	default:
-		return holdWait, nil, Tries{}
+		return holdWait, nil, wire.Tries{}
 	}
 	delete(j.held, cell)
 	delete(j.tries, cell)
@@ -393,7 +394,7 @@ func (j *judge) lastError() *llm.Error {
 }
 
 // triesOf returns the tries cell has used so far.
-func (j *judge) triesOf(cell int) Tries {
+func (j *judge) triesOf(cell int) wire.Tries {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.settle()
@@ -402,12 +403,12 @@ func (j *judge) triesOf(cell int) Tries {
 
 // save writes what the next attempt must know into p: the tries as they stand now, provisional charges given
 // back when the breaker opened since, and the breaker's state.
-func (j *judge) save(p *Progress, now time.Time) {
+func (j *judge) save(p *wire.PassProgress, now time.Time) {
 	st := j.brk.State()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.settle()
-	p.Tries = make(map[int]Tries, len(j.tries))
+	p.Tries = make(map[int]wire.Tries, len(j.tries))
 	for c, t := range j.tries {
 		p.Tries[c] = t
 	}

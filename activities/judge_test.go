@@ -9,11 +9,12 @@ import (
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/wire"
 )
 
 var err503 = &llm.Error{Class: errclass.ServerError, Status: 503, Code: "service_unavailable"}
 
-func newTestJudge(maxTries int, prev Progress, answered bool) (*judge, *breaker.Breaker) {
+func newTestJudge(maxTries int, prev wire.PassProgress, answered bool) (*judge, *breaker.Breaker) {
 	b := breaker.New(ratelimit.SystemClock(), breaker.Policy{Rand: func() float64 { return 0.5 }})
 	return newJudge(maxTries, 15*time.Minute, b, func(c int) string { return string(rune('a' + c)) }, prev, answered, time.Now()), b
 }
@@ -31,7 +32,7 @@ func admitted(t *testing.T, b *breaker.Breaker) breaker.Ticket {
 // until an answer to a request sent after it shows the failure was its own; then it fails with its tries.
 func TestJudgeChargesACellThatFailsAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(3, Progress{}, true)
+		j, b := newTestJudge(3, wire.PassProgress{}, true)
 		var got judgement
 		var old breaker.Ticket // a request sent before the last try failed
 		for i := range 3 {
@@ -66,7 +67,7 @@ func TestJudgeChargesACellThatFailsAlone(t *testing.T) {
 // make their failures their own.
 func TestJudgeHoldsTheLastTryUntilTheBreakerDecides(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(1, Progress{}, true)
+		j, b := newTestJudge(1, wire.PassProgress{}, true)
 		for c := range breaker.DefaultStormCells - 1 {
 			got := j.failure(admitted(t, b), c, err503, 0, time.Now(), 100)
 			if got.verdict == cellFailed || !got.held {
@@ -93,7 +94,7 @@ func TestJudgeHoldsTheLastTryUntilTheBreakerDecides(t *testing.T) {
 // When the breaker opens, the tries charged since the last answer are given back, and nothing after is charged.
 func TestJudgeGivesTheStreaksTriesBackWhenTheBreakerOpens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(10, Progress{}, true)
+		j, b := newTestJudge(10, wire.PassProgress{}, true)
 		late := admitted(t, b) // in flight while the others fail
 		for c := range breaker.DefaultStormCells - 1 {
 			if got := j.failure(admitted(t, b), c, err503, 0, time.Now(), 100); got.tries.Transient != 1 {
@@ -112,7 +113,7 @@ func TestJudgeGivesTheStreaksTriesBackWhenTheBreakerOpens(t *testing.T) {
 		if got := j.failure(late, 9, err503, 0, time.Now(), 100); got.tries.Transient != 0 || got.tripped {
 			t.Errorf("a call that landed after the trip: %+v, want not charged", got)
 		}
-		var pr Progress
+		var pr wire.PassProgress
 		j.save(&pr, time.Now())
 		if !pr.Outage.Open || pr.Provider == "" || pr.Tries[0].Transient != 0 {
 			t.Errorf("saved progress %+v: want the open breaker, its description and no try charged", pr)
@@ -125,7 +126,7 @@ func TestJudgeGivesTheStreaksTriesBackWhenTheBreakerOpens(t *testing.T) {
 // unlike a 503).
 func TestJudgeFailsTheLastCellsThatAlwaysFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(3, Progress{}, true)
+		j, b := newTestJudge(3, wire.PassProgress{}, true)
 		err500 := &llm.Error{Class: errclass.ServerError, Status: 500}
 		failed, held := map[int]bool{}, map[int]bool{}
 		for i := 0; len(failed) < 2 && i < 20; i++ {
@@ -157,7 +158,7 @@ func TestJudgeFailsTheLastCellsThatAlwaysFail(t *testing.T) {
 // from its own failure, the tries are charged, and the cell ends failed after them.
 func TestJudgeTheLastCellGettingUnavailableIsPacedAndCharged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(3, Progress{}, true)
+		j, b := newTestJudge(3, wire.PassProgress{}, true)
 		got := j.failure(admitted(t, b), 0, err503, 0, time.Now(), 1)
 		if !got.tripped || got.tries.Transient != 1 || !b.State().Open || time.Until(got.at) != cellRetryBase {
 			t.Fatalf("%+v, breaker %+v; want the breaker open, one try charged, the cell back after %v", got, b.State(), cellRetryBase)
@@ -177,7 +178,7 @@ func TestJudgeTheLastCellGettingUnavailableIsPacedAndCharged(t *testing.T) {
 func TestJudgeRefusedConnections(t *testing.T) {
 	refused := &llm.Error{Class: errclass.Transport, Code: llm.CodeConnectionRefused}
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(10, Progress{}, false)
+		j, b := newTestJudge(10, wire.PassProgress{}, false)
 		if got := j.failure(admitted(t, b), 0, refused, 0, time.Now(), 10); got.verdict != retryCell || got.tries.Transient != 0 {
 			t.Fatalf("first refusal: %+v", got)
 		}
@@ -189,13 +190,13 @@ func TestJudgeRefusedConnections(t *testing.T) {
 			t.Error("an endpoint that never answered opened the breaker")
 		}
 
-		j2, b2 := newTestJudge(10, Progress{}, true)
+		j2, b2 := newTestJudge(10, wire.PassProgress{}, true)
 		if got := j2.failure(admitted(t, b2), 0, refused, 0, time.Now(), 10); !got.tripped || !b2.State().Open {
 			t.Fatalf("refused after answering: %+v, want the breaker open", got)
 		}
 		// Another pass of the endpoint, which never had an answer of its own, probes the open breaker: a refused
 		// probe moves the backoff on, it does not give the model up or probe again at once.
-		j3 := newJudge(10, 15*time.Minute, b2, func(c int) string { return "other" }, Progress{}, false, time.Now())
+		j3 := newJudge(10, 15*time.Minute, b2, func(c int) string { return "other" }, wire.PassProgress{}, false, time.Now())
 		time.Sleep(2 * unreachableFor)
 		probe := admitted(t, b2)
 		if got := j3.failure(probe, 0, refused, 0, time.Now(), 10); got.verdict == unreachable || b2.State().Step != 1 {
@@ -207,7 +208,7 @@ func TestJudgeRefusedConnections(t *testing.T) {
 // A new attempt's judge continues each cell's tries from the heartbeat.
 func TestJudgeContinuesTheTriesOfTheLastHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j, b := newTestJudge(3, Progress{Tries: map[int]Tries{4: {Transient: 2, Sent: 5}}}, true)
+		j, b := newTestJudge(3, wire.PassProgress{Tries: map[int]wire.Tries{4: {Transient: 2, Sent: 5}}}, true)
 		got := j.failure(admitted(t, b), 4, err503, 0, time.Now(), 10)
 		if !got.held || got.tries.Sent != 6 || got.tries.Transient != 3 {
 			t.Fatalf("%+v, want the cell held at its third try, its sixth request", got)
@@ -216,7 +217,7 @@ func TestJudgeContinuesTheTriesOfTheLastHeartbeat(t *testing.T) {
 			t.Fatalf("%v %+v, want it failed with nothing else left to tell", v, tr)
 		}
 		// A cell the last attempt left held is tried once more: the try that held it is given back.
-		j, _ = newTestJudge(3, Progress{Tries: map[int]Tries{4: {Transient: 3, Sent: 5}}}, true)
+		j, _ = newTestJudge(3, wire.PassProgress{Tries: map[int]wire.Tries{4: {Transient: 3, Sent: 5}}}, true)
 		if tr := j.triesOf(4); tr.Transient != 2 || j.isHeld(4) {
 			t.Fatalf("held cell of the last heartbeat: %+v, want 2 tries, not held", tr)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 func TestOutputDirStaysUnderRoot(t *testing.T) {
@@ -45,7 +46,7 @@ func TestOutputDirStaysUnderRoot(t *testing.T) {
 	}
 	a := &Activities{OutputRoot: root}
 	for _, tt := range tests {
-		got, err := a.outputDir(ExportInput{RunID: "run1", Dir: tt.dir})
+		got, err := a.outputDir(wire.ExportInput{RunID: "run1", Dir: tt.dir})
 		if tt.want == "" {
 			if err == nil {
 				t.Errorf("outputDir(%q) = %q, want refused", tt.dir, got)
@@ -59,17 +60,17 @@ func TestOutputDirStaysUnderRoot(t *testing.T) {
 		}
 	}
 	anywhere := &Activities{OutputRoot: root, OutputAnywhere: true}
-	if got, err := anywhere.outputDir(ExportInput{RunID: "r", Dir: outside}); err != nil || got != outside {
+	if got, err := anywhere.outputDir(wire.ExportInput{RunID: "r", Dir: outside}); err != nil || got != outside {
 		t.Errorf("OutputAnywhere: outputDir = %q, %v; want %q", got, err, outside)
 	}
 
 	// ExportResults and CheckOutput refuse for good: no retry can change the directory.
 	for name, err := range map[string]error{
 		"ExportResults": func() error {
-			_, err := a.ExportResults(context.Background(), ExportInput{RunID: "r", Dir: outside})
+			_, err := a.ExportResults(context.Background(), wire.ExportInput{RunID: "r", Dir: outside})
 			return err
 		}(),
-		"CheckOutput": a.CheckOutput(context.Background(), ExportInput{RunID: "r", Dir: outside}),
+		"CheckOutput": a.CheckOutput(context.Background(), wire.ExportInput{RunID: "r", Dir: outside}),
 	} {
 		var ae *temporal.ApplicationError
 		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != errclass.OutputRefused {
@@ -131,7 +132,7 @@ func TestPrepareRunRefusesOutputOutsideRoot(t *testing.T) {
 		output string
 		ok     bool
 	}{{`"/etc"`, false}, {`"../up"`, false}, {`"mine"`, true}, {`""`, true}} {
-		_, err := a.PrepareRun(ctx, PrepareInput{RunID: "r-" + tc.output, Spec: json.RawMessage(spec + `"output":` + tc.output + `}`)})
+		_, err := a.PrepareRun(ctx, wire.PrepareInput{RunID: "r-" + tc.output, Spec: json.RawMessage(spec + `"output":` + tc.output + `}`)})
 		var ae *temporal.ApplicationError
 		switch {
 		case tc.ok && err != nil:

@@ -17,6 +17,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // RunSeedPass calls every unfinished cell of the pass, concurrently within the pass's limits, and writes each
@@ -39,22 +40,22 @@ import (
 // Calls in flight are never cancelled by the attempt's context: a heartbeat that fails while the Temporal server
 // restarts, or a cancelled workflow, stops the dispatch of new calls, and the calls already sent land and are
 // recorded, since the results store does not need the server. Each call is bounded by run.call_timeout.
-func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult, error) {
+func (a *Activities) RunSeedPass(ctx context.Context, in wire.PassInput) (wire.PassResult, error) {
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
-		return PassResult{}, appError(errclass.Internal, err)
+		return wire.PassResult{}, appError(errclass.Internal, err)
 	}
 	if in.Pass.Start < 0 || in.Pass.End > spec.NumCells() || in.Pass.Start > in.Pass.End {
-		return PassResult{}, appError(errclass.InvalidSpec,
+		return wire.PassResult{}, appError(errclass.InvalidSpec,
 			fmt.Errorf("pass %d: cells [%d,%d) outside the grid of %d", in.Pass.Index, in.Pass.Start, in.Pass.End, spec.NumCells()))
 	}
-	var prev Progress
+	var prev wire.PassProgress
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &prev)
 	}
 	p := a.newPass(ctx, spec, in, prev)
 	if err := p.loadFinished(ctx); err != nil {
-		return PassResult{}, appError(errclass.Internal, err)
+		return wire.PassResult{}, appError(errclass.Internal, err)
 	}
 	p.tally.retried(prev.Retried) // retries are facts of the earlier attempts that no record keeps
 	if res := p.tally.result(); in.ModelAnswered || res.OK+res.Unparsed > res.Cached {
@@ -111,7 +112,7 @@ func (a *Activities) RunSeedPass(ctx context.Context, in PassInput) (PassResult,
 type pass struct {
 	a     *Activities
 	spec  *experiment.Spec
-	in    PassInput
+	in    wire.PassInput
 	model experiment.Model
 	log   log.Logger
 	clock ratelimit.Clock
@@ -138,7 +139,7 @@ type pass struct {
 }
 
 // newPass assembles the parts of one attempt of pass in, continuing from the previous attempt's heartbeat prev.
-func (a *Activities) newPass(ctx context.Context, spec *experiment.Spec, in PassInput, prev Progress) *pass {
+func (a *Activities) newPass(ctx context.Context, spec *experiment.Spec, in wire.PassInput, prev wire.PassProgress) *pass {
 	clk := a.clock()
 	model := spec.Models[in.Pass.Model]
 	info := activity.GetInfo(ctx)
@@ -251,7 +252,7 @@ func (p *pass) pending(start, end int) []int {
 }
 
 // progress is the heartbeat detail now: the counts, then the judge's state as it stands after them.
-func (p *pass) progress() Progress {
+func (p *pass) progress() wire.PassProgress {
 	pr := p.tally.progress()
 	pr.Model = p.model.ID
 	p.judge.save(&pr, p.clock.Now())

@@ -25,6 +25,7 @@ import (
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // benchGrid is the grid of benchmarks/overhead: one simulated model, one seed, items × personas.
@@ -168,17 +169,17 @@ func benchPass(b *testing.B, acts *Activities, id string, spec experiment.Spec, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := env.ExecuteActivity(acts.PrepareRun, PrepareInput{RunID: id, Spec: raw}); err != nil {
+	if _, err := env.ExecuteActivity(acts.PrepareRun, wire.PrepareInput{RunID: id, Spec: raw}); err != nil {
 		b.Fatal(err)
 	}
 	return func() {
 		p := spec.Passes()[0]
-		v, err := env.ExecuteActivity(acts.RunSeedPass, PassInput{RunID: id, Pass: p,
+		v, err := env.ExecuteActivity(acts.RunSeedPass, wire.PassInput{RunID: id, Pass: p,
 			Limits: ratelimit.Limits{Concurrency: spec.Run.MaxConcurrency}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		var res PassResult
+		var res wire.PassResult
 		if err := v.Get(&res); err != nil {
 			b.Fatal(err)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // fakeModel is an OpenAI-compatible chat endpoint that answers "1. No" unless a rule says otherwise, and records
@@ -153,7 +154,7 @@ func newHarness(t *testing.T, spec experiment.Spec) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acts.PrepareRun(ctx, PrepareInput{RunID: "run", Spec: raw}); err != nil {
+	if _, err := acts.PrepareRun(ctx, wire.PrepareInput{RunID: "run", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, acts: acts, store: st, spec: spec}
@@ -167,10 +168,10 @@ func (h *harness) reset() {
 	h.env.RegisterActivity(h.acts)
 }
 
-func (h *harness) runPass(limits ratelimit.Limits) (PassResult, error) {
+func (h *harness) runPass(limits ratelimit.Limits) (wire.PassResult, error) {
 	p := h.spec.Passes()[0]
-	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, PassInput{RunID: "run", Pass: p, Limits: limits})
-	var res PassResult
+	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, wire.PassInput{RunID: "run", Pass: p, Limits: limits})
+	var res wire.PassResult
 	if err == nil {
 		err = v.Get(&res)
 	}
@@ -381,7 +382,7 @@ func TestTriesCarryAcrossAttempts(t *testing.T) {
 	spec.Run.MaxAttempts = 3
 	h := newHarness(t, spec)
 	// The previous attempt's last heartbeat: cell 0 already failed twice.
-	h.env.SetHeartbeatDetails(Progress{Tries: map[int]Tries{0: {Transient: 2, Sent: 2}}, LastFinished: time.Now()})
+	h.env.SetHeartbeatDetails(wire.PassProgress{Tries: map[int]wire.Tries{0: {Transient: 2, Sent: 2}}, LastFinished: time.Now()})
 	if _, err := h.runPass(ratelimit.Limits{Concurrency: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestAStalledPassGivesUpWithTheLastCause(t *testing.T) {
 	spec := testSpec(srv.URL, 1, 2)
 	spec.Run.StallTimeout = experiment.Duration(time.Minute)
 	h := newHarness(t, spec)
-	h.env.SetHeartbeatDetails(Progress{LastFinished: time.Now().Add(-2 * time.Minute), LastClass: "RateLimited",
+	h.env.SetHeartbeatDetails(wire.PassProgress{LastFinished: time.Now().Add(-2 * time.Minute), LastClass: "RateLimited",
 		LastMessage: "Rate limit reached for requests"})
 	_, err := h.runPass(ratelimit.Limits{Concurrency: 2})
 	var app *temporal.ApplicationError
@@ -619,7 +620,7 @@ func TestRetriesCountAcrossAttempts(t *testing.T) {
 	defer srv.Close()
 	h := newHarness(t, testSpec(srv.URL, 1, 2))
 	// The previous attempt's last heartbeat said three calls were retried.
-	h.env.SetHeartbeatDetails(Progress{Retried: 3})
+	h.env.SetHeartbeatDetails(wire.PassProgress{Retried: 3})
 	res, err := h.runPass(ratelimit.Limits{Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)

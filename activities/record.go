@@ -12,6 +12,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/pmf"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // recorder writes what a pass finishes: each cell's record, with the cache entry of a fresh answer, through the
@@ -144,7 +145,7 @@ func noLogprobs(m experiment.Model) *llm.Error {
 }
 
 // failedRecord is the record of a cell whose last try failed with e.
-func failedRecord(idx int, e *llm.Error, t Tries) store.Record {
+func failedRecord(idx int, e *llm.Error, t wire.Tries) store.Record {
 	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: string(e.Class), ErrorCode: e.Code, ErrorMessage: describe(e),
 		LatencyMS: t.LatencyMS, Attempts: t.Sent, Tries: t.Transient}
 }

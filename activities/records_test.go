@@ -123,7 +123,7 @@ func TestCellsGivenUpDuringAnOutageSayOutage(t *testing.T) {
 		failed++
 		if r.ErrorClass != errclass.Outage || !strings.Contains(r.ErrorMessage, "has been down since") ||
 			!strings.Contains(r.ErrorMessage, "503") || !strings.Contains(r.ErrorMessage, "ServerError") {
-			t.Errorf("cell %d: %s %q; want Outage naming the 503 and its class", i, r.ErrorClass, r.ErrorMessage)
+			t.Errorf("cell %d: %s %q; want wire.Outage naming the 503 and its class", i, r.ErrorClass, r.ErrorMessage)
 		}
 		m := rfc3339UTC.FindString(r.ErrorMessage)
 		since, perr := time.Parse(time.RFC3339, m)

@@ -15,6 +15,7 @@ import (
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // newRefusalHarness is a harness whose model is served by a simulator configured so, at base (the simulator's URL
@@ -166,9 +167,9 @@ func TestA404AfterAnAnswerIsTheCellsOwn(t *testing.T) {
 	srv := httptest.NewServer(fm)
 	defer srv.Close()
 	h := newHarness(t, testSpec(srv.URL, 3, 2))
-	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, PassInput{RunID: "run", Pass: h.spec.Passes()[0],
+	v, err := h.env.ExecuteActivity(h.acts.RunSeedPass, wire.PassInput{RunID: "run", Pass: h.spec.Passes()[0],
 		Limits: ratelimit.Limits{Concurrency: 1}, ModelAnswered: true})
-	var res PassResult
+	var res wire.PassResult
 	if err == nil {
 		err = v.Get(&res)
 	}

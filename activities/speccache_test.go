@@ -10,6 +10,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // TestSharedSpecCache holds that a worker whose Specs a saver shares uses the spec the saver decoded, not a
@@ -43,7 +44,7 @@ func TestSharedSpecCache(t *testing.T) {
 	}
 
 	own := &Activities{Store: st}
-	if _, err := own.PrepareRun(ctx, PrepareInput{RunID: "inline", Spec: raw}); err != nil {
+	if _, err := own.PrepareRun(ctx, wire.PrepareInput{RunID: "inline", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 	first, ok := own.specCache().Get("inline")

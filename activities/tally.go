@@ -5,16 +5,17 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
-// tally counts what a pass finished: its PassResult and the Progress its heartbeats report. It is safe for
+// tally counts what a pass finished: its PassResult and the PassProgress its heartbeats report. It is safe for
 // concurrent use.
 type tally struct {
 	mu       sync.Mutex
 	start    int
 	finished []bool // by cell index - start
-	res      PassResult
-	prog     Progress
+	res      wire.PassResult
+	prog     wire.PassProgress
 }
 
 // init starts the counts of pass p from zero.
@@ -23,8 +24,8 @@ func (t *tally) init(p experiment.Pass) {
 	defer t.mu.Unlock()
 	t.start = p.Start
 	t.finished = make([]bool, p.Len())
-	t.res = PassResult{Pass: p.Index, Cells: p.Len(), FirstFailure: -1}
-	t.prog = Progress{Pass: p.Index, Cells: p.Len()}
+	t.res = wire.PassResult{Pass: p.Index, Cells: p.Len(), FirstFailure: -1}
+	t.prog = wire.PassProgress{Pass: p.Index, Cells: p.Len()}
 }
 
 // count adds a finished record. A cell is counted once, whatever records it gets.
@@ -85,13 +86,13 @@ func (t *tally) retried(n int) {
 	t.mu.Unlock()
 }
 
-func (t *tally) result() PassResult {
+func (t *tally) result() wire.PassResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.res
 }
 
-func (t *tally) progress() Progress {
+func (t *tally) progress() wire.PassProgress {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.prog

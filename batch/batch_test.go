@@ -14,6 +14,7 @@ import (
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
 )
 
 func chatBody(t *testing.T) json.RawMessage {
@@ -29,7 +30,7 @@ func chatBody(t *testing.T) json.RawMessage {
 
 func TestLine(t *testing.T) {
 	body := chatBody(t)
-	line, err := Line(FormatOpenAI, EndpointChat, "sim/1/3/nurse", body)
+	line, err := Line(wire.FormatOpenAI, EndpointChat, "sim/1/3/nurse", body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestLine(t *testing.T) {
 		t.Errorf("line reads back as %+v, %v; want POST and the body unchanged", l, err)
 	}
 
-	aline, err := Line(FormatAnthropic, EndpointChat, "sim_1-x", json.RawMessage(`{"model":"m","max_tokens":1}`))
+	aline, err := Line(wire.FormatAnthropic, EndpointChat, "sim_1-x", json.RawMessage(`{"model":"m","max_tokens":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,15 +56,15 @@ func TestLine(t *testing.T) {
 	}
 
 	bad := []struct {
-		f    Format
+		f    wire.BatchFormat
 		id   string
 		body string
 	}{
-		{FormatOpenAI, "", `{}`},
-		{FormatOpenAI, "a", `{`},
-		{FormatAnthropic, "sim/1", `{}`},
-		{FormatAnthropic, strings.Repeat("a", 65), `{}`},
-		{Format("gemini"), "a", `{}`},
+		{wire.FormatOpenAI, "", `{}`},
+		{wire.FormatOpenAI, "a", `{`},
+		{wire.FormatAnthropic, "sim/1", `{}`},
+		{wire.FormatAnthropic, strings.Repeat("a", 65), `{}`},
+		{wire.BatchFormat("gemini"), "a", `{}`},
 	}
 	for _, b := range bad {
 		if _, err := Line(b.f, EndpointChat, b.id, json.RawMessage(b.body)); err == nil {
@@ -74,14 +75,14 @@ func TestLine(t *testing.T) {
 
 func TestEncode(t *testing.T) {
 	lines := [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}
-	if got := string(Encode(FormatAnthropic, lines)); got != `{"requests":[{"a":1},{"b":2}]}` {
+	if got := string(Encode(wire.FormatAnthropic, lines)); got != `{"requests":[{"a":1},{"b":2}]}` {
 		t.Errorf("Anthropic body %s", got)
 	}
 	ol := [][]byte{[]byte("{\"a\":1}\n"), []byte("{\"b\":2}\n")}
-	if got := string(Encode(FormatOpenAI, ol)); got != "{\"a\":1}\n{\"b\":2}\n" {
+	if got := string(Encode(wire.FormatOpenAI, ol)); got != "{\"a\":1}\n{\"b\":2}\n" {
 		t.Errorf("OpenAI file %q", got)
 	}
-	if got := string(Encode(FormatAnthropic, nil)); got != `{"requests":[]}` {
+	if got := string(Encode(wire.FormatAnthropic, nil)); got != `{"requests":[]}` {
 		t.Errorf("empty Anthropic body %s", got)
 	}
 }
@@ -113,22 +114,22 @@ func TestSafeID(t *testing.T) {
 
 func TestCustomIDs(t *testing.T) {
 	cells := []string{"m/1/a/p", "m/1/b/p"}
-	got, err := CustomIDs(FormatOpenAI, cells)
+	got, err := CustomIDs(wire.FormatOpenAI, cells)
 	if err != nil || got[0] != cells[0] || got[1] != cells[1] {
 		t.Errorf("OpenAI custom ids %v, %v; want the cell ids", got, err)
 	}
-	got, err = CustomIDs(FormatAnthropic, cells)
+	got, err = CustomIDs(wire.FormatAnthropic, cells)
 	if err != nil || got[0] != SafeID(cells[0]) || got[1] != SafeID(cells[1]) {
 		t.Errorf("Anthropic custom ids %v, %v; want SafeID of each", got, err)
 	}
-	if _, err := CustomIDs(FormatOpenAI, []string{"a", "a"}); err == nil {
+	if _, err := CustomIDs(wire.FormatOpenAI, []string{"a", "a"}); err == nil {
 		t.Error("a repeated cell id: no error")
 	}
 	// A valid id equal to another's mapped form.
-	if _, err := CustomIDs(FormatAnthropic, []string{"a/b", SafeID("a/b")}); err == nil {
+	if _, err := CustomIDs(wire.FormatAnthropic, []string{"a/b", SafeID("a/b")}); err == nil {
 		t.Error("two cells with one Anthropic custom_id: no error")
 	}
-	if _, err := CustomIDs(FormatOpenAI, []string{""}); err == nil {
+	if _, err := CustomIDs(wire.FormatOpenAI, []string{""}); err == nil {
 		t.Error("an empty cell id: no error")
 	}
 }
@@ -144,19 +145,19 @@ func items(n, size int) []Item {
 func TestSplitCounts(t *testing.T) {
 	tests := []struct {
 		name  string
-		f     Format
+		f     wire.BatchFormat
 		items []Item
 		lim   Limits
 		want  []int // requests per chunk
 	}{
-		{"120,000 cells, OpenAI", FormatOpenAI, items(120_000, 300), DefaultLimits(FormatOpenAI, EndpointChat), []int{50_000, 50_000, 20_000}},
-		{"120,000 cells, Anthropic", FormatAnthropic, items(120_000, 300), DefaultLimits(FormatAnthropic, EndpointChat), []int{100_000, 20_000}},
-		{"exactly full", FormatOpenAI, items(4, 10), Limits{MaxRequests: 2, MaxBytes: 1 << 20}, []int{2, 2}},
-		{"bytes bind first", FormatOpenAI, items(10, 100), Limits{MaxRequests: 50, MaxBytes: 350}, []int{3, 3, 3, 1}},
+		{"120,000 cells, OpenAI", wire.FormatOpenAI, items(120_000, 300), DefaultLimits(wire.FormatOpenAI, EndpointChat), []int{50_000, 50_000, 20_000}},
+		{"120,000 cells, Anthropic", wire.FormatAnthropic, items(120_000, 300), DefaultLimits(wire.FormatAnthropic, EndpointChat), []int{100_000, 20_000}},
+		{"exactly full", wire.FormatOpenAI, items(4, 10), Limits{MaxRequests: 2, MaxBytes: 1 << 20}, []int{2, 2}},
+		{"bytes bind first", wire.FormatOpenAI, items(10, 100), Limits{MaxRequests: 50, MaxBytes: 350}, []int{3, 3, 3, 1}},
 		// Anthropic: 15 bytes of envelope and a comma between requests: 15+100+1+100 = 216 fits 230, a third does not.
-		{"Anthropic envelope", FormatAnthropic, items(5, 100), Limits{MaxRequests: 50, MaxBytes: 230}, []int{2, 2, 1}},
-		{"embedding inputs", FormatOpenAI, []Item{{10, 30}, {10, 30}, {10, 10}, {10, 40}}, Limits{MaxRequests: 50, MaxBytes: 1 << 20, MaxInputs: 50}, []int{1, 2, 1}},
-		{"nothing", FormatOpenAI, nil, DefaultLimits(FormatOpenAI, EndpointChat), nil},
+		{"Anthropic envelope", wire.FormatAnthropic, items(5, 100), Limits{MaxRequests: 50, MaxBytes: 230}, []int{2, 2, 1}},
+		{"embedding inputs", wire.FormatOpenAI, []Item{{10, 30}, {10, 30}, {10, 10}, {10, 40}}, Limits{MaxRequests: 50, MaxBytes: 1 << 20, MaxInputs: 50}, []int{1, 2, 1}},
+		{"nothing", wire.FormatOpenAI, nil, DefaultLimits(wire.FormatOpenAI, EndpointChat), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,7 +202,7 @@ func equalInts(a, b []int) bool {
 // TestSplitBytesAreEncodedBytes holds Chunk.Bytes to the length of the input Encode writes, for real lines of
 // different sizes, in both formats, so max_bytes bounds what is uploaded.
 func TestSplitBytesAreEncodedBytes(t *testing.T) {
-	for _, f := range []Format{FormatOpenAI, FormatAnthropic} {
+	for _, f := range []wire.BatchFormat{wire.FormatOpenAI, wire.FormatAnthropic} {
 		var lines [][]byte
 		var its []Item
 		for i := range 200 {
@@ -244,15 +245,15 @@ func TestSplitErrors(t *testing.T) {
 		"empty request": {{Bytes: 0}},
 	}
 	for name, its := range bad {
-		if _, err := Split(FormatOpenAI, its, lim); err == nil {
+		if _, err := Split(wire.FormatOpenAI, its, lim); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
 	// An Anthropic request that fits 100 bytes alone but not with the envelope.
-	if _, err := Split(FormatAnthropic, []Item{{Bytes: 90}}, lim); err == nil {
+	if _, err := Split(wire.FormatAnthropic, []Item{{Bytes: 90}}, lim); err == nil {
 		t.Error("Anthropic request larger than max_bytes with its envelope: no error")
 	}
-	if _, err := Split(FormatOpenAI, nil, Limits{}); err == nil {
+	if _, err := Split(wire.FormatOpenAI, nil, Limits{}); err == nil {
 		t.Error("zero limits: no error")
 	}
 }
@@ -416,7 +417,7 @@ func TestScan(t *testing.T) {
 	in := "{\"id\":\"1\",\"custom_id\":\"a\",\"response\":{\"status_code\":200,\"body\":{}},\"error\":null}\n\n" +
 		"{\"id\":\"2\",\"custom_id\":\"b\",\"response\":null,\"error\":{\"code\":\"batch_expired\",\"message\":\"\"}}\n"
 	var got []string
-	err := Scan(FormatOpenAI, strings.NewReader(in), nil, func(r Result) error {
+	err := Scan(wire.FormatOpenAI, strings.NewReader(in), nil, func(r Result) error {
 		got = append(got, r.CustomID+":"+string(r.Outcome))
 		return nil
 	})
@@ -424,19 +425,19 @@ func TestScan(t *testing.T) {
 		t.Errorf("Scan = %v, %v", got, err)
 	}
 	stop := errors.New("stop")
-	if err := Scan(FormatOpenAI, strings.NewReader(in), nil, func(Result) error { return stop }); !errors.Is(err, stop) {
+	if err := Scan(wire.FormatOpenAI, strings.NewReader(in), nil, func(Result) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("Scan's callback error: got %v", err)
 	}
-	if err := Scan(FormatAnthropic, strings.NewReader("{\"custom_id\":\"a\",\"result\":{\"type\":\"expired\"}}\nnope\n"), nil,
+	if err := Scan(wire.FormatAnthropic, strings.NewReader("{\"custom_id\":\"a\",\"result\":{\"type\":\"expired\"}}\nnope\n"), nil,
 		func(Result) error { return nil }); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("Scan of a bad second line: %v, want an error naming line 2", err)
 	}
 }
 
 func TestFromOpenAI(t *testing.T) {
-	for in, want := range map[string]Status{"validating": StatusValidating, "in_progress": StatusInProgress,
-		"finalizing": StatusFinalizing, "cancelling": StatusCancelling, "completed": StatusCompleted, "failed": StatusFailed,
-		"expired": StatusExpired, "cancelled": StatusCancelled} {
+	for in, want := range map[string]wire.BatchStatus{"validating": wire.BatchStatusValidating, "in_progress": wire.BatchStatusInProgress,
+		"finalizing": wire.BatchStatusFinalizing, "cancelling": wire.BatchStatusCancelling, "completed": wire.BatchStatusCompleted, "failed": wire.BatchStatusFailed,
+		"expired": wire.BatchStatusExpired, "cancelled": wire.BatchStatusCancelled} {
 		info, err := FromOpenAI(openai.Batch{ID: "b", Status: in})
 		if err != nil || info.Status != want {
 			t.Errorf("status %s: %s, %v; want %s", in, info.Status, err, want)
@@ -458,7 +459,7 @@ func TestFromOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != StatusCompleted || info.Counts != (Counts{Total: 100, Succeeded: 95, Errored: 5}) ||
+	if info.Status != wire.BatchStatusCompleted || info.Counts != (wire.BatchCounts{Total: 100, Succeeded: 95, Errored: 5}) ||
 		info.OutputFileID != "file-cvaTdG" || info.ErrorFileID != "file-HOWS94" || info.Metadata["silico_run"] != "r1" ||
 		!info.ExpiresAt.Equal(time.Unix(1711557933, 0)) || info.Counts.Done() != 100 {
 		t.Errorf("info %+v", info)
@@ -488,13 +489,13 @@ func TestFromAnthropic(t *testing.T) {
 	tests := []struct {
 		name string
 		b    AnthropicBatch
-		want Status
+		want wire.BatchStatus
 	}{
-		{"in progress", doc("in_progress", running, "null"), StatusInProgress},
-		{"canceling", doc("canceling", running, `"2024-08-20T19:00:00Z"`), StatusCancelling},
-		{"ended", doc("ended", `{"processing":0,"succeeded":90,"errored":10,"canceled":0,"expired":0}`, "null"), StatusCompleted},
-		{"ended after cancel", doc("ended", `{"processing":0,"succeeded":30,"errored":0,"canceled":70,"expired":0}`, `"2024-08-20T19:00:00Z"`), StatusCancelled},
-		{"ended expired", doc("ended", `{"processing":0,"succeeded":60,"errored":0,"canceled":0,"expired":40}`, "null"), StatusExpired},
+		{"in progress", doc("in_progress", running, "null"), wire.BatchStatusInProgress},
+		{"canceling", doc("canceling", running, `"2024-08-20T19:00:00Z"`), wire.BatchStatusCancelling},
+		{"ended", doc("ended", `{"processing":0,"succeeded":90,"errored":10,"canceled":0,"expired":0}`, "null"), wire.BatchStatusCompleted},
+		{"ended after cancel", doc("ended", `{"processing":0,"succeeded":30,"errored":0,"canceled":70,"expired":0}`, `"2024-08-20T19:00:00Z"`), wire.BatchStatusCancelled},
+		{"ended expired", doc("ended", `{"processing":0,"succeeded":60,"errored":0,"canceled":0,"expired":40}`, "null"), wire.BatchStatusExpired},
 	}
 	for _, tt := range tests {
 		info, err := FromAnthropic(tt.b)
@@ -543,7 +544,7 @@ func TestKey(t *testing.T) {
 // TestLimitsAreTheSpecDefaults: the spec's batch defaults (experiment cannot import this package) are the
 // providers' limits this package splits by.
 func TestLimitsAreTheSpecDefaults(t *testing.T) {
-	o, a := DefaultLimits(FormatOpenAI, EndpointChat), DefaultLimits(FormatAnthropic, EndpointChat)
+	o, a := DefaultLimits(wire.FormatOpenAI, EndpointChat), DefaultLimits(wire.FormatAnthropic, EndpointChat)
 	if o.MaxRequests != experiment.BatchMaxRequestsOpenAI || o.MaxBytes != experiment.BatchMaxBytesOpenAI ||
 		a.MaxRequests != experiment.BatchMaxRequestsAnthropic || a.MaxBytes != experiment.BatchMaxBytesAnthropic {
 		t.Errorf("limits %+v %+v disagree with the spec's defaults", o, a)

@@ -2,25 +2,13 @@
 // Batch API (a JSONL file for /v1/chat/completions or /v1/embeddings) and the requests of Anthropic's Message
 // Batches, split into chunks within the providers' limits; the result lines of both, parsed into one Result
 // type whose errors carry the same classes as a synchronous call's; and both providers' batch statuses mapped
-// onto one Status.
+// onto one wire.BatchStatus (the batch formats and statuses are in package wire, which histories carry).
 //
 // It does no I/O: the activities that upload, create, poll and collect batches use it to build what they send
 // and to read what comes back.
 package batch
 
-import "fmt"
-
-// Format is a provider's batch wire format.
-type Format string
-
-// The batch formats.
-const (
-	// FormatOpenAI is OpenAI's Batch API (also served by Azure OpenAI, OpenRouter, Together, Groq and LiteLLM's
-	// proxy): a JSONL input file, output and error files of JSONL result lines.
-	FormatOpenAI Format = "openai"
-	// FormatAnthropic is Anthropic's Message Batches: the requests in one JSON body, results as JSONL.
-	FormatAnthropic Format = "anthropic"
-)
+import "github.com/silicolab/silico/wire"
 
 // Endpoint is the path a batched request is for, as OpenAI's lines and batches name it.
 type Endpoint string
@@ -51,9 +39,9 @@ const (
 )
 
 // DefaultLimits returns the provider's own limits for batches of format f and endpoint e.
-func DefaultLimits(f Format, e Endpoint) Limits {
+func DefaultLimits(f wire.BatchFormat, e Endpoint) Limits {
 	switch f {
-	case FormatAnthropic:
+	case wire.FormatAnthropic:
 		return Limits{MaxRequests: AnthropicMaxRequests, MaxBytes: AnthropicMaxBytes}
 	default:
 		l := Limits{MaxRequests: OpenAIMaxRequests, MaxBytes: OpenAIMaxBytes}
@@ -62,13 +50,4 @@ func DefaultLimits(f Format, e Endpoint) Limits {
 		}
 		return l
 	}
-}
-
-// Validate reports a format this package does not know.
-func (f Format) Validate() error {
-	switch f {
-	case FormatOpenAI, FormatAnthropic:
-		return nil
-	}
-	return fmt.Errorf("batch: unknown format %q (want %q or %q)", f, FormatOpenAI, FormatAnthropic)
 }

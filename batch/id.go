@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/silicolab/silico/wire"
 )
 
 // maxAnthropicID is the longest custom_id Anthropic accepts.
@@ -50,7 +52,7 @@ func SafeID(id string) string {
 // CustomIDs returns the custom_id of each cell id for a batch of format f, in order: the cell id itself for
 // FormatOpenAI (any string is accepted), SafeID for FormatAnthropic. Two cells with one custom_id (a repeated cell
 // id, or, for Anthropic, two ids whose mapped forms meet) are an error: results are matched by custom_id alone.
-func CustomIDs(f Format, cells []string) ([]string, error) {
+func CustomIDs(f wire.BatchFormat, cells []string) ([]string, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -61,7 +63,7 @@ func CustomIDs(f Format, cells []string) ([]string, error) {
 			return nil, fmt.Errorf("batch: cell %d has an empty id", i)
 		}
 		id := c
-		if f == FormatAnthropic {
+		if f == wire.FormatAnthropic {
 			id = SafeID(c)
 		}
 		if j, dup := seen[id]; dup {

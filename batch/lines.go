@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/silicolab/silico/wire"
 )
 
 // openAILine is one request line of an OpenAI batch input file.
@@ -25,7 +27,7 @@ type anthropicRequest struct {
 // element of the create request's "requests" list, with body as its params (llm.AnthropicBody; e is ignored:
 // Message Batches serve only the Messages API). customID must already be valid for f (see CustomIDs). The body's
 // bytes are kept as they are, so the provider receives exactly what a synchronous call would send.
-func Line(f Format, e Endpoint, customID string, body json.RawMessage) ([]byte, error) {
+func Line(f wire.BatchFormat, e Endpoint, customID string, body json.RawMessage) ([]byte, error) {
 	if customID == "" {
 		return nil, fmt.Errorf("batch: a request needs a custom_id")
 	}
@@ -34,9 +36,9 @@ func Line(f Format, e Endpoint, customID string, body json.RawMessage) ([]byte, 
 	}
 	var v any
 	switch f {
-	case FormatOpenAI:
+	case wire.FormatOpenAI:
 		v = openAILine{CustomID: customID, Method: "POST", URL: e, Body: body}
-	case FormatAnthropic:
+	case wire.FormatAnthropic:
 		if !validAnthropicID(customID) {
 			return nil, fmt.Errorf("batch: custom_id %q: want 1-64 characters of [A-Za-z0-9_-]", customID)
 		}
@@ -52,7 +54,7 @@ func Line(f Format, e Endpoint, customID string, body json.RawMessage) ([]byte, 
 		return nil, fmt.Errorf("batch: encode request %s: %w", customID, err)
 	}
 	b := buf.Bytes() // Encode ends with a newline: the JSONL line's, and dropped for Anthropic's list.
-	if f == FormatAnthropic {
+	if f == wire.FormatAnthropic {
 		b = b[:len(b)-1]
 	}
 	return b, nil
@@ -60,8 +62,8 @@ func Line(f Format, e Endpoint, customID string, body json.RawMessage) ([]byte, 
 
 // Envelope is what a batch of format f adds to its requests' lines: before the first, between two, and after the
 // last. An OpenAI file is its lines; an Anthropic create body is {"requests":[line,line,...]}.
-func Envelope(f Format) (open, sep, end string) {
-	if f == FormatAnthropic {
+func Envelope(f wire.BatchFormat) (open, sep, end string) {
+	if f == wire.FormatAnthropic {
 		return `{"requests":[`, ",", `]}`
 	}
 	return "", "", ""
@@ -69,7 +71,7 @@ func Envelope(f Format) (open, sep, end string) {
 
 // Encode joins lines (from Line) into the input of one batch of format f: the JSONL file for FormatOpenAI, the
 // create request's body for FormatAnthropic.
-func Encode(f Format, lines [][]byte) []byte {
+func Encode(f wire.BatchFormat, lines [][]byte) []byte {
 	open, sep, end := Envelope(f)
 	n := len(open) + len(end) + max(len(lines)-1, 0)*len(sep)
 	for _, l := range lines {

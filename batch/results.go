@@ -13,6 +13,7 @@ import (
 
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
 )
 
 // Outcome is what became of one request of a batch.
@@ -182,9 +183,9 @@ const maxLine = 64 << 20
 // Scan reads the JSONL results in r line by line with the parser of format f and calls fn for each, stopping at
 // the first error of fn or of a line. Blank lines are skipped. It holds one line at a time, so a result file of
 // any size streams through.
-func Scan(f Format, r io.Reader, redact func(string) string, fn func(Result) error) error {
+func Scan(f wire.BatchFormat, r io.Reader, redact func(string) string, fn func(Result) error) error {
 	parse := ParseOpenAI
-	if f == FormatAnthropic {
+	if f == wire.FormatAnthropic {
 		parse = ParseAnthropic
 	}
 	sc := bufio.NewScanner(r)

@@ -1,6 +1,10 @@
 package batch
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/silicolab/silico/wire"
+)
 
 // Item is the size of one encoded request (Line's length) and, for embeddings, its number of inputs.
 type Item struct {
@@ -21,7 +25,7 @@ type Chunk struct {
 // set. A chunk is filled before the next is started, so the cut is a function of the items alone and every
 // attempt of a pass cuts its requests the same way. The items should be one model's (a batch serves one model).
 // An item that cannot fit any batch alone is an error naming its index.
-func Split(f Format, items []Item, lim Limits) ([]Chunk, error) {
+func Split(f wire.BatchFormat, items []Item, lim Limits) ([]Chunk, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}

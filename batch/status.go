@@ -5,93 +5,29 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/silicolab/silico/wire"
 )
-
-// Status is where a batch stands, the same for both formats.
-type Status string
-
-// The statuses. Completed, Failed, Expired and Cancelled are terminal: the batch will not change again.
-const (
-	// StatusValidating: the provider is checking the input (OpenAI's validating).
-	StatusValidating Status = "validating"
-	// StatusInProgress: requests are being run.
-	StatusInProgress Status = "in_progress"
-	// StatusFinalizing: every request has run and the results are being written (OpenAI's finalizing).
-	StatusFinalizing Status = "finalizing"
-	// StatusCancelling: a cancel was asked for; requests already running may still finish.
-	StatusCancelling Status = "cancelling"
-	// StatusCompleted: every request ran; some may have failed. The results are ready.
-	StatusCompleted Status = "completed"
-	// StatusFailed: the provider rejected the batch as a whole (its input did not validate); nothing ran.
-	StatusFailed Status = "failed"
-	// StatusExpired: the completion window ended first; what completed is in the results, the rest never ran.
-	StatusExpired Status = "expired"
-	// StatusCancelled: cancelled; what completed is in the results, the rest never ran.
-	StatusCancelled Status = "cancelled"
-)
-
-// Terminal reports whether s is final.
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusCompleted, StatusFailed, StatusExpired, StatusCancelled:
-		return true
-	}
-	return false
-}
-
-// Counts are a batch's requests by what became of them so far.
-type Counts struct {
-	// Total is every request of the batch.
-	Total int `json:"total"`
-	// Succeeded and Errored ran; Errored failed.
-	Succeeded int `json:"succeeded"`
-	Errored   int `json:"errored"`
-	// NotRun were cancelled or expired before they ran (known only from Anthropic's counts while in progress).
-	NotRun int `json:"not_run"`
-}
-
-// Done is how many requests ran, successfully or not.
-func (c Counts) Done() int { return c.Succeeded + c.Errored }
-
-// Info is a batch as its provider describes it, in one shape for both formats.
-type Info struct {
-	ID     string `json:"id"`
-	Status Status `json:"status"`
-	Counts Counts `json:"counts"`
-	// CreatedAt and ExpiresAt are zero when the provider did not say.
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// OutputFileID and ErrorFileID are the result files of an OpenAI batch, once it has them.
-	OutputFileID string `json:"output_file_id,omitempty"`
-	ErrorFileID  string `json:"error_file_id,omitempty"`
-	// ResultsURL is where an ended Anthropic batch's results are streamed from.
-	ResultsURL string `json:"results_url,omitempty"`
-	// Metadata is the batch's metadata (OpenAI; Anthropic batches have none).
-	Metadata map[string]string `json:"metadata,omitempty"`
-	// Errors are the reasons an OpenAI batch failed as a whole ("line 3: invalid_request: ...").
-	Errors []string `json:"errors,omitempty"`
-}
 
 // openAIStatus maps OpenAI's batch statuses.
-var openAIStatus = map[string]Status{
-	"validating": StatusValidating, "in_progress": StatusInProgress, "finalizing": StatusFinalizing,
-	"cancelling": StatusCancelling, "completed": StatusCompleted, "failed": StatusFailed, "expired": StatusExpired,
-	"cancelled": StatusCancelled,
+var openAIStatus = map[string]wire.BatchStatus{
+	"validating": wire.BatchStatusValidating, "in_progress": wire.BatchStatusInProgress, "finalizing": wire.BatchStatusFinalizing,
+	"cancelling": wire.BatchStatusCancelling, "completed": wire.BatchStatusCompleted, "failed": wire.BatchStatusFailed, "expired": wire.BatchStatusExpired,
+	"cancelled": wire.BatchStatusCancelled,
 }
 
 // FromOpenAI reads an OpenAI batch object. An unknown status is an error rather than a guess: taking a new
 // status for a terminal one would collect results that are not there, taking it for a running one would wait
 // for ever.
-func FromOpenAI(b openai.Batch) (Info, error) {
+func FromOpenAI(b openai.Batch) (wire.BatchInfo, error) {
 	st, ok := openAIStatus[b.Status]
 	if !ok {
-		return Info{}, fmt.Errorf("batch %s: unknown status %q", b.ID, b.Status)
+		return wire.BatchInfo{}, fmt.Errorf("batch %s: unknown status %q", b.ID, b.Status)
 	}
 	c := b.RequestCounts
-	in := Info{ID: b.ID, Status: st,
+	in := wire.BatchInfo{ID: b.ID, Status: st,
 		// completed and failed are disjoint in OpenAI's counts; a line of the status_code trap may count as
 		// completed, which only the result file tells apart.
-		Counts:    Counts{Total: c.Total, Succeeded: c.Completed, Errored: c.Failed},
+		Counts:    wire.BatchCounts{Total: c.Total, Succeeded: c.Completed, Errored: c.Failed},
 		CreatedAt: unix(b.CreatedAt),
 	}
 	if b.ExpiresAt != nil {
@@ -152,30 +88,30 @@ type AnthropicBatch struct {
 
 // FromAnthropic reads an Anthropic batch object. Anthropic has one terminal status, ended; it is Cancelled when
 // a cancel was initiated, Expired when any request expired, else Completed.
-func FromAnthropic(b AnthropicBatch) (Info, error) {
+func FromAnthropic(b AnthropicBatch) (wire.BatchInfo, error) {
 	c := b.RequestCounts
-	in := Info{ID: b.ID, CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt,
-		Counts: Counts{Total: c.Processing + c.Succeeded + c.Errored + c.Canceled + c.Expired,
+	in := wire.BatchInfo{ID: b.ID, CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt,
+		Counts: wire.BatchCounts{Total: c.Processing + c.Succeeded + c.Errored + c.Canceled + c.Expired,
 			Succeeded: c.Succeeded, Errored: c.Errored, NotRun: c.Canceled + c.Expired}}
 	if b.ResultsURL != nil {
 		in.ResultsURL = *b.ResultsURL
 	}
 	switch b.ProcessingStatus {
 	case "in_progress":
-		in.Status = StatusInProgress
+		in.Status = wire.BatchStatusInProgress
 	case "canceling":
-		in.Status = StatusCancelling
+		in.Status = wire.BatchStatusCancelling
 	case "ended":
 		switch {
 		case b.CancelInitiatedAt != nil:
-			in.Status = StatusCancelled
+			in.Status = wire.BatchStatusCancelled
 		case c.Expired > 0:
-			in.Status = StatusExpired
+			in.Status = wire.BatchStatusExpired
 		default:
-			in.Status = StatusCompleted
+			in.Status = wire.BatchStatusCompleted
 		}
 	default:
-		return Info{}, fmt.Errorf("batch %s: unknown processing_status %q", b.ID, b.ProcessingStatus)
+		return wire.BatchInfo{}, fmt.Errorf("batch %s: unknown processing_status %q", b.ID, b.ProcessingStatus)
 	}
 	return in, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
 )
 
 // ErrAmbiguous is returned by Anthropic.Submit when more than one unknown batch could be the one an earlier
@@ -45,11 +46,11 @@ type Anthropic struct {
 func NewAnthropic(c *llm.AnthropicClient) *Anthropic { return &Anthropic{c: c, pageSize: 100} }
 
 // Submit returns the batch of s: the one an earlier attempt created after s.Intent, or a new one.
-func (a *Anthropic) Submit(ctx context.Context, s AnthropicSubmission) (batch.Info, error) {
+func (a *Anthropic) Submit(ctx context.Context, s AnthropicSubmission) (wire.BatchInfo, error) {
 	if !s.Intent.IsZero() {
 		found, err := a.find(ctx, s)
 		if err != nil {
-			return batch.Info{}, err
+			return wire.BatchInfo{}, err
 		}
 		switch len(found) {
 		case 0:
@@ -60,19 +61,19 @@ func (a *Anthropic) Submit(ctx context.Context, s AnthropicSubmission) (batch.In
 			for i, f := range found {
 				ids[i] = f.ID
 			}
-			return batch.Info{}, fmt.Errorf("%w: %v", ErrAmbiguous, ids)
+			return wire.BatchInfo{}, fmt.Errorf("%w: %v", ErrAmbiguous, ids)
 		}
 	}
 	data, err := a.c.CreateMessageBatch(ctx, s.Input)
 	if err != nil {
-		return batch.Info{}, fmt.Errorf("create message batch: %w", err)
+		return wire.BatchInfo{}, fmt.Errorf("create message batch: %w", err)
 	}
 	return decode(data)
 }
 
 // find lists the unknown batches created since s.Intent with s.Requests requests.
-func (a *Anthropic) find(ctx context.Context, s AnthropicSubmission) ([]batch.Info, error) {
-	var out []batch.Info
+func (a *Anthropic) find(ctx context.Context, s AnthropicSubmission) ([]wire.BatchInfo, error) {
+	var out []wire.BatchInfo
 	after := ""
 	for {
 		data, err := a.c.ListMessageBatches(ctx, after, a.pageSize)
@@ -105,46 +106,46 @@ func (a *Anthropic) find(ctx context.Context, s AnthropicSubmission) ([]batch.In
 			}
 		}
 		if !page.HasMore || len(page.Data) == 0 {
-			slices.SortFunc(out, func(x, y batch.Info) int { return cmp.Compare(x.ID, y.ID) })
+			slices.SortFunc(out, func(x, y wire.BatchInfo) int { return cmp.Compare(x.ID, y.ID) })
 			return out, nil
 		}
 		after = cmp.Or(page.LastID, page.Data[len(page.Data)-1].ID)
 	}
 }
 
-func decode(data []byte) (batch.Info, error) {
+func decode(data []byte) (wire.BatchInfo, error) {
 	var b batch.AnthropicBatch
 	if err := json.Unmarshal(data, &b); err != nil {
-		return batch.Info{}, fmt.Errorf("read message batch: %w", err)
+		return wire.BatchInfo{}, fmt.Errorf("read message batch: %w", err)
 	}
 	return batch.FromAnthropic(b)
 }
 
 // Poll returns batch id as it stands now.
-func (a *Anthropic) Poll(ctx context.Context, id string) (batch.Info, error) {
+func (a *Anthropic) Poll(ctx context.Context, id string) (wire.BatchInfo, error) {
 	data, err := a.c.RetrieveMessageBatch(ctx, id)
 	if err != nil {
-		return batch.Info{}, fmt.Errorf("retrieve message batch %s: %w", id, err)
+		return wire.BatchInfo{}, fmt.Errorf("retrieve message batch %s: %w", id, err)
 	}
 	return decode(data)
 }
 
 // Cancel asks for batch id to be cancelled and returns it.
-func (a *Anthropic) Cancel(ctx context.Context, id string) (batch.Info, error) {
+func (a *Anthropic) Cancel(ctx context.Context, id string) (wire.BatchInfo, error) {
 	data, err := a.c.CancelMessageBatch(ctx, id)
 	if err != nil {
-		return batch.Info{}, fmt.Errorf("cancel message batch %s: %w", id, err)
+		return wire.BatchInfo{}, fmt.Errorf("cancel message batch %s: %w", id, err)
 	}
 	return decode(data)
 }
 
 // Collect streams every result of an ended batch to fn, texts of errors redacted; it can run again after dying
 // half way, as OpenAI.Collect can.
-func (a *Anthropic) Collect(ctx context.Context, info batch.Info, fn func(batch.Result) error) (err error) {
+func (a *Anthropic) Collect(ctx context.Context, info wire.BatchInfo, fn func(batch.Result) error) (err error) {
 	rc, err := a.c.MessageBatchResults(ctx, info.ID, info.ResultsURL)
 	if err != nil {
 		return fmt.Errorf("results of message batch %s: %w", info.ID, err)
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
-	return batch.Scan(batch.FormatAnthropic, rc, a.c.Redact, fn)
+	return batch.Scan(wire.FormatAnthropic, rc, a.c.Redact, fn)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/wire"
 )
 
 type antFixture struct {
@@ -55,13 +56,13 @@ func antChunk(t *testing.T, from, n int) ([]byte, []string) {
 			t.Fatal(err)
 		}
 		id := batch.SafeID(fmt.Sprintf("ant/1/%d/p", i))
-		l, err := batch.Line(batch.FormatAnthropic, batch.EndpointChat, id, body)
+		l, err := batch.Line(wire.FormatAnthropic, batch.EndpointChat, id, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines, ids = append(lines, l), append(ids, id)
 	}
-	return batch.Encode(batch.FormatAnthropic, lines), ids
+	return batch.Encode(wire.FormatAnthropic, lines), ids
 }
 
 // TestAnthropicChatAgainstSimulator: the Messages API client gets from the simulator what its chat endpoint
@@ -135,12 +136,12 @@ func TestAnthropicCollectAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != batch.StatusInProgress || info.Counts.Total != 10 {
+	if info.Status != wire.BatchStatusInProgress || info.Counts.Total != 10 {
 		t.Fatalf("created %+v", info)
 	}
 	f.clk.Advance(4 * time.Hour)
 	c, err := f.a.Cancel(ctx, info.ID)
-	if err != nil || c.Status != batch.StatusCancelled || c.Counts.Done() != 4 {
+	if err != nil || c.Status != wire.BatchStatusCancelled || c.Counts.Done() != 4 {
 		t.Fatalf("cancel: %+v, %v; want cancelled with 4 done", c, err)
 	}
 	p, err := f.a.Poll(ctx, info.ID)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
 )
 
 // ErrChunkChanged is returned by Submit when the provider holds a batch of the same key with another input:
@@ -57,32 +58,32 @@ func fileName(k batch.Key, digest string) string {
 
 // Submit makes sure exactly one batch of s.Key runs s.Input and returns it: the batch an earlier attempt created,
 // or a new one. See the package doc for how it stays exactly once.
-func (o *OpenAI) Submit(ctx context.Context, s Submission) (batch.Info, error) {
+func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, error) {
 	digest := batch.Digest(s.Input)
 	found, err := o.Find(ctx, s.Key, digest, s.Since)
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	if len(found) > 0 {
 		return o.converge(ctx, found)
 	}
 	fileID, err := o.upload(ctx, fileName(s.Key, digest), s.Input)
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	created, err := o.c.CreateBatch(ctx, fileID, string(s.Endpoint), s.Key.Metadata(digest))
 	if err != nil {
-		return batch.Info{}, fmt.Errorf("create batch: %w", err)
+		return wire.BatchInfo{}, fmt.Errorf("create batch: %w", err)
 	}
 	mine, err := batch.FromOpenAI(created)
 	if err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	// Another attempt may have created one too: list again and keep one.
 	if found, err = o.Find(ctx, s.Key, digest, s.Since); err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
-	if !slices.ContainsFunc(found, func(b batch.Info) bool { return b.ID == mine.ID }) {
+	if !slices.ContainsFunc(found, func(b wire.BatchInfo) bool { return b.ID == mine.ID }) {
 		found = append(found, mine) // a listing that lags behind the create
 	}
 	return o.converge(ctx, found)
@@ -107,16 +108,16 @@ func (o *OpenAI) upload(ctx context.Context, name string, data []byte) (string, 
 }
 
 // converge keeps the batch created first (then the smallest id) and cancels the others that are still running.
-func (o *OpenAI) converge(ctx context.Context, found []batch.Info) (batch.Info, error) {
-	slices.SortFunc(found, func(a, b batch.Info) int {
+func (o *OpenAI) converge(ctx context.Context, found []wire.BatchInfo) (wire.BatchInfo, error) {
+	slices.SortFunc(found, func(a, b wire.BatchInfo) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	for _, extra := range found[1:] {
-		if extra.Status.Terminal() || extra.Status == batch.StatusCancelling {
+		if extra.Status.Terminal() || extra.Status == wire.BatchStatusCancelling {
 			continue
 		}
 		if _, err := o.Cancel(ctx, extra.ID); err != nil {
-			return batch.Info{}, fmt.Errorf("cancel duplicate batch %s: %w", extra.ID, err)
+			return wire.BatchInfo{}, fmt.Errorf("cancel duplicate batch %s: %w", extra.ID, err)
 		}
 	}
 	return found[0], nil
@@ -124,8 +125,8 @@ func (o *OpenAI) converge(ctx context.Context, found []batch.Info) (batch.Info, 
 
 // Find lists the batches of key k with input digest, newest first, among those created since (zero: all). A
 // batch of k with another digest is ErrChunkChanged.
-func (o *OpenAI) Find(ctx context.Context, k batch.Key, digest string, since time.Time) ([]batch.Info, error) {
-	var out []batch.Info
+func (o *OpenAI) Find(ctx context.Context, k batch.Key, digest string, since time.Time) ([]wire.BatchInfo, error) {
+	var out []wire.BatchInfo
 	after := ""
 	for {
 		page, more, err := o.c.ListBatches(ctx, after, o.pageSize)
@@ -167,23 +168,23 @@ func metadata(md map[string]any) map[string]string {
 }
 
 // Poll returns batch id as it stands now.
-func (o *OpenAI) Poll(ctx context.Context, id string) (batch.Info, error) {
+func (o *OpenAI) Poll(ctx context.Context, id string) (wire.BatchInfo, error) {
 	b, err := o.c.RetrieveBatch(ctx, id)
 	if err != nil {
-		return batch.Info{}, fmt.Errorf("retrieve batch %s: %w", id, err)
+		return wire.BatchInfo{}, fmt.Errorf("retrieve batch %s: %w", id, err)
 	}
 	return batch.FromOpenAI(b)
 }
 
 // Cancel asks for batch id to be cancelled and returns it. A batch that already ended is returned as it is.
-func (o *OpenAI) Cancel(ctx context.Context, id string) (batch.Info, error) {
+func (o *OpenAI) Cancel(ctx context.Context, id string) (wire.BatchInfo, error) {
 	b, err := o.c.CancelBatch(ctx, id)
 	var e *llm.Error
 	if errors.As(err, &e) && (e.Status == http.StatusConflict || e.Status == http.StatusBadRequest) {
 		return o.Poll(ctx, id) // it ended before the cancel arrived
 	}
 	if err != nil {
-		return batch.Info{}, fmt.Errorf("cancel batch %s: %w", id, err)
+		return wire.BatchInfo{}, fmt.Errorf("cancel batch %s: %w", id, err)
 	}
 	return batch.FromOpenAI(b)
 }
@@ -191,7 +192,7 @@ func (o *OpenAI) Cancel(ctx context.Context, id string) (batch.Info, error) {
 // Collect streams every result of an ended batch to fn: the output file's lines, then the error file's, each
 // line once, texts of errors redacted. A collect that dies half way can simply run again: fn sees every line
 // again, and recording a cell twice is a no-op of the results store.
-func (o *OpenAI) Collect(ctx context.Context, info batch.Info, fn func(batch.Result) error) error {
+func (o *OpenAI) Collect(ctx context.Context, info wire.BatchInfo, fn func(batch.Result) error) error {
 	for _, id := range []string{info.OutputFileID, info.ErrorFileID} {
 		if id == "" {
 			continue
@@ -209,5 +210,5 @@ func (o *OpenAI) scan(ctx context.Context, fileID string, fn func(batch.Result) 
 		return err
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
-	return batch.Scan(batch.FormatOpenAI, rc, o.c.Redact, fn)
+	return batch.Scan(wire.FormatOpenAI, rc, o.c.Redact, fn)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/wire"
 )
 
 const testKey = "sk-test-SECRETSECRETSECRET1234"
@@ -70,13 +71,13 @@ func chunk(t *testing.T, from, n int) ([]byte, []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := batch.Line(batch.FormatOpenAI, batch.EndpointChat, id, body)
+		l, err := batch.Line(wire.FormatOpenAI, batch.EndpointChat, id, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines, ids = append(lines, l), append(ids, id)
 	}
-	return batch.Encode(batch.FormatOpenAI, lines), ids
+	return batch.Encode(wire.FormatOpenAI, lines), ids
 }
 
 func sub(key batch.Key, input []byte) Submission {
@@ -228,12 +229,12 @@ func TestCollect(t *testing.T) {
 	}
 	f.clk.Advance(3 * time.Hour)
 	mid, err := f.o.Poll(ctx, info.ID)
-	if err != nil || mid.Status != batch.StatusInProgress || mid.Counts.Done() != 3 {
+	if err != nil || mid.Status != wire.BatchStatusInProgress || mid.Counts.Done() != 3 {
 		t.Fatalf("at 3h: %+v, %v; want in progress with 3 done", mid, err)
 	}
 	f.clk.Advance(3 * time.Hour)
 	end, err := f.o.Poll(ctx, info.ID)
-	if err != nil || end.Status != batch.StatusExpired {
+	if err != nil || end.Status != wire.BatchStatusExpired {
 		t.Fatalf("at 6h: %+v, %v; want expired", end, err)
 	}
 	collect := func() map[string]batch.Result {
@@ -286,7 +287,7 @@ func TestCancel(t *testing.T) {
 	}
 	f.clk.Advance(5 * time.Hour)
 	c, err := f.o.Cancel(ctx, info.ID)
-	if err != nil || c.Status != batch.StatusCancelled || c.Counts.Done() != 5 {
+	if err != nil || c.Status != wire.BatchStatusCancelled || c.Counts.Done() != 5 {
 		t.Fatalf("cancel: %+v, %v; want cancelled with 5 done", c, err)
 	}
 	n := map[batch.Outcome]int{}
@@ -297,13 +298,13 @@ func TestCancel(t *testing.T) {
 		t.Errorf("results %v, want 5 answers and 5 never run", n)
 	}
 	// Cancelling what already ended returns it.
-	if again, err := f.o.Cancel(ctx, info.ID); err != nil || again.Status != batch.StatusCancelled {
+	if again, err := f.o.Cancel(ctx, info.ID); err != nil || again.Status != wire.BatchStatusCancelled {
 		t.Errorf("second cancel: %+v, %v", again, err)
 	}
 	done, _ := chunk(t, 20, 1)
 	d, _ := f.o.Submit(ctx, sub(batch.Key{Run: "r", Pass: "sim/2"}, done))
 	f.clk.Advance(11 * time.Hour)
-	if got, err := f.o.Cancel(ctx, d.ID); err != nil || got.Status != batch.StatusCompleted {
+	if got, err := f.o.Cancel(ctx, d.ID); err != nil || got.Status != wire.BatchStatusCompleted {
 		t.Errorf("cancel of a completed batch: %+v, %v; want it as it is", got, err)
 	}
 }

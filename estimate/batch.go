@@ -7,6 +7,7 @@ import (
 	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
 )
 
 // BatchEstimate says how the calls of a model in batch mode go through its provider's batch API. A batch pass is
@@ -14,7 +15,7 @@ import (
 // input file (OpenAI) or create request (Anthropic) each.
 type BatchEstimate struct {
 	// Format is the provider's batch format (batch.FormatOpenAI or batch.FormatAnthropic).
-	Format batch.Format `json:"format"`
+	Format wire.BatchFormat `json:"format"`
 	// Batches is how many batches the model's passes submit, at least (a resubmission of what expired adds
 	// more); MaxPerPass the most of one pass.
 	Batches    int `json:"batches"`
@@ -32,11 +33,11 @@ type BatchEstimate struct {
 }
 
 // formatOf is the batch format of model m.
-func formatOf(m experiment.Model) batch.Format {
+func formatOf(m experiment.Model) wire.BatchFormat {
 	if m.Provider == experiment.ProviderAnthropic {
-		return batch.FormatAnthropic
+		return wire.FormatAnthropic
 	}
-	return batch.FormatOpenAI
+	return wire.FormatOpenAI
 }
 
 // batchEstimate encodes every request of model m (index mi) exactly as a batch pass would, one (model, seed) at a
@@ -96,11 +97,11 @@ func imageDetail(spec *experiment.Spec, msgs []experiment.Message) string {
 }
 
 // requestLine is the batch line of one request in format f.
-func requestLine(f batch.Format, req llm.Request, cellID string) ([]byte, error) {
+func requestLine(f wire.BatchFormat, req llm.Request, cellID string) ([]byte, error) {
 	var body json.RawMessage
 	var err error
 	id := cellID
-	if f == batch.FormatAnthropic {
+	if f == wire.FormatAnthropic {
 		body, err = llm.AnthropicBody(req)
 		id = batch.SafeID(cellID)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
 )
 
 // TestBatchPriceAndCounts: a batch model costs half the sync price and its passes are cut into batches by
@@ -25,7 +26,7 @@ func TestBatchPriceAndCounts(t *testing.T) {
 	if b.Batch == nil || s.Batch != nil {
 		t.Fatalf("batch estimates %+v, %+v; want one for the batch model alone", b.Batch, s.Batch)
 	}
-	if b.Batch.Batches != 6 || b.Batch.MaxPerPass != 3 || b.Batch.Format != batch.FormatOpenAI {
+	if b.Batch.Batches != 6 || b.Batch.MaxPerPass != 3 || b.Batch.Format != wire.FormatOpenAI {
 		t.Errorf("batches %+v, want 6 in all, 3 per pass, OpenAI format", b.Batch)
 	}
 	if !near(b.MinCostUSD, s.MinCostUSD/2) || !near(b.MaxCostUSD, s.MaxCostUSD/2) || b.MaxCostUSD == 0 {
@@ -46,7 +47,7 @@ func TestBatchPriceAndCounts(t *testing.T) {
 				c := experiment.Cell{Seed: sd, Item: it, Persona: p}
 				msgs, _ := spec.Render(c, nil)
 				body, _ := llm.ChatBody(llm.Request{Model: "gpt-4o-mini", Messages: msgs, Seed: spec.Seeds[sd], Params: spec.Models[0].Params})
-				line, _ := batch.Line(batch.FormatOpenAI, batch.EndpointChat, spec.CellID(c), body)
+				line, _ := batch.Line(wire.FormatOpenAI, batch.EndpointChat, spec.CellID(c), body)
 				want += int64(len(line))
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // The fixed run: the quickstart's recorded answers (see psychometrics/testdata/make_reference.R) for model
@@ -230,7 +231,7 @@ func TestReportNumbersMatchCSVs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum results.Summary
+	var sum wire.Summary
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestReportBatchSaving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum results.Summary
+	var sum wire.Summary
 	if err := json.Unmarshal(sb, &sum); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/psychometrics"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // Reliability is one line of reliability.csv: how reliable one scale is for one model and seed, across the
@@ -117,7 +118,7 @@ type CellResult struct {
 type Analysis struct {
 	Spec    *experiment.Spec
 	RunID   string
-	Summary Summary
+	Summary wire.Summary
 	// Scales are the scale scores in ScaleScore's order, filled by Analyze; Export leaves it nil and writes
 	// scales.csv from the sums (ScaleScore reads either).
 	Scales      []ScaleScore

@@ -14,6 +14,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // Output files of an embed spec.
@@ -61,16 +62,16 @@ var vectorIndexHeader = []string{"index", "model", "text_id", "source", "status"
 // similarity, texts in submission order, empty where a vector is missing; only up to MaxSimilarityTexts texts)
 // and summary.json. Files are written
 // as Export writes them: whole or not at all, summary.json last.
-func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (Summary, error) {
+func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (wire.Summary, error) {
 	if spec == nil || !spec.IsEmbed() {
-		return Summary{}, errors.New("results: export embed: not an embed spec")
+		return wire.Summary{}, errors.New("results: export embed: not an embed spec")
 	}
 	texts, err := spec.EmbedTexts()
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export embed: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export embed: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	out := &outputSet{dir: dir}
 	defer out.abort()
@@ -79,11 +80,11 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 	rows := make([]VectorRow, 0, spec.NumCells())
 	xf, err := create(VectorIndexFile)
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	xw := csv.NewWriter(xf.w)
 	if err := xw.Write(vectorIndexHeader); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", VectorIndexFile, err)
+		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", VectorIndexFile, err)
 	}
 	emit := func(r store.Record) error {
 		m, t := spec.EmbedCell(r.Index)
@@ -105,21 +106,21 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 			r.ErrorClass, r.ErrorCode, r.ErrorMessage, row.Text})
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {
-		return Summary{}, fmt.Errorf("results: export %s: %w", runID, err)
+		return wire.Summary{}, fmt.Errorf("results: export %s: %w", runID, err)
 	}
 	if xw.Flush(); xw.Error() != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", VectorIndexFile, xw.Error())
+		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", VectorIndexFile, xw.Error())
 	}
 	pf, err := create(VectorsFile)
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	pw := parquet.NewGenericWriter[VectorRow](pf.w, parquet.Compression(&parquet.Zstd))
 	if _, err := pw.Write(rows); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", VectorsFile, err)
+		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", VectorsFile, err)
 	}
 	if err := pw.Close(); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", VectorsFile, err)
+		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", VectorsFile, err)
 	}
 	n := len(texts)
 	for m, model := range spec.Models {
@@ -128,23 +129,23 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 		}
 		f, err := create(SimilarityFile(model.ID))
 		if err != nil {
-			return Summary{}, fmt.Errorf("results: export: %w", err)
+			return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 		}
 		if err := writeSimilarity(f, texts, rows[m*n:(m+1)*n]); err != nil {
-			return Summary{}, fmt.Errorf("results: export: %s: %w", SimilarityFile(model.ID), err)
+			return wire.Summary{}, fmt.Errorf("results: export: %s: %w", SimilarityFile(model.ID), err)
 		}
 	}
 	mf, err := create(SummaryFile)
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	s := sum.summary()
 	s.Kind = experiment.KindEmbed
 	if err := writeSummary(mf, s); err != nil {
-		return Summary{}, err
+		return wire.Summary{}, err
 	}
 	if err := out.commit(); err != nil {
-		return Summary{}, err
+		return wire.Summary{}, err
 	}
 	return s, nil
 }

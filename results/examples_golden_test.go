@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // updateGolden rewrites testdata/examples from the current code instead of comparing with it.
@@ -138,16 +139,16 @@ func runExample(t *testing.T, path string) string {
 	acts := &activities.Activities{Store: st, HasSimulator: true, SimSettingsFixed: true,
 		Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ts.URL+"/v1")}
 	const run = "run"
-	if _, err := acts.PrepareRun(ctx, activities.PrepareInput{RunID: run, Spec: canonical}); err != nil {
+	if _, err := acts.PrepareRun(ctx, wire.PrepareInput{RunID: run, Spec: canonical}); err != nil {
 		t.Fatal(err)
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 	for _, p := range spec.Passes() {
-		v, err := env.ExecuteActivity(acts.RunSeedPass, activities.PassInput{RunID: run, Pass: p,
+		v, err := env.ExecuteActivity(acts.RunSeedPass, wire.PassInput{RunID: run, Pass: p,
 			Limits: ratelimit.Limits{Concurrency: 8}})
-		var res activities.PassResult
+		var res wire.PassResult
 		if err == nil {
 			err = v.Get(&res)
 		}

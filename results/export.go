@@ -18,6 +18,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
+	"github.com/silicolab/silico/wire"
 )
 
 // Output file names, written into the export directory.
@@ -61,51 +62,6 @@ type Source interface {
 	Scan(ctx context.Context, run string, fn func(store.Record) error) error
 }
 
-// Summary is summary.json: counts, tokens and cost of a run, overall and per model.
-type Summary struct {
-	RunID string `json:"run_id"`
-	Name  string `json:"name"`
-	// Kind is "embed" for an embed spec's run (outputs of ExportEmbed), empty for a chat run.
-	Kind string `json:"kind,omitempty"`
-	// Cells is the number of cells of the grid; OK + Unparsed + Failed == Cells (cells never run count as failed).
-	Cells    int `json:"cells"`
-	OK       int `json:"ok"`
-	Unparsed int `json:"unparsed"`
-	Failed   int `json:"failed"`
-	// Cached counts the cells answered from the response cache; their cost is in saved_usd, not in cost_usd.
-	Cached int `json:"cached"`
-	// Length counts the answers cut at the completion cap (finish_reason length), whether or not they still
-	// named an option; ContentFiltered those the provider's content filter withheld (finish_reason
-	// content_filter, unparsed with error class ContentFiltered).
-	Length          int `json:"length"`
-	ContentFiltered int `json:"content_filtered"`
-	usage.Usage
-	// BatchSavedUSD is what the cells of models in batch mode would have cost more as synchronous calls.
-	BatchSavedUSD  float64 `json:"batch_saved_usd,omitempty"`
-	ElapsedSeconds float64 `json:"elapsed_seconds"`
-	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
-	Errors []string `json:"errors"`
-	// Models has one entry per model of the spec, in spec order.
-	Models []ModelSummary `json:"models"`
-	// Outputs are the files Export writes for the run, summary.json last; empty for an embed run's summary.
-	Outputs []string `json:"outputs,omitempty"`
-}
-
-// ModelSummary is the part of a Summary that concerns one model.
-type ModelSummary struct {
-	Model    string `json:"model"`
-	Cells    int    `json:"cells"`
-	OK       int    `json:"ok"`
-	Unparsed int    `json:"unparsed"`
-	Failed   int    `json:"failed"`
-	Cached   int    `json:"cached"`
-	// Length and ContentFiltered are as in Summary.
-	Length          int `json:"length"`
-	ContentFiltered int `json:"content_filtered"`
-	usage.Usage
-	BatchSavedUSD float64 `json:"batch_saved_usd,omitempty"`
-}
-
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
 // per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv,
 // agreement.csv and distributions.csv (see Analysis), reference.csv and reference_scales.csv when the spec has a
@@ -115,43 +71,43 @@ type ModelSummary struct {
 //
 // Each file is written to a temporary file in dir and renamed into place only when all of them are complete,
 // summary.json last: on error no partial output is left and earlier outputs in dir are untouched.
-func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (Summary, error) {
+func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (wire.Summary, error) {
 	if spec == nil {
-		return Summary{}, errors.New("results: export: nil spec")
+		return wire.Summary{}, errors.New("results: export: nil spec")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	out := &outputSet{dir: dir}
 	defer out.abort()
 	create := out.create
 	jf, err := create(JSONLFile)
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	cf, err := create(CSVFile)
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	sf, err := create(ScalesFile)
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 	side := map[string]*atomicFile{}
 	for _, name := range AnalysisFiles(spec)[1:] {
 		if side[name], err = create(name); err != nil {
-			return Summary{}, fmt.Errorf("results: export: %w", err)
+			return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 		}
 	}
 	mf, err := create(SummaryFile)
 	if err != nil {
-		return Summary{}, fmt.Errorf("results: export: %w", err)
+		return wire.Summary{}, fmt.Errorf("results: export: %w", err)
 	}
 
 	cw := csv.NewWriter(cf.w)
 	probCols := probColumns(spec)
 	if err := cw.Write(HeaderFor(spec)); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
+		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
 	}
 	an := newAnalyzer(spec, runID, elapsed)
 	var line []byte // one results.jsonl line, its buffer reused from row to row
@@ -172,14 +128,14 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		return nil
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {
-		return Summary{}, fmt.Errorf("results: export %s: %w", runID, err)
+		return wire.Summary{}, fmt.Errorf("results: export %s: %w", runID, err)
 	}
 	if cw.Flush(); cw.Error() != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, cw.Error())
+		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, cw.Error())
 	}
 	a := an.finish(false)
 	if err := writeScales(sf.w, runID, an.scales.all(spec)); err != nil {
-		return Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
+		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
 	}
 	writers := map[string]func(io.Writer) error{
 		ReliabilityFile:     func(w io.Writer) error { return writeReliability(w, runID, a.Reliability) },
@@ -191,15 +147,15 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	}
 	for name, f := range side {
 		if err := writers[name](f.w); err != nil {
-			return Summary{}, fmt.Errorf("results: export: %s: %w", name, err)
+			return wire.Summary{}, fmt.Errorf("results: export: %s: %w", name, err)
 		}
 	}
 	s := a.Summary
 	if err := writeSummary(mf, s); err != nil {
-		return Summary{}, err
+		return wire.Summary{}, err
 	}
 	if err := out.commit(); err != nil {
-		return Summary{}, err
+		return wire.Summary{}, err
 	}
 	return s, nil
 }
@@ -244,7 +200,7 @@ func (o *outputSet) abort() {
 }
 
 // writeSummary writes s as summary.json into f.
-func writeSummary(f *atomicFile, s Summary) error {
+func writeSummary(f *atomicFile, s wire.Summary) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("results: export: %s: %w", SummaryFile, err)
@@ -256,7 +212,7 @@ func writeSummary(f *atomicFile, s Summary) error {
 }
 
 // ExportFor is the export of spec's kind: Export, or ExportEmbed for an embed spec.
-func ExportFor(spec *experiment.Spec) func(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (Summary, error) {
+func ExportFor(spec *experiment.Spec) func(ctx context.Context, src Source, spec *experiment.Spec, runID, dir string, elapsed time.Duration) (wire.Summary, error) {
 	if spec != nil && spec.IsEmbed() {
 		return ExportEmbed
 	}
@@ -304,7 +260,7 @@ func walk(ctx context.Context, src Source, spec *experiment.Spec, runID string, 
 
 // summarizer accumulates a Summary row by row, in submission order.
 type summarizer struct {
-	s      Summary
+	s      wire.Summary
 	models map[string]int // model id → index in s.Models
 	seen   map[string]bool
 	// syncPrice is, for the models in batch mode that have a price, the price of their calls made synchronously.
@@ -313,8 +269,8 @@ type summarizer struct {
 
 func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *summarizer {
 	z := &summarizer{
-		s: Summary{RunID: runID, Name: spec.Name, ElapsedSeconds: round(elapsed.Seconds(), 3),
-			Errors: []string{}, Models: make([]ModelSummary, len(spec.Models))},
+		s: wire.Summary{RunID: runID, Name: spec.Name, ElapsedSeconds: round(elapsed.Seconds(), 3),
+			Errors: []string{}, Models: make([]wire.ModelSummary, len(spec.Models))},
 		models: make(map[string]int, len(spec.Models)),
 		seen:   make(map[string]bool),
 	}
@@ -381,11 +337,11 @@ func (z *summarizer) add(r *Row) {
 }
 
 // summary returns the Summary with costs rounded to the 8 decimals of the row outputs.
-func (z *summarizer) summary() Summary {
+func (z *summarizer) summary() wire.Summary {
 	s := z.s
 	s.CostUSD = round(s.CostUSD, 8)
 	s.BatchSavedUSD = round(s.BatchSavedUSD, 8)
-	s.Models = append([]ModelSummary(nil), z.s.Models...)
+	s.Models = append([]wire.ModelSummary(nil), z.s.Models...)
 	for i := range s.Models {
 		s.Models[i].CostUSD = round(s.Models[i].CostUSD, 8)
 		s.Models[i].BatchSavedUSD = round(s.Models[i].BatchSavedUSD, 8)

@@ -19,6 +19,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
+	"github.com/silicolab/silico/wire"
 )
 
 var _ Source = (*store.SQLite)(nil)
@@ -276,11 +277,11 @@ func TestSummaryCountsAndFirstDistinctErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Export: %v", err)
 	}
-	want := Summary{
+	want := wire.Summary{
 		RunID: "run-9", Name: "test spec", Cells: 24, OK: 12, Unparsed: 2, Failed: 10,
 		Usage: usage.Usage{PromptTokens: 12*50 + 6*10, CompletionTokens: 12 * 3, CostUSD: 0.00015}, ElapsedSeconds: 1.5,
 		Errors: []string{"InvalidRequest: bad", "Auth: no key", "InvalidRequest: other", "QuotaExhausted: quota", "NotRun: no result recorded"},
-		Models: []ModelSummary{
+		Models: []wire.ModelSummary{
 			{Model: "m1", Cells: 12, OK: 10, Unparsed: 2, Usage: usage.Usage{PromptTokens: 500, CompletionTokens: 30, CostUSD: 0.000125}},
 			{Model: "m2", Cells: 12, OK: 2, Failed: 10, Usage: usage.Usage{PromptTokens: 160, CompletionTokens: 6, CostUSD: 0.000025}},
 		},
@@ -288,7 +289,7 @@ func TestSummaryCountsAndFirstDistinctErrors(t *testing.T) {
 			"distributions.csv", "summary.json"},
 	}
 	if !reflect.DeepEqual(s, want) {
-		t.Fatalf("Summary =\n%+v\nwant\n%+v", s, want)
+		t.Fatalf("wire.Summary =\n%+v\nwant\n%+v", s, want)
 	}
 }
 
@@ -302,7 +303,7 @@ func TestSummaryFileMatchesReturnedSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got Summary
+	var got wire.Summary
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("summary.json: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
 )
@@ -131,7 +132,7 @@ func TestBatchRunSurvivesWorkerRestart(t *testing.T) {
 	stop := s.batchWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "restart", TaskQueue: workflows.TaskQueue},
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "restart", TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, specInput(t, batchGrid(12)))
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestBatchRunSurvivesWorkerRestart(t *testing.T) {
 	}
 	stop()
 	s.batchWorker(t)
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}

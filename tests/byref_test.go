@@ -12,6 +12,7 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -31,7 +32,7 @@ func TestLargeSpecRunsByReference(t *testing.T) {
 	ctx := withTimeout(t, 3*time.Minute)
 
 	// Inline, the server refuses it (the limit the starter works around).
-	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "big-inline", TaskQueue: workflows.TaskQueue},
+	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "big-inline", TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, inline); err == nil {
 		t.Fatal("the server accepted a 3 MB workflow input; the test needs one that enforces Temporal's default limit")
 	} else {
@@ -42,16 +43,16 @@ func TestLargeSpecRunsByReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := workflows.Input{RunID: "big", SpecDigest: digest}
+	in := wire.Input{RunID: "big", SpecDigest: digest}
 	if b, err := in.MarshalJSON(); err != nil || len(b) > 500 {
 		t.Fatalf("the input by reference is %d bytes (%v), want a few hundred", len(b), err)
 	}
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "big", TaskQueue: workflows.TaskQueue},
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "big", TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("run by reference: %v", err)
 	}
@@ -71,8 +72,8 @@ func TestInputWithAnotherDigestFails(t *testing.T) {
 	if _, _, err := activities.SaveSpec(ctx, s.store, "tampered", specInput(t, spec).Spec); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "tampered", TaskQueue: workflows.TaskQueue},
-		workflows.ExperimentWorkflow, workflows.Input{RunID: "tampered", SpecDigest: strings.Repeat("0", 64)})
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "tampered", TaskQueue: wire.TaskQueue},
+		workflows.ExperimentWorkflow, wire.Input{RunID: "tampered", SpecDigest: strings.Repeat("0", 64)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -250,14 +251,14 @@ func TestTwoRunsAtOnceShareTheCache(t *testing.T) {
 	ctx := withTimeout(t, 3*time.Minute)
 	var runs []client.WorkflowRun
 	for _, id := range []string{"twin-a", "twin-b"} {
-		r, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		r, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: wire.TaskQueue},
 			workflows.ExperimentWorkflow, specInput(t, spec))
 		if err != nil {
 			t.Fatal(err)
 		}
 		runs = append(runs, r)
 	}
-	var res [2]workflows.Result
+	var res [2]wire.Result
 	for i, r := range runs {
 		if err := r.Get(ctx, &res[i]); err != nil {
 			t.Fatalf("run %s: %v", r.GetID(), err)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/silicolab/silico/devserver"
 	"github.com/silicolab/silico/results"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 var runIDRE = regexp.MustCompile(`silico-[a-z0-9-]+`)
@@ -42,7 +42,7 @@ func TestClusterRecipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if missing := missingAttrs(t, ctx, c); len(missing) != len(workflows.SearchAttributes()) {
+	if missing := missingAttrs(t, ctx, c); len(missing) != len(wire.SearchAttributes()) {
 		t.Fatalf("the server already has %v; the test needs a plain one", missing)
 	}
 
@@ -104,7 +104,7 @@ func TestClusterRecipe(t *testing.T) {
 		t.Errorf("exported %d rows, want 1000", n)
 	}
 	// The export from the store alone reports the run's real elapsed time, the one the worker recorded.
-	var sum results.Summary
+	var sum wire.Summary
 	b, err := os.ReadFile(filepath.Join(dir, "exported", results.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func missingAttrs(t *testing.T, ctx context.Context, c client.Client) []string {
 		t.Fatal(err)
 	}
 	var missing []string
-	for name := range workflows.SearchAttributes() {
+	for name := range wire.SearchAttributes() {
 		if _, ok := resp.GetCustomAttributes()[name]; !ok {
 			missing = append(missing, name)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 var devAddrRE = regexp.MustCompile(`(?m)^Temporal server\s+(\S+) `)
@@ -69,12 +69,12 @@ func TestDevAcceptsRawClientRun(t *testing.T) {
 	defer c.Close()
 	id := "dev-raw-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	runStart := time.Now()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: wire.TaskQueue},
 		"ExperimentWorkflow", json.RawMessage(specJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("run %s: %v\n%s", id, err, dev.dump())
 	}
@@ -126,7 +126,7 @@ func TestDevAcceptsRawClientRun(t *testing.T) {
 	if len(recs) != cells+1 {
 		t.Errorf("results.csv: %d records, want a header and %d rows", len(recs), cells)
 	}
-	var sum results.Summary
+	var sum wire.Summary
 	b, err := os.ReadFile(filepath.Join(wantDir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)

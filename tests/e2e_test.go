@@ -23,13 +23,13 @@ import (
 	"go.temporal.io/server/temporaltest"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
 )
@@ -143,16 +143,16 @@ func gridSpec(models, seeds, items, personas int) experiment.Spec {
 		}), experimenttest.Edit(func(s *experiment.Spec) { s.Questionnaire.Name = "e2e" }), experimenttest.Defaults())
 }
 
-func (s *stack) run(t *testing.T, id string, spec experiment.Spec) workflows.Result {
+func (s *stack) run(t *testing.T, id string, spec experiment.Spec) wire.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("run %s: %v", id, err)
 	}
@@ -321,7 +321,7 @@ func TestStoppingWorkerLetsCallsLand(t *testing.T) {
 	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = 16, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stop", TaskQueue: workflows.TaskQueue},
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stop", TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func TestStoppingWorkerLetsCallsLand(t *testing.T) {
 		t.Fatalf("the run finished (%d requests) before the worker stopped; the test needs a stop mid-run", n)
 	}
 	s.newWorker(t)
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -357,12 +357,12 @@ func TestHeartbeatsCarryProgress(t *testing.T) {
 	spec.Run.MaxConcurrency = 8
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "hb", TaskQueue: workflows.TaskQueue},
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "hb", TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got activities.Progress
+	var got wire.PassProgress
 	for got.Done == 0 {
 		if ctx.Err() != nil {
 			t.Fatal("no heartbeat with progress while the pass ran")
@@ -383,7 +383,7 @@ func TestHeartbeatsCarryProgress(t *testing.T) {
 	if got.Cells != 400 || got.Done > 400 || got.PromptTokens == 0 {
 		t.Errorf("heartbeat %+v: want the pass's 400 cells, some done, their tokens", got)
 	}
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}

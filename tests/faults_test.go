@@ -15,7 +15,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 // faultLatency is the simulator's latency in the fault tests: low, so that a case takes seconds, yet not zero, so
@@ -155,7 +155,7 @@ func TestFaultOneCellAlways500(t *testing.T) {
 // checkRecordedOnce checks that the run recorded every cell of spec exactly once, in the store and in
 // results.jsonl, that every failed cell carries an error class and message, and that summary.json lists errors
 // when a cell failed. It returns the rows of results.jsonl.
-func checkRecordedOnce(t *testing.T, s *stack, spec *experiment.Spec, res workflows.Result) []results.Row {
+func checkRecordedOnce(t *testing.T, s *stack, spec *experiment.Spec, res wire.Result) []results.Row {
 	t.Helper()
 	n := spec.NumCells()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -208,7 +208,7 @@ func checkRecordedOnce(t *testing.T, s *stack, spec *experiment.Spec, res workfl
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum results.Summary
+	var sum wire.Summary
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatalf("summary.json: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/experiment"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 // binDir holds binaries built once for the whole package (see starterBin).
@@ -311,9 +311,9 @@ func withTimeout(t *testing.T, d time.Duration) context.Context {
 }
 
 // specInput is the workflow input that starts a run of spec.
-func specInput(t *testing.T, spec experiment.Spec) workflows.Input {
+func specInput(t *testing.T, spec experiment.Spec) wire.Input {
 	t.Helper()
-	in, err := workflows.NewInput(&spec, "", "")
+	in, err := wire.NewInput(&spec, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

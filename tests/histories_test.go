@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -26,7 +26,7 @@ func TestUnhappyPathRuns(t *testing.T) {
 		name  string
 		cfg   sim.Config
 		spec  func() experiment.Spec
-		check func(t *testing.T, res workflows.Result)
+		check func(t *testing.T, res wire.Result)
 		// signalled says the run's passes must have signalled an outage to the workflow.
 		signalled bool
 	}{{
@@ -39,7 +39,7 @@ func TestUnhappyPathRuns(t *testing.T) {
 			s.Run.MaxConcurrency = 8
 			return s
 		},
-		check: func(t *testing.T, res workflows.Result) {
+		check: func(t *testing.T, res wire.Result) {
 			if res.Summary.OK+res.Summary.Unparsed != 12 {
 				t.Errorf("summary %+v, want every cell answered", res.Summary)
 			}
@@ -56,7 +56,7 @@ func TestUnhappyPathRuns(t *testing.T) {
 			s.Run.MaxAttempts = 2
 			return s
 		},
-		check: func(t *testing.T, res workflows.Result) {
+		check: func(t *testing.T, res wire.Result) {
 			if res.Summary.Failed != 0 {
 				t.Errorf("summary %+v, want every cell answered after the outage", res.Summary)
 			}
@@ -72,7 +72,7 @@ func TestUnhappyPathRuns(t *testing.T) {
 			s.Run.MaxParallelPasses = 1
 			return s
 		},
-		check: func(t *testing.T, res workflows.Result) {
+		check: func(t *testing.T, res wire.Result) {
 			if res.Stopped == "" || res.Summary.Failed == 0 {
 				t.Errorf("result %+v, want a run stopped by on_error=raise", res)
 			}
@@ -87,7 +87,7 @@ func TestUnhappyPathRuns(t *testing.T) {
 			s.Run.MaxParallelPasses = 1
 			return s
 		},
-		check: func(t *testing.T, res workflows.Result) {
+		check: func(t *testing.T, res wire.Result) {
 			if res.Stopped == "" || res.Summary.Failed == 0 {
 				t.Errorf("result %+v, want a run stopped by the budget", res)
 			}
@@ -100,7 +100,7 @@ func TestUnhappyPathRuns(t *testing.T) {
 			s.Run.MaxParallelPasses = 1
 			return s
 		},
-		check: func(t *testing.T, res workflows.Result) {
+		check: func(t *testing.T, res wire.Result) {
 			if res.Summary.Failed == 0 || len(res.Summary.Errors) == 0 {
 				t.Errorf("summary %+v, want the model given up with its quota error", res.Summary)
 			}
@@ -130,13 +130,13 @@ func TestContinuedRunHistory(t *testing.T) {
 	spec.Run.MaxParallelPasses = 16
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-continued", TaskQueue: workflows.TaskQueue},
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-continued", TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := run.GetRunID()
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func signals(t *testing.T, c client.Client, id string) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == activities.SignalOutage {
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == wire.SignalOutage {
 			n++
 		}
 	}

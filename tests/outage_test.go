@@ -14,12 +14,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -157,13 +157,13 @@ func TestAnOutageLongerThanTheStallTimeout(t *testing.T) {
 	before := len(s.sim.Requests())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stalled", TaskQueue: workflows.TaskQueue,
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stalled", TaskQueue: wire.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE},
-		workflows.ExperimentWorkflow, workflows.Input{RunID: "stalled", RetryFailed: true})
+		workflows.ExperimentWorkflow, wire.Input{RunID: "stalled", RetryFailed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var again workflows.Result
+	var again wire.Result
 	if err := run.Get(ctx, &again); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func heartbeatOutage(t *testing.T, c client.Client, id string) bool {
 		return false
 	}
 	for _, pa := range d.GetPendingActivities() {
-		var pr activities.Progress
+		var pr wire.PassProgress
 		if pa.GetHeartbeatDetails() != nil && converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &pr) == nil &&
 			pr.Outage.Open {
 			return true

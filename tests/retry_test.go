@@ -14,6 +14,7 @@ import (
 
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -58,13 +59,13 @@ func TestRetryFailedAsksOnlyTheFailedCells(t *testing.T) {
 	mu <- struct{}{}
 	requested = nil
 	<-mu
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "retry-run", TaskQueue: workflows.TaskQueue,
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "retry-run", TaskQueue: wire.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE},
-		workflows.ExperimentWorkflow, workflows.Input{RunID: "retry-run", RetryFailed: true})
+		workflows.ExperimentWorkflow, wire.Input{RunID: "retry-run", RetryFailed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
 )
@@ -180,12 +181,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, specInput(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -225,8 +226,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if refusedCalls != 0 || echo.count("Bearer "+refused) != 0 {
 		t.Errorf("%d requests reached the endpoint of the model with a refused key variable", refusedCalls)
 	}
-	var prog workflows.Progress
-	if v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress); err != nil || v.Get(&prog) != nil {
+	var prog wire.Progress
+	if v, err := c.QueryWorkflow(ctx, id, "", wire.QueryProgress); err != nil || v.Get(&prog) != nil {
 		t.Fatalf("query progress: %v", err)
 	}
 	status, err := json.Marshal(prog)

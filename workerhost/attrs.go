@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/silicolab/silico/wire"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-
-	"github.com/silicolab/silico/workflows"
 )
 
 // EnsureSearchAttributes makes sure the namespace has silico's custom search attributes
@@ -23,7 +22,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	// The frontend's namespace cache refreshes every 10 seconds by default; a new attribute is usable after it.
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	want := workflows.SearchAttributes()
+	want := wire.SearchAttributes()
 	missing, err := missingAttrs(ctx, c, namespace, want)
 	if err != nil {
 		return fmt.Errorf("list search attributes: %w; %s", err, createHint(namespace, want, sortedKeys(want)))

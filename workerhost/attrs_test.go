@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 func TestCreateHintNamesEveryCommand(t *testing.T) {
-	want := workflows.SearchAttributes()
+	want := wire.SearchAttributes()
 	hint := createHint("research", want, sortedKeys(want))
 	for name := range want {
 		cmd := "temporal operator search-attribute create --namespace research --name " + name + " --type Keyword"

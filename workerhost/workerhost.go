@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
@@ -18,6 +19,7 @@ import (
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -40,7 +42,7 @@ type Config struct {
 	SimSettingsFixed bool
 	// OutputRoot is where runs without an output directory are exported. Optional: defaults to experiment.DefaultOutputRoot.
 	OutputRoot string
-	// OutputAnywhere lets a run's output directory (workflows.Input.Output) lie outside OutputRoot. Off, as
+	// OutputAnywhere lets a run's output directory (wire.Input.Output) lie outside OutputRoot. Off, as
 	// anyone who can start a workflow chooses that directory; the starter's in-process worker, which only its
 	// own user drives, turns it on.
 	OutputAnywhere bool
@@ -69,7 +71,7 @@ func NewHTTPClient() *http.Client {
 // stopGrace is how long a stopping worker lets calls in flight land before it cancels them.
 const stopGrace = 20 * time.Second
 
-// New returns a worker on workflows.TaskQueue with ExperimentWorkflow and the activities registered. The caller
+// New returns a worker on wire.TaskQueue with ExperimentWorkflow and the activities registered. The caller
 // starts and stops it (worker.Run or Start/Stop).
 func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if cfg.Store == nil || cfg.Getenv == nil {
@@ -103,14 +105,14 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if passes <= 0 {
 		passes = 16
 	}
-	w := worker.New(c, workflows.TaskQueue, worker.Options{
+	w := worker.New(c, wire.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: passes,
 		// On Stop, passes stop sending and their calls in flight land and are recorded within this time
 		// (RunSeedPass watches the worker's stop channel); only then are they cancelled.
 		WorkerStopTimeout: stopGrace,
 	})
-	w.RegisterWorkflow(workflows.ExperimentWorkflow)
-	w.RegisterActivity(&activities.Activities{
+	w.RegisterWorkflowWithOptions(workflows.ExperimentWorkflow, workflow.RegisterOptions{Name: wire.WorkflowType})
+	activities.Register(w, &activities.Activities{
 		Store:            cfg.Store,
 		Models:           llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL, llm.WithKeyEnvAllow(allow)),
 		Tokenizer:        tok,
@@ -133,14 +135,14 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 // shares asks a run's workflow for a pass's current share with a query: reads only, nothing enters history.
 type shares struct{ c client.Client }
 
-func (s shares) Share(ctx context.Context, workflowID string, pass int) (activities.Share, error) {
-	v, err := s.c.QueryWorkflow(ctx, workflowID, "", activities.QueryShare, pass)
+func (s shares) Share(ctx context.Context, workflowID string, pass int) (wire.Share, error) {
+	v, err := s.c.QueryWorkflow(ctx, workflowID, "", wire.QueryShare, pass)
 	if err != nil {
-		return activities.Share{}, fmt.Errorf("query share of pass %d: %w", pass, err)
+		return wire.Share{}, fmt.Errorf("query share of pass %d: %w", pass, err)
 	}
-	var sh activities.Share
+	var sh wire.Share
 	if err := v.Get(&sh); err != nil {
-		return activities.Share{}, fmt.Errorf("decode share of pass %d: %w", pass, err)
+		return wire.Share{}, fmt.Errorf("decode share of pass %d: %w", pass, err)
 	}
 	return sh, nil
 }
@@ -149,8 +151,8 @@ func (s shares) Share(ctx context.Context, workflowID string, pass int) (activit
 // opened, each failed probe, it closed), which the workflow's progress query and the Web UI show.
 type outages struct{ c client.Client }
 
-func (o outages) Outage(ctx context.Context, workflowID string, out activities.Outage) error {
-	if err := o.c.SignalWorkflow(ctx, workflowID, "", activities.SignalOutage, out); err != nil {
+func (o outages) Outage(ctx context.Context, workflowID string, out wire.Outage) error {
+	if err := o.c.SignalWorkflow(ctx, workflowID, "", wire.SignalOutage, out); err != nil {
 		return fmt.Errorf("signal outage of pass %d: %w", out.Pass, err)
 	}
 	return nil

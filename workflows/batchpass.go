@@ -8,10 +8,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/silicolab/silico/activities"
-	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/wire"
 )
 
 // A batch pass runs one (model, seed) of a model in batch mode through the provider's batch API: plan the chunks
@@ -48,7 +47,7 @@ func batchActivityCtx(ctx workflow.Context, summary string) workflow.Context {
 		HeartbeatTimeout: 10 * time.Second,
 		Summary:          summary,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			MaximumAttempts: 30, NonRetryableErrorTypes: []string{errclass.BatchRefused, errclass.InvalidSpec}},
+			MaximumAttempts: 30, NonRetryableErrorTypes: errclass.NonRetryable()},
 	})
 }
 
@@ -62,24 +61,24 @@ func batchWaitCtx(ctx workflow.Context, summary string) workflow.Context {
 		HeartbeatTimeout:    10 * time.Second,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{errclass.BatchRefused, errclass.InvalidSpec}},
+			NonRetryableErrorTypes: errclass.NonRetryable()},
 	})
 }
 
 // runBatchPass runs pass p of a model in batch mode to its end.
-func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activities.Share) {
+func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.Share) {
 	m := r.plan.Models[p.Model]
-	var plan activities.BatchPlan
-	err := workflow.ExecuteActivity(batchActivityCtx(ctx, fmt.Sprintf("pass %d: plan the batches of %s", p.Index, m.ID)),
-		a.PlanBatchPass, activities.BatchPassInput{RunID: r.runID, Pass: p}).Get(ctx, &plan)
+	var plan wire.BatchPlan
+	err := wire.PlanBatchPass.Execute(batchActivityCtx(ctx, fmt.Sprintf("pass %d: plan the batches of %s", p.Index, m.ID)),
+		wire.BatchPassInput{RunID: r.runID, Pass: p}).Get(ctx, &plan)
 	if err != nil {
 		r.batchPassFailed(ctx, p, err)
 		return
 	}
-	res := activities.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached + plan.Failed,
+	res := wire.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached + plan.Failed,
 		Failed: plan.Failed, FirstFailure: -1, Usage: plan.Usage}
 	bb := &batchBudget{on: sh.Budgeted, limit: sh.BudgetUSD}
-	anthropic := plan.Format == batch.FormatAnthropic
+	anthropic := plan.Format == wire.FormatAnthropic
 	wg := workflow.NewWaitGroup(ctx)
 	for i, cells := range plan.Chunks {
 		cost, digest := 0.0, ""
@@ -134,16 +133,16 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh activi
 // plan) records its unanswered cells failed with that reason. anthropic says the model's batches are
 // Anthropic's, submitted one at a time (see submitAnthropic).
 func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet, digest string, cost float64,
-	bb *batchBudget, anthropic bool) activities.BatchCollected {
+	bb *batchBudget, anthropic bool) wire.BatchCollected {
 	m := r.plan.Models[p.Model]
 	set := m.Batch
 	rounds := max(1, r.plan.Run.MaxAttempts)
 	if set.OnExpired != experiment.OnExpiredResubmit {
 		rounds = 1
 	}
-	var total activities.BatchCollected
+	var total wire.BatchCollected
 	for round := 0; round < rounds && cells.Len() > 0; round++ {
-		in := activities.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Digest: digest,
+		in := wire.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Digest: digest,
 			Since: r.state.Started}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
@@ -165,7 +164,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		}
 		// The submission runs to its end even when the run is cancelled meanwhile: a create may have reached the
 		// provider, and the batch it made is then cancelled and collected below, not left running unknown.
-		var info batch.Info
+		var info wire.BatchInfo
 		var err error
 		if ctx.Err() != nil {
 			bb.settle(cost, 0) // cancelled before the submission: nothing was created
@@ -175,7 +174,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		if anthropic {
 			info, err = r.submitAnthropic(ctx, sctx, in, what)
 		} else {
-			err = workflow.ExecuteActivity(batchActivityCtx(sctx, "submit "+what), a.SubmitBatch, in).Get(sctx, &info)
+			err = wire.SubmitBatch.Execute(batchActivityCtx(sctx, "submit "+what), in).Get(sctx, &info)
 		}
 		cancelSubmit()
 		if err == nil && ctx.Err() != nil {
@@ -202,8 +201,8 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		for !info.Status.Terminal() {
 			prev := info
 			if err = workflow.Sleep(ctx, interval); err == nil {
-				ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
-				err = workflow.ExecuteActivity(batchWaitCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info)
+				ref := wire.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+				err = wire.PollBatch.Execute(batchWaitCtx(ctx, "poll "+info.ID), ref).Get(ctx, &info)
 			}
 			if err != nil && ctx.Err() != nil {
 				// The run is being cancelled: so is this batch, and what it completed is recorded.
@@ -229,10 +228,10 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			r.batchSeen(ctx, key, m.ID, info)
 		}
 		// The batch ended and is paid for: its results are recorded even when the run is being cancelled.
-		var got activities.BatchCollected
+		var got wire.BatchCollected
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
-		err = workflow.ExecuteActivity(batchWaitCtx(dctx, "collect "+info.ID), a.CollectBatch,
-			activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(dctx, &got)
+		err = wire.CollectBatch.Execute(batchWaitCtx(dctx, "collect "+info.ID),
+			wire.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(dctx, &got)
 		cancel()
 		if err != nil {
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
@@ -282,14 +281,14 @@ func (r *runner) reserveBatch(p experiment.Pass, b *batchBudget, cost float64) b
 // chunkFailed records the cells of a chunk's round that have no record as failed with err, when no retry can
 // cure it (the batch pass's own refusals: its requests changed, the provider holds other requests under its
 // key), and adds them to total. Other errors leave the cells to the pass, which records them not run.
-func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, total activities.BatchCollected, err error) activities.BatchCollected {
+func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, total wire.BatchCollected, err error) wire.BatchCollected {
 	msg, refused := refusal(err)
 	if ctx.Err() != nil || !refused {
 		return total
 	}
 	class := errclass.BatchRefused
-	var f activities.FailOutput
-	ferr := workflow.ExecuteActivity(shortCtx(ctx), a.FailUnfinished, activities.FailInput{
+	var f wire.FailOutput
+	ferr := wire.FailUnfinished.Execute(shortCtx(ctx), wire.FailInput{
 		RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: class, Message: msg,
 	}).Get(ctx, &f)
 	if ferr != nil {
@@ -311,22 +310,22 @@ func refusal(err error) (msg string, refused bool) {
 // submitAnthropic submits an Anthropic chunk's round: once no other Anthropic submission of the run is under
 // way, with the intent (now) and the batches the run adopted so far in its input, which Temporal records before
 // the first attempt, so that every attempt finds a batch an earlier one created and adopts it (see
-// activities.BatchChunkInput.Intent). The batches adopted before a continue-as-new are not carried over: they
+// wire.BatchChunkInput.Intent). The batches adopted before a continue-as-new are not carried over: they
 // were all created before the passes that follow it started, so before any of their intents.
 //
 // It waits for its turn on ctx (a cancelled run submits nothing more) and submits on sctx, which the run's
 // cancellation does not cut short.
-func (r *runner) submitAnthropic(ctx, sctx workflow.Context, in activities.BatchChunkInput, what string) (batch.Info, error) {
+func (r *runner) submitAnthropic(ctx, sctx workflow.Context, in wire.BatchChunkInput, what string) (wire.BatchInfo, error) {
 	if err := workflow.Await(ctx, func() bool { return !r.anthropicSubmitting }); err != nil {
-		return batch.Info{}, err
+		return wire.BatchInfo{}, err
 	}
 	r.anthropicSubmitting = true
 	defer func() { r.anthropicSubmitting = false }()
 	in.Intent = workflow.Now(sctx)
 	in.Known = slices.Clone(r.anthropicBatches)
-	var info batch.Info
-	if err := workflow.ExecuteActivity(batchActivityCtx(sctx, "submit "+what), a.SubmitBatch, in).Get(sctx, &info); err != nil {
-		return batch.Info{}, err
+	var info wire.BatchInfo
+	if err := wire.SubmitBatch.Execute(batchActivityCtx(sctx, "submit "+what), in).Get(sctx, &info); err != nil {
+		return wire.BatchInfo{}, err
 	}
 	r.anthropicBatches = append(r.anthropicBatches, info.ID)
 	return info, nil
@@ -342,59 +341,47 @@ func (r *runner) batchPassFailed(ctx workflow.Context, p experiment.Pass, err er
 	if ferr != nil {
 		workflow.GetLogger(ctx).Error("recording unfinished cells failed", "pass", p.Index, "error", ferr)
 	}
-	r.passDone(ctx, activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded})
+	r.passDone(ctx, wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: f.Recorded, Failed: f.Recorded})
 }
 
 // batchSeen keeps the latest state of a batch for the Web UI and the progress query.
-func (r *runner) batchSeen(ctx workflow.Context, key, model string, info batch.Info) {
+func (r *runner) batchSeen(ctx workflow.Context, key, model string, info wire.BatchInfo) {
 	if r.batches == nil {
-		r.batches = map[string]BatchProgress{}
+		r.batches = map[string]wire.BatchProgress{}
 	}
 	if i, found := slices.BinarySearch(r.batchKeys, key); !found {
 		r.batchKeys = slices.Insert(r.batchKeys, i, key)
 	}
-	r.batches[key] = BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
+	r.batches[key] = wire.BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
 		Done: info.Counts.Done(), ExpiresAt: info.ExpiresAt}
 	r.details(ctx)
 }
 
-// BatchProgress is where one provider batch of a run stands.
-type BatchProgress struct {
-	// Key is "pass/chunk".
-	Key       string       `json:"key"`
-	Model     string       `json:"model"`
-	ID        string       `json:"id"`
-	Status    batch.Status `json:"status"`
-	Total     int          `json:"total"`
-	Done      int          `json:"done"`
-	ExpiresAt time.Time    `json:"expires_at"`
-}
-
 // cancelChunk cancels the chunk's batch, waits for the provider to end it and records what it completed. ctx is
 // disconnected from the run's cancellation.
-func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in activities.BatchChunkInput, info batch.Info) activities.BatchCollected {
+func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in wire.BatchChunkInput, info wire.BatchInfo) wire.BatchCollected {
 	log := workflow.GetLogger(ctx)
-	ref := activities.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
-	if err := workflow.ExecuteActivity(batchWaitCtx(ctx, "cancel "+info.ID), a.CancelBatch, ref).Get(ctx, &info); err != nil {
+	ref := wire.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+	if err := wire.CancelBatch.Execute(batchWaitCtx(ctx, "cancel "+info.ID), ref).Get(ctx, &info); err != nil {
 		log.Error("cancelling a batch failed", "batch", info.ID, "error", err)
-		return activities.BatchCollected{}
+		return wire.BatchCollected{}
 	}
 	key := fmt.Sprintf("%d/%d", p.Index, in.Chunk)
 	r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
 	// Providers end a cancelled batch within minutes.
 	for !info.Status.Terminal() {
 		if err := workflow.Sleep(ctx, 30*time.Second); err != nil {
-			return activities.BatchCollected{}
+			return wire.BatchCollected{}
 		}
-		if err := workflow.ExecuteActivity(batchWaitCtx(ctx, "poll "+info.ID), a.PollBatch, ref).Get(ctx, &info); err != nil {
+		if err := wire.PollBatch.Execute(batchWaitCtx(ctx, "poll "+info.ID), ref).Get(ctx, &info); err != nil {
 			log.Error("polling a cancelled batch failed", "batch", info.ID, "error", err)
-			return activities.BatchCollected{}
+			return wire.BatchCollected{}
 		}
 		r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
 	}
-	var got activities.BatchCollected
-	if err := workflow.ExecuteActivity(batchWaitCtx(ctx, "collect "+info.ID), a.CollectBatch,
-		activities.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got); err != nil {
+	var got wire.BatchCollected
+	if err := wire.CollectBatch.Execute(batchWaitCtx(ctx, "collect "+info.ID),
+		wire.BatchCollectInput{BatchChunkInput: in, Batch: info}).Get(ctx, &got); err != nil {
 		log.Error("collecting a cancelled batch failed", "batch", info.ID, "error", err)
 	}
 	return got

@@ -34,6 +34,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // simSpec is gridSpec on a simulator at url, priced, with the response cache off (so two runs of one store do
@@ -64,7 +65,7 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 
-	runOnce := func(spec experiment.Spec, id string) Result { t.Helper(); return runWith(t, acts, spec, id) }
+	runOnce := func(spec experiment.Spec, id string) wire.Result { t.Helper(); return runWith(t, acts, spec, id) }
 	syncSpec, batchSpec := simSpec(srv.URL, false), simSpec(srv.URL, true)
 	if n := len(batchSpec.Passes()); n != 2 {
 		t.Fatalf("batch spec has %d passes, want one per seed", n)
@@ -116,7 +117,7 @@ func TestBatchRunCancel(t *testing.T) {
 		OutputRoot: t.TempDir()}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterActivity(acts)
+	activities.Register(env, acts)
 	env.RegisterDelayedCallback(func() {
 		clk.Advance(30 * time.Minute) // half of every batch has run
 		env.CancelWorkflow()
@@ -198,12 +199,12 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterActivity(acts)
+	activities.Register(env, acts)
 	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, "budget-run"))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res Result
+	var res wire.Result
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
@@ -356,16 +357,16 @@ func checkHalfPrice(t *testing.T, st *store.SQLite, syncRun, batchRun string, n 
 }
 
 // runWith runs spec through ExperimentWorkflow with acts and returns its result.
-func runWith(t *testing.T, acts *activities.Activities, spec experiment.Spec, id string) Result {
+func runWith(t *testing.T, acts *activities.Activities, spec experiment.Spec, id string) wire.Result {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterActivity(acts)
+	activities.Register(env, acts)
 	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, id))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("%s: %v", id, err)
 	}
-	var res Result
+	var res wire.Result
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
@@ -818,7 +819,7 @@ func TestAnthropicBatchRun(t *testing.T) {
 	}
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(&http.Client{Transport: lose}, keys, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
-	runOnce := func(spec experiment.Spec, id string) Result { t.Helper(); return runWith(t, acts, spec, id) }
+	runOnce := func(spec experiment.Spec, id string) wire.Result { t.Helper(); return runWith(t, acts, spec, id) }
 	syncRes := runOnce(anthropicSimSpec(srv.URL, false), "sync-run")
 	if n := len(s.Batches()); n != 0 {
 		t.Fatalf("the synchronous run made %d batches", n)

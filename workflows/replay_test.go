@@ -8,7 +8,9 @@ import (
 )
 
 // TestReplayRecordedHistories replays the histories of real runs, so a change that makes ExperimentWorkflow
-// non-deterministic for runs already in flight fails here. They were recorded on the embedded test server:
+// non-deterministic for runs already in flight fails here. Histories are added, never replaced (see "Changing
+// workflow code" in docs/architecture.md): a new one is recorded into a new file. These were recorded on the
+// embedded test server:
 //
 //	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal' \
 //	    -record-history=$PWD/workflows/testdata/history.json -record-histories=$PWD/workflows/testdata

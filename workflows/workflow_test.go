@@ -29,6 +29,7 @@ import (
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
+	"github.com/silicolab/silico/wire"
 )
 
 // gridSpec is a valid spec of models × seeds × items × personas.
@@ -54,10 +55,10 @@ type passMock struct {
 	barrier  int
 	released bool
 	// fail decides a pass's outcome: a result with failures, or an error.
-	fail func(p experiment.Pass) (activities.PassResult, error)
+	fail func(p experiment.Pass) (wire.PassResult, error)
 }
 
-func (m *passMock) run(ctx context.Context, in activities.PassInput) (activities.PassResult, error) {
+func (m *passMock) run(ctx context.Context, in wire.PassInput) (wire.PassResult, error) {
 	id, _ := strconv.Atoi(activity.GetInfo(ctx).ActivityID)
 	m.mu.Lock()
 	m.started = append(m.started, in.Pass.Index)
@@ -98,17 +99,17 @@ func (m *passMock) run(ctx context.Context, in activities.PassInput) (activities
 	if m.fail != nil {
 		return m.fail(in.Pass)
 	}
-	return activities.PassResult{Pass: in.Pass.Index, Cells: in.Pass.Len(), Done: in.Pass.Len(), OK: in.Pass.Len(), FirstFailure: -1}, nil
+	return wire.PassResult{Pass: in.Pass.Index, Cells: in.Pass.Len(), Done: in.Pass.Len(), OK: in.Pass.Len(), FirstFailure: -1}, nil
 }
 
 type failCall struct {
-	in activities.FailInput
+	in wire.FailInput
 }
 
 // input is the workflow input that starts a run of spec.
-func input(t *testing.T, spec experiment.Spec, runID string) Input {
+func input(t *testing.T, spec experiment.Spec, runID string) wire.Input {
 	t.Helper()
-	in, err := NewInput(&spec, runID, "")
+	in, err := wire.NewInput(&spec, runID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,10 @@ func tempStore(t *testing.T) *store.SQLite {
 	return st
 }
 
+// a names the activity methods for the mocks; the workflow schedules them by their handles' names in wire, under
+// which activities.Register registers them.
+var a *activities.Activities
+
 func newEnv(t *testing.T, m *passMock) (*testsuite.TestWorkflowEnvironment, *[]failCall) {
 	t.Helper()
 	return newEnvStore(t, m, tempStore(t))
@@ -139,17 +144,17 @@ func newEnvStore(t *testing.T, m *passMock, st *store.SQLite) (*testsuite.TestWo
 	m.env = env
 	var fails []failCall
 	var mu sync.Mutex
-	env.RegisterActivity(a)
+	activities.Register(env, a)
 	env.OnActivity(a.PrepareRun, mockAny, mockAny).Return((&activities.Activities{Store: st}).PrepareRun)
 	env.OnActivity(a.RunSeedPass, mockAny, mockAny).Return(m.run)
-	env.OnActivity(a.FailUnfinished, mockAny, mockAny).Return(func(_ context.Context, in activities.FailInput) (activities.FailOutput, error) {
+	env.OnActivity(a.FailUnfinished, mockAny, mockAny).Return(func(_ context.Context, in wire.FailInput) (wire.FailOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		fails = append(fails, failCall{in})
-		return activities.FailOutput{Recorded: in.End - in.Start}, nil
+		return wire.FailOutput{Recorded: in.End - in.Start}, nil
 	})
-	env.OnActivity(a.ExportResults, mockAny, mockAny).Return(func(_ context.Context, in activities.ExportInput) (activities.ExportOutput, error) {
-		return activities.ExportOutput{Dir: "out/" + in.RunID}, nil
+	env.OnActivity(a.ExportResults, mockAny, mockAny).Return(func(_ context.Context, in wire.ExportInput) (wire.ExportOutput, error) {
+		return wire.ExportOutput{Dir: "out/" + in.RunID}, nil
 	})
 	return env, &fails
 }
@@ -178,7 +183,7 @@ func TestPassesInSubmissionOrderWithinTheBound(t *testing.T) {
 			if m.peak != par {
 				t.Errorf("%d passes ran at once, want exactly the bound %d (the barrier holds the first %d together)", m.peak, par, par)
 			}
-			var res Result
+			var res wire.Result
 			if err := env.GetWorkflowResult(&res); err != nil || res.RunID != "r1" {
 				t.Fatalf("result %+v, %v", res, err)
 			}
@@ -216,7 +221,7 @@ func TestLimitSharesNeverExceedTheModel(t *testing.T) {
 	spec.Run.MaxParallelPasses = 4
 	spec.Run.MaxConcurrency = 16
 	plan, err := (&activities.Activities{Store: tempStore(t)}).PrepareRun(context.Background(),
-		activities.PrepareInput{RunID: "r", Spec: input(t, spec, "").Spec})
+		wire.PrepareInput{RunID: "r", Spec: input(t, spec, "").Spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +267,8 @@ func TestLimitSharesNeverExceedTheModel(t *testing.T) {
 }
 
 func TestRaiseStopsAtTheFirstFailedPass(t *testing.T) {
-	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
-		r := activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}
+	m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
+		r := wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}
 		if p.Index == 1 {
 			r.OK--
 			r.Failed = 1
@@ -283,7 +288,7 @@ func TestRaiseStopsAtTheFirstFailedPass(t *testing.T) {
 	if len(m.started) != 2 {
 		t.Fatalf("passes started %v, want [0 1] (raise cancels passes not started)", m.started)
 	}
-	var res Result
+	var res wire.Result
 	_ = env.GetWorkflowResult(&res)
 	if res.Stopped == "" {
 		t.Error("result does not say the run stopped")
@@ -296,8 +301,8 @@ func TestRaiseStopsAtTheFirstFailedPass(t *testing.T) {
 func TestWarnAndIgnoreRunEveryPass(t *testing.T) {
 	for _, mode := range []string{experiment.OnErrorWarn, experiment.OnErrorIgnore} {
 		t.Run(mode, func(t *testing.T) {
-			m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
-				return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start}, nil
+			m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
+				return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start}, nil
 			}}
 			env, fails := newEnv(t, m)
 			spec := gridSpec(2, 2, 2, 2)
@@ -315,17 +320,17 @@ func TestWarnAndIgnoreRunEveryPass(t *testing.T) {
 
 func TestRetriesUntilThePassGivesItselfUp(t *testing.T) {
 	attempts := 0
-	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+	m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
 		if p.Index != 1 {
-			return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}, nil
+			return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}, nil
 		}
 		attempts++
 		if attempts < 8 { // the test environment stops unlimited retries at 10
 			// More attempts than run.max_attempts: attempts are not what gives a pass up.
-			return activities.PassResult{}, temporal.NewApplicationErrorWithOptions("429 slow down", "RateLimited",
+			return wire.PassResult{}, temporal.NewApplicationErrorWithOptions("429 slow down", "RateLimited",
 				temporal.ApplicationErrorOptions{NextRetryDelay: 2 * time.Second})
 		}
-		return activities.PassResult{}, temporal.NewNonRetryableApplicationError("no cell finished for 15m0s", errclass.Stalled, nil)
+		return wire.PassResult{}, temporal.NewNonRetryableApplicationError("no cell finished for 15m0s", errclass.Stalled, nil)
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(1, 3, 2, 2)
@@ -352,11 +357,11 @@ func TestRetriesUntilThePassGivesItselfUp(t *testing.T) {
 }
 
 func TestQuotaEndsTheModelNotTheRun(t *testing.T) {
-	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
+	m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
 		if p.Model == 0 {
-			return activities.PassResult{}, temporal.NewNonRetryableApplicationError("insufficient_quota", "QuotaExhausted", errors.New("quota"))
+			return wire.PassResult{}, temporal.NewNonRetryableApplicationError("insufficient_quota", "QuotaExhausted", errors.New("quota"))
 		}
-		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}, nil
+		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1}, nil
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(2, 3, 2, 2)
@@ -416,7 +421,7 @@ func TestInvalidSpecFailsAtOnceWithTheFileDecodersError(t *testing.T) {
 			prepared++
 		}
 	})
-	var in Input
+	var in wire.Input
 	if err := json.Unmarshal([]byte(bad), &in); err != nil {
 		t.Fatal(err)
 	}
@@ -436,8 +441,8 @@ func TestInvalidSpecFailsAtOnceWithTheFileDecodersError(t *testing.T) {
 
 func TestBudgetSharesAndStop(t *testing.T) {
 	// Each pass spends $3; the budget is $10 over 6 passes, 2 at a time.
-	m := &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
-		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1, Usage: usage.Usage{CostUSD: 3}}, nil
+	m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
+		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1, Usage: usage.Usage{CostUSD: 3}}, nil
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(1, 6, 2, 2)
@@ -461,8 +466,8 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	}
 
 	// A pass that reports the budget exhausted stops the run; the cells not run are BudgetExhausted.
-	m = &passMock{fail: func(p experiment.Pass) (activities.PassResult, error) {
-		return activities.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start,
+	m = &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
+		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start,
 			BudgetExhausted: true, Usage: usage.Usage{CostUSD: 5}}, nil
 	}}
 	env, fails = newEnv(t, m)
@@ -471,7 +476,7 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res Result
+	var res wire.Result
 	_ = env.GetWorkflowResult(&res)
 	if len(m.started) != 1 || res.Stopped == "" || len(*fails) != 1 || (*fails)[0].in.Class != errclass.BudgetExhausted {
 		t.Errorf("started %v, stopped %q, fail calls %+v; want one pass, then every cell left BudgetExhausted", m.started, res.Stopped, *fails)
@@ -510,7 +515,7 @@ func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("got %v, want continue-as-new after %d passes", err, passesPerRun)
 	}
-	var next Input
+	var next wire.Input
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
@@ -541,15 +546,15 @@ func TestLargeGridStaysInsideTemporalLimits(t *testing.T) {
 // is back; the progress query returns them.
 func TestOutagesInPassOrder(t *testing.T) {
 	r := &runner{runningPass: map[int]bool{1: true, 2: true, 3: true}}
-	down := func(pass, step int) activities.Outage {
-		return activities.Outage{Pass: pass, Model: "m0", State: breaker.State{Open: true, Step: step}}
+	down := func(pass, step int) wire.Outage {
+		return wire.Outage{Pass: pass, Model: "m0", State: breaker.State{Open: true, Step: step}}
 	}
 	r.setOutage(down(3, 0))
 	r.setOutage(down(1, 0))
 	r.setOutage(down(2, 0))
 	r.setOutage(down(3, 2))
-	r.setOutage(activities.Outage{Pass: 2}) // pass 2's provider answered again
-	r.setOutage(activities.Outage{Pass: 7}) // news of a pass never down changes nothing
+	r.setOutage(wire.Outage{Pass: 2}) // pass 2's provider answered again
+	r.setOutage(wire.Outage{Pass: 7}) // news of a pass never down changes nothing
 	got := r.progress().Outages
 	if len(got) != 2 || got[0].Pass != 1 || got[1].Pass != 3 || got[1].State.Step != 2 {
 		t.Fatalf("outages %+v, want passes 1 and 3 (step 2), in that order", got)

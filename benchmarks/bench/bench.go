@@ -27,6 +27,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
 )
@@ -121,7 +122,7 @@ func (s *Stack) Close() {
 // answered from the response cache: the benchmarks time model calls, and a cached cell makes none, so a setting
 // served from an earlier one's answers would measure nothing (GridSpec turns the cache off; a spec built otherwise
 // must too). RunWithCache is the one for runs that mean to read the cache.
-func (s *Stack) Run(ctx context.Context, id string, spec experiment.Spec) (workflows.Result, error) {
+func (s *Stack) Run(ctx context.Context, id string, spec experiment.Spec) (wire.Result, error) {
 	res, err := s.RunWithCache(ctx, id, spec)
 	if err != nil {
 		return res, err
@@ -131,7 +132,7 @@ func (s *Stack) Run(ctx context.Context, id string, spec experiment.Spec) (workf
 
 // NoneCached fails when some cell of run id was answered from the response cache: a benchmark that times model
 // calls would time fewer calls than it says.
-func NoneCached(id string, sum results.Summary) error {
+func NoneCached(id string, sum wire.Summary) error {
 	if sum.Cached > 0 {
 		return fmt.Errorf("run %s: %d of %d cells were answered from the response cache, so its times are not of "+
 			"model calls; turn the cache off in the spec (run.cache: off), or call RunWithCache if the cache is measured",
@@ -141,19 +142,19 @@ func NoneCached(id string, sum results.Summary) error {
 }
 
 // RunWithCache is Run without the check that no cell came from the response cache.
-func (s *Stack) RunWithCache(ctx context.Context, id string, spec experiment.Spec) (workflows.Result, error) {
-	in, err := workflows.NewInput(&spec, "", "")
+func (s *Stack) RunWithCache(ctx context.Context, id string, spec experiment.Spec) (wire.Result, error) {
+	in, err := wire.NewInput(&spec, "", "")
 	if err != nil {
-		return workflows.Result{}, err
+		return wire.Result{}, err
 	}
-	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: wire.TaskQueue},
 		workflows.ExperimentWorkflow, in)
 	if err != nil {
-		return workflows.Result{}, err
+		return wire.Result{}, err
 	}
-	var res workflows.Result
+	var res wire.Result
 	if err := run.Get(ctx, &res); err != nil {
-		return workflows.Result{}, fmt.Errorf("run %s: %w", id, err)
+		return wire.Result{}, fmt.Errorf("run %s: %w", id, err)
 	}
 	return res, nil
 }

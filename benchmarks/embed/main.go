@@ -26,7 +26,7 @@ import (
 	"github.com/silicolab/silico/benchmarks/bench"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 func main() {
@@ -92,7 +92,7 @@ func run(rpm int, latency time.Duration, batch, conc int, secs float64) error {
 		r.texts = spec.NumCells()
 		r.bound = float64(r.batch) * reqPerSec
 		wg.Go(func() {
-			var res workflows.Result
+			var res wire.Result
 			res, errs[i] = st.Run(ctx, "embed-"+r.name, spec)
 			if errs[i] != nil {
 				return

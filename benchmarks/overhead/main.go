@@ -37,8 +37,8 @@ import (
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
-	"github.com/silicolab/silico/workflows"
 )
 
 func main() {
@@ -233,7 +233,7 @@ func round(o options, r int, spec experiment.Spec, reqs []openai.ChatCompletionR
 		sp := spec
 		sp.Run.Cache = m.policy
 		id := fmt.Sprintf("overhead-r%d-%s", r, m.name)
-		var res workflows.Result
+		var res wire.Result
 		cpu0 := processCPU()
 		if err := o.profile(r, "workflow-"+m.name, func() (err error) {
 			start := time.Now()
@@ -340,7 +340,7 @@ func passAlone(a *activities.Activities, runID string, spec experiment.Spec, con
 	if err != nil {
 		return 0, 0, err
 	}
-	if _, err := env.ExecuteActivity(a.PrepareRun, activities.PrepareInput{RunID: runID, Spec: raw}); err != nil {
+	if _, err := env.ExecuteActivity(a.PrepareRun, wire.PrepareInput{RunID: runID, Spec: raw}); err != nil {
 		return 0, 0, err
 	}
 	passes := spec.Passes()
@@ -348,13 +348,13 @@ func passAlone(a *activities.Activities, runID string, spec experiment.Spec, con
 		return 0, 0, fmt.Errorf("%d passes, want 1", len(passes))
 	}
 	start, cpu0 := time.Now(), processCPU()
-	v, err := env.ExecuteActivity(a.RunSeedPass, activities.PassInput{RunID: runID, Pass: passes[0],
+	v, err := env.ExecuteActivity(a.RunSeedPass, wire.PassInput{RunID: runID, Pass: passes[0],
 		Limits: ratelimit.Limits{Concurrency: conc}})
 	d, cpu := time.Since(start), processCPU()-cpu0
 	if err != nil {
 		return 0, 0, err
 	}
-	var res activities.PassResult
+	var res wire.PassResult
 	if err := v.Get(&res); err != nil {
 		return 0, 0, err
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/silicolab/silico/benchmarks/bench"
 	"github.com/silicolab/silico/store/storetest"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -141,19 +142,19 @@ func run(pg string, latency time.Duration, passes int, counts string) error {
 			}
 			workers = append(workers, w)
 		}
-		in, err := workflows.NewInput(&spec, "", "")
+		in, err := wire.NewInput(&spec, "", "")
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		t0 := time.Now()
-		r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("workers-%d", n), TaskQueue: workflows.TaskQueue,
+		r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("workers-%d", n), TaskQueue: wire.TaskQueue,
 			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE}, workflows.ExperimentWorkflow, in)
 		if err != nil {
 			cancel()
 			return err
 		}
-		var res workflows.Result
+		var res wire.Result
 		err = r.Get(ctx, &res)
 		cancel()
 		if err != nil {

@@ -5,17 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/silicolab/silico/batch"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 func TestBatchLines(t *testing.T) {
 	exp := time.Date(2026, 3, 1, 14, 3, 0, 0, time.Local)
-	s := snapshot{batches: []workflows.BatchProgress{
-		{Key: "0/0", Model: "sim", ID: "b1", Status: batch.StatusCompleted, Total: 50000, Done: 50000, ExpiresAt: exp},
-		{Key: "0/1", Model: "sim", ID: "b2", Status: batch.StatusInProgress, Total: 50000, Done: 31204, ExpiresAt: exp},
-		{Key: "0/2", Model: "sim", ID: "b3", Status: batch.StatusValidating, Total: 20000, ExpiresAt: exp},
-		{Key: "1/0", Model: "gpt", ID: "b4", Status: batch.StatusInProgress, Total: 10, Done: 1, ExpiresAt: exp},
+	s := snapshot{batches: []wire.BatchProgress{
+		{Key: "0/0", Model: "sim", ID: "b1", Status: wire.BatchStatusCompleted, Total: 50000, Done: 50000, ExpiresAt: exp},
+		{Key: "0/1", Model: "sim", ID: "b2", Status: wire.BatchStatusInProgress, Total: 50000, Done: 31204, ExpiresAt: exp},
+		{Key: "0/2", Model: "sim", ID: "b3", Status: wire.BatchStatusValidating, Total: 20000, ExpiresAt: exp},
+		{Key: "1/0", Model: "gpt", ID: "b4", Status: wire.BatchStatusInProgress, Total: 10, Done: 1, ExpiresAt: exp},
 	}}
 	got := s.batchLines(true)
 	want := []string{

@@ -16,9 +16,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/store"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 func newCancelCmd() *cobra.Command {
@@ -246,7 +245,7 @@ func reportEnd(ctx context.Context, sess *session, id string, st enumspb.Workflo
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		fmt.Fprintf(stdout, "run %s completed before the cancellation took effect\n", id)
-		var res workflows.Result
+		var res wire.Result
 		if c.GetWorkflow(ctx, id, "").Get(ctx, &res) == nil {
 			printSummary(stdout, res)
 		}
@@ -260,7 +259,7 @@ func reportEnd(ctx context.Context, sess *session, id string, st enumspb.Workflo
 		return nil
 	}
 	// Cancelled. The workflow's progress, read again from its history, has the batches' last states.
-	var p workflows.Progress
+	var p wire.Progress
 	qerr := errors.New("its starter has exited, and its server with it")
 	if !sess.ownerGone() {
 		qctx, cancel := context.WithTimeout(ctx, rpcTimeout)
@@ -271,11 +270,11 @@ func reportEnd(ctx context.Context, sess *session, id string, st enumspb.Workflo
 	if qerr == nil {
 		batches = p.Batches
 	}
-	var open []workflows.BatchProgress
+	var open []wire.BatchProgress
 	cancelled, batchDone := 0, 0
 	for _, b := range batches {
 		switch {
-		case b.Status == batch.StatusCancelled:
+		case b.Status == wire.BatchStatusCancelled:
 			cancelled++
 			batchDone += b.Done
 		case !b.Status.Terminal():
@@ -360,9 +359,9 @@ func describeRun(ctx context.Context, c client.Client, id string) (*workflowserv
 }
 
 // queryProgress asks run id's workflow for its progress.
-func queryProgress(ctx context.Context, c client.Client, id string) (workflows.Progress, error) {
-	var p workflows.Progress
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
+func queryProgress(ctx context.Context, c client.Client, id string) (wire.Progress, error) {
+	var p wire.Progress
+	v, err := c.QueryWorkflow(ctx, id, "", wire.QueryProgress)
 	if err != nil {
 		return p, fmt.Errorf("query the progress of %s: %w", id, err)
 	}

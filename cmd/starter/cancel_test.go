@@ -20,6 +20,7 @@ import (
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
 )
@@ -261,14 +262,14 @@ func TestCancel(t *testing.T) {
 		spec.Run.MaxParallelPasses = 2
 		spec.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 500,
 			PollEvery: experiment.Duration(time.Second)}
-		in, err := workflows.NewInput(spec, "", "")
+		in, err := wire.NewInput(spec, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		const id = "batch-run"
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: wire.TaskQueue},
 			workflows.ExperimentWorkflow, in); err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +325,7 @@ func TestCancel(t *testing.T) {
 	t.Run("no worker", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		in, err := workflows.NewInput(slowSpec(t), "", "")
+		in, err := wire.NewInput(slowSpec(t), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

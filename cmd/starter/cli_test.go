@@ -16,6 +16,7 @@ import (
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/store/storetest"
+	"github.com/silicolab/silico/wire"
 )
 
 const cliQuickstart = "../../examples/quickstart/experiment.yaml"
@@ -348,7 +349,7 @@ func TestExportWritesRecordedElapsed(t *testing.T) {
 	if code, _, errOut := runCLI(t, "export", "run-1", "--store", filepath.Join(dir, "results.db"), "-o", out); code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
 	}
-	var sum results.Summary
+	var sum wire.Summary
 	if b, err := os.ReadFile(filepath.Join(out, results.SummaryFile)); err != nil || json.Unmarshal(b, &sum) != nil {
 		t.Fatalf("summary.json: %v", err)
 	}

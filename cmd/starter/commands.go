@@ -16,7 +16,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -122,7 +122,7 @@ func answerModeLines(spec *experiment.Spec) []string {
 // without /v1, a json_schema reason under a small max_tokens).
 func startNotes(spec *experiment.Spec, getenv func(string) string) []string {
 	notes := spec.Remarks()
-	if in, err := workflows.NewInput(spec, "", ""); err == nil {
+	if in, err := wire.NewInput(spec, "", ""); err == nil {
 		if note := tooLargeNote(in); note != "" {
 			notes = append(notes, note)
 		}
@@ -189,7 +189,7 @@ what has finished, the rest marked NotRun.`,
 			if err != nil {
 				return err
 			}
-			printSummary(cmd.OutOrStdout(), workflows.Result{RunID: id, OutputDir: output, Summary: sum})
+			printSummary(cmd.OutOrStdout(), wire.Result{RunID: id, OutputDir: output, Summary: sum})
 			return nil
 		},
 	}
@@ -232,10 +232,10 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			} else {
 				fmt.Fprintf(out, "Simulator        %s (settings from the --sim-* flags; a spec's simulator block does not apply here)\n", sess.simURL)
 			}
-			fmt.Fprintf(out, "Task queue       %s\n\n", workflows.TaskQueue)
+			fmt.Fprintf(out, "Task queue       %s\n\n", wire.TaskQueue)
 			fmt.Fprintf(out, "Start a run:\n  starter validate --json SPEC > spec.json\n")
 			fmt.Fprintf(out, "  temporal workflow start --address %s --task-queue %s --type ExperimentWorkflow \\\n"+
-				"    --workflow-id my-run --input-file spec.json\n", sess.dev.FrontendHostPort(), workflows.TaskQueue)
+				"    --workflow-id my-run --input-file spec.json\n", sess.dev.FrontendHostPort(), wire.TaskQueue)
 			fmt.Fprintf(out, "Outputs land in %s/<workflow id>/. Ctrl-C stops everything; state is kept.\n", experiment.DefaultOutputRoot)
 			<-ctx.Done()
 			fmt.Fprintln(cmd.ErrOrStderr(), "stopping")

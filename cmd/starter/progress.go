@@ -14,12 +14,11 @@ import (
 	"go.temporal.io/sdk/converter"
 	"golang.org/x/term"
 
-	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/breaker"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/usage"
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 // snapshot is where a run stands: the workflow's totals of finished passes plus the heartbeats of running ones.
@@ -39,7 +38,7 @@ type snapshot struct {
 	// workflow's progress, which the passes signal).
 	outages map[string]breaker.State
 	// batches are the provider batches of the run's batch passes.
-	batches []workflows.BatchProgress
+	batches []wire.BatchProgress
 }
 
 // progressStore is what progress reads of the results store.
@@ -100,8 +99,8 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 	}
 	s.status = d.GetWorkflowExecutionInfo().GetStatus().String()
 	s.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
-	if v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress); err == nil {
-		var p workflows.Progress
+	if v, err := c.QueryWorkflow(ctx, id, "", wire.QueryProgress); err == nil {
+		var p wire.Progress
 		if v.Get(&p) == nil {
 			s.total, s.done, s.failed, s.retried, s.cached = p.Cells, p.CellsDone, p.Failed, p.Retried, p.Cached
 			s.passesDone, s.passes = p.PassesDone, p.Passes
@@ -117,7 +116,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 		if pa.GetActivityType().GetName() != "RunSeedPass" || pa.GetHeartbeatDetails() == nil {
 			continue
 		}
-		var hb activities.Progress
+		var hb wire.PassProgress
 		if dc.FromPayloads(pa.GetHeartbeatDetails(), &hb) != nil {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 func newReportCmd() *cobra.Command {
@@ -101,7 +102,7 @@ func elapsedFrom(dir string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	var s results.Summary
+	var s wire.Summary
 	if json.Unmarshal(b, &s) != nil {
 		return 0
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // TestReportFromStore writes a report from a results store alone, with the wall time of an earlier export.
@@ -32,7 +33,7 @@ func TestReportFromStore(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sum, _ := json.Marshal(results.Summary{ElapsedSeconds: 12.5})
+	sum, _ := json.Marshal(wire.Summary{ElapsedSeconds: 12.5})
 	if err := os.WriteFile(filepath.Join(out, results.SummaryFile), sum, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
 
@@ -205,13 +206,13 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                    id,
-		TaskQueue:             workflows.TaskQueue,
+		TaskQueue:             wire.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:         "retry the failed cells of " + id,
 	}
 	// No spec in the input: the run's spec is the one its results store holds, so the cells are the same.
 	run, err := sess.client.ExecuteWorkflow(ctx, opts, workflows.ExperimentWorkflow,
-		workflows.Input{RunID: id, Output: output, RetryFailed: true})
+		wire.Input{RunID: id, Output: output, RetryFailed: true})
 	if err != nil {
 		return fmt.Errorf("start the retry of run %s: %w", id, err)
 	}
@@ -245,7 +246,7 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 	}
 	opts := client.StartWorkflowOptions{
 		ID:        id,
-		TaskQueue: workflows.TaskQueue,
+		TaskQueue: wire.TaskQueue,
 		// Attach to a running run; restart a failed, cancelled or terminated one under the same id, which
 		// resumes it from the results store; refuse to restart a completed one (it is exported again instead).
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -256,14 +257,14 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 	opts.StaticDetails = fmt.Sprintf("spec %s · hash %s", spec.Name, hash)
 	if sess.attrs {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrExperiment).ValueSet(spec.Name),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrSpecHash).ValueSet(hash),
+			temporal.NewSearchAttributeKeyKeyword(wire.AttrExperiment).ValueSet(spec.Name),
+			temporal.NewSearchAttributeKeyKeyword(wire.AttrSpecHash).ValueSet(hash),
 		)
 	}
-	var in workflows.Input
+	var in wire.Input
 	var err error
 	if attached {
-		in = workflows.Input{Spec: canonical, Output: output}
+		in = wire.Input{Spec: canonical, Output: output}
 	} else {
 		in, err = startInput(ctx, sess, id, spec, canonical, output)
 	}
@@ -387,7 +388,7 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 		defer close(progDone)
 		watchProgress(pctx, sess.client, sess.store, id, size, o.every, stderr)
 	}()
-	var res workflows.Result
+	var res wire.Result
 	err := run.Get(ctx, &res)
 	stopProgress()
 	<-progDone
@@ -443,7 +444,7 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	return nil
 }
 
-func printSummary(w io.Writer, res workflows.Result) {
+func printSummary(w io.Writer, res wire.Result) {
 	s := res.Summary
 	elapsed := (time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(100 * time.Millisecond)
 	if s.Kind == experiment.KindEmbed {

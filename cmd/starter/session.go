@@ -23,8 +23,8 @@ import (
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
-	"github.com/silicolab/silico/workflows"
 )
 
 // session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
@@ -192,7 +192,7 @@ func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse
 			Port:             f.server.port,
 			UIPort:           uiPort,
 			Namespace:        f.client.namespace,
-			SearchAttributes: workflows.SearchAttributes(),
+			SearchAttributes: wire.SearchAttributes(),
 			Logger:           s.log,
 		})
 		devDone <- started{srv, err}
@@ -295,7 +295,7 @@ func (s *session) hasSearchAttributes(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	for name := range workflows.SearchAttributes() {
+	for name := range wire.SearchAttributes() {
 		if _, ok := resp.GetCustomAttributes()[name]; !ok {
 			return false
 		}

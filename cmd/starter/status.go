@@ -7,10 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/silicolab/silico/wire"
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/serviceerror"
-
-	"github.com/silicolab/silico/workflows"
 )
 
 // statusSample is how long `starter status` watches a running run to measure its rate, when not --watch, and
@@ -65,7 +64,7 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 	}
 	first, firstAt := s, time.Now() // the rate is the cells recorded between two reads over the time between them
 	fmt.Fprintf(out, "%s: %s\n", id, s.status)
-	if s.status == "Running" && !hasPollers(ctx, sess.client, workflows.TaskQueue) {
+	if s.status == "Running" && !hasPollers(ctx, sess.client, wire.TaskQueue) {
 		fmt.Fprintf(out, "  interrupted: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · $%.4f\n"+
 			"  `%s` resumes it, calling only the cells without a record\n",
 			thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.resumeCommand(id, ""))
@@ -109,7 +108,7 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 			break
 		}
 	}
-	var res workflows.Result
+	var res wire.Result
 	if s.status == "Completed" && sess.client.GetWorkflow(ctx, id, "").Get(ctx, &res) == nil {
 		printSummary(out, res)
 	} else if s.status != "Running" {

@@ -13,8 +13,7 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
-
-	"github.com/silicolab/silico/workflows"
+	"github.com/silicolab/silico/wire"
 )
 
 // The deployment files are checked statically: they parse, every image is pinned (to the Temporal versions in
@@ -270,7 +269,7 @@ func TestDeployRegistersSilicosSearchAttributes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name := range workflows.SearchAttributes() {
+		for name := range wire.SearchAttributes() {
 			if !bytes.Contains(b, []byte(name)) {
 				t.Errorf("%s does not register search attribute %s", f, name)
 			}

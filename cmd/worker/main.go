@@ -31,8 +31,8 @@ import (
 	"github.com/silicolab/silico/metrics"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
-	"github.com/silicolab/silico/workflows"
 )
 
 func main() {
@@ -238,7 +238,7 @@ func serve(ctx context.Context, fs *pflag.FlagSet, o *options, stderr io.Writer,
 		return err
 	}
 	zl.Info("worker started", zap.String("address", conn.Address), zap.String("namespace", conn.Namespace),
-		zap.String("auth", conn.Auth()), zap.String("task_queue", workflows.TaskQueue), zap.String("store", st.Location()),
+		zap.String("auth", conn.Auth()), zap.String("task_queue", wire.TaskQueue), zap.String("store", st.Location()),
 		zap.Strings("api_key_env_allow", allow), zap.String("output_root", o.output), zap.Bool("output_anywhere", o.outputAnywhere))
 	// worker.Run stops on the channel closing; the context's end is that signal.
 	if err := w.Run(ctxInterrupt(ctx)); err != nil {

@@ -1,4 +1,4 @@
-package activities
+package wire
 
 import (
 	"time"
@@ -9,7 +9,7 @@ import (
 	"github.com/silicolab/silico/usage"
 )
 
-// The types every part of a pass shares: what it is given (PassInput), what it reports while it runs (Progress,
+// The types every part of a pass shares: what it is given (PassInput), what it reports while it runs (PassProgress,
 // the heartbeat detail a retried attempt starts from) and what it returns (PassResult).
 
 // PassInput is one RunSeedPass: a range of cells of one (model, seed) and this pass's share of the model's limits
@@ -51,9 +51,9 @@ type PassResult struct {
 	usage.Usage
 }
 
-// Progress is the heartbeat detail of RunSeedPass; a retried attempt starts from the last one recorded. Every
+// PassProgress is the heartbeat detail of RunSeedPass; a retried attempt starts from the last one recorded. Every
 // heartbeat is recorded after the state it carries changed, never from a copy taken before.
-type Progress struct {
+type PassProgress struct {
 	Pass int
 	// Model is the id of the pass's model in the spec.
 	Model   string `json:",omitempty"`
@@ -92,4 +92,21 @@ type Tries struct {
 	Sent int `json:"sent"`
 	// LatencyMS is the latency of the last try.
 	LatencyMS float64 `json:"latency_ms"`
+}
+
+// Share is a pass's part of its model's limits and of the run's budget. The workflow computes it so that the
+// shares of all passes running at once add up to at most the model's limits and the run's budget, and a share
+// never shrinks while its pass runs (see workflows).
+type Share struct {
+	Limits ratelimit.Limits
+	// Budgeted says the run has a budget; BudgetUSD is then this pass's part of what is left of it.
+	Budgeted  bool
+	BudgetUSD float64
+}
+
+// Outage is the payload of SignalOutage: the breaker of a pass's model endpoint as it stands.
+type Outage struct {
+	Pass  int
+	Model string // the model's id in the spec
+	State breaker.State
 }

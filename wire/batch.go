@@ -1,0 +1,187 @@
+package wire
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
+)
+
+// The payloads of a batch pass's activities (see workflows/batchpass.go and activities/batchpass.go), and a
+// provider batch as silico describes it in them.
+
+// BatchPassInput names a batch pass of a run.
+type BatchPassInput struct {
+	RunID string          `json:"run_id"`
+	Pass  experiment.Pass `json:"pass"`
+}
+
+// BatchPlan is what PlanBatchPass decided: the cells of each chunk, in order, with the digest of the lines it
+// built for them; how many cells the response cache answered and how many no line could carry (both recorded at
+// once); and the batch format of the pass's model, which says how the workflow submits. Chunks are sets of spans,
+// so the plan of a million cells is a few bytes of history, not megabytes (Temporal refuses a payload over 2 MiB).
+type BatchPlan struct {
+	Chunks  []experiment.CellSet `json:"chunks"`
+	Digests []string             `json:"digests,omitempty"`
+	Cached  int                  `json:"cached"`
+	// Costs are the chunks' worst-case costs at the batch price, which the workflow reserves against budget_usd
+	// before it submits each: every prompt and the longest completion. Empty when the run has no budget.
+	Costs []float64 `json:"costs,omitempty"`
+	// Failed counts the cells recorded failed without a batch: a picture that could not be fetched, a text too
+	// long for any request, a request larger than a batch.
+	Failed int `json:"failed,omitempty"`
+	// Usage is what the recorded cells count: the cached cells' cost at the batch price, as saved.
+	Usage usage.Usage `json:"usage"`
+	// Format is the model's batch format; empty in plans recorded before it was part of the plan, which were all
+	// of the OpenAI format.
+	Format BatchFormat `json:"format,omitempty"`
+}
+
+// BatchChunkInput names one chunk's batch of one round: the cells it asks for, as the recorded plan (or the
+// previous round's Again) lists them.
+type BatchChunkInput struct {
+	RunID string             `json:"run_id"`
+	Pass  experiment.Pass    `json:"pass"`
+	Chunk int                `json:"chunk"`
+	Round int                `json:"round"`
+	Cells experiment.CellSet `json:"cells"`
+	// Digest is the digest of the lines the plan (round 0) or the previous round's collect built for Cells: every
+	// attempt must build the same (SubmitBatch refuses a chunk whose lines changed). Empty: not checked.
+	Digest string `json:"digest,omitempty"`
+	// Since is the run's start: no batch of this run is older, which bounds the listing SubmitBatch makes.
+	Since time.Time `json:"since"`
+	// Intent is when the workflow decided to submit this chunk's round, recorded in the history as part of this
+	// input before any attempt runs: every attempt of the submission gets the same one. Anthropic's batches carry
+	// no metadata, so an attempt that follows one that died after its create (before the batch's id was known)
+	// adopts the batch created since the intent with as many requests, instead of paying for a second one. The
+	// workflow submits one Anthropic chunk at a time, so that no other chunk of the run is created meanwhile.
+	// Required for the Anthropic format, unused by the OpenAI format (its batches carry their key).
+	Intent time.Time `json:"intent,omitzero"`
+	// Known are the ids of the Anthropic batches the run has adopted so far, which are never this chunk's.
+	Known []string `json:"known,omitempty"`
+}
+
+// BatchRef names a batch of a model of a run.
+type BatchRef struct {
+	RunID string `json:"run_id"`
+	Model int    `json:"model"`
+	ID    string `json:"id"`
+}
+
+// BatchCollectInput is a chunk and the terminal batch whose results to record.
+type BatchCollectInput struct {
+	BatchChunkInput
+	Batch BatchInfo `json:"batch"`
+}
+
+// BatchCollected is what CollectBatch recorded, and the cells to submit again.
+type BatchCollected struct {
+	Recorded int                `json:"recorded"`
+	Failed   int                `json:"failed"`
+	Again    experiment.CellSet `json:"again,omitempty"`
+	// AgainCost is the worst-case cost of the Again cells, as BatchPlan.Costs; zero without a budget.
+	AgainCost float64 `json:"again_cost,omitempty"`
+	// AgainDigest is the digest of the lines of Again, for the next round's BatchChunkInput.Digest.
+	AgainDigest string `json:"again_digest,omitempty"`
+	// Usage is what the recorded cells consumed, at the batch price.
+	Usage usage.Usage `json:"usage"`
+}
+
+// BatchProgress is where one provider batch of a run stands.
+type BatchProgress struct {
+	// Key is "pass/chunk".
+	Key       string      `json:"key"`
+	Model     string      `json:"model"`
+	ID        string      `json:"id"`
+	Status    BatchStatus `json:"status"`
+	Total     int         `json:"total"`
+	Done      int         `json:"done"`
+	ExpiresAt time.Time   `json:"expires_at"`
+}
+
+// BatchFormat is a provider's batch wire format.
+type BatchFormat string
+
+// The batch formats.
+const (
+	// FormatOpenAI is OpenAI's Batch API (also served by Azure OpenAI, OpenRouter, Together, Groq and LiteLLM's
+	// proxy): a JSONL input file, output and error files of JSONL result lines.
+	FormatOpenAI BatchFormat = "openai"
+	// FormatAnthropic is Anthropic's Message Batches: the requests in one JSON body, results as JSONL.
+	FormatAnthropic BatchFormat = "anthropic"
+)
+
+// Validate reports a format this package does not know.
+func (f BatchFormat) Validate() error {
+	switch f {
+	case FormatOpenAI, FormatAnthropic:
+		return nil
+	}
+	return fmt.Errorf("batch: unknown format %q (want %q or %q)", f, FormatOpenAI, FormatAnthropic)
+}
+
+// BatchStatus is where a batch stands, the same for both formats.
+type BatchStatus string
+
+// The statuses. Completed, Failed, Expired and Cancelled are terminal: the batch will not change again.
+const (
+	// BatchStatusValidating: the provider is checking the input (OpenAI's validating).
+	BatchStatusValidating BatchStatus = "validating"
+	// BatchStatusInProgress: requests are being run.
+	BatchStatusInProgress BatchStatus = "in_progress"
+	// BatchStatusFinalizing: every request has run and the results are being written (OpenAI's finalizing).
+	BatchStatusFinalizing BatchStatus = "finalizing"
+	// BatchStatusCancelling: a cancel was asked for; requests already running may still finish.
+	BatchStatusCancelling BatchStatus = "cancelling"
+	// BatchStatusCompleted: every request ran; some may have failed. The results are ready.
+	BatchStatusCompleted BatchStatus = "completed"
+	// BatchStatusFailed: the provider rejected the batch as a whole (its input did not validate); nothing ran.
+	BatchStatusFailed BatchStatus = "failed"
+	// BatchStatusExpired: the completion window ended first; what completed is in the results, the rest never ran.
+	BatchStatusExpired BatchStatus = "expired"
+	// BatchStatusCancelled: cancelled; what completed is in the results, the rest never ran.
+	BatchStatusCancelled BatchStatus = "cancelled"
+)
+
+// Terminal reports whether s is final.
+func (s BatchStatus) Terminal() bool {
+	switch s {
+	case BatchStatusCompleted, BatchStatusFailed, BatchStatusExpired, BatchStatusCancelled:
+		return true
+	}
+	return false
+}
+
+// BatchCounts are a batch's requests by what became of them so far.
+type BatchCounts struct {
+	// Total is every request of the batch.
+	Total int `json:"total"`
+	// Succeeded and Errored ran; Errored failed.
+	Succeeded int `json:"succeeded"`
+	Errored   int `json:"errored"`
+	// NotRun were cancelled or expired before they ran (known only from Anthropic's counts while in progress).
+	NotRun int `json:"not_run"`
+}
+
+// Done is how many requests ran, successfully or not.
+func (c BatchCounts) Done() int { return c.Succeeded + c.Errored }
+
+// BatchInfo is a batch as its provider describes it, in one shape for both formats.
+type BatchInfo struct {
+	ID     string      `json:"id"`
+	Status BatchStatus `json:"status"`
+	Counts BatchCounts `json:"counts"`
+	// CreatedAt and ExpiresAt are zero when the provider did not say.
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// OutputFileID and ErrorFileID are the result files of an OpenAI batch, once it has them.
+	OutputFileID string `json:"output_file_id,omitempty"`
+	ErrorFileID  string `json:"error_file_id,omitempty"`
+	// ResultsURL is where an ended Anthropic batch's results are streamed from.
+	ResultsURL string `json:"results_url,omitempty"`
+	// Metadata is the batch's metadata (OpenAI; Anthropic batches have none).
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Errors are the reasons an OpenAI batch failed as a whole ("line 3: invalid_request: ...").
+	Errors []string `json:"errors,omitempty"`
+}

@@ -1,0 +1,49 @@
+package wire
+
+import "github.com/silicolab/silico/usage"
+
+// Summary is summary.json, and the summary in ExportOutput and Result: counts, tokens and cost of a run, overall
+// and per model.
+type Summary struct {
+	RunID string `json:"run_id"`
+	Name  string `json:"name"`
+	// Kind is "embed" for an embed spec's run (outputs of ExportEmbed), empty for a chat run.
+	Kind string `json:"kind,omitempty"`
+	// Cells is the number of cells of the grid; OK + Unparsed + Failed == Cells (cells never run count as failed).
+	Cells    int `json:"cells"`
+	OK       int `json:"ok"`
+	Unparsed int `json:"unparsed"`
+	Failed   int `json:"failed"`
+	// Cached counts the cells answered from the response cache; their cost is in saved_usd, not in cost_usd.
+	Cached int `json:"cached"`
+	// Length counts the answers cut at the completion cap (finish_reason length), whether or not they still
+	// named an option; ContentFiltered those the provider's content filter withheld (finish_reason
+	// content_filter, unparsed with error class ContentFiltered).
+	Length          int `json:"length"`
+	ContentFiltered int `json:"content_filtered"`
+	usage.Usage
+	// BatchSavedUSD is what the cells of models in batch mode would have cost more as synchronous calls.
+	BatchSavedUSD  float64 `json:"batch_saved_usd,omitempty"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
+	Errors []string `json:"errors"`
+	// Models has one entry per model of the spec, in spec order.
+	Models []ModelSummary `json:"models"`
+	// Outputs are the files Export writes for the run, summary.json last; empty for an embed run's summary.
+	Outputs []string `json:"outputs,omitempty"`
+}
+
+// ModelSummary is the part of a Summary that concerns one model.
+type ModelSummary struct {
+	Model    string `json:"model"`
+	Cells    int    `json:"cells"`
+	OK       int    `json:"ok"`
+	Unparsed int    `json:"unparsed"`
+	Failed   int    `json:"failed"`
+	Cached   int    `json:"cached"`
+	// Length and ContentFiltered are as in Summary.
+	Length          int `json:"length"`
+	ContentFiltered int `json:"content_filtered"`
+	usage.Usage
+	BatchSavedUSD float64 `json:"batch_saved_usd,omitempty"`
+}

@@ -1,0 +1,86 @@
+// Package wire is everything that crosses the Temporal boundary between silico's workflow, its activities and
+// its clients, and so lives in every recorded history: the workflow's input, state, progress and result, each
+// activity's input and output, the heartbeat detail of a pass, the payloads of the signal and the queries, and
+// the names Temporal knows them by (task queue, workflow type, activities, signal, queries, search attributes).
+// It depends on the standard library, the Temporal SDK's workflow package and the plain data packages
+// (experiment, usage, ratelimit, breaker) only, so that the workflow code that imports it imports no store,
+// client or output format.
+//
+// # Changing a wire type
+//
+// A history recorded by any earlier release must still decode, and a payload written by this release must still
+// decode in a worker of the previous one while both run during a deploy. So:
+//
+//   - a field may be added when it is optional: tagged omitempty (or omitzero), with a zero value that means what
+//     the payload meant before the field existed;
+//   - a JSON key is never renamed, retyped or given a new meaning, and a field is never removed while histories
+//     that carry it may still replay (Go decodes an unknown key by ignoring it, so a removed field is silently
+//     lost, not refused);
+//   - a Go name may change freely: only the JSON keys are on the wire.
+//
+// TestRecordedPayloadsDecode decodes every payload of the recorded histories in workflows/testdata into its type
+// here, refusing unknown keys, so a field that is removed or renamed while a history still carries it fails.
+//
+// # Changing workflow code
+//
+// Any change to the sequence of commands ExperimentWorkflow issues for the same history (activities scheduled,
+// their order, timers, signals, continue-as-new, the activity types or the inputs' shape) goes behind
+// workflow.GetVersion, with a change id listed in ChangeIDs, so that runs started by an earlier release replay as
+// they ran. The recorded histories in workflows/testdata are added to, never replaced: a change that alters what
+// a run records gets a new history file beside the old ones, and the old ones must still replay.
+package wire
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+)
+
+// TaskQueue is the task queue of silico's workflows and activities.
+const TaskQueue = "silico"
+
+// WorkflowType is the name ExperimentWorkflow is registered, started and recorded under.
+const WorkflowType = "ExperimentWorkflow"
+
+// QueryProgress is the query that returns a run's Progress.
+const QueryProgress = "progress"
+
+// QueryShare is the workflow query that returns a running pass's current Share.
+const QueryShare = "share"
+
+// SignalOutage is the signal by which a pass tells its run's workflow that its model's provider went down, that
+// a probe failed, or that the provider is back: the workflow's progress query and the Web UI show it. Its
+// payload is an Outage.
+const SignalOutage = "outage"
+
+// Custom search attributes set on every run when the server knows them (the embedded server registers them).
+const (
+	AttrExperiment = "SilicoExperiment"
+	AttrSpecHash   = "SilicoSpecHash"
+)
+
+// SearchAttributes are the custom search attributes a server must register for silico's runs.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		AttrExperiment: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrSpecHash:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	}
+}
+
+// Retry backoff of a pass's attempts: InitialRetryInterval doubled per attempt, at most MaxRetryInterval (the
+// workflow's retry policy). An attempt ends early only when its worker stops or the store fails: a provider outage
+// is waited out inside the attempt, behind the endpoint's breaker.
+const (
+	InitialRetryInterval = time.Second
+	MaxRetryInterval     = time.Minute
+)
+
+// ExportHeartbeatTimeout is the heartbeat timeout the workflow gives ExportResults, which heartbeats a few times
+// within it.
+const ExportHeartbeatTimeout = 10 * time.Second
+
+// ChangeIDs are the change ids ExperimentWorkflow passes to workflow.GetVersion, oldest first; empty while no
+// change has needed one. Each is "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for
+// example "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old
+// path) for as long as a run started before the change may replay.
+func ChangeIDs() []string { return nil }
