@@ -10,11 +10,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
@@ -111,11 +111,11 @@ func TestAnthropicPass(t *testing.T) {
 	req := newPreparer(&spec, m, nil, nil, true).finish(spec.Cell(0), msgs, pictures{}).req
 	openAI := m
 	openAI.Provider = experiment.ProviderOpenAI
-	found, err := cache.Lookup(t.Context(), h.store, []store.CacheKey{cache.Key(cache.Endpoint(m), req), cache.Key(cache.Endpoint(openAI), req)})
+	found, err := respcache.Lookup(t.Context(), h.store, []store.CacheKey{respcache.Key(respcache.Endpoint(m), req), respcache.Key(respcache.Endpoint(openAI), req)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, hit := found.Answers[cache.Key(cache.Endpoint(m), req)]; !hit || len(found.Answers) != 1 {
+	if _, hit := found.Answers[respcache.Key(respcache.Endpoint(m), req)]; !hit || len(found.Answers) != 1 {
 		t.Errorf("cache holds %d of the two keys; want the anthropic endpoint's key and not the OpenAI one", len(found.Answers))
 	}
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
@@ -46,7 +46,7 @@ func TestBatchEmbedPassLines(t *testing.T) {
 	if len(bs) != 2 || strings.Join(bs[0].CustomIDs, " ") != "m/0 m/1 m/3" || strings.Join(bs[1].CustomIDs, " ") != "m/0 m/4" {
 		t.Fatalf("batches %+v; want the lines m/0 m/1 m/3, then m/0 m/4", bs)
 	}
-	if bs[0].Endpoint != string(batch.EndpointEmbeddings) {
+	if bs[0].Endpoint != string(batchformat.EndpointEmbeddings) {
 		t.Errorf("endpoint %s", bs[0].Endpoint)
 	}
 	got := h.records("run")

@@ -9,12 +9,12 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/batchapi"
-	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
@@ -47,7 +47,7 @@ func batchPricingOf(m experiment.Model) batchPricing {
 type batchDriver interface {
 	Poll(ctx context.Context, id string) (wire.BatchInfo, error)
 	Cancel(ctx context.Context, id string) (wire.BatchInfo, error)
-	Collect(ctx context.Context, info wire.BatchInfo, fn func(batch.Result) error) error
+	Collect(ctx context.Context, info wire.BatchInfo, fn func(batchformat.Result) error) error
 }
 
 // batchAPI is a model's batch API: its format, its driver, and the redaction of its client's key.
@@ -201,7 +201,7 @@ func (a *Activities) serveBatchAnswers(ctx context.Context, spec *experiment.Spe
 	for i, r := range reqs {
 		keys[i] = r.Key
 	}
-	found, err := cache.Lookup(ctx, a.Store, keys)
+	found, err := respcache.Lookup(ctx, a.Store, keys)
 	if err != nil {
 		return nil, fmt.Errorf("response cache: %w", err)
 	}
@@ -226,10 +226,10 @@ func (a *Activities) serveBatchAnswers(ctx context.Context, spec *experiment.Spe
 // vector is collected.
 func (a *Activities) serveBatchVectors(ctx context.Context, b *batchBuilder, cells []int, pr batchPricing,
 	settled *store.Batch, tally *store.CacheTally) ([]int, error) {
-	endpoint := cache.Endpoint(b.model)
+	endpoint := respcache.Endpoint(b.model)
 	key := func(idx int) store.CacheKey {
 		_, t := b.spec.EmbedCell(idx)
-		return cache.VectorKey(endpoint, b.model.Name, b.texts[t].Text, b.spec.Embed.Dimensions)
+		return respcache.VectorKey(endpoint, b.model.Name, b.texts[t].Text, b.spec.Embed.Dimensions)
 	}
 	var keys []store.CacheKey
 	seen := map[store.CacheKey]bool{}
@@ -288,7 +288,7 @@ func (a *Activities) SubmitBatch(ctx context.Context, in wire.BatchChunkInput) (
 			Intent: in.Intent, Known: in.Known})
 	} else {
 		info, err = api.openAI.Submit(ctx, batchapi.Submission{
-			Key:      batch.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
+			Key:      batchformat.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
 			Endpoint: batchEndpoint(spec), Input: input, Since: in.Since})
 	}
 	return info, refused(err)
@@ -398,7 +398,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput
 		}
 		out.Recorded++
 	}
-	err = api.driver.Collect(ctx, in.Batch, func(r batch.Result) error {
+	err = api.driver.Collect(ctx, in.Batch, func(r batchformat.Result) error {
 		i, ok := byID[r.CustomID]
 		if !ok {
 			return fmt.Errorf("%w: batch %s: result for %q", errForeignResult, in.Batch.ID, r.CustomID)
@@ -419,7 +419,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput
 			}
 			for _, k := range o.Keep {
 				if writes {
-					page.Cache = append(page.Cache, cache.VectorEntry(req.Keys[k.Text], m.Name, in.RunID, k.Vector, now))
+					page.Cache = append(page.Cache, respcache.VectorEntry(req.Keys[k.Text], m.Name, in.RunID, k.Vector, now))
 				}
 			}
 		} else {
@@ -433,7 +433,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput
 			}
 			add(*o.Record)
 			if o.Answer != nil && writes {
-				page.Cache = append(page.Cache, cache.Entry(req.Key, m.Name, in.RunID, *o.Answer, now))
+				page.Cache = append(page.Cache, respcache.Entry(req.Key, m.Name, in.RunID, *o.Answer, now))
 			}
 		}
 		if len(page.Records) >= collectPage {

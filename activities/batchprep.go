@@ -11,13 +11,13 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/silicolab/silico/batch"
 	"github.com/silicolab/silico/batchapi"
-	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
@@ -113,11 +113,11 @@ func formatOf(m experiment.Model) wire.BatchFormat {
 }
 
 // batchEndpoint is the endpoint of a spec's batches.
-func batchEndpoint(spec *experiment.Spec) batch.Endpoint {
+func batchEndpoint(spec *experiment.Spec) batchformat.Endpoint {
 	if spec.IsEmbed() {
-		return batch.EndpointEmbeddings
+		return batchformat.EndpointEmbeddings
 	}
-	return batch.EndpointChat
+	return batchformat.EndpointChat
 }
 
 // batchWindow is how many cells' pictures a batch pass fetches side by side, as the synchronous pass's window.
@@ -131,7 +131,7 @@ type batchBuilder struct {
 	spec     *experiment.Spec
 	model    experiment.Model
 	format   wire.BatchFormat
-	endpoint batch.Endpoint
+	endpoint batchformat.Endpoint
 	prep     *preparer
 	texts    []experiment.EmbedText
 	count    func(string) int
@@ -179,7 +179,7 @@ func (b *batchBuilder) buildChat(ctx context.Context, cells []int, fn func(batch
 			return nil, fmt.Errorf("batch: cell %s is not of model %s: a batch serves one model", ids[i], b.model.ID)
 		}
 	}
-	custom, err := batch.CustomIDs(b.format, ids)
+	custom, err := batchformat.CustomIDs(b.format, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (b *batchBuilder) buildChat(ctx context.Context, cells []int, fn func(batch
 			if err != nil {
 				return nil, fmt.Errorf("request of %s: %w", ids[w+k], err)
 			}
-			line, err := batch.Line(b.format, b.endpoint, custom[w+k], body)
+			line, err := batchformat.Line(b.format, b.endpoint, custom[w+k], body)
 			if err != nil {
 				return nil, err
 			}
@@ -233,23 +233,23 @@ func (b *batchBuilder) buildEmbed(cells []int, fn func(batchRequest) error) ([]u
 	for i, e := range reqs {
 		ids[i] = fmt.Sprintf("%s/%d", b.model.ID, e.key())
 	}
-	custom, err := batch.CustomIDs(b.format, ids)
+	custom, err := batchformat.CustomIDs(b.format, ids)
 	if err != nil {
 		return nil, err
 	}
-	endpoint := cache.Endpoint(b.model)
+	endpoint := respcache.Endpoint(b.model)
 	for i, e := range reqs {
 		body, err := llm.EmbedBody(llm.EmbedRequest{Model: b.model.Name, Input: e.texts, Dimensions: b.spec.Embed.Dimensions})
 		if err != nil {
 			return nil, fmt.Errorf("request of %s: %w", ids[i], err)
 		}
-		line, err := batch.Line(b.format, b.endpoint, custom[i], body)
+		line, err := batchformat.Line(b.format, b.endpoint, custom[i], body)
 		if err != nil {
 			return nil, err
 		}
 		keys := make([]store.CacheKey, len(e.texts))
 		for j, t := range e.texts {
-			keys[j] = cache.VectorKey(endpoint, b.model.Name, t, b.spec.Embed.Dimensions)
+			keys[j] = respcache.VectorKey(endpoint, b.model.Name, t, b.spec.Embed.Dimensions)
 		}
 		model, _ := b.spec.EmbedCell(e.key())
 		r := batchRequest{Cell: experiment.Cell{Index: e.key(), Model: model}, CustomID: custom[i],
@@ -298,7 +298,7 @@ func (b *batchBuilder) batchRequests(ctx context.Context, cells []int, digest st
 	return reqs, nil
 }
 
-// planBatchChunks cuts a pass's requests into the chunks of its batches (batch.Split by the model's
+// planBatchChunks cuts a pass's requests into the chunks of its batches (batchformat.Split by the model's
 // max_requests and max_bytes, and for embeddings the provider's inputs per batch) and returns each chunk's cells
 // and its requests. A line larger than a batch may be on its own (inline pictures are
 // big) is not cut into any chunk: its cells come back unsent, to be recorded failed, and the others run. The
@@ -312,8 +312,8 @@ func planBatchChunks(spec *experiment.Spec, reqs []batchRequest) (chunks []exper
 	m := spec.Models[reqs[0].Cell.Model]
 	f, e := formatOf(m), batchEndpoint(spec)
 	set := spec.BatchSettings(m)
-	lim := batch.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes), MaxInputs: batch.DefaultLimits(f, e).MaxInputs}
-	open, _, end := batch.Envelope(f)
+	lim := batchformat.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes), MaxInputs: batchformat.DefaultLimits(f, e).MaxInputs}
+	open, _, end := batchformat.Envelope(f)
 	fit := reqs[:0:0]
 	for _, r := range reqs {
 		if int64(len(open)+len(end)+r.Size) <= lim.MaxBytes {
@@ -327,11 +327,11 @@ func planBatchChunks(spec *experiment.Spec, reqs []batchRequest) (chunks []exper
 				ErrorCode: "request_too_large", ErrorMessage: msg}})
 		}
 	}
-	items := make([]batch.Item, len(fit))
+	items := make([]batchformat.Item, len(fit))
 	for i, r := range fit {
-		items[i] = batch.Item{Bytes: r.Size, Inputs: r.inputs()}
+		items[i] = batchformat.Item{Bytes: r.Size, Inputs: r.inputs()}
 	}
-	cut, err := batch.Split(f, items, lim)
+	cut, err := batchformat.Split(f, items, lim)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -354,7 +354,7 @@ func chunkInput(f wire.BatchFormat, reqs []batchRequest) []byte {
 	for i, r := range reqs {
 		lines[i] = r.Line
 	}
-	return batch.Encode(f, lines)
+	return batchformat.Encode(f, lines)
 }
 
 // worstCost is the most the requests can cost at model m's batch price, as the synchronous pass reserves before

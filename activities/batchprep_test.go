@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/silicolab/silico/batch"
-	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/wire"
 )
@@ -73,7 +73,7 @@ func TestBatchRequestsAreTheSyncRequests(t *testing.T) {
 		c := spec.Cell(i)
 		msgs, _ := spec.Render(c, nil)
 		req := sync.finish(c, msgs, pictures{}).req
-		if want := cache.Key(cache.Endpoint(spec.Models[0]), req); r.Key != want {
+		if want := respcache.Key(respcache.Endpoint(spec.Models[0]), req); r.Key != want {
 			t.Errorf("%s: key %x, want the sync pass's %x", spec.CellID(c), r.Key, want)
 		}
 		var line struct {
@@ -133,7 +133,7 @@ func TestBatchPlanCutsByLimits(t *testing.T) {
 				}
 			}
 		}
-		if batch.Digest(in) != batch.Digest(chunkInput(wire.FormatOpenAI, orig)) {
+		if batchformat.Digest(in) != batchformat.Digest(chunkInput(wire.FormatOpenAI, orig)) {
 			t.Errorf("chunk %d rebuilt from its cells has another digest", i)
 		}
 	}
@@ -213,7 +213,7 @@ func TestAnthropicBatchRequestsAreTheSyncRequests(t *testing.T) {
 		c := spec.Cell(i)
 		msgs, _ := spec.Render(c, nil)
 		req := sync.finish(c, msgs, pictures{}).req
-		if want := cache.Key(cache.Endpoint(m), req); r.Key != want || !strings.HasPrefix(cache.Endpoint(m), cache.AnthropicEndpointPrefix) {
+		if want := respcache.Key(respcache.Endpoint(m), req); r.Key != want || !strings.HasPrefix(respcache.Endpoint(m), respcache.AnthropicEndpointPrefix) {
 			t.Errorf("%s: key %x, want the sync pass's %x", spec.CellID(c), r.Key, want)
 		}
 		var line struct {
@@ -227,8 +227,8 @@ func TestAnthropicBatchRequestsAreTheSyncRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if line.CustomID != batch.SafeID(spec.CellID(c)) || !bytes.Equal(line.Params, want) {
-			t.Errorf("%s: line %s, want custom_id %s and params %s", spec.CellID(c), r.Line, batch.SafeID(spec.CellID(c)), want)
+		if line.CustomID != batchformat.SafeID(spec.CellID(c)) || !bytes.Equal(line.Params, want) {
+			t.Errorf("%s: line %s, want custom_id %s and params %s", spec.CellID(c), r.Line, batchformat.SafeID(spec.CellID(c)), want)
 		}
 	}
 }

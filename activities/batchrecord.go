@@ -1,10 +1,10 @@
 package activities
 
 import (
-	"github.com/silicolab/silico/batch"
-	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
@@ -20,7 +20,7 @@ type batchOutcome struct {
 	// Record is the cell's record when the line settles it (an answer, or a failure that retrying cannot cure).
 	Record *store.Record
 	// Answer is the answer to keep in the response cache, for a record that has one.
-	Answer *cache.Answer
+	Answer *respcache.Answer
 	// Again says the cell must be submitted again (never ran, or failed transiently), within run.max_attempts.
 	Again bool
 	// Reason is why, for Again: the provider's not-run reason or the transient failure's class.
@@ -36,12 +36,12 @@ type batchOutcome struct {
 // latencyMS what the record shows as its latency (the batch's time from creation to its end).
 //
 // The records are built by the synchronous pass's own answerRecord and describe, so the two cannot drift apart.
-func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f wire.BatchFormat, r batch.Result, pr batchPricing,
+func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f wire.BatchFormat, r batchformat.Result, pr batchPricing,
 	redact func(string) string, attempts int, latencyMS float64) batchOutcome {
 	switch r.Outcome {
-	case batch.NotRun:
+	case batchformat.NotRun:
 		return batchOutcome{Again: true, Reason: r.Reason}
-	case batch.Errored:
+	case batchformat.Errored:
 		if r.Err.Class.Retryable() {
 			return batchOutcome{Again: true, Reason: string(r.Err.Class)}
 		}
@@ -58,7 +58,7 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f wire.BatchFo
 		// A malformed answer is a transport failure for a synchronous call too: asked again.
 		return batchOutcome{Again: true, Reason: string(llm.Classify(err).Class)}
 	}
-	a := cache.AnswerOf(resp.Redacted(redact))
+	a := respcache.AnswerOf(resp.Redacted(redact))
 	rec := answerRecord(spec, c, a, pr.price, pr.priced)
 	rec.LatencyMS, rec.Attempts, rec.Tries = latencyMS, attempts, attempts
 	return batchOutcome{Record: &rec, Answer: &a}
@@ -78,7 +78,7 @@ type embedOutcome struct {
 // keptVector is the vector of text Text of a request, to keep in the response cache.
 type keptVector struct {
 	Text   int
-	Vector cache.Vector
+	Vector respcache.Vector
 }
 
 // embedResultOutcome maps result r of embeddings request req onto the records a synchronous call of the same
@@ -87,12 +87,12 @@ type keptVector struct {
 // for each cell that has the text, its share of the prompt tokens on the text's first cell and its cost at the
 // batch price; a permanent failure recorded on every cell. A line that never ran, failed transiently or answered
 // malformed vectors goes again, as a synchronous call would be tried again.
-func embedResultOutcome(req batchRequest, r batch.Result, check func([][]float32) error, pr batchPricing,
+func embedResultOutcome(req batchRequest, r batchformat.Result, check func([][]float32) error, pr batchPricing,
 	attempts int, latencyMS float64) embedOutcome {
 	switch r.Outcome {
-	case batch.NotRun:
+	case batchformat.NotRun:
 		return embedOutcome{Again: true, Reason: r.Reason}
-	case batch.Errored:
+	case batchformat.Errored:
 		if r.Err.Class.Retryable() {
 			return embedOutcome{Again: true, Reason: string(r.Err.Class)}
 		}
@@ -111,7 +111,7 @@ func embedResultOutcome(req batchRequest, r batch.Result, check func([][]float32
 		return embedOutcome{Again: true, Reason: string(llm.Classify(err).Class)}
 	}
 	var o embedOutcome
-	embedAnswered(b, resp, pr.price, pr.priced, func(text int, rec store.Record, keep *cache.Vector) {
+	embedAnswered(b, resp, pr.price, pr.priced, func(text int, rec store.Record, keep *respcache.Vector) {
 		rec.LatencyMS, rec.Attempts, rec.Tries = latencyMS, attempts, attempts
 		o.Records = append(o.Records, rec)
 		if keep != nil {

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/silicolab/silico/batch"
-	"github.com/silicolab/silico/cache"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
@@ -39,12 +39,12 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 	redact := llm.Redactor(key)
 
 	answer := `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"2. Yes ` + key + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":3,"total_tokens":43}}`
-	r, err := batch.ParseOpenAI([]byte(openAILine(200, answer)), redact)
+	r, err := batchformat.ParseOpenAI([]byte(openAILine(200, answer)), redact)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := batchResultOutcome(spec, c, wire.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 1, 5)
-	want := sync.answerRecord(c, cache.Answer{Text: "2. Yes [REDACTED]", PromptTokens: 40, CompletionTokens: 3, FinishReason: llm.FinishStop})
+	want := sync.answerRecord(c, respcache.Answer{Text: "2. Yes [REDACTED]", PromptTokens: 40, CompletionTokens: 3, FinishReason: llm.FinishStop})
 	want.CostUSD /= 2
 	want.LatencyMS, want.Attempts, want.Tries = 5, 1, 1
 	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, want) || got.Answer == nil || got.Answer.Text != want.Raw {
@@ -56,7 +56,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 
 	// The status_code trap: a 400 with error null is a permanent failure, recorded as a synchronous 400 is.
 	bad := `{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
-	r, _ = batch.ParseOpenAI([]byte(openAILine(400, bad)), redact)
+	r, _ = batchformat.ParseOpenAI([]byte(openAILine(400, bad)), redact)
 	got = batchResultOutcome(spec, c, wire.FormatOpenAI, r, batchPricing{batchPrice, true}, redact, 2, 7)
 	wantFail := failedRecord(c.Index, r.Err, wire.Tries{Sent: 2, Transient: 2, LatencyMS: 7})
 	if got.Again || got.Record == nil || !reflect.DeepEqual(*got.Record, wantFail) || got.Answer != nil {
@@ -72,7 +72,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 		"garbled": openAILine(200, `{"choices":[]}`),
 	}
 	for name, line := range again {
-		r, err := batch.ParseOpenAI([]byte(line), redact)
+		r, err := batchformat.ParseOpenAI([]byte(line), redact)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 
 	// Anthropic's message answer, unpriced.
 	msg := `{"custom_id":"x","result":{"type":"succeeded","message":{"type":"message","content":[{"type":"text","text":"1"}],"usage":{"input_tokens":9,"output_tokens":1}}}}`
-	ar, _ := batch.ParseAnthropic([]byte(msg), redact)
+	ar, _ := batchformat.ParseAnthropic([]byte(msg), redact)
 	got = batchResultOutcome(spec, c, wire.FormatAnthropic, ar, batchPricing{}, redact, 1, 0)
 	if got.Record == nil || got.Record.OptionID != "1" || got.Record.PromptTokens != 9 || got.Record.CostUSD != 0 {
 		t.Errorf("anthropic: %+v", got.Record)

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/breaker"
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
@@ -133,7 +133,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 	// left unused, so only the prompt estimate is trued up.
 	used = r.resp.PromptTokens + maxTokens(p.model)
 	p.answered(r.resp.RateLimit)
-	answer := cache.AnswerOf(r.resp)
+	answer := respcache.AnswerOf(r.resp)
 	rec := p.rec.answerRecord(pc.cell, answer)
 	rec.LatencyMS = float64(r.latency.Microseconds()) / 1000
 	t := p.judge.answer(adm.ticket, pc.cell.Index, r.at)
@@ -145,7 +145,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 	p.budget.settle(adm.reserved, 0)
 	var entry *store.CacheEntry
 	if p.cu.writes() {
-		e := cache.Entry(pc.key, p.model.Name, p.in.RunID, answer, r.at)
+		e := respcache.Entry(pc.key, p.model.Name, p.in.RunID, answer, r.at)
 		entry = &e
 	}
 	p.rec.record(rec, entry)
@@ -241,7 +241,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(w
 
 // serve records a cell answered from the cache. Its cost is what the call would have cost: the run counts it as
 // saved, not spent.
-func (p *pass) serve(pc prepared, a cache.Answer) {
+func (p *pass) serve(pc prepared, a respcache.Answer) {
 	rec := p.rec.answerRecord(pc.cell, a)
 	rec.Cached = true
 	pc.pics.stamp(&rec)

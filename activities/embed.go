@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
@@ -79,7 +79,7 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 		for _, idx := range pending {
 			t := p.textOf(es, idx)
 			if _, ok := es.keys[t]; !ok {
-				es.keys[t] = cache.VectorKey(p.prep.endpoint, p.model.Name, t, p.spec.Embed.Dimensions)
+				es.keys[t] = respcache.VectorKey(p.prep.endpoint, p.model.Name, t, p.spec.Embed.Dimensions)
 			}
 		}
 	}
@@ -184,14 +184,14 @@ func (p *pass) serveVectors(ctx context.Context, es *embedState, pending []int) 
 // cachedVectors are the vectors a cache lookup found, by key; the entries that failed validation, with why; and
 // the length the vectors were held to.
 type cachedVectors struct {
-	found   map[store.CacheKey]cache.Vector
+	found   map[store.CacheKey]respcache.Vector
 	invalid map[store.CacheKey]error
 	dims    int
 }
 
-// lookupVectors reads the entries of keys, vectorLookup keys a read, and validates them (cache.ReadVector) against
+// lookupVectors reads the entries of keys, vectorLookup keys a read, and validates them (respcache.ReadVector) against
 // the length dims, or when dims is 0 the length most of them have.
-func lookupVectors(ctx context.Context, g cache.Getter, keys []store.CacheKey, dims int) (cachedVectors, error) {
+func lookupVectors(ctx context.Context, g respcache.Getter, keys []store.CacheKey, dims int) (cachedVectors, error) {
 	var entries []store.CacheEntry
 	for i := 0; i < len(keys); i += vectorLookup {
 		got, err := g.CacheGet(ctx, keys[i:min(len(keys), i+vectorLookup)])
@@ -203,9 +203,9 @@ func lookupVectors(ctx context.Context, g cache.Getter, keys []store.CacheKey, d
 	if dims == 0 {
 		dims = commonLength(entries)
 	}
-	out := cachedVectors{found: map[store.CacheKey]cache.Vector{}, invalid: map[store.CacheKey]error{}, dims: dims}
+	out := cachedVectors{found: map[store.CacheKey]respcache.Vector{}, invalid: map[store.CacheKey]error{}, dims: dims}
 	for _, e := range entries {
-		v, err := cache.ReadVector(e, e.Key, dims)
+		v, err := respcache.ReadVector(e, e.Key, dims)
 		if err != nil {
 			out.invalid[e.Key] = err
 			continue
@@ -217,7 +217,7 @@ func lookupVectors(ctx context.Context, g cache.Getter, keys []store.CacheKey, d
 
 // cachedVectorRecord is the record of cell idx served vector v from the cache, its cost (saved, not spent) at
 // price when priced.
-func cachedVectorRecord(idx int, v cache.Vector, price experiment.Price, priced bool) store.Record {
+func cachedVectorRecord(idx int, v respcache.Vector, price experiment.Price, priced bool) store.Record {
 	rec := store.Record{Index: idx, Status: store.StatusOK, Raw: results.EncodeVector(v.Values),
 		PromptTokens: v.PromptTokens, Cached: true}
 	if priced {
@@ -232,7 +232,7 @@ func commonLength(entries []store.CacheEntry) int {
 	counts := map[int]int{}
 	best, bestN := 0, 0
 	for _, e := range entries {
-		v, err := cache.ReadVector(e, e.Key, 0)
+		v, err := respcache.ReadVector(e, e.Key, 0)
 		if err != nil {
 			continue
 		}
@@ -346,10 +346,10 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 	p.answered(resp.RateLimit)
 	p.budget.settle(adm.reserved, 0)
 	t := p.judge.answer(adm.ticket, b.key(), r.at)
-	embedAnswered(b, resp, p.rec.price, p.rec.priced, func(i int, rec store.Record, keep *cache.Vector) {
+	embedAnswered(b, resp, p.rec.price, p.rec.priced, func(i int, rec store.Record, keep *respcache.Vector) {
 		rec.LatencyMS, rec.Attempts, rec.Tries = float64(r.latency.Microseconds())/1000, t.Sent, t.Transient
 		if keep != nil && p.cu.writes() {
-			e := cache.VectorEntry(es.keys[b.texts[i]], p.model.Name, p.in.RunID, *keep, r.at)
+			e := respcache.VectorEntry(es.keys[b.texts[i]], p.model.Name, p.in.RunID, *keep, r.at)
 			p.rec.record(rec, &e)
 			return
 		}
@@ -364,7 +364,7 @@ func (p *pass) embedCall(ctx context.Context, es *embedState, b *embedBatch, adm
 // text gets its share of the request's prompt tokens by its own count; its cost is taken at price when priced.
 // The synchronous and the batch pass both record an answer through it.
 func embedAnswered(b *embedBatch, resp llm.EmbedResponse, price experiment.Price, priced bool,
-	fn func(text int, rec store.Record, keep *cache.Vector)) {
+	fn func(text int, rec store.Record, keep *respcache.Vector)) {
 	for i, cs := range b.cells {
 		tokens := b.tokens[i]
 		if resp.PromptTokens > 0 && b.total > 0 {
@@ -382,7 +382,7 @@ func embedAnswered(b *embedBatch, resp llm.EmbedResponse, price experiment.Price
 			if priced {
 				rec.CostUSD = llm.Cost(price, tokens, 0)
 			}
-			fn(i, rec, &cache.Vector{Values: resp.Vectors[i], PromptTokens: tokens})
+			fn(i, rec, &respcache.Vector{Values: resp.Vectors[i], PromptTokens: tokens})
 		}
 	}
 }

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/breaker"
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -165,16 +165,16 @@ func TestEmbedInvalidCachedVectorsAreMisses(t *testing.T) {
 	}
 	first := len(lg.requests())
 	ctx := context.Background()
-	endpoint := cache.Endpoint(h.spec.Models[0])
-	key := func(text string) store.CacheKey { return cache.VectorKey(endpoint, embedModel, text, 0) }
+	endpoint := respcache.Endpoint(h.spec.Models[0])
+	key := func(text string) store.CacheKey { return respcache.VectorKey(endpoint, embedModel, text, 0) }
 	good := sim.Embedding(embedModel, "beta", sim.DefaultDimensions)
 	nan := slices.Clone(good)
 	nan[3] = float32(math.NaN())
 	bad := []store.CacheEntry{
-		cache.VectorEntry(key("beta"), embedModel, "x", cache.Vector{Values: nan, PromptTokens: 1}, time.Now()),
-		cache.VectorEntry(key("gamma"), embedModel, "x", cache.Vector{Values: good[:10], PromptTokens: 1}, time.Now()),
+		respcache.VectorEntry(key("beta"), embedModel, "x", respcache.Vector{Values: nan, PromptTokens: 1}, time.Now()),
+		respcache.VectorEntry(key("gamma"), embedModel, "x", respcache.Vector{Values: good[:10], PromptTokens: 1}, time.Now()),
 	}
-	corrupt := cache.VectorEntry(key("delta"), embedModel, "x", cache.Vector{Values: good, PromptTokens: 1}, time.Now())
+	corrupt := respcache.VectorEntry(key("delta"), embedModel, "x", respcache.Vector{Values: good, PromptTokens: 1}, time.Now())
 	corrupt.Value[len(corrupt.Value)-1] ^= 0xff
 	bad = append(bad, corrupt)
 	if err := h.store.Write(ctx, "x", store.Batch{Cache: bad}); err != nil {
@@ -228,7 +228,7 @@ func TestEmbedInvalidCachedVectorsAreMisses(t *testing.T) {
 		t.Fatalf("%d entries, want 3", len(entries))
 	}
 	for _, e := range entries {
-		if _, err := cache.ReadVector(e, e.Key, sim.DefaultDimensions); err != nil {
+		if _, err := respcache.ReadVector(e, e.Key, sim.DefaultDimensions); err != nil {
 			t.Errorf("entry not replaced: %v", err)
 		}
 	}

@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/silicolab/silico/breaker"
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
@@ -159,7 +159,7 @@ func (a *Activities) newPass(ctx context.Context, spec *experiment.Spec, in wire
 	}
 	// The breaker is the endpoint's, shared by every pass of the model on this worker; a new worker's breaker
 	// takes up the outage the last attempt saw, so the backoff goes on where it was.
-	p.brk = a.breakers().For(cache.Endpoint(model) + " " + model.Name)
+	p.brk = a.breakers().For(respcache.Endpoint(model) + " " + model.Name)
 	if p.brk.Restore(prev.Outage) {
 		p.log.Warn("the provider was down when the last attempt ended: probing as it was", "model", model.ID,
 			"state", prev.Outage.Describe(clk.Now()))

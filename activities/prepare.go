@@ -3,9 +3,9 @@ package activities
 import (
 	"context"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 )
 
@@ -35,7 +35,7 @@ type preparer struct {
 }
 
 func newPreparer(spec *experiment.Spec, m experiment.Model, mem *memory, images *passImages, keyed bool) *preparer {
-	return &preparer{spec: spec, model: m, memory: mem, images: images, endpoint: cache.Endpoint(m), keyed: keyed}
+	return &preparer{spec: spec, model: m, memory: mem, images: images, endpoint: respcache.Endpoint(m), keyed: keyed}
 }
 
 // prepareAll prepares cells; their pictures are fetched side by side. A cell whose preparation ended because ctx
@@ -89,7 +89,7 @@ func (pr *preparer) finish(c experiment.Cell, msgs []experiment.Message, pics pi
 	}
 	p := prepared{cell: c, msgs: msgs, pics: pics, req: req}
 	if pr.keyed {
-		p.key = cache.Key(pr.endpoint, req)
+		p.key = respcache.Key(pr.endpoint, req)
 	}
 	return p
 }

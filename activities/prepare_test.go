@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 )
 
@@ -36,7 +36,7 @@ func TestPrepareBuildsTheRequestAndItsKeyOnce(t *testing.T) {
 		len(first.req.Messages) != len(first.msgs) {
 		t.Errorf("request %+v does not carry the cell's seed, id, model and messages", first.req)
 	}
-	if first.key != cache.Key(cache.Endpoint(m), first.req) || first.key == (store.CacheKey{}) {
+	if first.key != respcache.Key(respcache.Endpoint(m), first.req) || first.key == (store.CacheKey{}) {
 		t.Errorf("key %x is not the cache key of the request", first.key)
 	}
 	if got, _ := plain.prepare(context.Background(), 0); got.key != (store.CacheKey{}) {

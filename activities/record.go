@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
-	"github.com/silicolab/silico/pmf"
+	"github.com/silicolab/silico/optionprobs"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
@@ -64,7 +64,7 @@ func (r *recorder) invalid(n int) { r.writer.Tally(r.model.Name, store.CacheTall
 
 // answerRecord is the record of cell c answered with a: the text matched to the item's options, the tokens, and
 // the cost at the model's price.
-func (r *recorder) answerRecord(c experiment.Cell, a cache.Answer) store.Record {
+func (r *recorder) answerRecord(c experiment.Cell, a respcache.Answer) store.Record {
 	return answerRecord(r.spec, c, a, r.price, r.priced)
 }
 
@@ -75,7 +75,7 @@ func (r *recorder) answerRecord(c experiment.Cell, a cache.Answer) store.Record 
 // answer the content filter withheld, or one cut at the completion cap before it named an option, is unparsed
 // with a class that says so. Where the model's answer mode reads logprobs, the record carries the distribution
 // over the options that the label token's alternatives give.
-func answerRecord(spec *experiment.Spec, c experiment.Cell, a cache.Answer, price experiment.Price, priced bool) store.Record {
+func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, price experiment.Price, priced bool) store.Record {
 	set := spec.OptionsFor(c.Item)
 	mode := spec.AnswerFor(spec.Models[c.Model])
 	text := a.Text
@@ -110,7 +110,7 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a cache.Answer, pric
 			spec.Models[c.Model].Params.CompletionCap())
 	}
 	if mode.Logprobs {
-		if d, ok := pmf.FromLogprobs(a.Logprobs, set, mode.Prefix); ok {
+		if d, ok := optionprobs.FromLogprobs(a.Logprobs, set, mode.Prefix); ok {
 			rec.Probs, rec.Coverage = d.Probs, d.Coverage
 		}
 	}

@@ -9,15 +9,15 @@ import (
 
 	"go.temporal.io/sdk/log"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 )
 
 // cacheStore is the response cache a pass uses: the results store's own.
 type cacheStore interface {
 	store.BatchWriter
-	cache.Getter
+	respcache.Getter
 	CacheClaim(ctx context.Context, owner string, keys []store.CacheKey, now, until time.Time) ([]store.CacheKey, error)
 	CacheRenew(ctx context.Context, owner string, until time.Time) error
 	CacheRelease(ctx context.Context, owner string) error
@@ -82,7 +82,7 @@ func (cu *cacheUse) release(ctx context.Context, lg log.Logger) {
 // lookup is what the cache said of one prepared cell.
 type lookup struct {
 	prepared
-	hit *cache.Answer // served from the cache
+	hit *respcache.Answer // served from the cache
 	// taken says another run is calling the same request: wait for its answer.
 	taken bool
 	// stopped says the dispatch ended while the cell was being looked up.
@@ -224,7 +224,7 @@ func (w *window) lookUp(ctx context.Context, cells []int) map[int]lookup {
 			keys = append(keys, p.key)
 		}
 	}
-	found, err := cache.Lookup(ctx, w.cu.st, keys)
+	found, err := respcache.Lookup(ctx, w.cu.st, keys)
 	if err != nil && ctx.Err() == nil {
 		// A read error costs money, never an answer.
 		w.log.Error("response cache lookup failed; the cells are sent to the provider", "model", w.cu.model, "error", err)

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/wire"
 )
@@ -20,7 +20,7 @@ var ErrAmbiguous = errors.New("batchapi: more than one batch could be this chunk
 
 // AnthropicSubmission is one chunk of requests to run as an Anthropic Message Batch.
 type AnthropicSubmission struct {
-	// Input is the create request's body (batch.Encode of the lines in FormatAnthropic).
+	// Input is the create request's body (batchformat.Encode of the lines in FormatAnthropic).
 	Input []byte
 	// Requests is how many requests Input holds.
 	Requests int
@@ -81,9 +81,9 @@ func (a *Anthropic) find(ctx context.Context, s AnthropicSubmission) ([]wire.Bat
 			return nil, fmt.Errorf("list message batches: %w", err)
 		}
 		var page struct {
-			Data    []batch.AnthropicBatch `json:"data"`
-			HasMore bool                   `json:"has_more"`
-			LastID  string                 `json:"last_id"`
+			Data    []batchformat.AnthropicBatch `json:"data"`
+			HasMore bool                         `json:"has_more"`
+			LastID  string                       `json:"last_id"`
 		}
 		if err := json.Unmarshal(data, &page); err != nil {
 			return nil, fmt.Errorf("list message batches: %w", err)
@@ -97,7 +97,7 @@ func (a *Anthropic) find(ctx context.Context, s AnthropicSubmission) ([]wire.Bat
 			if slices.Contains(s.Known, b.ID) {
 				continue
 			}
-			info, err := batch.FromAnthropic(b)
+			info, err := batchformat.FromAnthropic(b)
 			if err != nil {
 				return nil, err
 			}
@@ -114,11 +114,11 @@ func (a *Anthropic) find(ctx context.Context, s AnthropicSubmission) ([]wire.Bat
 }
 
 func decode(data []byte) (wire.BatchInfo, error) {
-	var b batch.AnthropicBatch
+	var b batchformat.AnthropicBatch
 	if err := json.Unmarshal(data, &b); err != nil {
 		return wire.BatchInfo{}, fmt.Errorf("read message batch: %w", err)
 	}
-	return batch.FromAnthropic(b)
+	return batchformat.FromAnthropic(b)
 }
 
 // Poll returns batch id as it stands now.
@@ -141,11 +141,11 @@ func (a *Anthropic) Cancel(ctx context.Context, id string) (wire.BatchInfo, erro
 
 // Collect streams every result of an ended batch to fn, texts of errors redacted; it can run again after dying
 // half way, as OpenAI.Collect can.
-func (a *Anthropic) Collect(ctx context.Context, info wire.BatchInfo, fn func(batch.Result) error) (err error) {
+func (a *Anthropic) Collect(ctx context.Context, info wire.BatchInfo, fn func(batchformat.Result) error) (err error) {
 	rc, err := a.c.MessageBatchResults(ctx, info.ID, info.ResultsURL)
 	if err != nil {
 		return fmt.Errorf("results of message batch %s: %w", info.ID, err)
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
-	return batch.Scan(wire.FormatAnthropic, rc, a.c.Redact, fn)
+	return batchformat.Scan(wire.FormatAnthropic, rc, a.c.Redact, fn)
 }

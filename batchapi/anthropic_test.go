@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
@@ -55,14 +55,14 @@ func antChunk(t *testing.T, from, n int) ([]byte, []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := batch.SafeID(fmt.Sprintf("ant/1/%d/p", i))
-		l, err := batch.Line(wire.FormatAnthropic, batch.EndpointChat, id, body)
+		id := batchformat.SafeID(fmt.Sprintf("ant/1/%d/p", i))
+		l, err := batchformat.Line(wire.FormatAnthropic, batchformat.EndpointChat, id, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines, ids = append(lines, l), append(ids, id)
 	}
-	return batch.Encode(wire.FormatAnthropic, lines), ids
+	return batchformat.Encode(wire.FormatAnthropic, lines), ids
 }
 
 // TestAnthropicChatAgainstSimulator: the Messages API client gets from the simulator what its chat endpoint
@@ -148,12 +148,12 @@ func TestAnthropicCollectAndCancel(t *testing.T) {
 	if err != nil || p.ResultsURL == "" {
 		t.Fatalf("poll %+v, %v", p, err)
 	}
-	got := map[string]batch.Result{}
-	if err := f.a.Collect(ctx, p, func(r batch.Result) error { got[r.CustomID] = r; return nil }); err != nil {
+	got := map[string]batchformat.Result{}
+	if err := f.a.Collect(ctx, p, func(r batchformat.Result) error { got[r.CustomID] = r; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 10 || got[ids[0]].Outcome != batch.Errored || got[ids[0]].Err.Class != errclass.InvalidRequest ||
-		got[ids[1]].Outcome != batch.Succeeded || got[ids[9]].Outcome != batch.NotRun || got[ids[9]].Reason != "canceled" {
+	if len(got) != 10 || got[ids[0]].Outcome != batchformat.Errored || got[ids[0]].Err.Class != errclass.InvalidRequest ||
+		got[ids[1]].Outcome != batchformat.Succeeded || got[ids[9]].Outcome != batchformat.NotRun || got[ids[9]].Reason != "canceled" {
 		t.Errorf("results %+v", got)
 	}
 	a, err := llm.AnthropicAnswer(got[ids[1]].Body)

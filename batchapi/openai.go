@@ -3,7 +3,7 @@
 // already there instead of creating another, and two attempts that both created one overlap only briefly; it
 // polls batches, streams their results and cancels them.
 //
-// A batch is named by a batch.Key (run, pass, chunk, round) in its metadata, with the digest of its input. Before
+// A batch is named by a batchformat.Key (run, pass, chunk, round) in its metadata, with the digest of its input. Before
 // creating, Submit lists the account's batches for one of that key and digest and adopts it; uploads are found
 // again by file name and size. Two attempts that both found nothing and both created converge: every attempt
 // that lists afterwards sees both, keeps the one created first (then the smaller id) and cancels the others,
@@ -21,7 +21,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/wire"
 )
@@ -32,9 +32,9 @@ var ErrChunkChanged = errors.New("batchapi: a batch of this run, pass, chunk and
 
 // Submission is one chunk of requests to run as a batch.
 type Submission struct {
-	Key      batch.Key
-	Endpoint batch.Endpoint
-	// Input is the batch's JSONL input file (batch.Encode of its lines).
+	Key      batchformat.Key
+	Endpoint batchformat.Endpoint
+	// Input is the batch's JSONL input file (batchformat.Encode of its lines).
 	Input []byte
 	// Since bounds the listing of existing batches: none of this key was created before it (the run's start).
 	// Optional: zero lists every batch of the account.
@@ -52,14 +52,14 @@ type OpenAI struct {
 func NewOpenAI(c *llm.Client) *OpenAI { return &OpenAI{c: c, pageSize: 100} }
 
 // fileName is the name of the input file of k with the given digest: what finds an upload again.
-func fileName(k batch.Key, digest string) string {
+func fileName(k batchformat.Key, digest string) string {
 	return fmt.Sprintf("silico-%s-chunk%d-round%d-%s.jsonl", digest[:16], k.Chunk, k.Round, digest[16:32])
 }
 
 // Submit makes sure exactly one batch of s.Key runs s.Input and returns it: the batch an earlier attempt created,
 // or a new one. See the package doc for how it stays exactly once.
 func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, error) {
-	digest := batch.Digest(s.Input)
+	digest := batchformat.Digest(s.Input)
 	found, err := o.Find(ctx, s.Key, digest, s.Since)
 	if err != nil {
 		return wire.BatchInfo{}, err
@@ -75,7 +75,7 @@ func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, erro
 	if err != nil {
 		return wire.BatchInfo{}, fmt.Errorf("create batch: %w", err)
 	}
-	mine, err := batch.FromOpenAI(created)
+	mine, err := batchformat.FromOpenAI(created)
 	if err != nil {
 		return wire.BatchInfo{}, err
 	}
@@ -125,7 +125,7 @@ func (o *OpenAI) converge(ctx context.Context, found []wire.BatchInfo) (wire.Bat
 
 // Find lists the batches of key k with input digest, newest first, among those created since (zero: all). A
 // batch of k with another digest is ErrChunkChanged.
-func (o *OpenAI) Find(ctx context.Context, k batch.Key, digest string, since time.Time) ([]wire.BatchInfo, error) {
+func (o *OpenAI) Find(ctx context.Context, k batchformat.Key, digest string, since time.Time) ([]wire.BatchInfo, error) {
 	var out []wire.BatchInfo
 	after := ""
 	for {
@@ -144,7 +144,7 @@ func (o *OpenAI) Find(ctx context.Context, k batch.Key, digest string, since tim
 			if !k.Matches(md, digest) {
 				return nil, fmt.Errorf("%w: batch %s", ErrChunkChanged, b.ID)
 			}
-			info, err := batch.FromOpenAI(b)
+			info, err := batchformat.FromOpenAI(b)
 			if err != nil {
 				return nil, err
 			}
@@ -173,7 +173,7 @@ func (o *OpenAI) Poll(ctx context.Context, id string) (wire.BatchInfo, error) {
 	if err != nil {
 		return wire.BatchInfo{}, fmt.Errorf("retrieve batch %s: %w", id, err)
 	}
-	return batch.FromOpenAI(b)
+	return batchformat.FromOpenAI(b)
 }
 
 // Cancel asks for batch id to be cancelled and returns it. A batch that already ended is returned as it is.
@@ -186,13 +186,13 @@ func (o *OpenAI) Cancel(ctx context.Context, id string) (wire.BatchInfo, error) 
 	if err != nil {
 		return wire.BatchInfo{}, fmt.Errorf("cancel batch %s: %w", id, err)
 	}
-	return batch.FromOpenAI(b)
+	return batchformat.FromOpenAI(b)
 }
 
 // Collect streams every result of an ended batch to fn: the output file's lines, then the error file's, each
 // line once, texts of errors redacted. A collect that dies half way can simply run again: fn sees every line
 // again, and recording a cell twice is a no-op of the results store.
-func (o *OpenAI) Collect(ctx context.Context, info wire.BatchInfo, fn func(batch.Result) error) error {
+func (o *OpenAI) Collect(ctx context.Context, info wire.BatchInfo, fn func(batchformat.Result) error) error {
 	for _, id := range []string{info.OutputFileID, info.ErrorFileID} {
 		if id == "" {
 			continue
@@ -204,11 +204,11 @@ func (o *OpenAI) Collect(ctx context.Context, info wire.BatchInfo, fn func(batch
 	return nil
 }
 
-func (o *OpenAI) scan(ctx context.Context, fileID string, fn func(batch.Result) error) (err error) {
+func (o *OpenAI) scan(ctx context.Context, fileID string, fn func(batchformat.Result) error) (err error) {
 	rc, err := o.c.FileContent(ctx, fileID)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
-	return batch.Scan(wire.FormatOpenAI, rc, o.c.Redact, fn)
+	return batchformat.Scan(wire.FormatOpenAI, rc, o.c.Redact, fn)
 }

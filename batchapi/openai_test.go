@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/sim"
@@ -71,17 +71,17 @@ func chunk(t *testing.T, from, n int) ([]byte, []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := batch.Line(wire.FormatOpenAI, batch.EndpointChat, id, body)
+		l, err := batchformat.Line(wire.FormatOpenAI, batchformat.EndpointChat, id, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines, ids = append(lines, l), append(ids, id)
 	}
-	return batch.Encode(wire.FormatOpenAI, lines), ids
+	return batchformat.Encode(wire.FormatOpenAI, lines), ids
 }
 
-func sub(key batch.Key, input []byte) Submission {
-	return Submission{Key: key, Endpoint: batch.EndpointChat, Input: input}
+func sub(key batchformat.Key, input []byte) Submission {
+	return Submission{Key: key, Endpoint: batchformat.EndpointChat, Input: input}
 }
 
 // TestSubmitOncePerChunk: an attempt that runs again after creating (it died before the workflow learnt the id)
@@ -89,11 +89,11 @@ func sub(key batch.Key, input []byte) Submission {
 func TestSubmitOncePerChunk(t *testing.T) {
 	f := newFixture(t, sim.BatchConfig{ProcessingTime: time.Hour})
 	ctx := context.Background()
-	k0 := batch.Key{Run: "run-1", Pass: "sim/1", Chunk: 0}
+	k0 := batchformat.Key{Run: "run-1", Pass: "sim/1", Chunk: 0}
 	in0, _ := chunk(t, 0, 5)
 
 	// Died after uploading: the file is there, no batch.
-	if _, err := f.c.UploadBatchFile(ctx, fileName(k0, batch.Digest(in0)), in0); err != nil {
+	if _, err := f.c.UploadBatchFile(ctx, fileName(k0, batchformat.Digest(in0)), in0); err != nil {
 		t.Fatal(err)
 	}
 	first, err := f.o.Submit(ctx, sub(k0, in0))
@@ -109,13 +109,13 @@ func TestSubmitOncePerChunk(t *testing.T) {
 		t.Errorf("second submit created %s, want the first's %s", again.ID, first.ID)
 	}
 	in1, _ := chunk(t, 5, 3)
-	other, err := f.o.Submit(ctx, sub(batch.Key{Run: "run-1", Pass: "sim/1", Chunk: 1}, in1))
+	other, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "run-1", Pass: "sim/1", Chunk: 1}, in1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 { // more batches than a page, so Find pages
 		in, _ := chunk(t, 100+i, 1)
-		if _, err := f.o.Submit(ctx, sub(batch.Key{Run: "run-2", Pass: "sim/1", Chunk: i}, in)); err != nil {
+		if _, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "run-2", Pass: "sim/1", Chunk: i}, in)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +134,7 @@ func TestSubmitOncePerChunk(t *testing.T) {
 		t.Errorf("%d files uploaded, want 5 (the upload of the attempt that died is reused)", len(files))
 	}
 	// A resubmission round is another batch of the same chunk.
-	r1, err := f.o.Submit(ctx, sub(batch.Key{Run: "run-1", Pass: "sim/1", Chunk: 0, Round: 1}, in0))
+	r1, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "run-1", Pass: "sim/1", Chunk: 0, Round: 1}, in0))
 	if err != nil || r1.ID == first.ID {
 		t.Errorf("round 1: %v, %v; want a new batch", r1.ID, err)
 	}
@@ -145,19 +145,19 @@ func TestSubmitOncePerChunk(t *testing.T) {
 func TestSubmitConverges(t *testing.T) {
 	f := newFixture(t, sim.BatchConfig{ProcessingTime: time.Hour})
 	ctx := context.Background()
-	k := batch.Key{Run: "run-1", Pass: "sim/1", Chunk: 0}
+	k := batchformat.Key{Run: "run-1", Pass: "sim/1", Chunk: 0}
 	in, _ := chunk(t, 0, 4)
 	file, err := f.c.UploadBatchFile(ctx, "a.jsonl", in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A stale attempt and a fresh one each created a batch.
-	older, err := f.c.CreateBatch(ctx, file.ID, string(batch.EndpointChat), k.Metadata(batch.Digest(in)))
+	older, err := f.c.CreateBatch(ctx, file.ID, string(batchformat.EndpointChat), k.Metadata(batchformat.Digest(in)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.clk.Advance(time.Second)
-	if _, err := f.c.CreateBatch(ctx, file.ID, string(batch.EndpointChat), k.Metadata(batch.Digest(in))); err != nil {
+	if _, err := f.c.CreateBatch(ctx, file.ID, string(batchformat.EndpointChat), k.Metadata(batchformat.Digest(in))); err != nil {
 		t.Fatal(err)
 	}
 	got, err := f.o.Submit(ctx, sub(k, in))
@@ -184,7 +184,7 @@ func TestSubmitConverges(t *testing.T) {
 func TestSubmitChangedChunk(t *testing.T) {
 	f := newFixture(t, sim.BatchConfig{})
 	ctx := context.Background()
-	k := batch.Key{Run: "run-1", Pass: "sim/1"}
+	k := batchformat.Key{Run: "run-1", Pass: "sim/1"}
 	a, _ := chunk(t, 0, 2)
 	b, _ := chunk(t, 0, 3)
 	if _, err := f.o.Submit(ctx, sub(k, a)); err != nil {
@@ -201,7 +201,7 @@ func TestSubmitChangedChunk(t *testing.T) {
 func TestSubmitSince(t *testing.T) {
 	f := newFixture(t, sim.BatchConfig{})
 	ctx := context.Background()
-	k := batch.Key{Run: "run-1", Pass: "sim/1"}
+	k := batchformat.Key{Run: "run-1", Pass: "sim/1"}
 	in, _ := chunk(t, 0, 2)
 	old, err := f.o.Submit(ctx, sub(k, in))
 	if err != nil {
@@ -223,7 +223,7 @@ func TestCollect(t *testing.T) {
 	f := newFixture(t, sim.BatchConfig{ProcessingTime: 10 * time.Hour, Window: 6 * time.Hour,
 		FailLines: map[string]int{ids[1]: 400, ids[2]: 500}})
 	ctx := context.Background()
-	info, err := f.o.Submit(ctx, sub(batch.Key{Run: "r", Pass: "sim/1"}, in))
+	info, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "r", Pass: "sim/1"}, in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,9 +237,9 @@ func TestCollect(t *testing.T) {
 	if err != nil || end.Status != wire.BatchStatusExpired {
 		t.Fatalf("at 6h: %+v, %v; want expired", end, err)
 	}
-	collect := func() map[string]batch.Result {
-		got := map[string]batch.Result{}
-		err := f.o.Collect(ctx, end, func(r batch.Result) error {
+	collect := func() map[string]batchformat.Result {
+		got := map[string]batchformat.Result{}
+		err := f.o.Collect(ctx, end, func(r batchformat.Result) error {
 			if _, dup := got[r.CustomID]; dup {
 				return fmt.Errorf("%s twice", r.CustomID)
 			}
@@ -281,7 +281,7 @@ func TestCancel(t *testing.T) {
 	f := newFixture(t, sim.BatchConfig{ProcessingTime: 10 * time.Hour})
 	ctx := context.Background()
 	in, _ := chunk(t, 0, 10)
-	info, err := f.o.Submit(ctx, sub(batch.Key{Run: "r", Pass: "sim/1"}, in))
+	info, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "r", Pass: "sim/1"}, in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,11 +290,11 @@ func TestCancel(t *testing.T) {
 	if err != nil || c.Status != wire.BatchStatusCancelled || c.Counts.Done() != 5 {
 		t.Fatalf("cancel: %+v, %v; want cancelled with 5 done", c, err)
 	}
-	n := map[batch.Outcome]int{}
-	if err := f.o.Collect(ctx, c, func(r batch.Result) error { n[r.Outcome]++; return nil }); err != nil {
+	n := map[batchformat.Outcome]int{}
+	if err := f.o.Collect(ctx, c, func(r batchformat.Result) error { n[r.Outcome]++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if n[batch.Succeeded] != 5 || n[batch.NotRun] != 5 {
+	if n[batchformat.Succeeded] != 5 || n[batchformat.NotRun] != 5 {
 		t.Errorf("results %v, want 5 answers and 5 never run", n)
 	}
 	// Cancelling what already ended returns it.
@@ -302,7 +302,7 @@ func TestCancel(t *testing.T) {
 		t.Errorf("second cancel: %+v, %v", again, err)
 	}
 	done, _ := chunk(t, 20, 1)
-	d, _ := f.o.Submit(ctx, sub(batch.Key{Run: "r", Pass: "sim/2"}, done))
+	d, _ := f.o.Submit(ctx, sub(batchformat.Key{Run: "r", Pass: "sim/2"}, done))
 	f.clk.Advance(11 * time.Hour)
 	if got, err := f.o.Cancel(ctx, d.ID); err != nil || got.Status != wire.BatchStatusCompleted {
 		t.Errorf("cancel of a completed batch: %+v, %v; want it as it is", got, err)

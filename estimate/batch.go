@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/wire"
@@ -14,7 +14,7 @@ import (
 // one (model, seed): its calls are split into batches of at most max_requests requests and max_bytes bytes, one
 // input file (OpenAI) or create request (Anthropic) each.
 type BatchEstimate struct {
-	// Format is the provider's batch format (batch.FormatOpenAI or batch.FormatAnthropic).
+	// Format is the provider's batch format (batchformat.FormatOpenAI or batchformat.FormatAnthropic).
 	Format wire.BatchFormat `json:"format"`
 	// Batches is how many batches the model's passes submit, at least (a resubmission of what expired adds
 	// more); MaxPerPass the most of one pass.
@@ -46,10 +46,10 @@ func batchEstimate(spec *experiment.Spec, mi int) (*BatchEstimate, error) {
 	m := spec.Models[mi]
 	set := spec.BatchSettings(m)
 	f := formatOf(m)
-	lim := batch.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes)}
+	lim := batchformat.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes)}
 	be := &BatchEstimate{Format: f, MaxRequests: set.MaxRequests, MaxBytes: set.MaxBytes}
 	items, personas := len(spec.Questionnaire.Items), len(spec.Personas)
-	sizes := make([]batch.Item, 0, items*personas)
+	sizes := make([]batchformat.Item, 0, items*personas)
 	for sd := range spec.Seeds {
 		sizes = sizes[:0]
 		for it := range items {
@@ -64,11 +64,11 @@ func batchEstimate(spec *experiment.Spec, mi int) (*BatchEstimate, error) {
 				if err != nil {
 					return nil, fmt.Errorf("estimate: %s: %w", spec.CellID(c), err)
 				}
-				sizes = append(sizes, batch.Item{Bytes: len(line)})
+				sizes = append(sizes, batchformat.Item{Bytes: len(line)})
 				be.Bytes += int64(len(line))
 			}
 		}
-		chunks, err := batch.Split(f, sizes, lim)
+		chunks, err := batchformat.Split(f, sizes, lim)
 		if err != nil {
 			return nil, fmt.Errorf("estimate: model %s seed %d: %w", m.ID, spec.Seeds[sd], err)
 		}
@@ -103,12 +103,12 @@ func requestLine(f wire.BatchFormat, req llm.Request, cellID string) ([]byte, er
 	id := cellID
 	if f == wire.FormatAnthropic {
 		body, err = llm.AnthropicBody(req)
-		id = batch.SafeID(cellID)
+		id = batchformat.SafeID(cellID)
 	} else {
 		body, err = llm.ChatBody(req)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return batch.Line(f, batch.EndpointChat, id, body)
+	return batchformat.Line(f, batchformat.EndpointChat, id, body)
 }

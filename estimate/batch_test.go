@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/wire"
@@ -47,7 +47,7 @@ func TestBatchPriceAndCounts(t *testing.T) {
 				c := experiment.Cell{Seed: sd, Item: it, Persona: p}
 				msgs, _ := spec.Render(c, nil)
 				body, _ := llm.ChatBody(llm.Request{Model: "gpt-4o-mini", Messages: msgs, Seed: spec.Seeds[sd], Params: spec.Models[0].Params})
-				line, _ := batch.Line(wire.FormatOpenAI, batch.EndpointChat, spec.CellID(c), body)
+				line, _ := batchformat.Line(wire.FormatOpenAI, batchformat.EndpointChat, spec.CellID(c), body)
 				want += int64(len(line))
 			}
 		}

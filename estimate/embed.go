@@ -3,7 +3,7 @@ package estimate
 import (
 	"fmt"
 
-	"github.com/silicolab/silico/batch"
+	"github.com/silicolab/silico/batchformat"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 )
@@ -76,7 +76,7 @@ func embedBatchEstimate(spec *experiment.Spec, m experiment.Model, texts []strin
 	set := spec.BatchSettings(m)
 	f := formatOf(m)
 	be := &BatchEstimate{Format: f, MaxRequests: set.MaxRequests, MaxBytes: set.MaxBytes}
-	sizes := make([]batch.Item, 0, len(requests))
+	sizes := make([]batchformat.Item, 0, len(requests))
 	for i, req := range requests {
 		input := make([]string, len(req))
 		for j, t := range req {
@@ -86,14 +86,14 @@ func embedBatchEstimate(spec *experiment.Spec, m experiment.Model, texts []strin
 		if err != nil {
 			return nil, fmt.Errorf("estimate: model %s: %w", m.ID, err)
 		}
-		line, err := batch.Line(f, batch.EndpointEmbeddings, fmt.Sprintf("%s/%d", m.ID, i), body)
+		line, err := batchformat.Line(f, batchformat.EndpointEmbeddings, fmt.Sprintf("%s/%d", m.ID, i), body)
 		if err != nil {
 			return nil, fmt.Errorf("estimate: model %s: %w", m.ID, err)
 		}
-		sizes = append(sizes, batch.Item{Bytes: len(line), Inputs: len(req)})
+		sizes = append(sizes, batchformat.Item{Bytes: len(line), Inputs: len(req)})
 	}
-	chunks, err := batch.Split(f, sizes, batch.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes),
-		MaxInputs: batch.DefaultLimits(f, batch.EndpointEmbeddings).MaxInputs})
+	chunks, err := batchformat.Split(f, sizes, batchformat.Limits{MaxRequests: set.MaxRequests, MaxBytes: int64(set.MaxBytes),
+		MaxInputs: batchformat.DefaultLimits(f, batchformat.EndpointEmbeddings).MaxInputs})
 	if err != nil {
 		return nil, fmt.Errorf("estimate: model %s: %w", m.ID, err)
 	}

@@ -206,7 +206,7 @@ func (e *Estimate) total(spec *experiment.Spec) {
 }
 
 // WithCache returns e for a run in which held[model id] cells of each model are answered by the response cache
-// (cache.Held counts them): those cells make no call, so the calls, tokens, cost and wall time are the remaining
+// (respcache.Held counts them): those cells make no call, so the calls, tokens, cost and wall time are the remaining
 // cells' share, and the cached cells' share of the cost is saved. The shares are proportional to the cells: the
 // estimate does not keep each cell's own token count.
 func (e Estimate) WithCache(spec *experiment.Spec, held map[string]int) Estimate {

@@ -142,7 +142,7 @@ type Message struct {
 	Content string `json:"content"`
 	// Images are the pictures Render attaches to a user message (references as the resolved spec has them:
 	// https or loopback http URLs, or data URLs). Never part of a spec's prompt, so never serialised: the
-	// response cache keys pictures by the digests of their bytes (see cache.Key).
+	// response cache keys pictures by the digests of their bytes (see respcache.Key).
 	Images []string `json:"-"`
 }
 

@@ -80,7 +80,7 @@ func (c *AnthropicClient) Chat(ctx context.Context, req Request) (Response, erro
 	return resp, nil
 }
 
-// CreateMessageBatch creates a Message Batch of body ({"requests": [...]}, batch.Encode) and returns the batch
+// CreateMessageBatch creates a Message Batch of body ({"requests": [...]}, batchformat.Encode) and returns the batch
 // object as JSON.
 func (c *AnthropicClient) CreateMessageBatch(ctx context.Context, body []byte) ([]byte, error) {
 	return c.do(ctx, http.MethodPost, "/messages/batches", body, "")

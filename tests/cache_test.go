@@ -14,9 +14,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -62,7 +62,7 @@ func cellKeys(spec *experiment.Spec) map[store.CacheKey]string {
 		if err != nil {
 			panic(err)
 		}
-		out[cache.Key(cache.Endpoint(m), llm.Request{Model: m.Name, Messages: msgs, Seed: spec.Seeds[c.Seed], Params: m.Params})] = spec.CellID(c)
+		out[respcache.Key(respcache.Endpoint(m), llm.Request{Model: m.Name, Messages: msgs, Seed: spec.Seeds[c.Seed], Params: m.Params})] = spec.CellID(c)
 	}
 	return out
 }
@@ -125,8 +125,8 @@ func TestCorruptedCacheEntriesAreMisses(t *testing.T) {
 	spec := gridSpec(1, 1, 4, 3)
 	res := s.run(t, "corrupt-first", spec)
 	keys := cellKeys(&spec)
-	if held, err := cache.Held(context.Background(), s.store, &spec); err != nil || held["m0"] != 12 {
-		t.Fatalf("cache.Held after the first run = %v, %v; want 12 cells of m0", held, err)
+	if held, err := respcache.Held(context.Background(), s.store, &spec); err != nil || held["m0"] != 12 {
+		t.Fatalf("respcache.Held after the first run = %v, %v; want 12 cells of m0", held, err)
 	}
 
 	db, err := sql.Open("sqlite", s.store.Path())

@@ -1,6 +1,6 @@
 // Command cache measures the response cache, side by side in one process, and prints markdown tables:
 //
-//  1. lookups: validated hits per second (cache.Lookup in batches, as a pass looks up the cells ahead of it, and
+//  1. lookups: validated hits per second (respcache.Lookup in batches, as a pass looks up the cells ahead of it, and
 //     one key at a time) beside a plain loop of the same store's point reads without validation, the physical
 //     limit of one key per query;
 //
@@ -25,9 +25,9 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/benchmarks/bench"
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/store/storetest"
@@ -120,8 +120,8 @@ func keysAndEntries(n, offset int) ([]store.CacheKey, []store.CacheEntry) {
 		req := llm.Request{Model: "bench-model", Seed: int64(i + offset), Messages: []experiment.Message{
 			{Role: "system", Content: "You are taking part in a survey."},
 			{Role: "user", Content: fmt.Sprintf("Statement %d: I am the life of the party.", i)}}}
-		keys[i] = cache.Key("https://api.example.com/v1", req)
-		es[i] = cache.Entry(keys[i], "bench-model", benchRun, cache.Answer{Text: "4. Agree: I am fairly outgoing.", PromptTokens: 120, CompletionTokens: 9}, now)
+		keys[i] = respcache.Key("https://api.example.com/v1", req)
+		es[i] = respcache.Entry(keys[i], "bench-model", benchRun, respcache.Answer{Text: "4. Agree: I am fairly outgoing.", PromptTokens: 120, CompletionTokens: 9}, now)
 	}
 	return keys, es
 }
@@ -161,7 +161,7 @@ func lookups(ctx context.Context, s namedStore, n, rounds int) error {
 
 		t = time.Now()
 		for _, k := range sample {
-			f, err := cache.Lookup(ctx, s.st, []store.CacheKey{k})
+			f, err := respcache.Lookup(ctx, s.st, []store.CacheKey{k})
 			if err != nil || len(f.Answers) != 1 {
 				return fmt.Errorf("validated lookup: %d answers, %v", len(f.Answers), err)
 			}
@@ -171,7 +171,7 @@ func lookups(ctx context.Context, s namedStore, n, rounds int) error {
 		t = time.Now()
 		hits := 0
 		for start := 0; start < n; start += 256 {
-			f, err := cache.Lookup(ctx, s.st, keys[start:min(n, start+256)])
+			f, err := respcache.Lookup(ctx, s.st, keys[start:min(n, start+256)])
 			if err != nil {
 				return err
 			}

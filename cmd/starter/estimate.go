@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/silicolab/silico/cache"
 	"github.com/silicolab/silico/estimate"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/respcache"
 )
 
 func newEstimateCmd() *cobra.Command {
@@ -108,7 +108,7 @@ func withCache(ctx context.Context, est estimate.Estimate, spec *experiment.Spec
 	}
 	defer func() { _ = st.Close() }()
 	est = est.WithLatency(spec, modelLatencies(ctx, spec, st))
-	held, err := cache.Held(ctx, st, spec)
+	held, err := respcache.Held(ctx, st, spec)
 	if err != nil {
 		return est, err
 	}

@@ -16,9 +16,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/temporalclient"
 )
 
 // storeOnlyVerbs are the commands that register the store options alone: a command line for them repeats no
@@ -31,10 +31,10 @@ var storeOnlyVerbs = []string{"export", "report"}
 func (f *connFlags) command(verb string, args ...string) string {
 	parts := append([]string{"starter", verb}, args...)
 	if !slices.Contains(storeOnlyVerbs, verb) {
-		if f.client.address != "" && f.client.address != os.Getenv(cluster.EnvAddress) {
+		if f.client.address != "" && f.client.address != os.Getenv(temporalclient.EnvAddress) {
 			parts = append(parts, "--address", f.client.address)
 		}
-		if ns := envOr(cluster.EnvNamespace, cluster.DefaultNamespace); f.client.namespace != ns {
+		if ns := envOr(temporalclient.EnvNamespace, temporalclient.DefaultNamespace); f.client.namespace != ns {
 			parts = append(parts, "--namespace", f.client.namespace)
 		}
 		if !f.embedded() {

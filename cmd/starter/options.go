@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/temporalclient"
 )
 
 // The starter's flags come in option sets, as the temporal CLI's do (its ClientOptions and the like): each set is
@@ -21,18 +21,18 @@ import (
 const defaultStateDir = store.DefaultDir
 
 // clientOptions say which Temporal server a command talks to: --address (empty: the embedded server of the state
-// dir) and --namespace, and the TLS and API key flags of cluster.Flags.
+// dir) and --namespace, and the TLS and API key flags of temporalclient.Flags.
 type clientOptions struct {
 	address   string
 	namespace string
-	cluster   cluster.Flags
+	cluster   temporalclient.Flags
 }
 
 func (o *clientOptions) buildFlags(fl *pflag.FlagSet) {
-	fl.StringVar(&o.address, "address", os.Getenv(cluster.EnvAddress),
-		"Temporal frontend host:port; empty runs an embedded server, worker and simulator in this process (env "+cluster.EnvAddress+")")
-	fl.StringVar(&o.namespace, "namespace", envOr(cluster.EnvNamespace, cluster.DefaultNamespace),
-		"Temporal namespace (env "+cluster.EnvNamespace+")")
+	fl.StringVar(&o.address, "address", os.Getenv(temporalclient.EnvAddress),
+		"Temporal frontend host:port; empty runs an embedded server, worker and simulator in this process (env "+temporalclient.EnvAddress+")")
+	fl.StringVar(&o.namespace, "namespace", envOr(temporalclient.EnvNamespace, temporalclient.DefaultNamespace),
+		"Temporal namespace (env "+temporalclient.EnvNamespace+")")
 	o.cluster.Register(fl)
 }
 

@@ -8,16 +8,16 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/temporalclient"
 )
 
 // TestPrintedCommandsParse holds that every command line the starter prints for the user to paste
 // (connFlags.command) takes only flags its command registers: each command has only the option sets it uses, so
 // a line for export repeats no Temporal flag.
 func TestPrintedCommandsParse(t *testing.T) {
-	t.Setenv(cluster.EnvAddress, "")
-	t.Setenv(cluster.EnvNamespace, "")
+	t.Setenv(temporalclient.EnvAddress, "")
+	t.Setenv(temporalclient.EnvNamespace, "")
 	t.Setenv(store.EnvDSN, "")
 	remote := connFlags{client: clientOptions{address: "temporal.example:7233", namespace: "research"},
 		store: storeOptions{path: "postgres://db.example/silico", stateDir: defaultStateDir}}
@@ -26,7 +26,7 @@ func TestPrintedCommandsParse(t *testing.T) {
 	if err := fs.Parse([]string{"--tls-cert-path", "c.pem", "--tls-key-path", "k.pem"}); err != nil {
 		t.Fatal(err)
 	}
-	embedded := connFlags{client: clientOptions{namespace: cluster.DefaultNamespace}, store: storeOptions{stateDir: "elsewhere"}}
+	embedded := connFlags{client: clientOptions{namespace: temporalclient.DefaultNamespace}, store: storeOptions{stateDir: "elsewhere"}}
 	for name, f := range map[string]*connFlags{"remote": &remote, "embedded": &embedded} {
 		for _, verb := range []string{"run", "status", "cancel", "runs", "dev", "export", "report"} {
 			var args []string

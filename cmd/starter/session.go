@@ -16,13 +16,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silicolab/silico/activities"
-	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/devserver"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/logging"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/temporalclient"
 	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 )
@@ -94,7 +94,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		}
 	}
 	s.hostPort = hostPort
-	conn := cluster.Config{Address: hostPort, Namespace: f.client.namespace}
+	conn := temporalclient.Config{Address: hostPort, Namespace: f.client.namespace}
 	if !f.embedded() { // the embedded server is plain, on loopback
 		if conn, err = f.client.cluster.Config(hostPort, f.client.namespace, os.Getenv); err != nil {
 			return nil, usageError{err}
@@ -125,7 +125,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		s.worker, err = workerhost.New(s.client, workerhost.Config{
 			Store:  s.store,
 			Specs:  s.specs,
-			Getenv: cluster.WithoutOwnVariables(os.Getenv, store.EnvDSN),
+			Getenv: temporalclient.WithoutOwnVariables(os.Getenv, store.EnvDSN),
 			SimURL: s.simURL,
 			// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
 			SimSettingsFixed: opts.sharedSim,

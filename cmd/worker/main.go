@@ -23,7 +23,6 @@ import (
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/buildinfo"
-	"github.com/silicolab/silico/cluster"
 	"github.com/silicolab/silico/cmd/internal/flagerr"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
@@ -31,6 +30,7 @@ import (
 	"github.com/silicolab/silico/metrics"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/temporalclient"
 	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 )
@@ -61,7 +61,7 @@ const defaultStore = store.DefaultDir + "/" + store.FileName
 // options are the worker's settings, from its flags and environment.
 type options struct {
 	address, namespace string
-	cluster            cluster.Flags
+	cluster            temporalclient.Flags
 	store              string
 	output             string
 	simURL             string
@@ -86,8 +86,8 @@ func newFlagSet(getenv func(string) string) (*pflag.FlagSet, *options) {
 	o := new(options)
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	fs.SortFlags = false
-	fs.StringVar(&o.address, "address", envOr(getenv, cluster.EnvAddress, "127.0.0.1:7233"), "Temporal frontend host:port (env "+cluster.EnvAddress+")")
-	fs.StringVar(&o.namespace, "namespace", envOr(getenv, cluster.EnvNamespace, cluster.DefaultNamespace), "Temporal namespace (env "+cluster.EnvNamespace+")")
+	fs.StringVar(&o.address, "address", envOr(getenv, temporalclient.EnvAddress, "127.0.0.1:7233"), "Temporal frontend host:port (env "+temporalclient.EnvAddress+")")
+	fs.StringVar(&o.namespace, "namespace", envOr(getenv, temporalclient.EnvNamespace, temporalclient.DefaultNamespace), "Temporal namespace (env "+temporalclient.EnvNamespace+")")
 	o.cluster.Register(fs)
 	fs.StringVar(&o.store, "store", "", "results store: a SQLite file, or a postgres:// URL that workers on several machines share "+
 		"(env "+store.EnvDSN+"; default "+defaultStore+")")
@@ -112,7 +112,7 @@ const envSimURL = "SILICO_SIM_URL"
 
 // envVars lists the environment variables the worker itself reads. It also reads the variables the specs name
 // for API keys (api_key_env), whatever they are called.
-var envVars = append([]string{store.EnvDSN, envSimURL, llm.KeyEnvAllowVar}, cluster.EnvVars...)
+var envVars = append([]string{store.EnvDSN, envSimURL, llm.KeyEnvAllowVar}, temporalclient.EnvVars...)
 
 // newCommand is the worker's command line: its flags, --help and --version. Help and the version go to stdout,
 // the logs to stderr.
@@ -225,7 +225,7 @@ func serve(ctx context.Context, fs *pflag.FlagSet, o *options, stderr io.Writer,
 	w, err := workerhost.New(c, workerhost.Config{
 		Store: st,
 		// Specs name the variables their models' keys are read from; never this worker's own credentials.
-		Getenv:              cluster.WithoutOwnVariables(getenv, store.EnvDSN),
+		Getenv:              temporalclient.WithoutOwnVariables(getenv, store.EnvDSN),
 		SimURL:              o.simURL,
 		SimSettingsFixed:    true,
 		OutputRoot:          o.output,

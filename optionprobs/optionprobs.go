@@ -1,4 +1,4 @@
-// Package pmf turns what a model generated into a probability for each answer option of a questionnaire item:
+// Package optionprobs turns what a model generated into a probability for each answer option of a questionnaire item:
 // from the logprobs of the token where the option label is generated, or from the answers of several seeds.
 //
 // The label token is the first generated token that goes past a fixed prefix (none: the first token with text;
@@ -7,7 +7,7 @@
 // quotes and punctuation, is looked up among the item's label spellings (experiment.Labels). The probability of
 // an option is the sum over its spellings ("3", " 3", "3."); the mass on spellings of any option is the coverage,
 // and the option probabilities are renormalised over it.
-package pmf
+package optionprobs
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-// Package batch is the wire format of providers' batch APIs, as typed values: the request lines of OpenAI's
+// Package batchformat is the wire format of providers' batch APIs, as typed values: the request lines of OpenAI's
 // Batch API (a JSONL file for /v1/chat/completions or /v1/embeddings) and the requests of Anthropic's Message
 // Batches, split into chunks within the providers' limits; the result lines of both, parsed into one Result
 // type whose errors carry the same classes as a synchronous call's; and both providers' batch statuses mapped
@@ -6,7 +6,7 @@
 //
 // It does no I/O: the activities that upload, create, poll and collect batches use it to build what they send
 // and to read what comes back.
-package batch
+package batchformat
 
 import "github.com/silicolab/silico/wire"
 

@@ -1,4 +1,4 @@
-// Package cluster says how to reach a Temporal cluster — self-hosted behind TLS, or Temporal Cloud with mTLS or
+// Package temporalclient says how to reach a Temporal cluster — self-hosted behind TLS, or Temporal Cloud with mTLS or
 // an API key — and turns that into the SDK's client options. The worker and the starter share it, so both take the
 // same flags and read the same environment variables as the temporal CLI:
 //
@@ -13,7 +13,7 @@
 // The names in parentheses are the ones older temporal CLI releases read; they are accepted too. A flag wins over
 // the environment. Any of the settings turns TLS on, unless TEMPORAL_TLS=false (a plaintext proxy). The API key is never printed: not in --help, not in a
 // formatted Config, not in an error.
-package cluster
+package temporalclient
 
 import (
 	"crypto/tls"

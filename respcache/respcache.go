@@ -1,4 +1,4 @@
-// Package cache is the response cache's format: the key that identifies a request, and the entry that keeps its
+// Package respcache is the response cache's format: the key that identifies a request, and the entry that keeps its
 // answer in the results store, validated whenever it is read.
 //
 // The key is the SHA-256 digest of everything that decides an answer: the endpoint (the normalised base URL, after
@@ -9,7 +9,7 @@
 //
 // An entry carries its own key and a checksum of its bytes. Read checks both and decodes the answer: an entry
 // that was corrupted, or written under another key, is a miss (ErrInvalid), never a silently wrong answer.
-package cache
+package respcache
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package pmf
+package optionprobs
 
 import (
 	"math"

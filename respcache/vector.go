@@ -1,4 +1,4 @@
-package cache
+package respcache
 
 import (
 	"crypto/sha256"
