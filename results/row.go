@@ -234,13 +234,6 @@ func formatProb(v *float64) string {
 	return strconv.FormatFloat(*v, 'g', -1, 64)
 }
 
-func formatBoolPtr(v *bool) string {
-	if v == nil {
-		return ""
-	}
-	return strconv.FormatBool(*v)
-}
-
 // CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column
 // of Values except those that describe how one run got the answer (run_id, latency_ms, attempts, tries and
 // cached: the columns marked run), then the option probabilities, which results.csv spreads over the

@@ -34,12 +34,11 @@ type seqRun struct {
 
 // lineInfo is a line's offset and indentation; entry says it starts a block sequence entry ("- " or "-").
 type lineInfo struct {
-	off     int
-	indent  int
-	blank   bool // empty, white space or a comment only
-	entry   bool
-	tabbed  bool // starts with a tab: never part of a run
-	content bool
+	off    int
+	indent int
+	blank  bool // empty, white space or a comment only
+	entry  bool
+	tabbed bool // starts with a tab: never part of a run
 }
 
 func scanLines(data []byte) []lineInfo {
