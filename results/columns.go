@@ -158,8 +158,13 @@ func optFloat(name string, f func(*Row) **float64) rowColumn {
 // reads the same in both files.
 func fixed(name string, f func(*Row) *float64, format func(float64) string) rowColumn {
 	return rowColumn{name: name,
-		csv:    func(r *Row) string { return format(*f(r)) },
-		json:   func(b []byte, r *Row) ([]byte, error) { return append(b, format(*f(r))...), nil },
+		csv: func(r *Row) string { return format(*f(r)) },
+		json: func(b []byte, r *Row) ([]byte, error) {
+			if v := *f(r); math.IsInf(v, 0) || math.IsNaN(v) {
+				return nil, fmt.Errorf("unsupported value: %s", strconv.FormatFloat(v, 'g', -1, 64))
+			}
+			return append(b, format(*f(r))...), nil
+		},
 		decode: func(r *Row, v []byte) error { return json.Unmarshal(v, f(r)) },
 	}
 }

@@ -123,13 +123,22 @@ func TestRowJSONKeysAndRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRowJSONRefusesNaN: a row whose distribution has a NaN is an error, not a line that no JSON reader takes.
+// TestRowJSONRefusesNaN: a row with a NaN or an infinity in any float column is an error naming the column, not
+// a line that no JSON reader takes (as encoding/json refused it).
 func TestRowJSONRefusesNaN(t *testing.T) {
-	r := fullRow()
-	nan := math.NaN()
-	r.Entropy = &nan
-	if b, err := r.MarshalJSON(); err == nil || !strings.Contains(err.Error(), "entropy") {
-		t.Errorf("MarshalJSON with a NaN entropy = %s, %v; want an error naming entropy", b, err)
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for col, set := range map[string]func(*Row){
+			"entropy":    func(r *Row) { r.Entropy = &bad },
+			"cost_usd":   func(r *Row) { r.CostUSD = bad },
+			"latency_ms": func(r *Row) { r.LatencyMS = bad },
+			"probs":      func(r *Row) { r.Probs[0] = bad },
+		} {
+			r := fullRow()
+			set(&r)
+			if b, err := r.MarshalJSON(); err == nil || !strings.Contains(err.Error(), col) {
+				t.Errorf("MarshalJSON with %s %v = %s, %v; want an error naming %s", col, bad, b, err, col)
+			}
+		}
 	}
 }
 

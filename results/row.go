@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,6 +279,9 @@ func (p probsJSON) MarshalJSON() ([]byte, error) {
 		}
 		b = append(b, k...)
 		b = append(b, ':')
+		if v := p.probs[i]; math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, fmt.Errorf("probability of option %s: unsupported value: %s", id, strconv.FormatFloat(v, 'g', -1, 64))
+		}
 		b = strconv.AppendFloat(b, p.probs[i], 'g', -1, 64)
 	}
 	return append(b, '}'), nil
