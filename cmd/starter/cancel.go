@@ -74,6 +74,7 @@ interrupted while waiting (the cancellation stays requested).`,
 	conn.registerSession(cmd.Flags())
 	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the run to end (0: return once the cancellation is requested)")
 	cmd.Flags().DurationVar(&o.every, "progress-every", 5*time.Second, "interval of the progress lines while waiting")
+	acceptUnused(cmd.Flags(), "cancel")
 	return cmd
 }
 

@@ -195,6 +195,7 @@ what has finished, the rest marked NotRun.`,
 	}
 	conn.store.buildFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory")
+	acceptUnused(cmd.Flags(), "export")
 	return cmd
 }
 

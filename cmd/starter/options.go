@@ -149,6 +149,23 @@ func (f *connFlags) registerWorker(fl *pflag.FlagSet) {
 	f.worker.buildFlags(fl)
 }
 
+// acceptUnused registers, on a command that registered only some sets, every other flag of the sets as hidden
+// and deprecated: a script that passes one (export --address, status --sim-addr, as every command took before the
+// sets were split) still runs, with a warning that the flag does nothing there, instead of failing on an unknown
+// flag. Call it after the command's own sets are registered.
+func acceptUnused(fl *pflag.FlagSet, verb string) {
+	var all connFlags
+	every := pflag.NewFlagSet(verb, pflag.ContinueOnError)
+	all.registerWorker(every)
+	every.VisitAll(func(f *pflag.Flag) {
+		if fl.Lookup(f.Name) != nil {
+			return
+		}
+		fl.AddFlag(f)
+		_ = fl.MarkDeprecated(f.Name, verb+" does not use it; it is ignored")
+	})
+}
+
 func (f *connFlags) embedded() bool { return f.client.address == "" }
 
 // dsn is the results store's DSN (storeOptions.dsn).

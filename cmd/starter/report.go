@@ -69,6 +69,7 @@ one there. A run still in progress reports what has finished.`,
 	}
 	conn.store.buildFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default "+experiment.DefaultOutputRoot+"/<ID>)")
+	acceptUnused(cmd.Flags(), "report")
 	return cmd
 }
 

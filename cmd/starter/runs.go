@@ -104,6 +104,7 @@ contains the text, --status those in that state. Every command that takes a run 
 	cmd.Flags().StringVar(&status, "status", "", "only runs in this state: running, completed, failed, cancelled, terminated, interrupted")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")
+	acceptUnused(cmd.Flags(), "runs")
 	return cmd
 }
 

@@ -49,6 +49,7 @@ server for the command.`,
 	conn.registerSession(cmd.Flags())
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run until it ends, a line every --every")
 	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "interval of the lines of --watch")
+	acceptUnused(cmd.Flags(), "status")
 	return cmd
 }
 
