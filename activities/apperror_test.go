@@ -25,8 +25,9 @@ func TestWorkerStoppingIsBenign(t *testing.T) {
 	}
 }
 
-// TestAppErrorRetriesWhatTheTableRetries: an activity's error is retryable exactly when errclass retries its
-// class, so the workflow's NonRetryableErrorTypes and the errors themselves never disagree.
+// TestAppErrorRetriesWhatTheTableRetries: an activity's error of every class of the table is retryable exactly
+// when the table says the class is Retried, the same rule errclass.NonRetryable applies to the workflow's retry
+// policies.
 func TestAppErrorRetriesWhatTheTableRetries(t *testing.T) {
 	for _, in := range errclass.Table {
 		var ae *temporal.ApplicationError

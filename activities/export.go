@@ -52,7 +52,8 @@ func (a *Activities) ExportResults(ctx context.Context, in wire.ExportInput) (wi
 }
 
 // CheckOutput refuses, with a non-retryable OutputRefused error, an output directory ExportResults would
-// refuse; a workflow calls it before the first pass so that a run is not paid for and then left unexported.
+// refuse. PrepareRun makes the same check before the first pass, so that a run is not paid for and then left
+// unexported; no workflow of this release schedules CheckOutput, which stays registered for runs whose histories do.
 func (a *Activities) CheckOutput(ctx context.Context, in wire.ExportInput) error {
 	if _, err := a.outputDir(in); err != nil {
 		return appError(errclass.OutputRefused, err)

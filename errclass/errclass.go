@@ -6,7 +6,10 @@
 // class is one line here.
 //
 // The constants are untyped strings: they are stored in results, written to histories as ApplicationError types
-// and compared with what an older release recorded, so their values never change.
+// and compared with what an older release recorded, so their values never change. Whether a class is retried and
+// whether it ends its model decide what a workflow schedules next, so changing either for an existing class is a
+// change of workflow code: it goes behind workflow.GetVersion (see package wire's versioning rule), and
+// testdata/decisions.txt, which holds them as released, shows the change. A new class changes nothing recorded.
 package errclass
 
 import (

@@ -1,7 +1,9 @@
 package errclass
 
 import (
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,8 +39,42 @@ func TestLookups(t *testing.T) {
 		t.Error("EndsModel: Unreachable ends its model; InvalidRequest and unknown classes do not")
 	}
 	for _, c := range DeadModel() {
-		if !strings.Contains(strings.Join(NonRetryable(), ","), c) {
+		if !slices.Contains(NonRetryable(), c) {
 			t.Errorf("%s ends its model but Temporal would retry it", c)
+		}
+	}
+}
+
+// TestDecisionsAreRecorded: whether a class is retried and whether it ends its model decide what a workflow
+// schedules next (a model's later passes run or are failed at once; Temporal retries an attempt or not), so a
+// change to either for an existing class changes what replaying a recorded history does. testdata/decisions.txt
+// holds them as released; a change shows here and goes behind workflow.GetVersion (docs/architecture.md,
+// "Changing workflow code") before the file is regenerated with SILICO_UPDATE_DECISIONS=1. A new class is a new
+// line, which changes nothing recorded.
+func TestDecisionsAreRecorded(t *testing.T) {
+	var b strings.Builder
+	for _, in := range Table {
+		fmt.Fprintf(&b, "%s retry=%s ends_model=%s\n", in.Class, in.Retry, yesNo(in.EndsModel))
+	}
+	const path = "testdata/decisions.txt"
+	if os.Getenv("SILICO_UPDATE_DECISIONS") == "1" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for l := range strings.Lines(b.String()) {
+		c, _, _ := strings.Cut(l, " ")
+		got[c] = l
+	}
+	for l := range strings.Lines(string(want)) {
+		c, _, _ := strings.Cut(l, " ")
+		if got[c] != l {
+			t.Errorf("released %q, now %q: a workflow replaying a recorded history would decide differently", strings.TrimSpace(l), strings.TrimSpace(got[c]))
 		}
 	}
 }

@@ -309,7 +309,7 @@ func normalizeAnswer(s string) string {
 }
 
 // Labels maps every spelling of an option label to the option's index in set: how the label token of an answer
-// is read (see package pmf). The labels of an option are its id, the enumeration its text starts with ("3." gives
+// is read (see package optionprobs). The labels of an option are its id, the enumeration its text starts with ("3." gives
 // "3"), its letter by position when no option id is a letter (as Match reads "c)"), and its text when the text is
 // one word ("agree"); all lower-cased. A spelling two options share belongs to neither.
 func Labels(set OptionSet) map[string]int {

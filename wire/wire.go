@@ -2,8 +2,8 @@
 // its clients, and so lives in every recorded history: the workflow's input, state, progress and result, each
 // activity's input and output, the heartbeat detail of a pass, the payloads of the signal and the queries, and
 // the names Temporal knows them by (task queue, workflow type, activities, signal, queries, search attributes).
-// It depends on the standard library, the Temporal SDK's workflow package and the plain data packages
-// (experiment, usage, ratelimit, breaker) only, so that the workflow code that imports it imports no store,
+// It depends on the standard library, the Temporal SDK's workflow package, its API's enums and the plain data
+// packages (experiment, usage, ratelimit, breaker) only, so that the workflow code that imports it imports no store,
 // client or output format.
 //
 // # Changing a wire type
@@ -26,7 +26,9 @@
 // Any change to the sequence of commands ExperimentWorkflow issues for the same history (activities scheduled,
 // their order, timers, signals, continue-as-new, the activity types or the inputs' shape) goes behind
 // workflow.GetVersion, with a change id listed in ChangeIDs, so that runs started by an earlier release replay as
-// they ran. The recorded histories in workflows/testdata are added to, never replaced: a change that alters what
+// they ran. So does a change to whether an error class is retried or ends its model (errclass's table decides
+// which passes run after a failure; its testdata/decisions.txt shows such a change). The recorded histories in
+// workflows/testdata are added to, never replaced: a change that alters what
 // a run records gets a new history file beside the old ones, and the old ones must still replay.
 package wire
 

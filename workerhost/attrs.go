@@ -15,7 +15,7 @@ import (
 )
 
 // EnsureSearchAttributes makes sure the namespace has silico's custom search attributes
-// (workflows.SearchAttributes), creating the missing ones through the operator service. It returns nil when
+// (wire.SearchAttributes), creating the missing ones through the operator service. It returns nil when
 // they all exist afterwards. When they cannot be created (no permission, a server that refuses), the error
 // carries the temporal CLI commands that create them; runs work without them, only unsearchable by experiment.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {

@@ -398,7 +398,8 @@ func prepareCtx(ctx workflow.Context) workflow.Context {
 func shortCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 20},
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 20,
+			NonRetryableErrorTypes: errclass.NonRetryable()},
 	})
 }
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Waits for the Temporal server, creates the namespace, and registers the search attributes silico uses
-# (workflows.SearchAttributes: SilicoExperiment and SilicoSpecHash, both Keyword). Safe to run on every start,
+# (wire.SearchAttributes: SilicoExperiment and SilicoSpecHash, both Keyword). Safe to run on every start,
 # and it succeeds on its own first run: no restart policy has to run it again.
 #
 #   TEMPORAL_ADDRESS     the frontend, read by the temporal CLI
