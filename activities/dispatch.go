@@ -205,7 +205,12 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 			}
 			shed = !p.limiter.RateLimited(pause).Wall
 		}
-		j := p.judge.failure(tk, key, e, r.latency, r.at, pool)
+		var j judgement
+		if shed {
+			j = p.judge.shed(tk, key, e, r.latency, r.at, pool)
+		} else {
+			j = p.judge.failure(tk, key, e, r.latency, r.at, pool)
+		}
 		if shed && j.verdict == retryCell && !j.tripped {
 			// Only this call waits the provider's Retry-After, jittered by the cell and its try so that calls shed
 			// together come back apart; the others go on.

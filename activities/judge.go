@@ -282,6 +282,27 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	return judgement{verdict: retryCell, tries: t, at: now, tripped: v.Tripped}
 }
 
+// shed decides a 429 that the limiter took for a call the provider shed, not for the account's limit
+// (ratelimit/shed.go): never the cell's, and no sign of an outage, so it is not told to the breaker, whose wall of
+// rate limits would otherwise trip on a handful of shed calls that land close together (at 20 % shed, it opened
+// several times a run). The cell goes again when the caller says. A probe's 429 is still the probe's failure.
+func (j *judge) shed(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
+	if tk.Probe() {
+		return j.failure(tk, cell, e, latency, now, pool)
+	}
+	j.brk.Release(tk)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settle()
+	j.last = e
+	j.answered = true // a 429 is the endpoint's answer
+	t := j.tries[cell]
+	t.Sent++
+	t.LatencyMS = float64(latency.Microseconds()) / 1000
+	j.tries[cell] = t
+	return judgement{verdict: retryCell, tries: t, at: now}
+}
+
 // confirm marks the held cells whose failure came before tk's request was admitted: the endpoint answered since,
 // so their failures were their own. Call with j.mu held.
 func (j *judge) confirm(tk breaker.Ticket) {

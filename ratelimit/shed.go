@@ -17,8 +17,8 @@ import (
 //
 // A 429 is taken for the account's limit (RateLimited's Wall) when the evidence says so: the model declares an RPM
 // or TPM (the limiter enforces it, so a 429 means the account's budget is shared with someone else or smaller than
-// declared), an answer said a budget of the window is used up (Exhausted), or at least WallShare of the last
-// OutcomeWindow outcomes were 429s. Otherwise it is shed. The concurrency follows AIMD on the share of 429s, not
+// declared), an answer said a budget of the window is used up (Exhausted), at least WallShare of the last
+// OutcomeWindow outcomes were 429s, or the last WallRun were. Otherwise it is shed. The concurrency follows AIMD on the share of 429s, not
 // on each one: it is halved when more than DecreaseShare of the outcomes since the last change were 429s, and
 // grows by one after as many answers as its value (Answered).
 const (
@@ -30,6 +30,10 @@ const (
 	// account's limit: most calls refused. A provider shedding 20 % of its calls at random reaches it over 32
 	// outcomes about once in 10,000 windows.
 	WallShare = 0.5
+	// WallRun is how many 429s in a row, with no answer between, are a wall whatever the window holds: a limit
+	// that starts after many answers shows at once instead of after half a window. 20 % shed at random makes a
+	// run of 8 about once in 400,000 outcomes.
+	WallRun = 8
 	// DecreaseShare is the share of 429s since the concurrency last changed above which it is halved. A provider
 	// that sheds more when sent more sheds less after; a fixed share of random refusals (20 %) rarely crosses it.
 	DecreaseShare = 0.35
@@ -72,8 +76,12 @@ func (o *outcomes) last(k int) int {
 	return c
 }
 
-// wall reports whether the ring holds at least MinOutcomes outcomes of which at least WallShare were 429s.
+// wall reports whether the latest WallRun outcomes were 429s, or the ring holds at least MinOutcomes outcomes of
+// which at least WallShare were.
 func (o *outcomes) wall() bool {
+	if o.n >= WallRun && o.last(WallRun) == WallRun {
+		return true
+	}
 	k := min(o.n, OutcomeWindow)
 	return k >= MinOutcomes && float64(o.last(k)) >= WallShare*float64(k)
 }

@@ -174,3 +174,29 @@ func TestShedWait(t *testing.T) {
 		t.Errorf("ShedWait without Retry-After = %v; want at least the fallback 2s", w)
 	}
 }
+
+func TestWallByShareAndByRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Three 429s in four, never WallRun in a row: a wall by the share over the window.
+		l := New(Limits{Concurrency: 16}, newFakeClock())
+		record(l, 40, 0, 0)
+		var wall bool
+		for range 12 {
+			for _, v := range []Verdict{l.RateLimited(time.Second), l.RateLimited(time.Second), l.RateLimited(time.Second)} {
+				wall = wall || v.Wall
+			}
+			l.Answered()
+		}
+		if !wall {
+			t.Errorf("three 429s in four over the window: not taken for a wall")
+		}
+		// After a long run of answers, WallRun 429s in a row are a wall at once, and one fewer is not.
+		l = New(Limits{Concurrency: 16}, newFakeClock())
+		record(l, 40, 0, 0)
+		for i := 1; i <= WallRun; i++ {
+			if v := l.RateLimited(time.Second); v.Wall != (i == WallRun) {
+				t.Fatalf("429 %d in a row after 40 answers: wall %v, want %v", i, v.Wall, i == WallRun)
+			}
+		}
+	})
+}
