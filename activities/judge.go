@@ -229,6 +229,20 @@ func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served boo
 // failure decides what a transient failure (rate limit included) of cell's request means. pool is how many units
 // (cells, or an embed pass's requests) of the pass are unfinished.
 func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
+	return j.failed(tk, cell, e, latency, now, pool, false)
+}
+
+// shed decides a 429 that the limiter took for a call the provider shed, not for the account's limit
+// (ratelimit/shed.go), as failure does, except that it cannot trip the breaker's wall of rate limits: 429s come
+// back at once, and at 20 % shed several landed within one latency with no answer between and opened the breaker
+// several times a run. They still count in the wall, so that the first 429 taken for the account's limit can
+// complete it, as every 429 did before.
+func (j *judge) shed(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
+	return j.failed(tk, cell, e, latency, now, pool, true)
+}
+
+// failed is failure; shed marks a 429 the limiter took for a shed call.
+func (j *judge) failed(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int, shed bool) judgement {
 	j.mu.Lock()
 	answered := j.answered || e.Status != 0 || j.brk.Served()
 	j.mu.Unlock()
@@ -242,7 +256,7 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 		kind = breaker.Refused // an endpoint that answered before and refuses now is down
 	}
 	v := j.brk.Report(tk, breaker.Outcome{Key: j.keyOf(cell), Kind: kind, Pool: pool, Unavailable: unavailable(e.Status),
-		RetryAfter: e.RetryAfter, Cause: breaker.Cause{Class: string(e.Class), Status: e.Status, Code: e.Code, Message: e.Message}})
+		RetryAfter: e.RetryAfter, Shed: shed && kind == breaker.RateLimited, Cause: breaker.Cause{Class: string(e.Class), Status: e.Status, Code: e.Code, Message: e.Message}})
 
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -280,27 +294,6 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 	// Not the cell's: a rate limit (the limiter's pause decides), a call that landed after the breaker opened,
 	// or the failure that opened it. The breaker's admission decides when it goes again.
 	return judgement{verdict: retryCell, tries: t, at: now, tripped: v.Tripped}
-}
-
-// shed decides a 429 that the limiter took for a call the provider shed, not for the account's limit
-// (ratelimit/shed.go): never the cell's, and no sign of an outage, so it is not told to the breaker, whose wall of
-// rate limits would otherwise trip on a handful of shed calls that land close together (at 20 % shed, it opened
-// several times a run). The cell goes again when the caller says. A probe's 429 is still the probe's failure.
-func (j *judge) shed(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
-	if tk.Probe() {
-		return j.failure(tk, cell, e, latency, now, pool)
-	}
-	j.brk.Release(tk)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.settle()
-	j.last = e
-	j.answered = true // a 429 is the endpoint's answer
-	t := j.tries[cell]
-	t.Sent++
-	t.LatencyMS = float64(latency.Microseconds()) / 1000
-	j.tries[cell] = t
-	return judgement{verdict: retryCell, tries: t, at: now}
 }
 
 // confirm marks the held cells whose failure came before tk's request was admitted: the endpoint answered since,
