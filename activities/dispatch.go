@@ -203,7 +203,7 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(T
 			if pause <= 0 {
 				pause = defaultRateLimitPause
 			}
-			shed = !p.limiter.RateLimited(pause).Wall
+			shed = !p.limiter.RateLimited(pause, e.Exhausted).Wall
 		}
 		var j judgement
 		if shed {

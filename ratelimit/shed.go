@@ -17,7 +17,8 @@ import (
 //
 // A 429 is taken for the account's limit (RateLimited's Wall) when the evidence says so: the model declares an RPM
 // or TPM (the limiter enforces it, so a 429 means the account's budget is shared with someone else or smaller than
-// declared), an answer said a budget of the window is used up (Exhausted), at least WallShare of the last
+// declared), the 429 itself or an earlier answer said a budget of the window is used up (x-ratelimit-remaining of
+// 0: RateLimited's exhausted, or Exhausted), at least WallShare of the last
 // OutcomeWindow outcomes were 429s, or the last WallRun were. Otherwise it is shed. The concurrency follows AIMD on the share of 429s, not
 // on each one: it is halved when more than DecreaseShare of the outcomes since the last change were 429s, and
 // grows by one after as many answers as its value (Answered).
@@ -97,16 +98,17 @@ func (o *outcomes) overShare() bool {
 // changed starts the count since the concurrency changed.
 func (o *outcomes) changed() { o.since = 0 }
 
-// RateLimited records a 429 that asked for retryAfter (0 when it named none) and applies the rule above: for a
+// RateLimited records a 429 that asked for retryAfter (0 when it named none), exhausted when it said a budget of
+// the window is used up, and applies the rule above: for a
 // wall it pauses every acquisition until retryAfter from now and lowers the concurrency (Backoff); for a shed call
 // it lowers the concurrency only when the share of 429s crossed DecreaseShare, and pauses nothing: the caller
 // waits ShedWait before sending that call again.
-func (l *Limiter) RateLimited(retryAfter time.Duration) Verdict {
+func (l *Limiter) RateLimited(retryAfter time.Duration, exhausted bool) Verdict {
 	l.mu.Lock()
 	now := l.clk.Now()
 	l.seen.add(true)
 	declared := l.limits.RPM > 0 || l.limits.TPM > 0
-	wall := declared || now.Before(l.exhaustedUntil) || l.seen.wall()
+	wall := declared || exhausted || now.Before(l.exhaustedUntil) || l.seen.wall()
 	if wall {
 		l.pauseLocked(now, now.Add(retryAfter))
 		decreased := l.backoffLocked(now)

@@ -13,7 +13,7 @@ func record(l *Limiter, n, k int, retryAfter time.Duration) []Verdict {
 	var vs []Verdict
 	for i := 1; i <= n; i++ {
 		if k > 0 && i%k == 0 {
-			vs = append(vs, l.RateLimited(retryAfter))
+			vs = append(vs, l.RateLimited(retryAfter, false))
 		} else {
 			l.Answered()
 		}
@@ -60,7 +60,7 @@ func TestWallOf429sPausesTheModel(t *testing.T) {
 		record(l, 20, 0, 0) // the pass was answered at first
 		var last Verdict
 		for range 20 {
-			last = l.RateLimited(2 * time.Second) // then everything is refused
+			last = l.RateLimited(2*time.Second, false) // then everything is refused
 		}
 		if !last.Wall {
 			t.Fatalf("20 429s after 20 answers: not taken for a wall")
@@ -88,7 +88,7 @@ func TestRemainingZeroPauses(t *testing.T) {
 			t.Fatalf("admitted while an answer said the account's budget is used up")
 		}
 		// A single 429 before the reset is the account's limit, though the share of 429s is small.
-		if v := l.RateLimited(5 * time.Second); !v.Wall {
+		if v := l.RateLimited(5*time.Second, false); !v.Wall {
 			t.Fatalf("a 429 before the reset of an exhausted budget was taken for shed")
 		}
 		clk.Advance(4 * time.Second)
@@ -99,9 +99,12 @@ func TestRemainingZeroPauses(t *testing.T) {
 		if !admittedAtOnce(l) {
 			t.Fatalf("not admitted after the pause")
 		}
-		// After the reset, a lone 429 is shed again.
-		if v := l.RateLimited(time.Second); v.Wall {
+		// After the reset, a lone 429 is shed again, unless it says itself that the budget is used up.
+		if v := l.RateLimited(time.Second, false); v.Wall {
 			t.Fatalf("a lone 429 after the reset was taken for a wall")
+		}
+		if v := l.RateLimited(time.Second, true); !v.Wall {
+			t.Fatalf("a 429 with x-ratelimit-remaining 0 was taken for shed")
 		}
 	})
 }
@@ -111,7 +114,7 @@ func TestDeclaredLimitMakesA429TheAccounts(t *testing.T) {
 		clk := newFakeClock()
 		l := New(Limits{Concurrency: 16, RPM: 6000}, clk)
 		record(l, 40, 0, 0)
-		if v := l.RateLimited(time.Second); !v.Wall {
+		if v := l.RateLimited(time.Second, false); !v.Wall {
 			t.Fatalf("a 429 under a declared rpm was taken for shed")
 		}
 	})
@@ -182,7 +185,7 @@ func TestWallByShareAndByRun(t *testing.T) {
 		record(l, 40, 0, 0)
 		var wall bool
 		for range 12 {
-			for _, v := range []Verdict{l.RateLimited(time.Second), l.RateLimited(time.Second), l.RateLimited(time.Second)} {
+			for _, v := range []Verdict{l.RateLimited(time.Second, false), l.RateLimited(time.Second, false), l.RateLimited(time.Second, false)} {
 				wall = wall || v.Wall
 			}
 			l.Answered()
@@ -194,7 +197,7 @@ func TestWallByShareAndByRun(t *testing.T) {
 		l = New(Limits{Concurrency: 16}, newFakeClock())
 		record(l, 40, 0, 0)
 		for i := 1; i <= WallRun; i++ {
-			if v := l.RateLimited(time.Second); v.Wall != (i == WallRun) {
+			if v := l.RateLimited(time.Second, false); v.Wall != (i == WallRun) {
 				t.Fatalf("429 %d in a row after 40 answers: wall %v, want %v", i, v.Wall, i == WallRun)
 			}
 		}
