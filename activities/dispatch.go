@@ -8,6 +8,7 @@ import (
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
@@ -169,17 +170,17 @@ func (p *pass) settleFailed(adm admission, e *llm.Error) (used int) {
 }
 
 // answered notes an answer's sign of the account's state: the gates pause when the provider says a budget of its
-// window is used up, and a lowered concurrency grows back. The endpoint serves the model: from now on its refusals
+// window is used up (and a 429 until then is the account's limit), and a lowered concurrency grows back. The endpoint serves the model: from now on its refusals
 // are the cells' own (refusals).
 func (p *pass) answered(rl llm.RateLimitInfo) {
 	now := p.clock.Now()
 	if rl.RemainingRequests == 0 && rl.ResetRequests > 0 {
-		p.limiter.PauseUntil(now.Add(rl.ResetRequests))
+		p.limiter.Exhausted(now.Add(rl.ResetRequests))
 	}
 	if rl.RemainingTokens == 0 && rl.ResetTokens > 0 {
-		p.limiter.PauseUntil(now.Add(rl.ResetTokens))
+		p.limiter.Exhausted(now.Add(rl.ResetTokens))
 	}
-	p.limiter.Succeeded()
+	p.limiter.Answered()
 	p.refused.answered()
 }
 
@@ -195,16 +196,28 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(w
 	e := r.err
 	switch {
 	case e.Class.Retryable():
+		var shed bool
 		if e.Class == errclass.RateLimited {
-			// The account's state, not the cell's: wait as the provider asks, and send less at once.
+			// Never the cell's fault. The limiter's rule (ratelimit/shed.go) tells the account's limit, which
+			// pauses every call of the model, from a call the provider shed, which waits on its own below.
 			pause := e.RetryAfter
 			if pause <= 0 {
 				pause = defaultRateLimitPause
 			}
-			p.limiter.PauseUntil(r.at.Add(pause))
-			p.limiter.Backoff()
+			shed = !p.limiter.RateLimited(pause, e.Exhausted).Wall
 		}
-		j := p.judge.failure(tk, key, e, r.latency, r.at, pool)
+		var j judgement
+		if shed {
+			j = p.judge.shed(tk, key, e, r.latency, r.at, pool)
+		} else {
+			j = p.judge.failure(tk, key, e, r.latency, r.at, pool)
+		}
+		if shed && j.verdict == retryCell && !j.tripped {
+			// Only this call waits the provider's Retry-After, jittered by the cell and its try so that calls shed
+			// together come back apart; the others go on.
+			j.at = later(j.at, r.at.Add(ratelimit.ShedWait(e.RetryAfter, defaultRateLimitPause,
+				uint64(key)<<16^uint64(j.tries.Sent))))
+		}
 		switch j.verdict {
 		case cellFailed:
 			fail(j.tries)
@@ -258,4 +271,12 @@ func (p *pass) logFailure(c experiment.Cell, e *llm.Error) {
 	p.log.Warn("model call failed", "model", p.model.ID, "seed", p.spec.Seeds[c.Seed],
 		"item", p.spec.Questionnaire.Items[c.Item].ID, "persona", p.spec.Personas[c.Persona].ID,
 		"class", string(e.Class), "error", e.Message)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

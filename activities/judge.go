@@ -230,6 +230,20 @@ func (j *judge) finished(tk *breaker.Ticket, cell int, now time.Time, served boo
 // failure decides what a transient failure (rate limit included) of cell's request means. pool is how many units
 // (cells, or an embed pass's requests) of the pass are unfinished.
 func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
+	return j.failed(tk, cell, e, latency, now, pool, false)
+}
+
+// shed decides a 429 that the limiter took for a call the provider shed, not for the account's limit
+// (ratelimit/shed.go), as failure does, except that it cannot trip the breaker's wall of rate limits: 429s come
+// back at once, and at 20 % shed several landed within one latency with no answer between and opened the breaker
+// several times a run. They still count in the wall, so that the first 429 taken for the account's limit can
+// complete it, as every 429 did before.
+func (j *judge) shed(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int) judgement {
+	return j.failed(tk, cell, e, latency, now, pool, true)
+}
+
+// failed is failure; shed marks a 429 the limiter took for a shed call.
+func (j *judge) failed(tk breaker.Ticket, cell int, e *llm.Error, latency time.Duration, now time.Time, pool int, shed bool) judgement {
 	j.mu.Lock()
 	answered := j.answered || e.Status != 0 || j.brk.Served()
 	j.mu.Unlock()
@@ -243,7 +257,7 @@ func (j *judge) failure(tk breaker.Ticket, cell int, e *llm.Error, latency time.
 		kind = breaker.Refused // an endpoint that answered before and refuses now is down
 	}
 	v := j.brk.Report(tk, breaker.Outcome{Key: j.keyOf(cell), Kind: kind, Pool: pool, Unavailable: unavailable(e.Status),
-		RetryAfter: e.RetryAfter, Cause: breaker.Cause{Class: string(e.Class), Status: e.Status, Code: e.Code, Message: e.Message}})
+		RetryAfter: e.RetryAfter, Shed: shed && kind == breaker.RateLimited, Cause: breaker.Cause{Class: string(e.Class), Status: e.Status, Code: e.Code, Message: e.Message}})
 
 	j.mu.Lock()
 	defer j.mu.Unlock()

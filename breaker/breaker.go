@@ -192,7 +192,11 @@ type Outcome struct {
 	Pool int
 	// RetryAfter is the provider's requested wait, if any: the next probe waits at least so long.
 	RetryAfter time.Duration
-	Cause      Cause
+	// Shed says a RateLimited outcome was taken by the caller for a call the provider shed, not for the account's
+	// limit: it counts in the wall of rate limits (so that the first 429 taken for the limit can complete it) but
+	// never trips the breaker itself.
+	Shed  bool
+	Cause Cause
 }
 
 // Verdict is what the breaker makes of a reported outcome.
@@ -339,7 +343,7 @@ func (b *Breaker) Report(t Ticket, o Outcome) Verdict {
 		return Verdict{Tripped: true}
 	case RateLimited:
 		b.limited = append(b.limited, now)
-		if len(b.limited) >= b.pol.StormRateLimits {
+		if !o.Shed && len(b.limited) >= b.pol.StormRateLimits {
 			b.trip(now, o, false)
 			return Verdict{Tripped: true}
 		}

@@ -210,6 +210,8 @@ func (c *Client) fail(err error, capt *capture) *Error {
 	if e.RetryAfter == 0 {
 		e.RetryAfter = retryDelay(capt.header, e.Status, c.now())
 	}
+	rl := ParseRateLimit(capt.header)
+	e.Exhausted = rl.RemainingRequests == 0 || rl.RemainingTokens == 0
 	return e
 }
 

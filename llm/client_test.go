@@ -101,6 +101,7 @@ func TestChatClassification(t *testing.T) {
 		status     int
 		code       string
 		retryAfter time.Duration
+		exhausted  bool // x-ratelimit-remaining 0: Error.Exhausted
 	}{
 		{name: "429 rate limit, Retry-After seconds", h: reply(429, apiError("rate_limit_exceeded", "requests", "Rate limit reached"), "Retry-After", "2"),
 			class: errclass.RateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 2 * time.Second},
@@ -108,7 +109,7 @@ func TestChatClassification(t *testing.T) {
 			class: errclass.RateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 1500 * time.Millisecond},
 		{name: "429 no Retry-After, tokens exhausted", h: reply(429, apiError("rate_limit_exceeded", "tokens", "TPM"),
 			"x-ratelimit-remaining-requests", "10", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-requests", "1s", "x-ratelimit-reset-tokens", "6m0s"),
-			class: errclass.RateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 6 * time.Minute},
+			class: errclass.RateLimited, status: 429, code: "rate_limit_exceeded", retryAfter: 6 * time.Minute, exhausted: true},
 		{name: "429 insufficient_quota", h: reply(429, apiError("insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.")),
 			class: errclass.QuotaExhausted, status: 429, code: "insufficient_quota"},
 		{name: "429 billing code", h: reply(429, apiError("billing_hard_limit_reached", "invalid_request_error", "Billing hard limit has been reached")),
@@ -169,6 +170,9 @@ func TestChatClassification(t *testing.T) {
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("Chat error = %T %v, want *Error", err, err)
+			}
+			if e.Exhausted != tt.exhausted {
+				t.Errorf("Exhausted = %v, want %v", e.Exhausted, tt.exhausted)
 			}
 			if e.Class != tt.class || e.Status != tt.status || e.Code != tt.code || e.RetryAfter != tt.retryAfter {
 				t.Errorf("got class=%s status=%d code=%q retryAfter=%s, want class=%s status=%d code=%q retryAfter=%s (%v)",

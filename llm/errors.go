@@ -33,6 +33,9 @@ type Error struct {
 	// RetryAfter is how long the provider asked us to wait (Retry-After, retry-after-ms or, for a 429, the
 	// x-ratelimit-reset-* header of the exhausted limit). Zero when not given.
 	RetryAfter time.Duration
+	// Exhausted says the response's x-ratelimit-remaining-requests or -tokens was 0: the account's budget of the
+	// window is used up, so a 429 with it is the account's limit, not a call the provider shed.
+	Exhausted bool
 
 	cause error
 }

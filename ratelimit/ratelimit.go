@@ -1,6 +1,8 @@
 // Package ratelimit gates the model calls of one seed pass: a concurrency cap, a requests-per-minute token
 // bucket, a tokens-per-minute token bucket (fed by estimates and trued up with reported usage), and a pause
-// that the provider can impose with Retry-After. Across a fleet, the workflow hands each pass its share of a
+// that the provider can impose with Retry-After. Which 429s pause every call (the account's limit) and which
+// only the refused one (a call the provider shed), and how the concurrency follows their share, is the rule in
+// shed.go. Across a fleet, the workflow hands each pass its share of a
 // model's limits; a Limiter enforces one share.
 //
 // By default buckets start full, as providers' buckets do. With an RPM limit of R and Burst 1, the first minute
@@ -82,6 +84,10 @@ type Limiter struct {
 	lowered     int
 	successes   int
 	lastBackoff time.Time
+	// seen holds the latest outcomes for the 429 rule (shed.go); exhaustedUntil is when the account's budget,
+	// used up by an answer's account, refills.
+	seen           outcomes
+	exhaustedUntil time.Time
 }
 
 // waiter is one blocked Acquire. wake (capacity 1) is signalled when the waiter may have become able to
@@ -273,15 +279,19 @@ func (l *Limiter) concurrency() int {
 // collapse the concurrency for one burst.
 const backoffEpisode = time.Second
 
-// Backoff lowers the concurrency after the provider answered with a rate limit: to half the calls in flight, at
-// least one (multiplicative decrease). Succeeded raises it back. Rate limits within backoffEpisode of the last
-// lowering count as one.
+// Backoff lowers the concurrency: to half the calls in flight, at least one (multiplicative decrease). Answered
+// raises it back. Lowerings within backoffEpisode of the last count as one. RateLimited calls it by the 429 rule;
+// a pass calls it itself when an outage ends, to start again low.
 func (l *Limiter) Backoff() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.clk.Now()
+	l.backoffLocked(l.clk.Now())
+}
+
+// backoffLocked is Backoff at now; it reports whether it lowered the concurrency. Call with l.mu held.
+func (l *Limiter) backoffLocked(now time.Time) bool {
 	if !l.lastBackoff.IsZero() && now.Sub(l.lastBackoff) < backoffEpisode {
-		return
+		return false
 	}
 	l.lastBackoff = now
 	cur := l.inFlight
@@ -290,14 +300,17 @@ func (l *Limiter) Backoff() {
 	}
 	l.lowered = max(1, cur/2)
 	l.successes = 0
+	l.seen.changed()
 	l.stats.Backoffs++
+	return true
 }
 
-// Succeeded notes a call that was not rate limited. After as many of them as the lowered concurrency, the
-// concurrency grows by one (additive increase), until it is back at the limit.
-func (l *Limiter) Succeeded() {
+// Answered notes a call that was answered (not rate limited), for the share of 429s. After as many of them as
+// the lowered concurrency, the concurrency grows by one (additive increase), until it is back at the limit.
+func (l *Limiter) Answered() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.seen.add(false)
 	if l.lowered == 0 {
 		return
 	}
@@ -405,7 +418,11 @@ func (l *Limiter) Limits() Limits {
 func (l *Limiter) PauseUntil(t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.clk.Now()
+	l.pauseLocked(l.clk.Now(), t)
+}
+
+// pauseLocked is PauseUntil at now. Call with l.mu held.
+func (l *Limiter) pauseLocked(now, t time.Time) {
 	if !t.After(now) || !t.After(l.pausedUntil) {
 		return
 	}

@@ -34,8 +34,10 @@ type fileConfig struct {
 	ContextWindow    int      `yaml:"context_window"`
 	FaultSeed        int64    `yaml:"fault_seed"`
 	HangFor          string   `yaml:"hang_for"`
-	Models           []string `yaml:"models"`
-	Outages          []struct {
+	// RateLimitRetryAfter is the Retry-After of the injected 429s.
+	RateLimitRetryAfter string   `yaml:"rate_limit_retry_after"`
+	Models              []string `yaml:"models"`
+	Outages             []struct {
 		After  string `yaml:"after"`
 		For    string `yaml:"for"`
 		Kind   string `yaml:"kind"`
@@ -57,6 +59,7 @@ type fileConfig struct {
 //	context_window: 8192
 //	fault_seed: 7
 //	hang_for: 5m
+//	rate_limit_retry_after: 1s
 //	models: [gpt-4o-mini, text-embedding-3-small]
 //	outages: [{after: 10s, for: 90s, kind: status, status: 503}, {after: 5m, for: 20s, kind: refuse}]
 //
@@ -85,6 +88,7 @@ func LoadConfig(path string) (Config, error) {
 		{"latency.fixed", fc.Latency.Fixed, &cfg.Latency.Fixed},
 		{"latency.jitter", fc.Latency.Jitter, &cfg.Latency.Jitter},
 		{"hang_for", fc.HangFor, &cfg.HangFor},
+		{"rate_limit_retry_after", fc.RateLimitRetryAfter, &cfg.RateLimitRetryAfter},
 	}
 	if len(fc.Outages) > 0 {
 		cfg.Outages = make([]Outage, len(fc.Outages))

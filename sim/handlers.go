@@ -85,10 +85,11 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, rec *Request, n ui
 	switch rec.Fault {
 	case FaultRateLimit:
 		rec.Status = http.StatusTooManyRequests
-		w.Header().Set("Retry-After", "1")
+		ra := s.cfg.RateLimitRetryAfter
+		w.Header().Set("Retry-After", retryAfterSeconds(ra))
 		s.send(*rec, func() error {
 			return writeError(w, rec.Status, "requests", "rate_limit_exceeded", "",
-				"Rate limit reached for "+rec.Model+" (simulated). Please try again in 1s.")
+				"Rate limit reached for "+rec.Model+" (simulated). Please try again in "+retryAfterSeconds(ra)+"s.")
 		})
 		return false, false
 	case FaultQuota:

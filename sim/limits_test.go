@@ -347,6 +347,7 @@ refuse_json_schema: true
 context_window: 2048
 fault_seed: 7
 hang_for: 1m
+rate_limit_retry_after: 20s
 models: [gpt-4o-mini, text-embedding-3-small]
 outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}, {after: 10m, for: 1m, kind: refuse}]
 `)
@@ -363,7 +364,7 @@ outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}
 	}
 	if cfg.Latency != want.Latency || cfg.RPM != want.RPM || cfg.TPM != want.TPM || cfg.Burst != want.Burst ||
 		cfg.Faults != want.Faults || cfg.FaultSeed != want.FaultSeed || cfg.HangFor != want.HangFor ||
-		!cfg.RefuseJSONSchema || cfg.ContextWindow != 2048 ||
+		cfg.RateLimitRetryAfter != 20*time.Second || !cfg.RefuseJSONSchema || cfg.ContextWindow != 2048 ||
 		strings.Join(models, ",") != "gpt-4o-mini,text-embedding-3-small" {
 		t.Errorf("LoadConfig = %+v (models %v), want %+v", cfg, models, want)
 	}
@@ -514,5 +515,15 @@ func TestRequestDoneWhenClientLeaves(t *testing.T) {
 	log := s.Requests()
 	if len(log) != 1 || log[0].Status != statusClientClosed || !log[0].Done.After(log[0].Time) {
 		t.Errorf("log %+v, want one entry with status %d and done after its arrival", log, statusClientClosed)
+	}
+}
+
+func TestInjected429sRetryAfter(t *testing.T) {
+	_, ts := newTestServer(t, Config{Faults: Faults{RateLimit: 1}, RateLimitRetryAfter: 20 * time.Second})
+	resp, b := post(t, ts, "/v1/chat/completions", newChatRequest("sim-chat", 1, ipipPrompt), nil)
+	if e := decodeError(t, b); resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "20" ||
+		!strings.Contains(e.Message, "try again in 20s") {
+		t.Errorf("status %d, Retry-After %q, error %+v; want 429 with Retry-After: 20", resp.StatusCode,
+			resp.Header.Get("Retry-After"), e)
 	}
 }

@@ -39,7 +39,8 @@ type Latency struct {
 // answered. The zero value injects no faults. Hang and Drop close the connection by hijacking it (HTTP/1.x);
 // where that is impossible (HTTP/2, httptest.ResponseRecorder) the handler aborts with http.ErrAbortHandler.
 type Faults struct {
-	// RateLimit answers 429 rate_limit_exceeded with Retry-After: 1.
+	// RateLimit answers 429 rate_limit_exceeded with Retry-After: Config.RateLimitRetryAfter (1 s by default),
+	// at once and regardless of the rate: a provider shedding calls, not an account's empty bucket.
 	RateLimit float64
 	// Quota answers 429 insufficient_quota, without Retry-After.
 	Quota float64
@@ -96,9 +97,11 @@ func faultName(i int) string {
 
 // Defaults applied by New to zero fields of Config.
 const (
-	DefaultBurst      = 1.0
-	DefaultHangFor    = 5 * time.Minute
-	DefaultDimensions = 256
+	DefaultBurst   = 1.0
+	DefaultHangFor = 5 * time.Minute
+	// DefaultRateLimitRetryAfter is the Retry-After of an injected 429.
+	DefaultRateLimitRetryAfter = time.Second
+	DefaultDimensions          = 256
 	// DefaultMaxTokens is what a call without max_tokens costs against the TPM limit for its completion.
 	DefaultMaxTokens = 256
 )
@@ -133,6 +136,9 @@ type Config struct {
 	FaultSeed int64
 	// HangFor is how long a hang lasts before the connection is closed. Optional: defaults to DefaultHangFor.
 	HangFor time.Duration
+	// RateLimitRetryAfter is the Retry-After of the injected 429s (Faults.RateLimit), in whole seconds.
+	// Optional: defaults to DefaultRateLimitRetryAfter.
+	RateLimitRetryAfter time.Duration
 	// Models are the names listed by /v1/models. Every endpoint accepts any model name.
 	// Optional: defaults to DefaultModels().
 	Models []string
@@ -265,6 +271,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HangFor == 0 {
 		cfg.HangFor = DefaultHangFor
 	}
+	if cfg.RateLimitRetryAfter == 0 {
+		cfg.RateLimitRetryAfter = DefaultRateLimitRetryAfter
+	}
 	if len(cfg.Models) == 0 {
 		cfg.Models = DefaultModels()
 	}
@@ -334,6 +343,9 @@ func (c Config) validate() error {
 	}
 	if c.HangFor < 0 {
 		errs = append(errs, fmt.Errorf("hang_for %v: want >= 0", c.HangFor))
+	}
+	if c.RateLimitRetryAfter < 0 {
+		errs = append(errs, fmt.Errorf("rate_limit_retry_after %v: want >= 0", c.RateLimitRetryAfter))
 	}
 	var sum float64
 	for i, p := range c.Faults.probabilities() {

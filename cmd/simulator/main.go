@@ -116,6 +116,7 @@ func defineFlags(fs *pflag.FlagSet, stdout, stderr io.Writer) func(ctx context.C
 	failCells := fs.StringArray("fail-cell", nil, "answer every request of this cell (its X-Silico-Cell header) with 500; repeatable")
 	faultSeed := fs.Int64("fault-seed", 0, "seed of the fault sequence")
 	hangFor := fs.Duration("hang-for", sim.DefaultHangFor, "how long a hanging call lasts")
+	retry429 := fs.Duration("fault-429-retry-after", sim.DefaultRateLimitRetryAfter, "Retry-After of the injected 429s (whole seconds)")
 	batchTime := fs.Duration("batch-time", 0, "how long a batch of the batch APIs takes to run, its requests completing evenly over it (0: at once)")
 	outageAfter := fs.Duration("outage-after", 0, "start the outage this long after the first model call")
 	outageFor := fs.Duration("outage-for", 0, "length of the outage (0 = no outage)")
@@ -161,6 +162,7 @@ func defineFlags(fs *pflag.FlagSet, stdout, stderr io.Writer) func(ctx context.C
 		apply("fail-cell", func() { cfg.FailCells = *failCells })
 		apply("fault-seed", func() { cfg.FaultSeed = *faultSeed })
 		apply("hang-for", func() { cfg.HangFor = *hangFor })
+		apply("fault-429-retry-after", func() { cfg.RateLimitRetryAfter = *retry429 })
 		apply("batch-time", func() { cfg.Batch.ProcessingTime = *batchTime })
 		apply("models", func() { cfg.Models = splitList(*models) })
 		// The outage flags describe one outage together; any of them given replaces the config file's outages.
