@@ -18,10 +18,10 @@ import (
 // A 429 is taken for the account's limit (RateLimited's Wall) when the evidence says so: the model declares an RPM
 // or TPM (the limiter enforces it, so a 429 means the account's budget is shared with someone else or smaller than
 // declared), the 429 itself or an earlier answer said a budget of the window is used up (x-ratelimit-remaining of
-// 0: RateLimited's exhausted, or Exhausted), at least WallShare of the last
-// OutcomeWindow outcomes were 429s, or the last WallRun were. Otherwise it is shed. The concurrency follows AIMD on the share of 429s, not
-// on each one: it is halved when more than DecreaseShare of the outcomes since the last change were 429s, and
-// grows by one after as many answers as its value (Answered).
+// 0: RateLimited's exhausted, or Exhausted), at least WallShare of the last OutcomeWindow outcomes were 429s, or
+// the last WallRun were. Otherwise it is shed. The concurrency follows AIMD on the share of 429s, not on each one:
+// it is halved when more than DecreaseShare of the outcomes since the last change were 429s, and grows by one
+// after as many answers as its value (Answered).
 const (
 	// OutcomeWindow is how many of the latest outcomes (answers and 429s) the shares are read over.
 	OutcomeWindow = 32
