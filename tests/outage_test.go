@@ -206,7 +206,8 @@ func TestKillDuringAnOutage(t *testing.T) {
 		"  max_concurrency: 16\n": "  max_concurrency: 16\n  max_attempts: 2\n",
 	})
 	p1 := startProc(t, dir, bin, runArgs(t, "req1.jsonl")...)
-	// Kill once the server holds a heartbeat of a pass whose breaker is open: what the next attempt starts from.
+	// Kill once the server holds, for every running pass, a heartbeat whose breaker is open: what its next attempt
+	// starts from.
 	var c client.Client
 	poll(t, 60*time.Second, 100*time.Millisecond, "a pass's heartbeat with the provider down", func() bool {
 		if p1.exited() {
@@ -289,7 +290,10 @@ func editSpec(t *testing.T, path string, edits map[string]string) {
 	}
 }
 
-// heartbeatOutage reports whether a running pass of workflow id last heartbeated with its breaker open.
+// heartbeatOutage reports whether every running pass of workflow id last heartbeated with its breaker open. Every
+// one, not any: the passes share the endpoint's breaker in the worker, but each next attempt starts from its own
+// pass's last recorded heartbeat, and the SDK sends a pass's heartbeats to the server at most every 0.8 of the
+// heartbeat timeout, so one pass's recorded heartbeat can show the outage while another's is still from before it.
 func heartbeatOutage(t *testing.T, c client.Client, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -297,12 +301,17 @@ func heartbeatOutage(t *testing.T, c client.Client, id string) bool {
 	if err != nil {
 		return false
 	}
+	passes := 0
 	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != wire.RunSeedPass.Name {
+			continue
+		}
+		passes++
 		var pr wire.PassProgress
-		if pa.GetHeartbeatDetails() != nil && converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &pr) == nil &&
-			pr.Outage.Open {
-			return true
+		if pa.GetHeartbeatDetails() == nil || converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &pr) != nil ||
+			!pr.Outage.Open {
+			return false
 		}
 	}
-	return false
+	return passes > 0
 }
