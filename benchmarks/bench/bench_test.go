@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,5 +25,16 @@ func TestTimedRunsCallEveryCell(t *testing.T) {
 	}
 	if err := NoneCached("r", wire.Summary{Cells: 12, Cached: 11}); err == nil || !strings.Contains(err.Error(), "11 of 12 cells") {
 		t.Errorf("11 cells cached: %v, want an error counting them", err)
+	}
+}
+
+func TestCases(t *testing.T) {
+	all := []string{"a", "b", "c"}
+	got, err := Cases(" c,a", all, func(s string) string { return s })
+	if err != nil || !slices.Equal(got, []string{"c", "a"}) {
+		t.Errorf("Cases(\" c,a\") = %q, %v; want [c a] in the list's order", got, err)
+	}
+	if _, err := Cases("a,x", all, func(s string) string { return s }); err == nil || !strings.Contains(err.Error(), `"x"`) || !strings.Contains(err.Error(), "a, b, c") {
+		t.Errorf("Cases(\"a,x\") error %v; want one naming x and the known cases", err)
 	}
 }

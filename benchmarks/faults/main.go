@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -67,13 +66,9 @@ func main() {
 	seed := flag.Int64("fault-seed", 7, "seed of the simulator's fault sequence")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give a case up (and terminate its workflow) after this long")
 	flag.Parse()
-	var cases []faultCase
-	for n := range strings.SplitSeq(*list, ",") {
-		i := slices.IndexFunc(allCases, func(c faultCase) bool { return c.name == strings.TrimSpace(n) })
-		if i < 0 {
-			log.Fatalf("--cases: unknown case %q; want some of %s", n, strings.Join(names, ", "))
-		}
-		cases = append(cases, allCases[i])
+	cases, err := bench.Cases(*list, allCases, func(c faultCase) string { return c.name })
+	if err != nil {
+		log.Fatal(err)
 	}
 	if err := run(cases, sim.Latency{Fixed: *latency, Jitter: *jitter}, *seed, *timeout); err != nil {
 		log.Fatal(err)

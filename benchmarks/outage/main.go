@@ -21,7 +21,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -72,16 +71,13 @@ func main() {
 	if *scale <= 0 || *after < 0 {
 		log.Fatalf("--scale %v, --after %v: want a positive scale and a start >= 0", *scale, *after)
 	}
-	var run []outageCase
-	for n := range strings.SplitSeq(*list, ",") {
-		i := slices.IndexFunc(all, func(c outageCase) bool { return c.name == strings.TrimSpace(n) })
-		if i < 0 {
-			log.Fatalf("--cases: unknown case %q; want some of %s", n, strings.Join(names, ", "))
-		}
-		c := all[i]
-		c.outage.After = *after
-		c.outage.For = time.Duration(float64(c.outage.For) * *scale)
-		run = append(run, c)
+	run, err := bench.Cases(*list, all, func(c outageCase) string { return c.name })
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range run {
+		run[i].outage.After = *after
+		run[i].outage.For = time.Duration(float64(run[i].outage.For) * *scale)
 	}
 	if err := runAll(run, sim.Latency{Fixed: *latency, Jitter: *jitter}, *scale, *maxAttempts, *timeout); err != nil {
 		log.Fatal(err)

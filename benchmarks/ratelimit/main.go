@@ -85,13 +85,9 @@ func main() {
 	latency := flag.Duration("latency", 50*time.Millisecond, "simulator latency of every call")
 	conc := flag.Int("concurrency", 16, "max_concurrency, and the loop's goroutines")
 	flag.Parse()
-	var cases []benchCase
-	for n := range strings.SplitSeq(*list, ",") {
-		i := slices.IndexFunc(allCases, func(c benchCase) bool { return c.name == strings.TrimSpace(n) })
-		if i < 0 {
-			log.Fatalf("--cases: unknown case %q; want some of %s", n, strings.Join(names, ", "))
-		}
-		cases = append(cases, allCases[i])
+	cases, err := bench.Cases(*list, allCases, func(c benchCase) string { return c.name })
+	if err != nil {
+		log.Fatal(err)
 	}
 	rows := []string{"loop", "old", "silico", "clean"}
 	if *only != "" {
