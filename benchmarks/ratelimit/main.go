@@ -3,6 +3,8 @@
 // an account whose RPM limit is really used up (the simulator's own rpm 600, undeclared in the spec, then
 // declared). Each case has its own simulator and runs, one after the other:
 //
+//   - floor: the wall time of an ideal runner on the same refusal rate, computed without a server (floorWall): what
+//     no runner that honours each call's Retry-After goes below;
 //   - loop: a plain loop of max_concurrency goroutines that sends the same requests and re-sends only a 429'd one,
 //     after its Retry-After (the reference);
 //   - old: the rule before this benchmark (every 429 paused every call of the model and halved the concurrency),
@@ -69,7 +71,8 @@ type result struct {
 	Limited  int64   `json:"limited"`
 	OK       int     `json:"ok"`
 	Cells    int     `json:"cells"`
-	Steady   float64 `json:"steady_rpm"` // median of 60 s windows, rpm case only
+	Steady   float64 `json:"steady_rpm"`       // median of 60 s windows, rpm case only
+	Spread   string  `json:"spread,omitempty"` // the floor row: its 10th and 90th percentiles
 	Err      string  `json:"err,omitempty"`
 }
 
@@ -79,7 +82,7 @@ func main() {
 		names[i] = c.name
 	}
 	list := flag.String("cases", strings.Join(names, ","), "cases to run, comma-separated: "+strings.Join(names, ", "))
-	only := flag.String("only", "", "run only these rows, comma-separated: loop, old, silico, clean")
+	only := flag.String("only", "", "run only these rows, comma-separated: floor, loop, old, silico, clean")
 	old := flag.String("old", "", "a binary of this command built with the old rule, run for the old row")
 	asJSON := flag.Bool("json", false, "print the rows as JSON lines instead of a table (how --old is read)")
 	latency := flag.Duration("latency", 50*time.Millisecond, "simulator latency of every call")
@@ -89,7 +92,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rows := []string{"loop", "old", "silico", "clean"}
+	rows := []string{"floor", "loop", "old", "silico", "clean"}
 	if *only != "" {
 		rows = strings.Split(*only, ",")
 	}
@@ -122,6 +125,11 @@ func run(cases []benchCase, rows []string, old string, asJSON bool, latency time
 				r = runOld(old, c, latency, conc)
 			case "silico", "clean":
 				r = runSilico(st, c, row, latency, conc)
+			case "floor":
+				if c.faults.RateLimit == 0 {
+					continue // a real limit: no random refusals to draw
+				}
+				r = runFloor(c, latency, conc)
 			default:
 				return fmt.Errorf("--only: unknown row %q", row)
 			}
@@ -167,16 +175,22 @@ func run(cases []benchCase, rows []string, old string, asJSON bool, latency time
 			if r.Err != "" {
 				ok += " (" + r.Err + ")"
 			}
-			fmt.Printf("| %s | %s | %.1f | %s | %s | %d | %d | %s | %s |\n", c.desc, rowName(c, r.Row), r.Wall,
-				ratio(loop), ratio(clean), r.Requests, r.Limited, ok, steady)
+			requests, limited := strconv.Itoa(r.Requests), strconv.FormatInt(r.Limited, 10)
+			if r.Row == "floor" {
+				requests, limited = "–", "–" // computed, not sent
+			}
+			fmt.Printf("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s |\n", c.desc, rowName(c, r.Row, r.Spread), r.Wall,
+				ratio(loop), ratio(clean), requests, limited, ok, steady)
 		}
 	}
 	return nil
 }
 
 // rowName says what a row ran for case c.
-func rowName(c benchCase, row string) string {
+func rowName(c benchCase, row, spread string) string {
 	switch {
+	case row == "floor":
+		return "floor: an ideal runner, computed (median of 2,000 draws; 10th–90th percentile " + spread + ")"
 	case row == "loop":
 		return "plain retrying loop"
 	case row == "old":
@@ -374,4 +388,16 @@ func runOld(old string, c benchCase, latency time.Duration, conc int) result {
 		return result{Err: fmt.Sprintf("%s: %v", old, errors.New("no silico row"))}
 	}
 	return r
+}
+
+// runFloor is the floor row of shed case c: floorWall's median over 2,000 draws.
+func runFloor(c benchCase, latency time.Duration, conc int) result {
+	fc := floorCase{n: c.items * c.personas, conc: conc, latency: latency, p: c.faults.RateLimit, retryAfter: c.retryAfter}
+	p10, p50, p90 := floorQuantiles(fc, 2000, 1)
+	clean := fc
+	clean.p = 0
+	_, c50, _ := floorQuantiles(clean, 1, 1)
+	return result{Wall: p50.Seconds(), Cells: fc.n, OK: fc.n,
+		Spread: fmt.Sprintf("%.1f–%.1f s; %.2f× its own clean floor of %.2f s", p10.Seconds(), p90.Seconds(),
+			p50.Seconds()/c50.Seconds(), c50.Seconds())}
 }
