@@ -64,6 +64,10 @@ const (
 	BatchMaxBytesOpenAI       = 200 << 20
 	BatchMaxRequestsAnthropic = 100_000
 	BatchMaxBytesAnthropic    = 256 << 20
+	// Gemini documents no bound on a batch's requests and input files of up to 2 GB: its defaults are the
+	// OpenAI format's, which keep a chunk's input (held in a worker's memory while it is submitted) of one size.
+	BatchMaxRequestsGemini = BatchMaxRequestsOpenAI
+	BatchMaxBytesGemini    = BatchMaxBytesOpenAI
 	// DefaultBatchDiscount is the share of the synchronous price a batch call costs at the providers that offer
 	// batches (OpenAI, Anthropic, Gemini: 50%).
 	DefaultBatchDiscount = 0.5
@@ -71,8 +75,11 @@ const (
 
 // batchLimits are the provider's limits of one batch.
 func batchLimits(provider string) (requests, bytes int) {
-	if provider == ProviderAnthropic {
+	switch provider {
+	case ProviderAnthropic:
 		return BatchMaxRequestsAnthropic, BatchMaxBytesAnthropic
+	case ProviderGemini:
+		return BatchMaxRequestsGemini, BatchMaxBytesGemini
 	}
 	return BatchMaxRequestsOpenAI, BatchMaxBytesOpenAI
 }
