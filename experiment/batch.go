@@ -43,10 +43,10 @@ type BatchSettings struct {
 	// Mode is sync (default) or batch.
 	Mode BatchMode `json:"mode,omitempty"`
 	// MaxRequests is the most requests in one provider batch (default: the provider's limit, 50,000 for the
-	// OpenAI format, 100,000 for Anthropic's).
+	// OpenAI format, 100,000 for Anthropic's; 50,000 for Gemini's, which documents none).
 	MaxRequests int `json:"max_requests,omitempty"`
 	// MaxBytes is the most bytes of one batch's input (default: the provider's limit, 200 MB for the OpenAI
-	// format, 256 MB for Anthropic's).
+	// format, 256 MB for Anthropic's; 200 MB for Gemini's, whose files may hold 2 GB).
 	MaxBytes int `json:"max_bytes,omitempty"`
 	// PollEvery is how often a batch's status is asked for (default 1m); while nothing changes the interval grows
 	// to MaxPollEvery.

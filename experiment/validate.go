@@ -268,6 +268,9 @@ func (s *Spec) checkModels(errs *Errors) {
 		if m.Provider == ProviderAnthropic {
 			s.checkAnthropic(errs, p, m)
 		}
+		if m.Provider == ProviderGemini && s.IsEmbed() && s.BatchSettings(m).Mode == BatchBatch {
+			errs.add(p+".batch.mode", "provider gemini embeds only synchronously (its OpenAI-compatible endpoint): silico batches embeddings in the OpenAI format alone; use mode: sync")
+		}
 		nonNegative(errs, p+".max_concurrency", m.MaxConcurrency, "a number of calls ≥ 0 (0: only run.max_concurrency)")
 		checkCachePolicy(errs, p+".cache", m.Cache)
 		nonNegative(errs, p+".rpm", m.RPM, "requests per minute ≥ 0 (0: unlimited)")

@@ -45,6 +45,8 @@ func TestGeminiModel(t *testing.T) {
 			"models[0].params.logit_bias: provider gemini sends no logit_bias"},
 		{"extra", "max_tokens: 16}", "max_tokens: 16, extra: {top_k: 4}}",
 			"models[0].params.extra: provider gemini sends no extra"},
+		{"embeddings in batch mode", "name: gemini\n", "name: gemini\nkind: embed\nembed: {texts: items}\n",
+			"models[0].batch.mode: provider gemini embeds only synchronously"},
 		{"logprobs answers", "batch: {mode: batch}", "batch: {mode: batch}\n    answer: {mode: logprobs}",
 			"silico asks Gemini for no token probabilities"},
 	}
