@@ -12,7 +12,8 @@ import (
 
 // BatchEstimate says how the calls of a model in batch mode go through its provider's batch API. A batch pass is
 // one (model, seed): its calls are split into batches of at most max_requests requests and max_bytes bytes, one
-// input file (OpenAI) or create request (Anthropic) each.
+// input file (OpenAI) or create request (Anthropic) each; for Gemini, a create request with its requests inline, or
+// an uploaded file when the create would exceed 20 MB.
 type BatchEstimate struct {
 	// Format is the provider's batch format (wire.FormatOpenAI, wire.FormatAnthropic or wire.FormatGemini).
 	Format wire.BatchFormat `json:"format"`

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/silicolab/silico/errclass"
@@ -26,6 +28,8 @@ type GeminiClient struct {
 	key     string
 	redact  func(string) string
 	now     func() time.Time
+	// noFields is set once the API refused a poll's partial response: polls then get the whole batch.
+	noFields atomic.Bool
 }
 
 // NewGeminiClient returns a client of the native API at baseURL (DefaultGeminiBaseURL, or a simulator's
@@ -76,9 +80,20 @@ func (c *GeminiClient) CreateBatch(ctx context.Context, model string, body []byt
 // every poll.
 const geminiPollFields = "name,done,error,metadata(displayName,model,state,createTime,updateTime,endTime,batchStats,output/responsesFile)"
 
-// GetBatch returns batch name ("batches/...") as JSON, without the answers of an inline batch.
+// GetBatch returns batch name ("batches/...") as JSON, without the answers of an inline batch where the API takes
+// the partial response; where it refuses it (400: the batch is an operation's metadata, which a field selection
+// may not reach into), the whole batch, from then on.
 func (c *GeminiClient) GetBatch(ctx context.Context, name string) ([]byte, error) {
-	return c.do(ctx, http.MethodGet, c.baseURL+"/"+batchPath(name)+"?"+url.Values{"fields": {geminiPollFields}}.Encode(), nil, nil)
+	target := c.baseURL + "/" + batchPath(name)
+	if !c.noFields.Load() {
+		data, err := c.do(ctx, http.MethodGet, target+"?"+url.Values{"fields": {geminiPollFields}}.Encode(), nil, nil)
+		var e *Error
+		if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+			return data, err
+		}
+		c.noFields.Store(true)
+	}
+	return c.do(ctx, http.MethodGet, target, nil, nil)
 }
 
 // BatchWithResponses streams batch name as JSON, with the answers of an inline batch; the caller closes it.

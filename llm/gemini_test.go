@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -121,5 +122,34 @@ func TestRegistryGemini(t *testing.T) {
 	var e *Error
 	if _, err := r2.GeminiClient(m); err == nil || !asError(err, &e) || e.Class != errclass.Auth || !strings.Contains(e.Message, "GEMINI_API_KEY") {
 		t.Errorf("no key: %v, want an auth error naming GEMINI_API_KEY", err)
+	}
+}
+
+// TestGeminiPollWithoutPartialResponse: a server that refuses the poll's partial response gets polls for the
+// whole batch, and the key only ever in the x-goog-api-key header.
+func TestGeminiPollWithoutPartialResponse(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		if r.Header.Get("x-goog-api-key") != "gk-9" || strings.Contains(r.URL.String(), "gk-9") {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Query().Has("fields") {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"code":400,"message":"Invalid field selection","status":"INVALID_ARGUMENT"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"name":"batches/b1"}`))
+	}))
+	defer srv.Close()
+	c := NewGeminiClient(srv.URL+"/v1beta", "gk-9", srv.Client())
+	for range 2 {
+		if data, err := c.GetBatch(t.Context(), "batches/b1"); err != nil || string(data) != `{"name":"batches/b1"}` {
+			t.Fatalf("poll: %s, %v", data, err)
+		}
+	}
+	if len(asked) != 3 || asked[0] == "" || asked[1] != "" || asked[2] != "" {
+		t.Errorf("queries %q: want one partial response refused, then whole batches", asked)
 	}
 }
