@@ -126,24 +126,29 @@ func (g *Gemini) createBody(ctx context.Context, k batchformat.Key, digest strin
 		} `json:"inputConfig"`
 	}
 	b := batch{DisplayName: k.DisplayName(digest)}
-	inline, err := batchformat.GeminiInline(input)
-	if err != nil {
-		return nil, err
-	}
-	b.InputConfig.Requests = inline
-	body, err := json.Marshal(map[string]any{"batch": b})
-	if err != nil {
-		return nil, fmt.Errorf("encode batch: %w", err)
-	}
-	if len(body) <= g.inlineMax {
-		return body, nil
+	// The inline form of a request is longer than its line, so an input over the bound cannot go inline: it is
+	// not encoded a second time to find out.
+	if len(input) <= g.inlineMax {
+		inline, err := batchformat.GeminiInline(input)
+		if err != nil {
+			return nil, err
+		}
+		b.InputConfig.Requests = inline
+		body, err := json.Marshal(map[string]any{"batch": b})
+		if err != nil {
+			return nil, fmt.Errorf("encode batch: %w", err)
+		}
+		if len(body) <= g.inlineMax {
+			return body, nil
+		}
 	}
 	file, err := g.upload(ctx, geminiFileName(k, digest), input)
 	if err != nil {
 		return nil, err
 	}
 	b.InputConfig.Requests, b.InputConfig.FileName = nil, file
-	if body, err = json.Marshal(map[string]any{"batch": b}); err != nil {
+	body, err := json.Marshal(map[string]any{"batch": b})
+	if err != nil {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
 	return body, nil

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,5 +173,75 @@ func TestGeminiSubmitWaitsOutTheListingsLag(t *testing.T) {
 	}
 	if n := len(f.sim.Batches()); got.ID != lost.ID || n != 1 {
 		t.Errorf("resumed submission: %s with %d batches at the provider, want %s alone", got.ID, n, lost.ID)
+	}
+}
+
+// TestGeminiBatchExpires: a batch whose window ends first is expired, with what ran answered and the rest never
+// run (to be submitted again).
+func TestGeminiBatchExpires(t *testing.T) {
+	in, ids := gemChunk(t, 0, 10)
+	f := newGemFixture(t, sim.BatchConfig{ProcessingTime: 10 * time.Hour, Window: 3 * time.Hour})
+	ctx := context.Background()
+	info, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(5 * time.Hour)
+	p, err := f.g.Poll(ctx, info.ID)
+	if err != nil || p.Status != wire.BatchStatusExpired || p.Counts.Done() != 3 {
+		t.Fatalf("poll: %+v, %v; want expired with 3 done", p, err)
+	}
+	got := map[string]batchformat.Result{}
+	if err := f.g.Collect(ctx, p, func(r batchformat.Result) error { got[r.CustomID] = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		want := batchformat.NotRun
+		if i < 3 {
+			want = batchformat.Succeeded
+		}
+		if got[id].Outcome != want {
+			t.Errorf("request %d: %+v, want %s", i, got[id], want)
+		}
+	}
+	if got[ids[9]].Reason != "deadline_exceeded" {
+		t.Errorf("never ran: reason %q", got[ids[9]].Reason)
+	}
+}
+
+// failCreate fails the first create before it reaches the server.
+type failCreate struct {
+	next   http.RoundTripper
+	failed atomic.Bool
+}
+
+func (f *failCreate) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, ":batchGenerateContent") && f.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("connection refused (before the create)")
+	}
+	return f.next.RoundTrip(r)
+}
+
+// TestGeminiUploadReused: a submission by file whose create never happened reuses, on its next attempt, the file
+// the first uploaded.
+func TestGeminiUploadReused(t *testing.T) {
+	f := newGemFixture(t, sim.BatchConfig{ProcessingTime: time.Hour})
+	fc := &failCreate{next: http.DefaultTransport}
+	f.g.c = llm.NewGeminiClient(f.c.BaseURL(), "gem-test-key", &http.Client{Transport: fc})
+	f.g.inlineMax = 100
+	ctx := context.Background()
+	in, _ := gemChunk(t, 0, 4)
+	if _, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in}); err == nil {
+		t.Fatal("the first create failed and Submit did not say so")
+	}
+	if _, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in, Resumed: true}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := f.c.ListFiles(ctx, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), `"name":"files/`); n != 1 || len(f.sim.Batches()) != 1 {
+		t.Errorf("%d files uploaded and %d batches, want one of each: %s", n, len(f.sim.Batches()), raw)
 	}
 }

@@ -55,6 +55,9 @@ func (c *GeminiClient) String() string {
 // GoString is String, so %#v cannot print the key either.
 func (c *GeminiClient) GoString() string { return c.String() }
 
+// BaseURL is the native API the client calls.
+func (c *GeminiClient) BaseURL() string { return c.baseURL }
+
 // Redact applies the client's redaction to s.
 func (c *GeminiClient) Redact(s string) string { return c.redact(s) }
 
