@@ -42,10 +42,13 @@ type Store interface {
 
 // Models hands out the client of a model's endpoint. Clients are shared and reused. llm.Registry is one.
 type Models interface {
-	// Client is the client of an OpenAI-compatible endpoint (providers openai and sim).
+	// Client is the client of an OpenAI-compatible endpoint (providers openai and sim, and provider gemini's
+	// OpenAI-compatible endpoint).
 	Client(m experiment.Model) (*llm.Client, error)
 	// AnthropicClient is the client of a model of provider anthropic.
 	AnthropicClient(m experiment.Model) (*llm.AnthropicClient, error)
+	// GeminiClient is the client of the native API of a model of provider gemini (its batches).
+	GeminiClient(m experiment.Model) (*llm.GeminiClient, error)
 }
 
 // Activities holds the dependencies of the activities. Register registers its methods with a worker, each under

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/silicolab/silico/batchapi"
@@ -26,10 +27,11 @@ import (
 // idempotent: SubmitBatch creates at most one batch per (run, pass, chunk, round) however often it runs, and
 // CollectBatch records each line as the store records any cell, so running it again writes nothing new.
 //
-// Both formats run here: the OpenAI format (providers openai and sim: batchapi.OpenAI, whose batches carry their
-// key in their metadata) and Anthropic's Message Batches (provider anthropic: batchapi.Anthropic, whose batches
+// Three formats run here: the OpenAI format (providers openai and sim: batchapi.OpenAI, whose batches carry their
+// key in their metadata), Anthropic's Message Batches (provider anthropic: batchapi.Anthropic, whose batches
 // carry none, so that a submission is found again by the intent the workflow recorded before it; see
-// BatchChunkInput.Intent).
+// BatchChunkInput.Intent) and Gemini's Batch API (provider gemini: batchapi.Gemini, whose batches carry their key
+// in their display name, and are submitted as the OpenAI format's are).
 
 // passName is a pass's name in batch metadata: stable for a run.
 func passName(spec *experiment.Spec, p experiment.Pass) string {
@@ -42,8 +44,8 @@ func batchPricingOf(m experiment.Model) batchPricing {
 	return batchPricing{price: p, priced: ok}
 }
 
-// batchDriver is what polling, cancelling and collecting need of a provider's batch API: batchapi.OpenAI and
-// batchapi.Anthropic are batch drivers.
+// batchDriver is what polling, cancelling and collecting need of a provider's batch API: batchapi.OpenAI,
+// batchapi.Anthropic and batchapi.Gemini are batch drivers.
 type batchDriver interface {
 	Poll(ctx context.Context, id string) (wire.BatchInfo, error)
 	Cancel(ctx context.Context, id string) (wire.BatchInfo, error)
@@ -56,18 +58,27 @@ type batchAPI struct {
 	driver    batchDriver
 	openAI    *batchapi.OpenAI    // set for the OpenAI format
 	anthropic *batchapi.Anthropic // set for the Anthropic format
+	gemini    *batchapi.Gemini    // set for the Gemini format
 	redact    func(string) string
 }
 
 // batchAPIOf is model m's batch API, through the client of its endpoint.
 func (a *Activities) batchAPIOf(m experiment.Model) (batchAPI, error) {
-	if f := formatOf(m); f == wire.FormatAnthropic {
+	switch f := formatOf(m); f {
+	case wire.FormatAnthropic:
 		c, err := a.Models.AnthropicClient(m)
 		if err != nil {
 			return batchAPI{}, refused(err)
 		}
 		d := batchapi.NewAnthropic(c)
 		return batchAPI{format: f, driver: d, anthropic: d, redact: c.Redact}, nil
+	case wire.FormatGemini:
+		c, err := a.Models.GeminiClient(m)
+		if err != nil {
+			return batchAPI{}, refused(err)
+		}
+		d := batchapi.NewGemini(c)
+		return batchAPI{format: f, driver: d, gemini: d, redact: c.Redact}, nil
 	}
 	c, err := a.Models.Client(m)
 	if err != nil {
@@ -283,10 +294,16 @@ func (a *Activities) SubmitBatch(ctx context.Context, in wire.BatchChunkInput) (
 	}
 	input := chunkInput(api.format, reqs)
 	var info wire.BatchInfo
-	if api.format == wire.FormatAnthropic {
+	switch api.format {
+	case wire.FormatAnthropic:
 		info, err = api.anthropic.Submit(ctx, batchapi.AnthropicSubmission{Input: input, Requests: len(reqs),
 			Intent: in.Intent, Known: in.Known})
-	} else {
+	case wire.FormatGemini:
+		// A later attempt may follow one that created the batch and died before it learnt so.
+		info, err = api.gemini.Submit(ctx, batchapi.GeminiSubmission{
+			Key:   batchformat.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
+			Model: m.Name, Input: input, Since: in.Since, Resumed: activity.GetInfo(ctx).Attempt > 1})
+	default:
 		info, err = api.openAI.Submit(ctx, batchapi.Submission{
 			Key:      batchformat.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
 			Endpoint: batchEndpoint(spec), Input: input, Since: in.Since})

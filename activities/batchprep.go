@@ -106,8 +106,11 @@ type unsentCell struct {
 
 // formatOf is model m's batch format.
 func formatOf(m experiment.Model) wire.BatchFormat {
-	if m.Provider == experiment.ProviderAnthropic {
+	switch m.Provider {
+	case experiment.ProviderAnthropic:
 		return wire.FormatAnthropic
+	case experiment.ProviderGemini:
+		return wire.FormatGemini
 	}
 	return wire.FormatOpenAI
 }
@@ -197,9 +200,12 @@ func (b *batchBuilder) buildChat(ctx context.Context, cells []int, fn func(batch
 				continue
 			}
 			var body json.RawMessage
-			if b.format == wire.FormatAnthropic {
+			switch b.format {
+			case wire.FormatAnthropic:
 				body, err = llm.AnthropicBody(pc.req)
-			} else {
+			case wire.FormatGemini:
+				body, err = llm.GeminiBody(pc.req)
+			default:
 				body, err = llm.ChatBody(pc.req)
 			}
 			if err != nil {

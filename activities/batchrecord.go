@@ -50,8 +50,11 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f wire.BatchFo
 		return batchOutcome{Record: &rec}
 	}
 	read := llm.ChatAnswer
-	if f == wire.FormatAnthropic {
+	switch f {
+	case wire.FormatAnthropic:
 		read = llm.AnthropicAnswer
+	case wire.FormatGemini:
+		read = llm.GeminiAnswer
 	}
 	resp, err := read(r.Body)
 	if err != nil {

@@ -64,7 +64,7 @@ func TestLine(t *testing.T) {
 		{wire.FormatOpenAI, "a", `{`},
 		{wire.FormatAnthropic, "sim/1", `{}`},
 		{wire.FormatAnthropic, strings.Repeat("a", 65), `{}`},
-		{wire.BatchFormat("gemini"), "a", `{}`},
+		{wire.BatchFormat("bedrock"), "a", `{}`},
 	}
 	for _, b := range bad {
 		if _, err := Line(b.f, EndpointChat, b.id, json.RawMessage(b.body)); err == nil {

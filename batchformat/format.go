@@ -1,8 +1,9 @@
 // Package batchformat is the wire format of providers' batch APIs, as typed values: the request lines of OpenAI's
-// Batch API (a JSONL file for /v1/chat/completions or /v1/embeddings) and the requests of Anthropic's Message
-// Batches, split into chunks within the providers' limits; the result lines of both, parsed into one Result
-// type whose errors carry the same classes as a synchronous call's; and both providers' batch statuses mapped
-// onto one wire.BatchStatus (the batch formats and statuses are in package wire, which histories carry).
+// Batch API (a JSONL file for /v1/chat/completions or /v1/embeddings), the requests of Anthropic's Message
+// Batches and the keyed GenerateContentRequests of Gemini's Batch API, split into chunks within the providers'
+// limits; the results of all three, parsed into one Result type whose errors carry the same classes as a
+// synchronous call's; and the providers' batch statuses mapped onto one wire.BatchStatus (the batch formats and
+// statuses are in package wire, which histories carry).
 //
 // It does no I/O: the activities that upload, create, poll and collect batches use it to build what they send
 // and to read what comes back.
@@ -43,6 +44,8 @@ func DefaultLimits(f wire.BatchFormat, e Endpoint) Limits {
 	switch f {
 	case wire.FormatAnthropic:
 		return Limits{MaxRequests: AnthropicMaxRequests, MaxBytes: AnthropicMaxBytes}
+	case wire.FormatGemini:
+		return Limits{MaxRequests: GeminiMaxRequests, MaxBytes: GeminiMaxBytes}
 	default:
 		l := Limits{MaxRequests: OpenAIMaxRequests, MaxBytes: OpenAIMaxBytes}
 		if e == EndpointEmbeddings {

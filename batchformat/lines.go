@@ -25,7 +25,8 @@ type anthropicRequest struct {
 // Line encodes one request of a batch of format f: for FormatOpenAI a JSONL line (newline included) with
 // method POST, url e and body as the endpoint's own body (llm.ChatBody, llm.EmbedBody); for FormatAnthropic an
 // element of the create request's "requests" list, with body as its params (llm.AnthropicBody; e is ignored:
-// Message Batches serve only the Messages API). customID must already be valid for f (see CustomIDs). The body's
+// Message Batches serve only the Messages API); for FormatGemini a JSONL line {"key", "request"} with body as the
+// GenerateContentRequest (llm.GeminiBody; e is ignored), which batchapi.Gemini sends inline when it can. customID must already be valid for f (see CustomIDs). The body's
 // bytes are kept as they are, so the provider receives exactly what a synchronous call would send.
 func Line(f wire.BatchFormat, e Endpoint, customID string, body json.RawMessage) ([]byte, error) {
 	if customID == "" {
@@ -43,6 +44,8 @@ func Line(f wire.BatchFormat, e Endpoint, customID string, body json.RawMessage)
 			return nil, fmt.Errorf("batch: custom_id %q: want 1-64 characters of [A-Za-z0-9_-]", customID)
 		}
 		v = anthropicRequest{CustomID: customID, Params: body}
+	case wire.FormatGemini:
+		v = geminiLine{Key: customID, Request: body}
 	default:
 		return nil, f.Validate()
 	}
@@ -61,7 +64,7 @@ func Line(f wire.BatchFormat, e Endpoint, customID string, body json.RawMessage)
 }
 
 // Envelope is what a batch of format f adds to its requests' lines: before the first, between two, and after the
-// last. An OpenAI file is its lines; an Anthropic create body is {"requests":[line,line,...]}.
+// last. An OpenAI or Gemini file is its lines; an Anthropic create body is {"requests":[line,line,...]}.
 func Envelope(f wire.BatchFormat) (open, sep, end string) {
 	if f == wire.FormatAnthropic {
 		return `{"requests":[`, ",", `]}`
@@ -70,7 +73,7 @@ func Envelope(f wire.BatchFormat) (open, sep, end string) {
 }
 
 // Encode joins lines (from Line) into the input of one batch of format f: the JSONL file for FormatOpenAI, the
-// create request's body for FormatAnthropic.
+// create request's body for FormatAnthropic, the JSONL input for FormatGemini (see GeminiInline).
 func Encode(f wire.BatchFormat, lines [][]byte) []byte {
 	open, sep, end := Envelope(f)
 	n := len(open) + len(end) + max(len(lines)-1, 0)*len(sep)

@@ -36,12 +36,13 @@ type Result struct {
 	CustomID string
 	Outcome  Outcome
 	// Body is the endpoint's answer when Succeeded: a chat completion or embeddings response (OpenAI), a message
-	// (Anthropic). Read it with llm.ChatAnswer, llm.EmbedAnswer or llm.AnthropicAnswer, then redact the text.
+	// (Anthropic), a GenerateContentResponse (Gemini). Read it with llm.ChatAnswer, llm.EmbedAnswer,
+	// llm.AnthropicAnswer or llm.GeminiAnswer, then redact the text.
 	Body json.RawMessage
 	// Err is the failure when Errored, its Code and Message already redacted.
 	Err *llm.Error
 	// Reason is the provider's reason when NotRun: batch_expired, batch_cancelled, request_timeout (OpenAI),
-	// expired, canceled (Anthropic).
+	// expired, canceled (Anthropic), cancelled, deadline_exceeded (Gemini).
 	Reason string
 }
 
@@ -185,8 +186,11 @@ const maxLine = 64 << 20
 // any size streams through.
 func Scan(f wire.BatchFormat, r io.Reader, redact func(string) string, fn func(Result) error) error {
 	parse := ParseOpenAI
-	if f == wire.FormatAnthropic {
+	switch f {
+	case wire.FormatAnthropic:
 		parse = ParseAnthropic
+	case wire.FormatGemini:
+		parse = ParseGemini
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)

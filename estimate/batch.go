@@ -12,9 +12,10 @@ import (
 
 // BatchEstimate says how the calls of a model in batch mode go through its provider's batch API. A batch pass is
 // one (model, seed): its calls are split into batches of at most max_requests requests and max_bytes bytes, one
-// input file (OpenAI) or create request (Anthropic) each.
+// input file (OpenAI) or create request (Anthropic) each; for Gemini, a create request with its requests inline, or
+// an uploaded file when the create would exceed 20 MB.
 type BatchEstimate struct {
-	// Format is the provider's batch format (batchformat.FormatOpenAI or batchformat.FormatAnthropic).
+	// Format is the provider's batch format (wire.FormatOpenAI, wire.FormatAnthropic or wire.FormatGemini).
 	Format wire.BatchFormat `json:"format"`
 	// Batches is how many batches the model's passes submit, at least (a resubmission of what expired adds
 	// more); MaxPerPass the most of one pass.
@@ -34,8 +35,11 @@ type BatchEstimate struct {
 
 // formatOf is the batch format of model m.
 func formatOf(m experiment.Model) wire.BatchFormat {
-	if m.Provider == experiment.ProviderAnthropic {
+	switch m.Provider {
+	case experiment.ProviderAnthropic:
 		return wire.FormatAnthropic
+	case experiment.ProviderGemini:
+		return wire.FormatGemini
 	}
 	return wire.FormatOpenAI
 }
@@ -101,10 +105,13 @@ func requestLine(f wire.BatchFormat, req llm.Request, cellID string) ([]byte, er
 	var body json.RawMessage
 	var err error
 	id := cellID
-	if f == wire.FormatAnthropic {
+	switch f {
+	case wire.FormatAnthropic:
 		body, err = llm.AnthropicBody(req)
 		id = batchformat.SafeID(cellID)
-	} else {
+	case wire.FormatGemini:
+		body, err = llm.GeminiBody(req)
+	default:
 		body, err = llm.ChatBody(req)
 	}
 	if err != nil {

@@ -161,6 +161,8 @@ func (s *Spec) checkAnswer(errs *Errors, path string, a *AnswerSettings, models 
 		switch {
 		case eff.Logprobs && m.Provider == ProviderAnthropic:
 			errs.add(path+".mode", "%s: Anthropic's API returns no token probabilities; use mode samples, the distribution over the seeds", m.ID)
+		case eff.Logprobs && m.Provider == ProviderGemini:
+			errs.add(path+".mode", "%s: silico asks Gemini for no token probabilities (its OpenAI-compatible endpoint does not document logprobs); use mode samples, the distribution over the seeds", m.ID)
 		case eff.Logprobs && IsReasoningModel(m.Name):
 			errs.add(path+".mode", "%s: %s is a reasoning model, for which OpenAI returns no logprobs; use mode samples, the distribution over the seeds", m.ID, m.Name)
 		case eff.Mode == AnswerJSONSchema && m.Provider == ProviderAnthropic:

@@ -43,10 +43,10 @@ type BatchSettings struct {
 	// Mode is sync (default) or batch.
 	Mode BatchMode `json:"mode,omitempty"`
 	// MaxRequests is the most requests in one provider batch (default: the provider's limit, 50,000 for the
-	// OpenAI format, 100,000 for Anthropic's).
+	// OpenAI format, 100,000 for Anthropic's; 50,000 for Gemini's, which documents none).
 	MaxRequests int `json:"max_requests,omitempty"`
 	// MaxBytes is the most bytes of one batch's input (default: the provider's limit, 200 MB for the OpenAI
-	// format, 256 MB for Anthropic's).
+	// format, 256 MB for Anthropic's; 200 MB for Gemini's, whose files may hold 2 GB).
 	MaxBytes int `json:"max_bytes,omitempty"`
 	// PollEvery is how often a batch's status is asked for (default 1m); while nothing changes the interval grows
 	// to MaxPollEvery.
@@ -64,6 +64,10 @@ const (
 	BatchMaxBytesOpenAI       = 200 << 20
 	BatchMaxRequestsAnthropic = 100_000
 	BatchMaxBytesAnthropic    = 256 << 20
+	// Gemini documents no bound on a batch's requests and input files of up to 2 GB: its defaults are the
+	// OpenAI format's, which keep a chunk's input (held in a worker's memory while it is submitted) of one size.
+	BatchMaxRequestsGemini = BatchMaxRequestsOpenAI
+	BatchMaxBytesGemini    = BatchMaxBytesOpenAI
 	// DefaultBatchDiscount is the share of the synchronous price a batch call costs at the providers that offer
 	// batches (OpenAI, Anthropic, Gemini: 50%).
 	DefaultBatchDiscount = 0.5
@@ -71,8 +75,11 @@ const (
 
 // batchLimits are the provider's limits of one batch.
 func batchLimits(provider string) (requests, bytes int) {
-	if provider == ProviderAnthropic {
+	switch provider {
+	case ProviderAnthropic:
 		return BatchMaxRequestsAnthropic, BatchMaxBytesAnthropic
+	case ProviderGemini:
+		return BatchMaxRequestsGemini, BatchMaxBytesGemini
 	}
 	return BatchMaxRequestsOpenAI, BatchMaxBytesOpenAI
 }

@@ -111,6 +111,19 @@ func checkParams(errs *Errors, p string, m Model) {
 			errs.add(p+".logprobs", "%s is a reasoning model: OpenAI returns no logprobs for it; use answer: {mode: samples} for a distribution over the seeds", m.Name)
 		}
 	}
+	if m.Provider == ProviderGemini {
+		// The keys a request of provider gemini cannot carry the same way in both modes: the batch line is
+		// Gemini's native GenerateContentRequest (llm.GeminiBody), which has no field for them.
+		for _, kv := range []struct {
+			key string
+			set bool
+		}{{"logit_bias", len(q.LogitBias) > 0}, {"reasoning_effort", q.ReasoningEffort != ""},
+			{"logprobs", q.Logprobs}, {"top_logprobs", q.TopLogprobs != nil}, {"extra", len(q.Extra) > 0}} {
+			if kv.set {
+				errs.add(p+"."+kv.key, "provider gemini sends no %s: a batch line is Gemini's native request, which has no such field; remove it", kv.key)
+			}
+		}
+	}
 	if m.Provider == ProviderAnthropic {
 		for _, kv := range []struct {
 			key string

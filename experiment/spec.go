@@ -52,13 +52,16 @@ type Model struct {
 	// Name is the model name sent to the provider ("gpt-4o-mini", "qwen2.5").
 	Name string `json:"name"`
 	// Provider is "openai" (any OpenAI-compatible server), "anthropic" (Anthropic's Messages API; see
-	// anthropic.go for what it cannot do) or "sim" (the built-in simulator). Default "openai".
+	// anthropic.go for what it cannot do), "gemini" (Google's Gemini API: its OpenAI-compatible endpoint, and its
+	// Batch API in batch mode) or "sim" (the built-in simulator). Default "openai".
 	Provider string `json:"provider,omitempty"`
 	// BaseURL of the provider's API, e.g. "http://localhost:11434/v1". Empty: the provider's default
-	// (https://api.openai.com/v1, https://api.anthropic.com/v1, or the worker's simulator).
+	// (https://api.openai.com/v1, https://api.anthropic.com/v1, https://generativelanguage.googleapis.com/v1beta,
+	// or the worker's simulator).
 	BaseURL string `json:"base_url,omitempty"`
 	// APIKeyEnv names the environment variable of the worker that holds the API key. Never the key itself.
-	// Empty: no key is sent, except for provider anthropic, whose default is ANTHROPIC_API_KEY.
+	// Empty: no key is sent, except for providers anthropic and gemini, whose defaults are ANTHROPIC_API_KEY and
+	// GEMINI_API_KEY.
 	APIKeyEnv string `json:"api_key_env,omitempty"`
 	Params    Params `json:"params,omitempty"`
 	// MaxConcurrency caps this model's calls in flight across the whole run (0: only run.max_concurrency).

@@ -20,14 +20,21 @@ const (
 	ProviderSim = "sim"
 	// ProviderAnthropic is Anthropic's Messages API (and its Message Batches in batch mode).
 	ProviderAnthropic = "anthropic"
+	// ProviderGemini is Google's Gemini API: synchronous calls on its OpenAI-compatible endpoint, batches on its
+	// native Batch API.
+	ProviderGemini = "gemini"
 )
+
+// DefaultGeminiKeyEnv is the api_key_env of a model of provider gemini that names none: Gemini's API always
+// needs a key, and this is the variable Google's own SDKs read.
+const DefaultGeminiKeyEnv = "GEMINI_API_KEY"
 
 // DefaultAnthropicKeyEnv is the api_key_env of a model of provider anthropic that names none: Anthropic's API
 // always needs a key, and this is the variable its own tools read.
 const DefaultAnthropicKeyEnv = "ANTHROPIC_API_KEY"
 
 var (
-	providers = []string{ProviderOpenAI, ProviderSim, ProviderAnthropic}
+	providers = []string{ProviderOpenAI, ProviderSim, ProviderAnthropic, ProviderGemini}
 	onErrors  = []string{OnErrorWarn, OnErrorIgnore, OnErrorRaise}
 	prompts   = []string{PromptChat, PromptNormal}
 	roles     = []string{RoleSystem, RoleUser, RoleAssistant}
@@ -50,6 +57,9 @@ func (s *Spec) ApplyDefaults() {
 		}
 		if m.Provider == ProviderAnthropic && m.APIKeyEnv == "" {
 			m.APIKeyEnv = DefaultAnthropicKeyEnv
+		}
+		if m.Provider == ProviderGemini && m.APIKeyEnv == "" {
+			m.APIKeyEnv = DefaultGeminiKeyEnv
 		}
 		if m.ID == "" {
 			m.ID = m.Name
@@ -257,6 +267,9 @@ func (s *Spec) checkModels(errs *Errors) {
 		checkParams(errs, p, m)
 		if m.Provider == ProviderAnthropic {
 			s.checkAnthropic(errs, p, m)
+		}
+		if m.Provider == ProviderGemini && s.IsEmbed() && s.BatchSettings(m).Mode == BatchBatch {
+			errs.add(p+".batch.mode", "provider gemini embeds only synchronously (its OpenAI-compatible endpoint): silico batches embeddings in the OpenAI format alone; use mode: sync")
 		}
 		nonNegative(errs, p+".max_concurrency", m.MaxConcurrency, "a number of calls ≥ 0 (0: only run.max_concurrency)")
 		checkCachePolicy(errs, p+".cache", m.Cache)

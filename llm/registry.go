@@ -20,6 +20,9 @@ const (
 	ProviderSim = "sim"
 	// ProviderAnthropic is Anthropic's Messages API, called through AnthropicClient.
 	ProviderAnthropic = "anthropic"
+	// ProviderGemini is Google's Gemini API: synchronous calls through Client on its OpenAI-compatible endpoint,
+	// batches through GeminiClient on its native API.
+	ProviderGemini = "gemini"
 )
 
 // Registry hands out one client per endpoint — (provider, base URL, API key variable) — creating it on first use
@@ -34,6 +37,7 @@ type Registry struct {
 	mu        sync.Mutex
 	clients   map[endpoint]*Client
 	anthropic map[endpoint]*AnthropicClient
+	gemini    map[endpoint]*GeminiClient
 }
 
 type endpoint struct{ provider, baseURL, keyEnv string }
@@ -94,7 +98,8 @@ func CheckKeyEnvAllow(patterns []string) error {
 // Without WithKeyEnvAllow, DefaultKeyEnvAllow applies.
 func NewRegistry(hc *http.Client, getenv func(string) string, simBaseURL string, opts ...Option) *Registry {
 	r := &Registry{hc: hc, getenv: getenv, simBase: simBaseURL, keyAllow: []string{DefaultKeyEnvAllow},
-		clients: make(map[endpoint]*Client), anthropic: make(map[endpoint]*AnthropicClient)}
+		clients: make(map[endpoint]*Client), anthropic: make(map[endpoint]*AnthropicClient),
+		gemini: make(map[endpoint]*GeminiClient)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -118,7 +123,7 @@ func KeyEnvAllowed(patterns []string, name string) bool {
 func (r *Registry) String() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return fmt.Sprintf("llm.Registry{clients: %d}", len(r.clients)+len(r.anthropic))
+	return fmt.Sprintf("llm.Registry{clients: %d}", len(r.clients)+len(r.anthropic)+len(r.gemini))
 }
 
 // Client returns the client for m's endpoint.
@@ -127,8 +132,13 @@ func (r *Registry) String() string {
 // (or empty) uses m.BaseURL, else DefaultOpenAIBaseURL. When m.APIKeyEnv is set the key is read from that
 // variable, and an empty variable is an *Error of errclass.Auth naming the variable (never a value); without
 // APIKeyEnv no key is sent, as local servers (Ollama, vLLM) need none. A model of provider "anthropic" has no
-// Client (its API is not OpenAI-compatible): see AnthropicClient. Errors are *Error values.
+// Client (its API is not OpenAI-compatible): see AnthropicClient. A model of provider "gemini" gets the client of
+// Gemini's OpenAI-compatible endpoint (GeminiOpenAIPath under m.BaseURL, else under DefaultGeminiBaseURL), with
+// the key of m.APIKeyEnv, else of GEMINI_API_KEY; its batches go through GeminiClient. Errors are *Error values.
 func (r *Registry) Client(m experiment.Model) (*Client, error) {
+	if strings.EqualFold(strings.TrimSpace(m.Provider), ProviderGemini) && m.APIKeyEnv == "" {
+		m.APIKeyEnv = experiment.DefaultGeminiKeyEnv
+	}
 	ep, err := r.endpoint(m)
 	if err != nil {
 		return nil, err
@@ -146,8 +156,41 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := NewClient(ep.baseURL, key, r.hc)
+	base := ep.baseURL
+	if ep.provider == ProviderGemini {
+		base += GeminiOpenAIPath
+	}
+	c := NewClient(base, key, r.hc)
 	r.clients[ep] = c
+	return c, nil
+}
+
+// GeminiClient returns the client of the native API of m, a model of provider "gemini": m.BaseURL, else
+// DefaultGeminiBaseURL, with the key of m.APIKeyEnv, else of GEMINI_API_KEY (the API always needs one). The
+// allow-list and the base URL are checked as Client checks them. A model of another provider is an error.
+func (r *Registry) GeminiClient(m experiment.Model) (*GeminiClient, error) {
+	if m.APIKeyEnv == "" {
+		m.APIKeyEnv = experiment.DefaultGeminiKeyEnv
+	}
+	ep, err := r.endpoint(m)
+	if err != nil {
+		return nil, err
+	}
+	if ep.provider != ProviderGemini {
+		return nil, &Error{Class: errclass.InvalidRequest, Code: "not_gemini",
+			Message: fmt.Sprintf("model %q: provider %q does not speak Gemini's API", m.ID, ep.provider)}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.gemini[ep]; ok {
+		return c, nil
+	}
+	key, err := r.key(m, ep)
+	if err != nil {
+		return nil, err
+	}
+	c := NewGeminiClient(ep.baseURL, key, r.hc)
+	r.gemini[ep] = c
 	return c, nil
 }
 
@@ -199,6 +242,10 @@ func (r *Registry) endpoint(m experiment.Model) (endpoint, error) {
 		if ep.baseURL == "" {
 			ep.baseURL = DefaultAnthropicBaseURL
 		}
+	case ProviderGemini:
+		if ep.baseURL == "" {
+			ep.baseURL = DefaultGeminiBaseURL
+		}
 	case ProviderSim:
 		if ep.baseURL == "" {
 			ep.baseURL = strings.TrimRight(r.simBase, "/")
@@ -209,7 +256,7 @@ func (r *Registry) endpoint(m experiment.Model) (endpoint, error) {
 		}
 	default:
 		return endpoint{}, &Error{Class: errclass.InvalidRequest, Code: "unknown_provider",
-			Message: fmt.Sprintf("model %q: unknown provider %q (want %q, %q or %q)", m.ID, m.Provider, ProviderOpenAI, ProviderAnthropic, ProviderSim)}
+			Message: fmt.Sprintf("model %q: unknown provider %q (want %q, %q, %q or %q)", m.ID, m.Provider, ProviderOpenAI, ProviderAnthropic, ProviderGemini, ProviderSim)}
 	}
 
 	if where := experiment.BaseURLSecret(ep.baseURL); where != "" {

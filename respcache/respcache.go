@@ -47,7 +47,8 @@ const SimEndpoint = "sim"
 // and host lower-cased, default port and trailing slashes dropped), or SimEndpoint. A model of provider anthropic
 // has AnthropicEndpointPrefix before its URL: its API is another one (no seed is sent, the system prompt goes
 // apart), so its answers are never those of an OpenAI-compatible model of the same name at the same URL (a proxy
-// that serves both).
+// that serves both). A model of provider gemini is the URL of Gemini's OpenAI-compatible endpoint, where its
+// synchronous calls go: the answers of an openai model with that base URL are its answers.
 func Endpoint(m experiment.Model) string {
 	base := strings.TrimSpace(m.BaseURL)
 	switch strings.ToLower(strings.TrimSpace(m.Provider)) {
@@ -64,6 +65,12 @@ func Endpoint(m experiment.Model) string {
 			base = llm.DefaultAnthropicBaseURL
 		}
 		return AnthropicEndpointPrefix + normalise(base)
+	case llm.ProviderGemini:
+		// The endpoint its calls go to, Gemini's OpenAI-compatible one; a batch line is the same request.
+		if base == "" {
+			base = llm.DefaultGeminiBaseURL
+		}
+		return normalise(strings.TrimRight(base, "/") + llm.GeminiOpenAIPath)
 	}
 	return normalise(base)
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// The simulator's batch APIs: OpenAI's Files and Batches (/v1/files, /v1/batches) and Anthropic's Message
-// Batches (/v1/messages/batches). A batch's requests are answered by the same code as the synchronous endpoints
+// The simulator's batch APIs: OpenAI's Files and Batches (/v1/files, /v1/batches), Anthropic's Message
+// Batches (/v1/messages/batches) and Gemini's Batch API (/v1beta/batches, batch_gemini.go). A batch's requests are answered by the same code as the synchronous endpoints
 // (each line goes through the chat or embeddings handler of a simulator without latency, limits or faults), so a
 // batch run and a synchronous run of one spec get the same answers.
 //
@@ -41,6 +41,9 @@ type BatchConfig struct {
 	// MaxRequests and MaxBytes bound one batch's input; a larger one is refused. Optional: the providers' limits
 	// (OpenAI 50,000 requests and 200 MB, Anthropic 100,000 and 256 MB).
 	MaxRequests, MaxBytes int
+	// ListLag is how long a new Gemini batch stays out of the Gemini listing, as a listing that lags behind
+	// creates would leave it out. Optional: 0 lists it at once.
+	ListLag time.Duration
 }
 
 // The providers' limits, the defaults of BatchConfig.
@@ -56,20 +59,22 @@ const (
 const (
 	BatchOpenAI    = "openai"
 	BatchAnthropic = "anthropic"
+	BatchGemini    = "gemini"
 )
 
 // Batch is one batch the simulator was asked to create, as Server.Batches reports it.
 type Batch struct {
 	ID     string
-	Format string // BatchOpenAI or BatchAnthropic
+	Format string // BatchOpenAI, BatchAnthropic or BatchGemini
 	// Endpoint is the OpenAI batch's endpoint (/v1/chat/completions, /v1/embeddings); /v1/messages for Anthropic.
 	Endpoint string
 	Model    string
+	// Metadata is an OpenAI batch's metadata; a Gemini batch's display name is under "display_name".
 	Metadata map[string]string
 	// CustomIDs are the batch's requests, in input order.
 	CustomIDs []string
 	Created   time.Time
-	// Status is OpenAI's status, or Anthropic's processing_status, now.
+	// Status is OpenAI's status, Anthropic's processing_status or Gemini's state, now.
 	Status string
 	// Ran are the custom_ids of the requests that have run so far, in input order: what the provider bills.
 	Ran []string
@@ -127,6 +132,8 @@ type batches struct {
 
 	mu      sync.Mutex
 	files   map[string]*simFile
+	gfiles  map[string]*simFile // Gemini's Files API, by name ("files/...")
+	uploads map[string]pendingUpload
 	batches map[string]*simBatch
 	order   []string // batch ids by creation
 	next    int
@@ -134,7 +141,7 @@ type batches struct {
 
 func newBatches(cfg Config) (*batches, error) {
 	b := cfg.Batch
-	if b.ProcessingTime < 0 || b.Window < 0 || b.CancelTime < 0 || b.MaxRequests < 0 || b.MaxBytes < 0 {
+	if b.ProcessingTime < 0 || b.Window < 0 || b.CancelTime < 0 || b.MaxRequests < 0 || b.MaxBytes < 0 || b.ListLag < 0 {
 		return nil, fmt.Errorf("batch config %+v: want durations and limits >= 0", b)
 	}
 	if b.Window == 0 {
@@ -155,7 +162,8 @@ func newBatches(cfg Config) (*batches, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &batches{cfg: b, lines: lines, files: map[string]*simFile{}, batches: map[string]*simBatch{}}, nil
+	return &batches{cfg: b, lines: lines, files: map[string]*simFile{}, batches: map[string]*simBatch{},
+		gfiles: map[string]*simFile{}, uploads: map[string]pendingUpload{}}, nil
 }
 
 func (s *Server) registerBatches() {
@@ -173,6 +181,7 @@ func (s *Server) registerBatches() {
 	s.mux.HandleFunc("GET /v1/messages/batches/{id}", b.handleAnthropicRetrieve)
 	s.mux.HandleFunc("POST /v1/messages/batches/{id}/cancel", b.handleAnthropicCancel)
 	s.mux.HandleFunc("GET /v1/messages/batches/{id}/results", b.handleAnthropicResults)
+	s.registerGemini()
 }
 
 // Batches returns every batch created so far, oldest first, with its status now.
@@ -195,8 +204,11 @@ func (s *Server) Batches() []Batch {
 		out[i] = Batch{ID: sb.id, Format: sb.format, Endpoint: sb.endpoint, Model: sb.model,
 			Metadata: sb.metadata, CustomIDs: ids, Created: sb.created, Status: sb.status(now, b.cfg),
 			Ran: slices.Clone(ids[:done])}
-		if sb.format == BatchAnthropic {
+		switch sb.format {
+		case BatchAnthropic:
 			out[i].Status = anthropicStatus(out[i].Status)
+		case BatchGemini:
+			out[i].Status = geminiState(out[i].Status)
 		}
 	}
 	return out
@@ -301,8 +313,8 @@ func (b *batches) answer(sb *simBatch, l batchLine) lineResult {
 			"The server had an error processing your request (simulated: this line always fails).")}
 	}
 	path := sb.endpoint
-	if sb.format == BatchAnthropic {
-		path = "/v1/chat/completions"
+	if sb.format == BatchAnthropic || sb.format == BatchGemini {
+		path = "/v1/chat/completions" // their lines were translated to chat completions
 	}
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(l.body))
 	req.Header.Set(CellHeader, l.customID)

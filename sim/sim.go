@@ -315,6 +315,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
 	s.mux.HandleFunc("POST /v1/messages", s.handleMessages)
+	// Gemini's OpenAI-compatible endpoint, where provider gemini makes its synchronous calls.
+	s.mux.HandleFunc("POST /v1beta/openai/chat/completions", s.handleChat)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /v1/models/{model}", s.handleModel)
 	if !cfg.lineServer {

@@ -52,12 +52,35 @@ var batchKillPoints = []batchKillPoint{
 	}},
 }
 
+// geminiKillPoints are the kill points of a batch pass in Gemini's format. The kill grid's batches are small
+// enough to go inline in their create request (under 20 MB), so there is no upload to be killed around; a poll
+// asks for the batch without its answers (a partial response), and the collect for the batch with them.
+var geminiKillPoints = []batchKillPoint{
+	// SubmitBatch lists the account's batches before it creates one.
+	{name: "before create", match: func(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == "/v1beta/batches" }},
+	// The batch exists and is paid for, and the worker never learns its name.
+	{name: "after create", after: true, match: func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":batchGenerateContent")
+	}},
+	{name: "while waiting", match: func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1beta/batches/") && r.URL.Query().Has("fields")
+	}},
+	{name: "while collecting", collecting: true, match: func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1beta/batches/") && !r.URL.Query().Has("fields")
+	}},
+}
+
 // batchKillGrid is the grid of the kill matrix: one pass of 2,000 cells in two batches of 1,000, so that a
-// collect killed half way has recorded a page of results (500) and not the rest. Batches take 2 s.
-func batchKillGrid(simURL string) experiment.Spec {
+// collect killed half way has recorded a page of results (500) and not the rest. Batches take 2 s. gemini puts
+// the model on provider gemini (the simulator's Gemini API), else on the OpenAI format.
+func batchKillGrid(simURL string, gemini bool) experiment.Spec {
 	s := gridSpec(1, 1, 40, 50)
 	s.Name = "batch kills"
 	s.Models[0].Provider, s.Models[0].BaseURL = "openai", simURL
+	if gemini {
+		s.Models[0].Provider, s.Models[0].BaseURL = experiment.ProviderGemini, geminiBase(simURL)
+		s.Models[0].APIKeyEnv = experiment.DefaultGeminiKeyEnv
+	}
 	s.Models[0].Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
 	s.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 1000,
 		PollEvery: experiment.Duration(time.Second)}
@@ -68,12 +91,14 @@ func batchKillGrid(simURL string) experiment.Spec {
 // killed with SIGKILL at each step of a batch pass (before the upload, after it, after the create whose answer
 // the worker never reads, while the batch runs, and half way through collecting its results) and started
 // again. Every run must end with one batch per chunk at the provider, one uploaded file per chunk, every cell
-// run once by the provider and recorded once, and the cell columns of a synchronous run at half its cost.
+// run once by the provider and recorded once, and the cell columns of a synchronous run at half its cost. The
+// same matrix runs in Gemini's format (sub-tests "gemini ..."), at its kill points.
 func TestBatchPassSurvivesKills(t *testing.T) {
 	starter, worker := starterBin(t), workerBin(t)
-	// The reference: the same grid run synchronously in this process.
+	// The reference: the same grid run synchronously in this process. A synchronous call of provider gemini
+	// sends the same chat completion to the same simulator, so the one reference serves both formats.
 	ref := newStack(t, sim.Config{})
-	refSpec := batchKillGrid(ref.simURL)
+	refSpec := batchKillGrid(ref.simURL, false)
 	refSpec.Models[0].Batch = nil
 	want := rowsOf(t, ref.run(t, "batch-kill-reference", refSpec).OutputDir)
 	if len(want) != refSpec.NumCells() {
@@ -83,7 +108,13 @@ func TestBatchPassSurvivesKills(t *testing.T) {
 		for _, kp := range batchKillPoints {
 			t.Run(victim+" killed "+kp.name, func(t *testing.T) {
 				t.Parallel()
-				runBatchKill(t, starter, worker, victim, kp, want)
+				runBatchKill(t, starter, worker, victim, kp, false, want)
+			})
+		}
+		for _, kp := range geminiKillPoints {
+			t.Run("gemini "+victim+" killed "+kp.name, func(t *testing.T) {
+				t.Parallel()
+				runBatchKill(t, starter, worker, victim, kp, true, want)
 			})
 		}
 	}
@@ -156,7 +187,7 @@ func (k *batchKill) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func runBatchKill(t *testing.T, starter, worker, victim string, kp batchKillPoint, want []results.Row) {
+func runBatchKill(t *testing.T, starter, worker, victim string, kp batchKillPoint, gemini bool, want []results.Row) {
 	dir := t.TempDir()
 	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second}})
 	if err != nil {
@@ -187,14 +218,14 @@ func runBatchKill(t *testing.T, starter, worker, victim string, kp batchKillPoin
 	t.Cleanup(srv.Close)
 	simURL := srv.URL + "/v1"
 
-	spec := batchKillGrid(simURL)
+	spec := batchKillGrid(simURL, gemini)
 	writeSpecJSON(t, dir, spec)
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	startServer := func() *proc { return startDevServer(t, dir, starter, port) }
 	startWorker := func() *proc {
-		return startProc(t, dir, worker, "--address", addr, "--store", dbPath, "--output-root", filepath.Join(dir, "out"),
-			"--metrics-addr", "")
+		return startProcEnv(t, dir, worker, []string{experiment.DefaultGeminiKeyEnv + "=" + geminiKey},
+			"--address", addr, "--store", dbPath, "--output-root", filepath.Join(dir, "out"), "--metrics-addr", "")
 	}
 	server := startServer()
 	wk := startWorker()
@@ -249,6 +280,15 @@ func runBatchKill(t *testing.T, starter, worker, victim string, kp batchKillPoin
 
 	// At the provider: one batch per chunk, one input file per chunk, every cell run once.
 	bs := s.Batches()
+	format := sim.BatchOpenAI
+	if gemini {
+		format = sim.BatchGemini
+	}
+	for _, b := range bs {
+		if b.Format != format {
+			t.Errorf("batch %s of format %s, want %s", b.ID, b.Format, format)
+		}
+	}
 	if len(bs) != 2 {
 		t.Errorf("%d batches at the provider, want one per chunk (2)", len(bs))
 	}
@@ -266,7 +306,7 @@ func runBatchKill(t *testing.T, starter, worker, victim string, kp batchKillPoin
 	if len(ran) != spec.NumCells() {
 		t.Errorf("%d cells ran at the provider, want %d", len(ran), spec.NumCells())
 	}
-	if n := uploadedInputs(t, simURL); n != 2 {
+	if n := uploadedInputs(t, simURL); !gemini && n != 2 {
 		t.Errorf("%d batch input files uploaded, want one per chunk (2)", n)
 	}
 

@@ -138,10 +138,16 @@ type proc struct {
 // startProc starts bin with args in dir, with an environment that keeps it in embedded mode.
 func startProc(t *testing.T, dir, bin string, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, dir, bin, nil, args...)
+}
+
+// startProcEnv is startProc with env ("NAME=value") added to the process's environment.
+func startProcEnv(t *testing.T, dir, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
-	p.cmd.Env = cleanEnv()
+	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {

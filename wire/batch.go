@@ -110,15 +110,18 @@ const (
 	FormatOpenAI BatchFormat = "openai"
 	// FormatAnthropic is Anthropic's Message Batches: the requests in one JSON body, results as JSONL.
 	FormatAnthropic BatchFormat = "anthropic"
+	// FormatGemini is Google's Gemini Batch API: GenerateContentRequests keyed by the request's key, sent inline
+	// in the create request when small, else as a JSONL file; results inline or as a JSONL file, keyed alike.
+	FormatGemini BatchFormat = "gemini"
 )
 
 // Validate reports a format this package does not know.
 func (f BatchFormat) Validate() error {
 	switch f {
-	case FormatOpenAI, FormatAnthropic:
+	case FormatOpenAI, FormatAnthropic, FormatGemini:
 		return nil
 	}
-	return fmt.Errorf("batch: unknown format %q (want %q or %q)", f, FormatOpenAI, FormatAnthropic)
+	return fmt.Errorf("batch: unknown format %q (want %q, %q or %q)", f, FormatOpenAI, FormatAnthropic, FormatGemini)
 }
 
 // BatchStatus is where a batch stands, the same for both formats.
@@ -180,7 +183,11 @@ type BatchInfo struct {
 	ErrorFileID  string `json:"error_file_id,omitempty"`
 	// ResultsURL is where an ended Anthropic batch's results are streamed from.
 	ResultsURL string `json:"results_url,omitempty"`
-	// Metadata is the batch's metadata (OpenAI; Anthropic batches have none).
+	// ResponsesFile is the file ("files/...") of an ended Gemini batch's results when they are not inline; empty
+	// for inline results, which are read from the batch itself.
+	ResponsesFile string `json:"responses_file,omitempty"`
+	// Metadata is the batch's metadata (OpenAI; Anthropic batches have none). A Gemini batch's display name,
+	// which carries its key, is under batchformat.MetaDisplayName.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Errors are the reasons an OpenAI batch failed as a whole ("line 3: invalid_request: ...").
 	Errors []string `json:"errors,omitempty"`
