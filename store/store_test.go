@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/silicolab/silico/store/storetest"
+	"github.com/silicolab/silico/usage"
 )
 
 // postgresEnv names the variable holding the DSN of a PostgreSQL database for the tests (CI sets it). Without
@@ -219,11 +220,11 @@ func TestPutRecordsRoundTripAndUpsert(t *testing.T) {
 		if want := 3 * 2; c.CompletionTokens != want {
 			t.Fatalf("Counts.CompletionTokens = %d, want %d (answers from the cache not counted)", c.CompletionTokens, want)
 		}
-		if d := c.CostUSD - 3*0.0000125; d > 1e-12 || d < -1e-12 {
-			t.Fatalf("Counts.CostUSD = %v, want %v", c.CostUSD, 3*0.0000125)
+		if want := 3 * usage.Dollars(0.0000125); c.CostUSD != want {
+			t.Fatalf("Counts.CostUSD = %v, want %v", c.CostUSD, want)
 		}
-		if d := c.SavedUSD - 4*0.0000125; d > 1e-12 || d < -1e-12 {
-			t.Fatalf("Counts.SavedUSD = %v, want %v", c.SavedUSD, 4*0.0000125)
+		if want := 4 * usage.Dollars(0.0000125); c.SavedUSD != want {
+			t.Fatalf("Counts.SavedUSD = %v, want %v", c.SavedUSD, want)
 		}
 	})
 }
