@@ -189,8 +189,8 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if rows[0].Raw != nasty {
 		t.Fatalf("JSONL raw = %q, want %q", rows[0].Raw, nasty)
 	}
-	if got := recs[1][20:22]; !slices.Equal(got, []string{"0.00012346", "1234.6"}) {
-		t.Fatalf("cost, latency = %q, want 0.00012346, 1234.6", got)
+	if got := recs[1][20:22]; !slices.Equal(got, []string{"0.00012345678", "1234.6"}) {
+		t.Fatalf("cost, latency = %q, want 0.00012345678, 1234.6", got)
 	}
 	if got := recs[2][13]; got != "2" {
 		t.Fatalf("score of row 1 = %q, want 2", got)
@@ -228,8 +228,8 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if !slices.Equal(keys, wantKeys) {
 		t.Fatalf("JSONL keys = %v, want %v", keys, wantKeys)
 	}
-	if vals["score"] != nil || vals["cost_usd"] != json.Number("0.00012346") || vals["latency_ms"] != json.Number("1234.6") {
-		t.Fatalf("JSONL score, cost, latency = %v, %v, %v; want null, 0.00012346, 1234.6", vals["score"], vals["cost_usd"], vals["latency_ms"])
+	if vals["score"] != nil || vals["cost_usd"] != json.Number("0.00012345678") || vals["latency_ms"] != json.Number("1234.6") {
+		t.Fatalf("JSONL score, cost, latency = %v, %v, %v; want null, 0.00012345678, 1234.6", vals["score"], vals["cost_usd"], vals["latency_ms"])
 	}
 	if !strings.Contains(first, "<b>&</b>") {
 		t.Fatalf("JSONL escapes HTML: %s", first)

@@ -687,6 +687,8 @@ func TestEveryRecordFieldRoundTrips(t *testing.T) {
 			f.SetString("value of " + v.Type().Field(i).Name)
 		case reflect.Int:
 			f.SetInt(int64(100 + i))
+		case reflect.Int64: // usage.USD: picodollars, every one of the 12 decimals of a dollar set
+			f.SetInt(123_456_789_012 + int64(i))
 		case reflect.Float64:
 			f.SetFloat(float64(i) + 0.25)
 		case reflect.Bool:
