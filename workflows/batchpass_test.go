@@ -687,7 +687,7 @@ func TestBatchRunInlinePictures(t *testing.T) {
 	withPictures, failed := 0, 0
 	for i := range sr {
 		a, b := sr[i], br[i]
-		if math.Abs((b.CostUSD-a.CostUSD/2).Float()) > 1e-12 {
+		if math.Abs((b.CostUSD - a.CostUSD/2).Float()) > 1e-12 {
 			t.Errorf("cell %s: batch cost %v, sync %v: want half", a.CellID, b.CostUSD, a.CostUSD)
 		}
 		a.CostUSD, b.CostUSD = 0, 0
