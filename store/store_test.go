@@ -750,3 +750,33 @@ func TestPostgresElapsed(t *testing.T) {
 		t.Fatalf("LoadRun of a run without a spec: %v", err)
 	}
 }
+
+// TestCountsAddCostsExactly: Counts' cost and saved sums are the exact sums of the records' costs, which have all
+// 12 decimals of a picodollar, where a sum of their float64 dollars drifts.
+func TestCountsAddCostsExactly(t *testing.T) {
+	const n = 20_000
+	recs := make([]Record, n)
+	var cost, saved usage.USD
+	for i := range recs {
+		recs[i] = Record{Index: i, Status: StatusOK, OptionID: "1", CostUSD: usage.Picodollars(int64(123_456_789 + 7_919*i)), Cached: i%3 == 0}
+		if recs[i].Cached {
+			saved += recs[i].CostUSD
+		} else {
+			cost += recs[i].CostUSD
+		}
+	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := openStore(t, b.dsn(t))
+		if err := s.Put(ctx, "run", recs); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		c, err := s.Counts(ctx, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Records != n || c.CostUSD != cost || c.SavedUSD != saved {
+			t.Fatalf("Counts: %d records, cost %v, saved %v; want %d, %v, %v", c.Records, c.CostUSD, c.SavedUSD, n, cost, saved)
+		}
+	})
+}
