@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -99,7 +100,7 @@ func (a *Activities) FailUnfinished(ctx context.Context, in wire.FailInput) (wir
 	return out, err
 }
 
-func (a *Activities) failUnfinished(ctx context.Context, in wire.FailInput, cost *float64) (int, error) {
+func (a *Activities) failUnfinished(ctx context.Context, in wire.FailInput, cost *usage.USD) (int, error) {
 	done, err := a.Store.Records(ctx, in.RunID, in.Start, in.End)
 	if err != nil {
 		return 0, fmt.Errorf("read finished cells: %w", err)

@@ -89,7 +89,7 @@ func (ad *admitter) chatCost(msgs []experiment.Message) float64 {
 	if ad.budget == nil || !ad.priced || ad.tok == nil {
 		return 0
 	}
-	return llm.Cost(ad.price, ad.tok.CountMessages(ad.model.Name, msgs), maxTokens(ad.model))
+	return llm.Cost(ad.price, ad.tok.CountMessages(ad.model.Name, msgs), maxTokens(ad.model)).Float()
 }
 
 // maxTokens is the completion a call may produce: the model's max_completion_tokens or max_tokens, or the

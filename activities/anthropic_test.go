@@ -16,6 +16,7 @@ import (
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -91,7 +92,7 @@ func TestAnthropicPass(t *testing.T) {
 	}
 	recs := h.records()
 	ok := recs[0]
-	if ok.Status != store.StatusOK || ok.OptionID != "2" || ok.PromptTokens != 10 || ok.CompletionTokens != 2 || ok.CostUSD != 14e-6 {
+	if ok.Status != store.StatusOK || ok.OptionID != "2" || ok.PromptTokens != 10 || ok.CompletionTokens != 2 || ok.CostUSD != usage.Dollars(14e-6) {
 		t.Errorf("answered cell %+v, want option 2, 10+2 tokens at $1/$2 per million", ok)
 	}
 	bad := recs[3] // item 2, persona p1

@@ -181,8 +181,8 @@ func TestBatchPassSameCellsAtHalfPrice(t *testing.T) {
 			g.CompletionTokens != w.CompletionTokens || g.Cached {
 			t.Errorf("cell %d: batch %+v, sync %+v", i, g, w)
 		}
-		if math.Abs(g.CostUSD-w.CostUSD/2) > 1e-12 || w.CostUSD == 0 {
-			t.Errorf("cell %d: batch cost %g, sync %g: want half", i, g.CostUSD, w.CostUSD)
+		if math.Abs((g.CostUSD-w.CostUSD/2).Float()) > 1e-12 || w.CostUSD == 0 {
+			t.Errorf("cell %d: batch cost %v, sync %v: want half", i, g.CostUSD, w.CostUSD)
 		}
 	}
 	// Collecting again records nothing new and asks nothing again.
@@ -342,8 +342,8 @@ func TestAnthropicBatchPassSameCellsAtHalfPrice(t *testing.T) {
 			g.CompletionTokens != w.CompletionTokens || g.Status == store.StatusFailed {
 			t.Errorf("cell %d: batch %+v, sync %+v", i, g, w)
 		}
-		if math.Abs(g.CostUSD-w.CostUSD/2) > 1e-12 || w.CostUSD == 0 {
-			t.Errorf("cell %d: batch cost %g, sync %g: want half", i, g.CostUSD, w.CostUSD)
+		if math.Abs((g.CostUSD-w.CostUSD/2).Float()) > 1e-12 || w.CostUSD == 0 {
+			t.Errorf("cell %d: batch cost %v, sync %v: want half", i, g.CostUSD, w.CostUSD)
 		}
 	}
 	// The batch answers are in the response cache under the synchronous pass's keys: a rerun makes no batch.

@@ -19,6 +19,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -376,7 +377,7 @@ func worstCost(spec *experiment.Spec, tok *llm.Tokenizer, reqs []batchRequest) f
 	if !pr.priced {
 		return 0
 	}
-	total := 0.0
+	var total usage.USD
 	for _, r := range reqs {
 		switch {
 		case r.Embed != nil:
@@ -385,5 +386,5 @@ func worstCost(spec *experiment.Spec, tok *llm.Tokenizer, reqs []batchRequest) f
 			total += llm.Cost(pr.price, tok.CountMessages(m.Name, r.Msgs), maxTokens(m))
 		}
 	}
-	return total
+	return total.Float()
 }

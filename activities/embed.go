@@ -111,7 +111,7 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 		}
 		cost := 0.0
 		if p.budget != nil && p.rec.priced {
-			cost = llm.Cost(p.rec.price, b.total, 0)
+			cost = llm.Cost(p.rec.price, b.total, 0).Float()
 		}
 		tokens := 0
 		if p.in.Limits.TPM > 0 {

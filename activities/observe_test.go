@@ -91,8 +91,7 @@ func TestObserverHearsEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := rec.used.CostUSD - c.CostUSD; rec.used.PromptTokens != c.PromptTokens || rec.used.CompletionTokens != c.CompletionTokens ||
-		d > 1e-12 || d < -1e-12 {
+	if rec.used.PromptTokens != c.PromptTokens || rec.used.CompletionTokens != c.CompletionTokens || rec.used.CostUSD != c.CostUSD {
 		t.Errorf("usage heard %+v, the store counts %+v", rec.used, c.Usage)
 	}
 	if rec.queued != 0 || rec.maxQueued == 0 {

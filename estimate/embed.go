@@ -40,7 +40,7 @@ func computeEmbed(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		}
 		if price, ok := llm.PriceFor(m); ok {
 			me.Priced = true
-			me.MinCostUSD = llm.Cost(price, me.PromptTokens, 0)
+			me.MinCostUSD = llm.Cost(price, me.PromptTokens, 0).Float()
 			me.MaxCostUSD = me.MinCostUSD
 		}
 		me.MinWall, me.LimitedBy = wallBound(m, me.Calls, me.PromptTokens)
@@ -52,7 +52,7 @@ func computeEmbed(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 			be.SyncMinCostUSD, be.SyncMaxCostUSD = me.MinCostUSD, me.MaxCostUSD
 			price, ok := llm.BatchPriceFor(m)
 			me.Priced = ok
-			me.MinCostUSD = llm.Cost(price, me.PromptTokens, 0)
+			me.MinCostUSD = llm.Cost(price, me.PromptTokens, 0).Float()
 			me.MaxCostUSD = me.MinCostUSD
 			me.Batch = be
 			if me.Calls > 0 {

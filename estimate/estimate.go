@@ -156,8 +156,8 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		me.PromptTokens = seeds * perSeed
 		if price, ok := llm.PriceFor(m); ok {
 			me.Priced = true
-			me.MinCostUSD = llm.Cost(price, seeds*perSeedMin, me.Cells)
-			me.MaxCostUSD = llm.Cost(price, me.PromptTokens, me.MaxCompletionTokens)
+			me.MinCostUSD = llm.Cost(price, seeds*perSeedMin, me.Cells).Float()
+			me.MaxCostUSD = llm.Cost(price, me.PromptTokens, me.MaxCompletionTokens).Float()
 		}
 		if spec.Batched(m) {
 			be, err := batchEstimate(spec, mi)
@@ -167,8 +167,8 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 			be.SyncMinCostUSD, be.SyncMaxCostUSD = me.MinCostUSD, me.MaxCostUSD
 			price, ok := llm.BatchPriceFor(m)
 			me.Priced = ok
-			me.MinCostUSD = llm.Cost(price, seeds*perSeedMin, me.Cells)
-			me.MaxCostUSD = llm.Cost(price, me.PromptTokens, me.MaxCompletionTokens)
+			me.MinCostUSD = llm.Cost(price, seeds*perSeedMin, me.Cells).Float()
+			me.MaxCostUSD = llm.Cost(price, me.PromptTokens, me.MaxCompletionTokens).Float()
 			me.Batch = be
 		}
 		me.MinWall, me.LimitedBy = wallBound(m, me.Cells, me.PromptTokens+me.MaxCompletionTokens)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
 )
 
 // priceTable holds OpenAI's standard (non-batch, uncached) list prices in US dollars per million tokens, as
@@ -72,9 +73,10 @@ func isSnapshotSuffix(s string) bool {
 	return false
 }
 
-// Cost is the price in US dollars of a call with the given usage.
-func Cost(p experiment.Price, promptTokens, completionTokens int) float64 {
-	return (float64(promptTokens)*p.InputPerMTok + float64(completionTokens)*p.OutputPerMTok) / 1e6
+// Cost is the price of a call with the given usage, rounded once to the picodollar (usage.PerMTok): exact for
+// prices of up to 6 decimals per million tokens.
+func Cost(p experiment.Price, promptTokens, completionTokens int) usage.USD {
+	return usage.PerMTok(promptTokens, p.InputPerMTok, completionTokens, p.OutputPerMTok)
 }
 
 // BatchPriceFor is the price of model m's calls through a provider batch: price.batch_input_per_mtok and

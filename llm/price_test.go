@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
 )
 
 func TestPriceFor(t *testing.T) {
@@ -41,10 +42,18 @@ func TestPriceFor(t *testing.T) {
 
 func TestCost(t *testing.T) {
 	p := experiment.Price{InputPerMTok: 2.50, OutputPerMTok: 10}
-	if got, want := Cost(p, 1_000_000, 500_000), 7.5; math.Abs(got-want) > 1e-12 {
+	if got, want := Cost(p, 1_000_000, 500_000), usage.Dollars(7.5); got != want {
 		t.Errorf("Cost = %v, want %v", got, want)
 	}
-	if got, want := Cost(p, 42, 3), (42*2.5+3*10)/1e6; math.Abs(got-want) > 1e-15 {
+	// 42 × $2.50 + 3 × $10 per million: $0.000135, exactly.
+	if got, want := Cost(p, 42, 3), usage.Picodollars(135_000_000); got != want {
+		t.Errorf("Cost = %v, want %v", got, want)
+	}
+	// Prices with six decimals: 1,234,567 × $0.123457 + 7,654,321 × $1.000001 per million is
+	// $0.152415938119 + $7.654328654321 = $7.80674459244, every digit kept (float64 arithmetic and the old
+	// rounding to 1e-8 both lose some).
+	p = experiment.Price{InputPerMTok: 0.123457, OutputPerMTok: 1.000001}
+	if got, want := Cost(p, 1_234_567, 7_654_321).String(), "7.80674459244"; got != want {
 		t.Errorf("Cost = %v, want %v", got, want)
 	}
 	if got := Cost(experiment.Price{}, 1000, 1000); got != 0 {

@@ -76,14 +76,14 @@ func (c *Calls) Call(model, outcome string, latency time.Duration) {
 // Used adds what an answered call cost, and what a cell answered from the cache saved.
 func (c *Calls) Used(model string, u usage.Usage) {
 	if u.SavedUSD > 0 {
-		c.saved.WithLabelValues(model).Add(u.SavedUSD)
+		c.saved.WithLabelValues(model).Add(u.SavedUSD.Float())
 	}
 	if u.PromptTokens == 0 && u.CompletionTokens == 0 && u.CostUSD == 0 {
 		return
 	}
 	c.tokens.WithLabelValues(model, "prompt").Add(float64(u.PromptTokens))
 	c.tokens.WithLabelValues(model, "completion").Add(float64(u.CompletionTokens))
-	c.cost.WithLabelValues(model).Add(u.CostUSD)
+	c.cost.WithLabelValues(model).Add(u.CostUSD.Float())
 }
 
 // Breaker sets the state of the model endpoint's circuit breaker.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/usage"
 )
 
 // FileName is the name of the report in an output directory.
@@ -185,8 +186,8 @@ func facts(a *results.Analysis, batch bool) []fact {
 	return append(out, fact{"Wall time", elapsed, "elapsed"}, fact{"Mean call latency", meanLat, "mean_latency"})
 }
 
-// usd writes an amount of dollars as the report shows money: 4 decimals.
-func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) }
+// usd writes an amount of dollars as the report shows money: every digit, as in summary.json and results.csv.
+func usd(v usage.USD) string { return "$" + v.String() }
 
 // batchRow is what one model in batch mode cost and what it saved against synchronous calls. Sync, Saved and
 // SavedPct are "—" when no price is known for the model (its cost is then unknown too).
@@ -215,7 +216,7 @@ func batchRows(a *results.Analysis) []batchRow {
 			sync := ms.CostUSD + ms.BatchSavedUSD
 			r.Sync, r.Saved = usd(sync), usd(ms.BatchSavedUSD)
 			if sync > 0 {
-				r.SavedPct = strconv.FormatFloat(100*ms.BatchSavedUSD/sync, 'f', 1, 64) + "%"
+				r.SavedPct = strconv.FormatFloat(100*ms.BatchSavedUSD.Float()/sync.Float(), 'f', 1, 64) + "%"
 			}
 		}
 		out = append(out, r)

@@ -18,6 +18,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -76,7 +77,7 @@ func fixedRun(t *testing.T) (*experiment.Spec, sliceSource) {
 		i := int(num(r, "index"))
 		recs[i] = store.Record{Index: i, Status: r[col["status"]], OptionID: r[col["option_id"]],
 			Raw: r[col["option_id"]], PromptTokens: int(num(r, "prompt_tokens")), CompletionTokens: int(num(r, "completion_tokens")),
-			CostUSD: num(r, "cost_usd"), LatencyMS: num(r, "latency_ms"), Attempts: int(num(r, "attempts"))}
+			CostUSD: usage.Dollars(num(r, "cost_usd")), LatencyMS: num(r, "latency_ms"), Attempts: int(num(r, "attempts"))}
 		n := recs[i]
 		n.Index = per + i
 		switch {
@@ -241,7 +242,7 @@ func TestReportNumbersMatchCSVs(t *testing.T) {
 	expect("failed", thousands(sum.Failed), equal)
 	expect("prompt_tokens", thousands(sum.PromptTokens), equal)
 	expect("completion_tokens", thousands(sum.CompletionTokens), equal)
-	expect("cost_usd", "$"+strconv.FormatFloat(sum.CostUSD, 'f', 4, 64), equal)
+	expect("cost_usd", "$"+sum.CostUSD.String(), equal)
 	for _, m := range sum.Models {
 		expect("parse/"+m.Model+"/ok", thousands(m.OK), equal)
 		expect("parse/"+m.Model+"/unparsed", thousands(m.Unparsed), equal)
@@ -403,7 +404,7 @@ func TestReportBatchSaving(t *testing.T) {
 	if noisy.Model != "noisy" || noisy.BatchSavedUSD <= 0 || sum.BatchSavedUSD != noisy.BatchSavedUSD {
 		t.Fatalf("summary.json: %+v; want the noisy model's batch saving, and only its", sum)
 	}
-	money := func(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) }
+	money := func(v usage.USD) string { return "$" + v.String() }
 	for key, want := range map[string]string{
 		"cost_usd":              money(sum.CostUSD),
 		"batch_saved_usd":       money(sum.BatchSavedUSD),

@@ -1,10 +1,10 @@
 package results
 
 import (
-	"math"
 	"testing"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
 )
 
 // TestBatchSaved: the summary says what a batch model's cells saved against synchronous calls; a sync model,
@@ -16,13 +16,13 @@ func TestBatchSaved(t *testing.T) {
 		{ID: "s", Name: "x", Price: price},
 	}}
 	z := newSummarizer(spec, "run", 0)
-	full := (1e6*1 + 1e6*2) / 1e6 // 1M prompt and 1M completion tokens: $3
+	full := usage.Dollars(3) // 1M prompt and 1M completion tokens
 	z.add(&Row{Model: "b", Status: "ok", PromptTokens: 1e6, CompletionTokens: 1e6, CostUSD: full / 2})
 	z.add(&Row{Model: "b", Status: "ok", PromptTokens: 1e6, CompletionTokens: 1e6, CostUSD: full}) // on_expired: sync
 	z.add(&Row{Model: "b", Status: "ok", PromptTokens: 1e6, CompletionTokens: 1e6, CostUSD: full / 2, Cached: true})
 	z.add(&Row{Model: "s", Status: "ok", PromptTokens: 1e6, CompletionTokens: 1e6, CostUSD: full})
 	s := z.summary()
-	if math.Abs(s.BatchSavedUSD-1.5) > 1e-9 || math.Abs(s.Models[0].BatchSavedUSD-1.5) > 1e-9 || s.Models[1].BatchSavedUSD != 0 {
+	if s.BatchSavedUSD != usage.Dollars(1.5) || s.Models[0].BatchSavedUSD != usage.Dollars(1.5) || s.Models[1].BatchSavedUSD != 0 {
 		t.Errorf("saved %v (models %v, %v), want 1.5 by the batch model alone", s.BatchSavedUSD, s.Models[0].BatchSavedUSD, s.Models[1].BatchSavedUSD)
 	}
 }

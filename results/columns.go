@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // rowColumn is one column of a row: its name (a header of results.csv and a key of results.jsonl), how it is
@@ -52,7 +53,7 @@ var rowColumns = []rowColumn{
 	text("error_message", func(r *Row) *string { return &r.ErrorMessage }),
 	integer("prompt_tokens", func(r *Row) *int { return &r.PromptTokens }),
 	integer("completion_tokens", func(r *Row) *int { return &r.CompletionTokens }),
-	fixed("cost_usd", func(r *Row) *float64 { return &r.CostUSD }, formatCost),
+	money("cost_usd", func(r *Row) *usage.USD { return &r.CostUSD }),
 	fixed("latency_ms", func(r *Row) *float64 { return &r.LatencyMS }, formatLatency).ofRun(),
 	integer("attempts", func(r *Row) *int { return &r.Attempts }).ofRun(),
 	integer("tries", func(r *Row) *int { return &r.Tries }).ofRun(),
@@ -165,6 +166,16 @@ func fixed(name string, f func(*Row) *float64, format func(float64) string) rowC
 			}
 			return append(b, format(*f(r))...), nil
 		},
+		decode: func(r *Row, v []byte) error { return json.Unmarshal(v, f(r)) },
+	}
+}
+
+// money is an amount of dollars, written with every digit it has (usage.USD's String, the same text in CSV and
+// JSON), so that the column's values add up exactly to the summary's cost.
+func money(name string, f func(*Row) *usage.USD) rowColumn {
+	return rowColumn{name: name,
+		csv:    func(r *Row) string { return f(r).String() },
+		json:   func(b []byte, r *Row) ([]byte, error) { return f(r).AppendText(b), nil },
 		decode: func(r *Row, v []byte) error { return json.Unmarshal(v, f(r)) },
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/silicolab/silico/usage"
 )
 
 // encodingJSON is what encoding/json's Encoder with SetEscapeHTML(false) writes for v, the form results.jsonl
@@ -72,7 +74,7 @@ func fullRow() Row {
 	return Row{RunID: "run <1>", Index: 7, CellID: "m/1/i/p", Model: "m", Seed: -3, ItemID: "i", ItemText: `a "quoted" <item>`,
 		Scale: "E", Reversed: true, PersonaID: "p\u2028", Status: "ok", OptionID: "2", OptionText: "2. Yes & no", Score: &score,
 		Raw: "2.\n\tYes \xff", ErrorClass: "c", ErrorCode: "e", ErrorMessage: "m\\", PromptTokens: 12, CompletionTokens: 3,
-		CostUSD: 0.0000125, LatencyMS: 12.345, Attempts: 4, Tries: 3, Cached: true, ImageSHA256: "ab,cd",
+		CostUSD: usage.Dollars(0.0000125), LatencyMS: 12.345, Attempts: 4, Tries: 3, Cached: true, ImageSHA256: "ab,cd",
 		FinishReason: "stop", Schema: "valid", Probs: []float64{0.25, 0.75}, Options: []string{"1", "<2>"},
 		Coverage: &cov, Entropy: &h, TopOption: "2", ExpectedScore: &es, TopAgrees: &agrees}
 }
@@ -129,7 +131,6 @@ func TestRowJSONRefusesNaN(t *testing.T) {
 	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		for col, set := range map[string]func(*Row){
 			"entropy":    func(r *Row) { r.Entropy = &bad },
-			"cost_usd":   func(r *Row) { r.CostUSD = bad },
 			"latency_ms": func(r *Row) { r.LatencyMS = bad },
 			"probs":      func(r *Row) { r.Probs[0] = bad },
 		} {

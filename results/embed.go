@@ -101,7 +101,7 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 		sum.add(&Row{Model: row.Model, Status: r.Status, PromptTokens: r.PromptTokens, CostUSD: r.CostUSD,
 			Cached: r.Cached, ErrorClass: r.ErrorClass, ErrorMessage: r.ErrorMessage})
 		return xw.Write([]string{strconv.Itoa(r.Index), row.Model, row.TextID, row.Source, r.Status,
-			strconv.Itoa(int(row.Dims)), strconv.Itoa(r.PromptTokens), strconv.FormatFloat(round(r.CostUSD, 8), 'f', -1, 64),
+			strconv.Itoa(int(row.Dims)), strconv.Itoa(r.PromptTokens), r.CostUSD.String(),
 			strconv.FormatBool(r.Cached), strconv.Itoa(r.Attempts), strconv.Itoa(r.Tries), strconv.FormatFloat(r.LatencyMS, 'f', -1, 64),
 			r.ErrorClass, r.ErrorCode, r.ErrorMessage, row.Text})
 	}

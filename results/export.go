@@ -336,16 +336,11 @@ func (z *summarizer) add(r *Row) {
 	}
 }
 
-// summary returns the Summary with costs rounded to the 8 decimals of the row outputs.
+// summary returns the Summary. Its costs are the exact sums of the rows' (usage.USD adds exactly), so the
+// cost_usd column of results.csv adds up to its cost_usd to the last digit.
 func (z *summarizer) summary() wire.Summary {
 	s := z.s
-	s.CostUSD = round(s.CostUSD, 8)
-	s.BatchSavedUSD = round(s.BatchSavedUSD, 8)
 	s.Models = append([]wire.ModelSummary(nil), z.s.Models...)
-	for i := range s.Models {
-		s.Models[i].CostUSD = round(s.Models[i].CostUSD, 8)
-		s.Models[i].BatchSavedUSD = round(s.Models[i].BatchSavedUSD, 8)
-	}
 	return s
 }
 

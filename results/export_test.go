@@ -71,7 +71,7 @@ func (s sliceSource) Scan(_ context.Context, _ string, fn func(store.Record) err
 
 func ok(i int, option string) store.Record {
 	return store.Record{Index: i, Status: store.StatusOK, OptionID: option, Raw: "Answer: " + option,
-		PromptTokens: 50, CompletionTokens: 3, CostUSD: 0.0000125, LatencyMS: 12.5, Attempts: 1}
+		PromptTokens: 50, CompletionTokens: 3, CostUSD: usage.Dollars(0.0000125), LatencyMS: 12.5, Attempts: 1}
 }
 
 func readJSONL(t *testing.T, path string) []Row {
@@ -163,7 +163,7 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	spec := testSpec()
 	nasty := "line one\nline two, with a comma; \"quotes\" and ''\r\n<b>&</b>"
 	src := sliceSource{recs: []store.Record{
-		{Index: 0, Status: store.StatusUnparsed, Raw: nasty, CostUSD: 0.00012345678, LatencyMS: 1234.56, Attempts: 2},
+		{Index: 0, Status: store.StatusUnparsed, Raw: nasty, CostUSD: usage.Dollars(0.00012345678), LatencyMS: 1234.56, Attempts: 2},
 		ok(1, "2"),
 	}}
 	dir := t.TempDir()
@@ -189,8 +189,8 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if rows[0].Raw != nasty {
 		t.Fatalf("JSONL raw = %q, want %q", rows[0].Raw, nasty)
 	}
-	if got := recs[1][20:22]; !slices.Equal(got, []string{"0.00012346", "1234.6"}) {
-		t.Fatalf("cost, latency = %q, want 0.00012346, 1234.6", got)
+	if got := recs[1][20:22]; !slices.Equal(got, []string{"0.00012345678", "1234.6"}) {
+		t.Fatalf("cost, latency = %q, want 0.00012345678, 1234.6", got)
 	}
 	if got := recs[2][13]; got != "2" {
 		t.Fatalf("score of row 1 = %q, want 2", got)
@@ -228,8 +228,8 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if !slices.Equal(keys, wantKeys) {
 		t.Fatalf("JSONL keys = %v, want %v", keys, wantKeys)
 	}
-	if vals["score"] != nil || vals["cost_usd"] != json.Number("0.00012346") || vals["latency_ms"] != json.Number("1234.6") {
-		t.Fatalf("JSONL score, cost, latency = %v, %v, %v; want null, 0.00012346, 1234.6", vals["score"], vals["cost_usd"], vals["latency_ms"])
+	if vals["score"] != nil || vals["cost_usd"] != json.Number("0.00012345678") || vals["latency_ms"] != json.Number("1234.6") {
+		t.Fatalf("JSONL score, cost, latency = %v, %v, %v; want null, 0.00012345678, 1234.6", vals["score"], vals["cost_usd"], vals["latency_ms"])
 	}
 	if !strings.Contains(first, "<b>&</b>") {
 		t.Fatalf("JSONL escapes HTML: %s", first)
@@ -237,14 +237,6 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 }
 
 func TestFormatting(t *testing.T) {
-	for _, tc := range []struct {
-		v    float64
-		want string
-	}{{0, "0"}, {0.0000125, "0.0000125"}, {1.5, "1.5"}, {2, "2"}, {0.000000001, "0"}, {0.123456789, "0.12345679"}} {
-		if got := formatCost(tc.v); got != tc.want {
-			t.Errorf("formatCost(%v) = %q, want %q", tc.v, got, tc.want)
-		}
-	}
 	for _, tc := range []struct {
 		v    float64
 		want string
@@ -279,11 +271,11 @@ func TestSummaryCountsAndFirstDistinctErrors(t *testing.T) {
 	}
 	want := wire.Summary{
 		RunID: "run-9", Name: "test spec", Cells: 24, OK: 12, Unparsed: 2, Failed: 10,
-		Usage: usage.Usage{PromptTokens: 12*50 + 6*10, CompletionTokens: 12 * 3, CostUSD: 0.00015}, ElapsedSeconds: 1.5,
+		Usage: usage.Usage{PromptTokens: 12*50 + 6*10, CompletionTokens: 12 * 3, CostUSD: usage.Dollars(0.00015)}, ElapsedSeconds: 1.5,
 		Errors: []string{"InvalidRequest: bad", "Auth: no key", "InvalidRequest: other", "QuotaExhausted: quota", "NotRun: no result recorded"},
 		Models: []wire.ModelSummary{
-			{Model: "m1", Cells: 12, OK: 10, Unparsed: 2, Usage: usage.Usage{PromptTokens: 500, CompletionTokens: 30, CostUSD: 0.000125}},
-			{Model: "m2", Cells: 12, OK: 2, Failed: 10, Usage: usage.Usage{PromptTokens: 160, CompletionTokens: 6, CostUSD: 0.000025}},
+			{Model: "m1", Cells: 12, OK: 10, Unparsed: 2, Usage: usage.Usage{PromptTokens: 500, CompletionTokens: 30, CostUSD: usage.Dollars(0.000125)}},
+			{Model: "m2", Cells: 12, OK: 2, Failed: 10, Usage: usage.Usage{PromptTokens: 160, CompletionTokens: 6, CostUSD: usage.Dollars(0.000025)}},
 		},
 		Outputs: []string{"results.jsonl", "results.csv", "scales.csv", "reliability.csv", "items.csv", "agreement.csv",
 			"distributions.csv", "summary.json"},

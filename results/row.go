@@ -24,6 +24,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/psychometrics"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // notRunMessage is the error message of a cell that has no record.
@@ -55,7 +56,7 @@ type Row struct {
 	ErrorMessage     string
 	PromptTokens     int
 	CompletionTokens int
-	CostUSD          float64
+	CostUSD          usage.USD
 	LatencyMS        float64
 	// Attempts counts the requests sent for the cell, probes of an outage and rate-limited ones included;
 	// Tries the ones charged to it against run.max_attempts. Both add up over --retry-failed executions.
@@ -357,18 +358,6 @@ func ReadJSONL(r io.Reader, fn func(Row) error) error {
 		return fmt.Errorf("results: read jsonl: %w", err)
 	}
 	return nil
-}
-
-// formatCost writes a cost in US dollars with 8 decimals, trailing zeros trimmed: 0.0000125 → "0.0000125",
-// 0 → "0". The same value always gives the same text.
-func formatCost(v float64) string {
-	s := strconv.FormatFloat(v, 'f', 8, 64)
-	s = strings.TrimRight(s, "0")
-	s = strings.TrimSuffix(s, ".")
-	if s == "-0" || s == "" {
-		return "0"
-	}
-	return s
 }
 
 // formatLatency writes milliseconds with one decimal: 12.345 → "12.3".

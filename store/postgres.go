@@ -418,7 +418,8 @@ func (p *Postgres) Scan(ctx context.Context, run string, fn func(Record) error) 
 
 // Counts returns the per-status counts and the token and cost sums of a run's records (a cell answered from the
 // cache adds its cost to SavedUSD, not to CostUSD, and no tokens). A run without records
-// has zero counts.
+// has zero counts. Costs are added up as whole picodollars (picoCost), so they are the exact sums of the
+// records' costs.
 func (p *Postgres) Counts(ctx context.Context, run string) (Counts, error) {
 	var c Counts
 	err := p.pool.QueryRow(ctx, `SELECT count(*),
@@ -426,9 +427,11 @@ func (p *Postgres) Counts(ctx context.Context, run string) (Counts, error) {
 		count(*) FILTER (WHERE cached),
 		coalesce(sum(prompt_tokens) FILTER (WHERE NOT cached), 0)::bigint,
 		coalesce(sum(completion_tokens) FILTER (WHERE NOT cached), 0)::bigint,
-		coalesce(sum(cost_usd) FILTER (WHERE NOT cached), 0), coalesce(sum(cost_usd) FILTER (WHERE cached), 0)
+		coalesce(sum(`+picoCost+`) FILTER (WHERE NOT cached), 0)::bigint,
+		coalesce(sum(`+picoCost+`) FILTER (WHERE cached), 0)::bigint
 		FROM silico_cells WHERE run = $1`, run, StatusOK, StatusUnparsed, StatusFailed).
-		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD, &c.SavedUSD)
+		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens,
+			(*int64)(&c.CostUSD), (*int64)(&c.SavedUSD))
 	if err != nil {
 		return Counts{}, fmt.Errorf("store: counts %s: %w", run, err)
 	}

@@ -37,12 +37,12 @@ type Record struct {
 	ErrorClass string `json:"error_class,omitempty"`
 	// ErrorCode is the provider's error code or type ("rate_limit_exceeded", "context_length_exceeded"), or
 	// the kind of a transport failure ("timeout"), secrets removed; empty when there was none.
-	ErrorCode        string  `json:"error_code,omitempty"`
-	ErrorMessage     string  `json:"error_message,omitempty"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	LatencyMS        float64 `json:"latency_ms"`
+	ErrorCode        string    `json:"error_code,omitempty"`
+	ErrorMessage     string    `json:"error_message,omitempty"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	CostUSD          usage.USD `json:"cost_usd"`
+	LatencyMS        float64   `json:"latency_ms"`
 	// Attempts counts the requests sent for the cell, over every execution of the run (a --retry-failed
 	// execution adds its requests to what the earlier ones recorded): tries, rate-limited requests and the
 	// probes of an outage alike. Zero for a cell that never reached the provider.

@@ -46,6 +46,7 @@ type recordColumn struct {
 type scannedRecord struct {
 	Record
 	probs string
+	cost  float64
 }
 
 // keyColumn is the column of recordColumns that, with run, is the cells table's primary key: the cell index.
@@ -65,7 +66,7 @@ var recordColumns = []recordColumn{
 	textColumn("error_message", func(r *Record) *string { return &r.ErrorMessage }),
 	intColumn("prompt_tokens", func(r *Record) *int { return &r.PromptTokens }),
 	intColumn("completion_tokens", func(r *Record) *int { return &r.CompletionTokens }),
-	realColumn("cost_usd", func(r *Record) *float64 { return &r.CostUSD }),
+	costColumn("cost_usd", func(r *Record) *usage.USD { return &r.CostUSD }),
 	realColumn("latency_ms", func(r *Record) *float64 { return &r.LatencyMS }),
 	intColumn("attempts", func(r *Record) *int { return &r.Attempts }).addsCarried(),
 	boolColumn("cached", func(r *Record) *bool { return &r.Cached }),
@@ -111,6 +112,22 @@ func textColumn(name string, f func(*Record) *string) recordColumn {
 func realColumn(name string, f func(*Record) *float64) recordColumn {
 	return field(name, "float8", f, same[float64])
 }
+
+// costColumn is an amount of money stored as float64 dollars: Dollars reads back the exact picodollars of any
+// cell's cost (see usage.Dollars), and sums are taken over picoCost.
+func costColumn(name string, f func(*Record) *usage.USD) recordColumn {
+	c := field(name, "float8", f, usage.USD.Float)
+	c.dest = func(s *scannedRecord) any { return &s.cost }
+	c.decode = func(s *scannedRecord) error {
+		*f(&s.Record) = usage.Dollars(s.cost)
+		return nil
+	}
+	return c
+}
+
+// picoCost is the SQL of a record's cost in whole picodollars (an integer in both schemas), so that a sum of
+// costs in a statement is the exact sum of the records' costs, as usage.USD adds them.
+const picoCost = "CAST(round(cost_usd * 1e12) AS BIGINT)"
 
 func boolColumn(name string, f func(*Record) *bool) recordColumn {
 	return field(name, "boolean", f, same[bool])

@@ -618,15 +618,17 @@ func (s *SQLite) Scan(ctx context.Context, run string, fn func(Record) error) er
 
 // Counts returns the per-status counts and the token and cost sums of a run's records (a cell answered from the
 // cache adds its cost to SavedUSD, not to CostUSD, and no tokens). A run without records
-// has zero counts.
+// has zero counts. Costs are added up as whole picodollars (picoCost), so they are the exact sums of the
+// records' costs.
 func (s *SQLite) Counts(ctx context.Context, run string) (Counts, error) {
 	var c Counts
 	err := s.db.QueryRowContext(ctx, `SELECT count(*),
 		coalesce(sum(status = ?), 0), coalesce(sum(status = ?), 0), coalesce(sum(status = ?), 0), coalesce(sum(cached), 0),
 		coalesce(sum(prompt_tokens * (cached = 0)), 0), coalesce(sum(completion_tokens * (cached = 0)), 0),
-		coalesce(sum(cost_usd * (cached = 0)), 0), coalesce(sum(cost_usd * cached), 0)
+		coalesce(sum(`+picoCost+` * (cached = 0)), 0), coalesce(sum(`+picoCost+` * cached), 0)
 		FROM cells WHERE run = ?`, StatusOK, StatusUnparsed, StatusFailed, run).
-		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens, &c.CostUSD, &c.SavedUSD)
+		Scan(&c.Records, &c.OK, &c.Unparsed, &c.Failed, &c.Cached, &c.PromptTokens, &c.CompletionTokens,
+			(*int64)(&c.CostUSD), (*int64)(&c.SavedUSD))
 	if err != nil {
 		return Counts{}, fmt.Errorf("store: counts %s: %w", run, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/silicolab/silico/usage"
 )
 
 func openTemp(t testing.TB) *SQLite {
@@ -20,6 +22,6 @@ func openTemp(t testing.TB) *SQLite {
 func rec(i int) Record {
 	return Record{
 		Index: i, Status: StatusOK, OptionID: "3", Raw: fmt.Sprintf("answer %d, \"quoted\"\nline", i),
-		PromptTokens: 40 + i, CompletionTokens: 2, CostUSD: 0.0000125, LatencyMS: 12.5, Attempts: 1, Cached: i%2 == 0,
+		PromptTokens: 40 + i, CompletionTokens: 2, CostUSD: usage.Dollars(0.0000125), LatencyMS: 12.5, Attempts: 1, Cached: i%2 == 0,
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/silicolab/silico/store/storetest"
+	"github.com/silicolab/silico/usage"
 )
 
 // postgresEnv names the variable holding the DSN of a PostgreSQL database for the tests (CI sets it). Without
@@ -219,11 +220,11 @@ func TestPutRecordsRoundTripAndUpsert(t *testing.T) {
 		if want := 3 * 2; c.CompletionTokens != want {
 			t.Fatalf("Counts.CompletionTokens = %d, want %d (answers from the cache not counted)", c.CompletionTokens, want)
 		}
-		if d := c.CostUSD - 3*0.0000125; d > 1e-12 || d < -1e-12 {
-			t.Fatalf("Counts.CostUSD = %v, want %v", c.CostUSD, 3*0.0000125)
+		if want := 3 * usage.Dollars(0.0000125); c.CostUSD != want {
+			t.Fatalf("Counts.CostUSD = %v, want %v", c.CostUSD, want)
 		}
-		if d := c.SavedUSD - 4*0.0000125; d > 1e-12 || d < -1e-12 {
-			t.Fatalf("Counts.SavedUSD = %v, want %v", c.SavedUSD, 4*0.0000125)
+		if want := 4 * usage.Dollars(0.0000125); c.SavedUSD != want {
+			t.Fatalf("Counts.SavedUSD = %v, want %v", c.SavedUSD, want)
 		}
 	})
 }
@@ -686,6 +687,8 @@ func TestEveryRecordFieldRoundTrips(t *testing.T) {
 			f.SetString("value of " + v.Type().Field(i).Name)
 		case reflect.Int:
 			f.SetInt(int64(100 + i))
+		case reflect.Int64: // usage.USD: picodollars, every one of the 12 decimals of a dollar set
+			f.SetInt(123_456_789_012 + int64(i))
 		case reflect.Float64:
 			f.SetFloat(float64(i) + 0.25)
 		case reflect.Bool:
@@ -746,4 +749,34 @@ func TestPostgresElapsed(t *testing.T) {
 	if _, err := p.LoadRun(ctx, "other"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("LoadRun of a run without a spec: %v", err)
 	}
+}
+
+// TestCountsAddCostsExactly: Counts' cost and saved sums are the exact sums of the records' costs, which have all
+// 12 decimals of a picodollar, where a sum of their float64 dollars drifts.
+func TestCountsAddCostsExactly(t *testing.T) {
+	const n = 20_000
+	recs := make([]Record, n)
+	var cost, saved usage.USD
+	for i := range recs {
+		recs[i] = Record{Index: i, Status: StatusOK, OptionID: "1", CostUSD: usage.Picodollars(int64(123_456_789 + 7_919*i)), Cached: i%3 == 0}
+		if recs[i].Cached {
+			saved += recs[i].CostUSD
+		} else {
+			cost += recs[i].CostUSD
+		}
+	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := openStore(t, b.dsn(t))
+		if err := s.Put(ctx, "run", recs); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		c, err := s.Counts(ctx, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Records != n || c.CostUSD != cost || c.SavedUSD != saved {
+			t.Fatalf("Counts: %d records, cost %v, saved %v; want %d, %v, %v", c.Records, c.CostUSD, c.SavedUSD, n, cost, saved)
+		}
+	})
 }

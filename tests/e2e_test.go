@@ -269,8 +269,8 @@ func TestBudgetHoldsWithManyCallsInFlight(t *testing.T) {
 	for _, r := range s.sim.Requests() {
 		served += (float64(r.PromptTokens) + float64(r.CompletionTokens)) * 1000 / 1e6
 	}
-	if served > spec.BudgetUSD || res.Summary.CostUSD > spec.BudgetUSD {
-		t.Fatalf("the simulator served $%.4f and the run recorded $%.4f; budget $%.2f", served, res.Summary.CostUSD, spec.BudgetUSD)
+	if served > spec.BudgetUSD || res.Summary.CostUSD.Float() > spec.BudgetUSD {
+		t.Fatalf("the simulator served $%.4f and the run recorded $%.4f; budget $%.2f", served, res.Summary.CostUSD.Float(), spec.BudgetUSD)
 	}
 	if served < spec.BudgetUSD/2 {
 		t.Errorf("only $%.4f of a $%.2f budget used: the shares waste it", served, spec.BudgetUSD)
@@ -293,7 +293,7 @@ func TestBudgetHoldsWithManyCallsInFlight(t *testing.T) {
 	if exhausted != res.Summary.Failed {
 		t.Errorf("%d cells BudgetExhausted of %d failed", exhausted, res.Summary.Failed)
 	}
-	t.Logf("served $%.4f, recorded $%.4f of $%.2f; %d cells not run", served, res.Summary.CostUSD, spec.BudgetUSD, exhausted)
+	t.Logf("served $%.4f, recorded $%.4f of $%.2f; %d cells not run", served, res.Summary.CostUSD.Float(), spec.BudgetUSD, exhausted)
 }
 
 // TestLimitsHoldAcrossWorkers runs four passes of one model on two workers against a simulator that enforces

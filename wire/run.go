@@ -211,7 +211,7 @@ type FailInput struct {
 // FailOutput says what FailUnfinished recorded, and what the range's finished cells cost.
 type FailOutput struct {
 	Recorded int
-	CostUSD  float64
+	CostUSD  usage.USD
 }
 
 // ExportInput says which run to export and where.

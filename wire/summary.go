@@ -23,8 +23,8 @@ type Summary struct {
 	ContentFiltered int `json:"content_filtered"`
 	usage.Usage
 	// BatchSavedUSD is what the cells of models in batch mode would have cost more as synchronous calls.
-	BatchSavedUSD  float64 `json:"batch_saved_usd,omitempty"`
-	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	BatchSavedUSD  usage.USD `json:"batch_saved_usd,omitempty"`
+	ElapsedSeconds float64   `json:"elapsed_seconds"`
 	// Errors are the first distinct errors in submission order, at most 5, each "Class: message".
 	Errors []string `json:"errors"`
 	// Models has one entry per model of the spec, in spec order.
@@ -45,5 +45,5 @@ type ModelSummary struct {
 	Length          int `json:"length"`
 	ContentFiltered int `json:"content_filtered"`
 	usage.Usage
-	BatchSavedUSD float64 `json:"batch_saved_usd,omitempty"`
+	BatchSavedUSD usage.USD `json:"batch_saved_usd,omitempty"`
 }

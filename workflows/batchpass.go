@@ -158,7 +158,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		if !reserved {
 			if r.state.Stopped == "" {
 				r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
-					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD))
+					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD.Float()))
 			}
 			return total
 		}
@@ -182,7 +182,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			r.batchSeen(dctx, fmt.Sprintf("%d/%d", p.Index, i), m.ID, info)
 			got := r.cancelChunk(dctx, p, in, info)
 			cancel()
-			bb.settle(cost, got.Usage.CostUSD)
+			bb.settle(cost, got.Usage.CostUSD.Float())
 			total.Recorded += got.Recorded
 			total.Failed += got.Failed
 			total.Usage.Add(got.Usage)
@@ -209,7 +209,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 				dctx, cancel := workflow.NewDisconnectedContext(ctx)
 				got := r.cancelChunk(dctx, p, in, prev)
 				cancel()
-				bb.settle(cost, got.Usage.CostUSD)
+				bb.settle(cost, got.Usage.CostUSD.Float())
 				total.Recorded += got.Recorded
 				total.Failed += got.Failed
 				total.Usage.Add(got.Usage)
@@ -240,7 +240,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		total.Recorded += got.Recorded
 		total.Failed += got.Failed
 		total.Usage.Add(got.Usage)
-		bb.settle(cost, got.Usage.CostUSD)
+		bb.settle(cost, got.Usage.CostUSD.Float())
 		cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
 	}
 	return total

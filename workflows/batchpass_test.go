@@ -34,6 +34,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -86,8 +87,8 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	if syncRes.Summary.Failed != 0 || batchRes.Summary.Failed != 0 || batchRes.Summary.Cells != 40 {
 		t.Errorf("summaries: sync %+v, batch %+v", syncRes.Summary, batchRes.Summary)
 	}
-	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; math.Abs(got-want) > 1e-9 || want == 0 {
-		t.Errorf("batch run cost %g, want half of %g", got, syncRes.Summary.CostUSD)
+	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; math.Abs((got-want).Float()) > 1e-9 || want == 0 {
+		t.Errorf("batch run cost %v, want half of %v", got, syncRes.Summary.CostUSD)
 	}
 }
 
@@ -179,7 +180,7 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 		t.Fatal("the model has no batch price")
 	}
 	worst := func(from, to int) float64 {
-		c := 0.0
+		var c usage.USD
 		for i := from; i < to; i++ {
 			msgs, err := spec.Render(spec.Cell(i), nil)
 			if err != nil {
@@ -187,7 +188,7 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 			}
 			c += llm.Cost(price, tok.CountMessages(m.Name, msgs), 20)
 		}
-		return c
+		return c.Float()
 	}
 	// Two passes of 20 cells run at once, each with half the budget; chunks of 7, 7 and 6.
 	passes := spec.Passes()
@@ -235,8 +236,8 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 		t.Errorf("%d cells answered (%d ran in batches) and %d recorded %s, want those the batches ran and the rest",
 			answered, ran, exhausted, errclass.BudgetExhausted)
 	}
-	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD > spec.BudgetUSD {
-		t.Errorf("stopped %q, cost %g of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
+	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD.Float() > spec.BudgetUSD {
+		t.Errorf("stopped %q, cost %v of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
 	}
 }
 
@@ -307,7 +308,7 @@ func TestMixedSyncAndBatchModels(t *testing.T) {
 			cost /= 2
 		}
 		if a[i].Raw != b[i].Raw || a[i].OptionID != b[i].OptionID || a[i].PromptTokens != b[i].PromptTokens ||
-			math.Abs(b[i].CostUSD-cost) > 1e-12 || a[i].CostUSD == 0 {
+			math.Abs((b[i].CostUSD-cost).Float()) > 1e-12 || a[i].CostUSD == 0 {
 			t.Errorf("cell %d: all-sync %+v, mixed %+v", i, a[i], b[i])
 		}
 	}
@@ -350,7 +351,7 @@ func checkHalfPrice(t *testing.T, st *store.SQLite, syncRun, batchRun string, n 
 	for i := range sr {
 		a, b := sr[i], br[i]
 		if a.Status != b.Status || a.OptionID != b.OptionID || a.Raw != b.Raw || a.PromptTokens != b.PromptTokens ||
-			a.CompletionTokens != b.CompletionTokens || math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 || a.CostUSD == 0 {
+			a.CompletionTokens != b.CompletionTokens || math.Abs((b.CostUSD-a.CostUSD/2).Float()) > 1e-12 || a.CostUSD == 0 {
 			t.Errorf("cell %d: sync %+v, batch %+v", i, a, b)
 		}
 	}
@@ -686,8 +687,8 @@ func TestBatchRunInlinePictures(t *testing.T) {
 	withPictures, failed := 0, 0
 	for i := range sr {
 		a, b := sr[i], br[i]
-		if math.Abs(b.CostUSD-a.CostUSD/2) > 1e-12 {
-			t.Errorf("cell %s: batch cost %g, sync %g: want half", a.CellID, b.CostUSD, a.CostUSD)
+		if math.Abs((b.CostUSD - a.CostUSD/2).Float()) > 1e-12 {
+			t.Errorf("cell %s: batch cost %v, sync %v: want half", a.CellID, b.CostUSD, a.CostUSD)
 		}
 		a.CostUSD, b.CostUSD = 0, 0
 		if ca, cb := results.CellColumns(a), results.CellColumns(b); !slices.Equal(ca, cb) {
@@ -843,7 +844,7 @@ func TestAnthropicBatchRun(t *testing.T) {
 	if syncRes.Summary.Failed != 0 || batchRes.Summary.Failed != 0 || batchRes.Summary.Cells != 40 {
 		t.Errorf("summaries: sync %+v, batch %+v", syncRes.Summary, batchRes.Summary)
 	}
-	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; math.Abs(got-want) > 1e-9 || want == 0 {
-		t.Errorf("batch run cost %g, want half of %g", got, syncRes.Summary.CostUSD)
+	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; math.Abs((got-want).Float()) > 1e-9 || want == 0 {
+		t.Errorf("batch run cost %v, want half of %v", got, syncRes.Summary.CostUSD)
 	}
 }

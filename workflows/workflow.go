@@ -228,7 +228,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 		switch {
 		case r.state.Stopped != "":
 		case res.BudgetExhausted:
-			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD))
+			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD.Float()))
 		case res.Failed > 0 && r.plan.Run.OnError == experiment.OnErrorRaise:
 			r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}
@@ -316,7 +316,7 @@ func (r *runner) share(model int) wire.Share {
 	if r.plan.BudgetUSD > 0 {
 		nb := max(1, min(maxPar, r.running+remainingAll))
 		sh.Budgeted = true
-		sh.BudgetUSD = max(0, r.plan.BudgetUSD-r.state.Totals.CostUSD) / float64(nb)
+		sh.BudgetUSD = max(0, r.plan.BudgetUSD-r.state.Totals.CostUSD.Float()) / float64(nb)
 	}
 	return sh
 }

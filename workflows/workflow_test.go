@@ -442,7 +442,7 @@ func TestInvalidSpecFailsAtOnceWithTheFileDecodersError(t *testing.T) {
 func TestBudgetSharesAndStop(t *testing.T) {
 	// Each pass spends $3; the budget is $10 over 6 passes, 2 at a time.
 	m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
-		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1, Usage: usage.Usage{CostUSD: 3}}, nil
+		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1, Usage: usage.Usage{CostUSD: usage.Dollars(3)}}, nil
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(1, 6, 2, 2)
@@ -468,7 +468,7 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	// A pass that reports the budget exhausted stops the run; the cells not run are BudgetExhausted.
 	m = &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
 		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), Failed: 1, FirstFailure: p.Start,
-			BudgetExhausted: true, Usage: usage.Usage{CostUSD: 5}}, nil
+			BudgetExhausted: true, Usage: usage.Usage{CostUSD: usage.Dollars(5)}}, nil
 	}}
 	env, fails = newEnv(t, m)
 	spec.Run.MaxParallelPasses = 1

@@ -194,10 +194,10 @@ func (s snapshot) line(rate float64) string {
 	} else if s.openBatches() {
 		eta = "when its batches end" // a batch's cells land when the provider ends it: no rate to go by before
 	}
-	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · $%.4f",
+	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · $%s",
 		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD)
 	if s.cached > 0 {
-		line += fmt.Sprintf(" · %d cached, $%.4f saved", s.cached, s.usage.SavedUSD)
+		line += fmt.Sprintf(" · %d cached, $%s saved", s.cached, s.usage.SavedUSD)
 	}
 	for _, o := range s.outageLines(time.Now()) {
 		line += " · " + o
@@ -270,7 +270,7 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			rate = float64(s.done-first) / el
 		}
 		if tty {
-			desc := fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%.4f", s.failed, s.retried, rate,
+			desc := fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%s", s.failed, s.retried, rate,
 				s.usage.Tokens(), s.usage.CostUSD)
 			for _, o := range s.outageLines(time.Now()) {
 				desc += " · " + o

@@ -14,6 +14,7 @@ import (
 
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // runStateInterrupted is the state `starter runs` shows for a run recorded as running in embedded mode when no
@@ -30,7 +31,7 @@ type runRow struct {
 	OK       int       `json:"ok"`
 	Unparsed int       `json:"unparsed"`
 	Failed   int       `json:"failed"`
-	CostUSD  float64   `json:"cost_usd"`
+	CostUSD  usage.USD `json:"cost_usd"`
 	Models   []string  `json:"models"`
 	Started  time.Time `json:"started"`
 	// DurationSeconds is the run's wall time: as its workflow measured it when it exported, else the time from
@@ -200,7 +201,7 @@ func printRuns(w io.Writer, rows []runRow) error {
 	for _, r := range rows {
 		table = append(table, []string{r.ID, r.Name, r.Status,
 			fmt.Sprintf("%s/%s/%s of %s", thousands(r.OK), thousands(r.Unparsed), thousands(r.Failed), thousands(r.Cells)),
-			fmt.Sprintf("$%.4f", r.CostUSD), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
+			fmt.Sprintf("$%s", r.CostUSD), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
 			duration(r)})
 	}
 	var b strings.Builder

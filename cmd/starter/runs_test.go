@@ -13,6 +13,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 )
 
 // runsStore is a SQLite store holding three runs of two specs: a finished one, an interrupted --new run of the
@@ -43,7 +44,7 @@ func runsStore(t *testing.T) *store.SQLite {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Put(ctx, "silico-alpha-111", []store.Record{{Index: 0, Status: store.StatusOK, CostUSD: 0.5},
+	if err := st.Put(ctx, "silico-alpha-111", []store.Record{{Index: 0, Status: store.StatusOK, CostUSD: usage.Dollars(0.5)},
 		{Index: 1, Status: store.StatusFailed, ErrorClass: "Auth"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRunsListsTheStoreWithoutAServer(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("runs = %q; want %q (newest first; running with no starter up is interrupted)", got, want)
 	}
-	if r := rows[2]; r.Name != "alpha" || r.Cells != 2 || r.OK != 1 || r.Failed != 1 || r.CostUSD != 0.5 ||
+	if r := rows[2]; r.Name != "alpha" || r.Cells != 2 || r.OK != 1 || r.Failed != 1 || r.CostUSD != usage.Dollars(0.5) ||
 		r.DurationSeconds != 3 || strings.Join(r.Models, ",") != "m" {
 		t.Errorf("the finished run's row = %+v", r)
 	}
