@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"errors"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -89,7 +88,7 @@ func TestGeminiBatchRun(t *testing.T) {
 	if syncRes.Summary.Failed != 0 || batchRes.Summary.Failed != 0 || batchRes.Summary.Cells != 40 {
 		t.Errorf("summaries: sync %+v, batch %+v", syncRes.Summary, batchRes.Summary)
 	}
-	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; math.Abs(got-want) > 1e-9 || want == 0 {
-		t.Errorf("batch run cost %g, want half of %g", got, syncRes.Summary.CostUSD)
+	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; (got-want).Float() > 1e-9 || (want-got).Float() > 1e-9 || want == 0 {
+		t.Errorf("batch run cost %v, want half of %v", got, syncRes.Summary.CostUSD)
 	}
 }
