@@ -60,12 +60,15 @@ type runner struct {
 	anthropicSubmitting bool
 	// anthropicBatches are the ids of the Anthropic batches the run adopted, in the order it did.
 	anthropicBatches []string
+	// nextChunk is, per batch pass index, the next free chunk number (see splitChunk).
+	nextChunk map[int]int
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 	log := workflow.GetLogger(ctx)
 	r.runningByModel = make(map[int]int)
 	r.runningPass = make(map[int]bool)
+	r.nextChunk = make(map[int]int)
 	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
 	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
 	// After continue-as-new the input holds no spec and PrepareRun reads the saved one.
