@@ -58,8 +58,10 @@ type chunkFailures struct {
 	try int
 	// backoff is the delay before the next resubmission; zero before the first.
 	backoff time.Duration
-	// limitAlone counts the token-limit failures in a row with no other batch of the model in flight.
+	// limitAlone counts the token-limit failures in a row with no other batch of the model in flight from the
+	// submission to the failure; ended is r.batchEnded of the model when the chunk last resubmitted.
 	limitAlone int
+	ended      int
 	// failed counts the chunk's batches the provider failed as a whole; reason is the last one's reason, for the
 	// cells recorded unanswered.
 	failed int
@@ -113,7 +115,9 @@ func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string
 		f.try++
 		return failFree
 	case tokenLimited(info):
-		if r.inFlight(m.ID) == 0 {
+		// Alone: no other batch of the model is in flight, and none ended since the chunk resubmitted (one that
+		// ended between the create and its failure may have held the tokens that were missing).
+		if r.inFlight(m.ID) == 0 && (f.limitAlone == 0 || r.batchEnded[m.ID] == f.ended) {
 			f.limitAlone++
 			if f.limitAlone >= 2 && left > 1 {
 				// Alone, and over the limit again after waiting: the chunk itself is more than the limit.
@@ -133,7 +137,9 @@ func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string
 			}
 		}
 		f.try++
-		return r.backOff(ctx, key, f, first, failFree)
+		next := r.backOff(ctx, key, f, first, failFree)
+		f.ended = r.batchEnded[m.ID]
+		return next
 	default:
 		f.limitAlone = 0
 		return r.backOff(ctx, key, f, first, failCounted)
@@ -173,6 +179,17 @@ func (r *runner) inFlight(model string) int {
 		}
 	}
 	return n
+}
+
+// batchEnds counts, per model, the batches of the run seen to end (see inFlight): batchSeen calls it with a
+// batch's progress before and after.
+func (r *runner) batchEnds(before, after wire.BatchProgress) {
+	if before.ID == after.ID && !before.Status.Terminal() && after.Status.Terminal() {
+		if r.batchEnded == nil {
+			r.batchEnded = map[string]int{}
+		}
+		r.batchEnded[after.Model]++
+	}
 }
 
 // batchWaiting shows reason on the progress of batch key (empty: none).

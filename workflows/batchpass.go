@@ -365,8 +365,10 @@ func (r *runner) batchSeen(ctx workflow.Context, key, model string, info wire.Ba
 	if i, found := slices.BinarySearch(r.batchKeys, key); !found {
 		r.batchKeys = slices.Insert(r.batchKeys, i, key)
 	}
-	r.batches[key] = wire.BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
+	now := wire.BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
 		Done: info.Counts.Done(), ExpiresAt: info.ExpiresAt}
+	r.batchEnds(r.batches[key], now)
+	r.batches[key] = now
 	r.details(ctx)
 }
 

@@ -62,6 +62,8 @@ type runner struct {
 	anthropicBatches []string
 	// nextChunk is, per batch pass index, the next free chunk number (see splitChunk).
 	nextChunk map[int]int
+	// batchEnded counts, per model id, the run's batches seen to end (see batchEnds).
+	batchEnded map[string]int
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
