@@ -377,6 +377,9 @@ func (r *runner) details(ctx workflow.Context) {
 	for _, b := range r.batchList() {
 		d += fmt.Sprintf("\n%s: batch %s %s, %d of %d done, expires %s", b.Model, b.ID, b.Status, b.Done, b.Total,
 			b.ExpiresAt.UTC().Format("15:04"))
+		if b.Reason != "" {
+			d += ": " + b.Reason
+		}
 	}
 	workflow.SetCurrentDetails(ctx, d)
 }
