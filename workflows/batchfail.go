@@ -94,11 +94,11 @@ func failureReason(info wire.BatchInfo) string {
 }
 
 // batchFailed decides what chunk key of pass p does after its batch info failed as a whole and its collect left
-// cells to answer (before the collect, before the chunk had left): it waits, and shows why, as the kind of the
-// failure asks (see the comment at the top of this file). Runs recorded before wire.ChangeBatchFailures go on in
-// the next round at once.
+// cells to answer (before the collect, left after it): it waits, and shows why, as the kind of the failure asks
+// (see the comment at the top of this file). last says the round was the chunk's last: a failure that counts then
+// ends the chunk at once. Runs recorded before wire.ChangeBatchFailures go on in the next round at once.
 func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string, info wire.BatchInfo, before, left int,
-	f *chunkFailures) failNext {
+	last bool, f *chunkFailures) failNext {
 	if workflow.GetVersion(ctx, wire.ChangeBatchFailures, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return failCounted
 	}
@@ -126,14 +126,15 @@ func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string
 			}
 			if left <= 1 {
 				// One request over the limit alone: no wait can make it fit.
-				return r.backOff(ctx, key, f, first, failCounted)
+				return r.counted(ctx, key, f, first, last)
 			}
 		} else {
 			f.limitAlone = 1 // if it fails again with none in flight, it is the chunk itself that is over the limit
-			n := r.inFlight(m.ID)
-			r.batchWaiting(ctx, key, fmt.Sprintf("%s · waiting for %d other batch(es) of %s to end, then resubmitting", f.reason, n, m.ID))
-			if err := workflow.Await(ctx, func() bool { return r.inFlight(m.ID) < n }); err != nil {
-				return failStop
+			if n := r.inFlight(m.ID); n > 0 {
+				r.batchWaiting(ctx, key, fmt.Sprintf("%s · waiting for %d other batch(es) of %s to end, then resubmitting", f.reason, n, m.ID))
+				if err := workflow.Await(ctx, func() bool { return r.inFlight(m.ID) < n }); err != nil {
+					return failStop
+				}
 			}
 		}
 		f.try++
@@ -142,8 +143,17 @@ func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string
 		return next
 	default:
 		f.limitAlone = 0
-		return r.backOff(ctx, key, f, first, failCounted)
+		return r.counted(ctx, key, f, first, last)
 	}
+}
+
+// counted is a failure that counts against run.max_attempts: after the chunk's last round it ends the chunk at
+// once (nothing is left to wait for), else it backs off before the next round.
+func (r *runner) counted(ctx workflow.Context, key string, f *chunkFailures, first time.Duration, last bool) failNext {
+	if last {
+		return failCounted
+	}
+	return r.backOff(ctx, key, f, first, failCounted)
 }
 
 // backOff waits the chunk's next growing delay, showing why, and returns next (failStop when the run was

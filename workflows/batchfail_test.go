@@ -132,16 +132,7 @@ func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 	var mu sync.Mutex
 	var waiting []wire.BatchProgress
 	f.env.RegisterDelayedCallback(func() {
-		v, err := f.env.QueryWorkflow(wire.QueryProgress)
-		if err != nil {
-			t.Errorf("progress query: %v", err)
-			return
-		}
-		var p wire.Progress
-		if err := v.Get(&p); err != nil {
-			t.Errorf("progress: %v", err)
-			return
-		}
+		p := f.progress(t)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, b := range p.Batches {
@@ -268,4 +259,24 @@ func TestBatchOtherFailuresCountAgainstMaxAttempts(t *testing.T) {
 	if n := checkOneUploadPerInput(t, f.sim); n != 6 {
 		t.Errorf("%d inputs uploaded, want one per chunk", n)
 	}
+	// Nothing waits once the rounds are used up.
+	for _, b := range f.progress(t).Batches {
+		if b.Reason != "" {
+			t.Errorf("batch %s still shows %q", b.Key, b.Reason)
+		}
+	}
+}
+
+// progress is the run's progress query.
+func (f *failEnv) progress(t *testing.T) wire.Progress {
+	t.Helper()
+	v, err := f.env.QueryWorkflow(wire.QueryProgress)
+	if err != nil {
+		t.Fatalf("progress query: %v", err)
+	}
+	var p wire.Progress
+	if err := v.Get(&p); err != nil {
+		t.Fatalf("progress: %v", err)
+	}
+	return p
 }

@@ -246,7 +246,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		sent := cells.Len()
 		cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
 		if info.Status == wire.BatchStatusFailed && cells.Len() > 0 {
-			switch r.batchFailed(ctx, p, key, info, sent, cells.Len(), &fails) {
+			switch r.batchFailed(ctx, p, key, info, sent, cells.Len(), round+1 >= rounds, &fails) {
 			case failFree:
 				round-- // not a round of these cells: see batchfail.go
 			case failSplit:
