@@ -1,7 +1,10 @@
 package workflows
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,6 +34,12 @@ type failEnv struct {
 
 func newFailEnv(t *testing.T, cfg sim.BatchConfig) *failEnv {
 	t.Helper()
+	return newFailEnvClient(t, cfg, http.DefaultClient)
+}
+
+// newFailEnvClient is newFailEnv whose activities call the simulator through hc.
+func newFailEnvClient(t *testing.T, cfg sim.BatchConfig, hc *http.Client) *failEnv {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	f := &failEnv{env: suite.NewTestWorkflowEnvironment(), st: tempStore(t)}
 	s, err := sim.New(sim.Config{Now: f.env.Now, Batch: cfg})
@@ -41,7 +50,7 @@ func newFailEnv(t *testing.T, cfg sim.BatchConfig) *failEnv {
 	t.Cleanup(srv.Close)
 	f.sim, f.url = s, srv.URL
 	activities.Register(f.env, &activities.Activities{Store: f.st,
-		Models:     llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+		Models:     llm.NewRegistry(hc, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond})
 	return f
 }
@@ -279,4 +288,64 @@ func (f *failEnv) progress(t *testing.T) wire.Progress {
 		t.Fatalf("progress: %v", err)
 	}
 	return p
+}
+
+// loseResubmitCreate loses the answer of the first OpenAI batch create of a resubmission (a batch key with a try)
+// that reaches the server: the batch exists and the attempt fails without its id, as when a worker dies right after
+// the create.
+type loseResubmitCreate struct {
+	mu   sync.Mutex
+	lost int
+}
+
+func (l *loseResubmitCreate) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/batches" {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || !bytes.Contains(body, []byte(`"silico_try"`)) {
+		return resp, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost > 0 {
+		return resp, nil
+	}
+	l.lost++
+	_ = resp.Body.Close()
+	return nil, errors.New("connection reset by peer (after the create)")
+}
+
+// TestBatchResubmissionAdoptsItsLostCreate: the answer of a resubmission's create is lost after the provider made
+// the batch; the submission's next attempt adopts that batch (its key has the try) instead of creating a second,
+// so every cell still runs once in one batch per chunk.
+func TestBatchResubmissionAdoptsItsLostCreate(t *testing.T) {
+	spec := simSpec("", true)
+	spec.Models[0].Batch.MaxRequests = 10
+	most := 0
+	for _, p := range spec.Passes() {
+		most = max(most, promptTokens(t, spec, p.Start, p.Start+10), promptTokens(t, spec, p.Start+10, p.End))
+	}
+	lose := &loseResubmitCreate{}
+	f := newFailEnvClient(t, sim.BatchConfig{ProcessingTime: time.Hour, EnqueuedTokens: most * 3 / 2}, &http.Client{Transport: lose})
+	spec.Models[0].BaseURL = f.url + "/v1"
+	recs := f.run(t, spec, "lost-resubmit-run")
+	if lose.lost != 1 {
+		t.Fatal("no resubmission's create answer was lost: the test did not test it")
+	}
+	for _, r := range recs {
+		if r.Status == store.StatusFailed {
+			t.Errorf("cell %d: %s: %s", r.Index, r.ErrorClass, r.ErrorMessage)
+		}
+	}
+	bs := f.sim.Batches()
+	checkRanOnce(t, bs, 40)
+	if codes := failCodes(bs); codes[""] != 4 {
+		t.Errorf("batches by failure %v, want 4 that ran", codes)
+	}
 }
