@@ -245,8 +245,9 @@ func (r *runner) splitChunk(ctx workflow.Context, p experiment.Pass, key string,
 }
 
 // chunkUnanswered records the cells a chunk's rounds left unanswered failed (errclass.BatchNotRun) with the
-// provider's reason for failing its last batch, when one did and the model does not send them synchronously,
-// and returns total with them.
+// provider's last reason for failing one of its batches as a whole, when it did (a later round may have expired
+// instead: the message says how many failed, not that the last did) and the model does not send them
+// synchronously, and returns total with them.
 func (r *runner) chunkUnanswered(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, f chunkFailures,
 	total wire.BatchCollected) wire.BatchCollected {
 	if f.reason == "" || cells.Len() == 0 || ctx.Err() != nil || r.state.Stopped != "" ||
@@ -256,7 +257,7 @@ func (r *runner) chunkUnanswered(ctx workflow.Context, p experiment.Pass, cells 
 	var out wire.FailOutput
 	err := wire.FailUnfinished.Execute(shortCtx(ctx), wire.FailInput{
 		RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: errclass.BatchNotRun,
-		Message: fmt.Sprintf("not answered: the provider failed this cell's batch as a whole %d time(s); the last reason: %s",
+		Message: fmt.Sprintf("not answered in the chunk's batches: the provider failed %d of them as a whole, the last with: %s",
 			f.failed, f.reason),
 	}).Get(ctx, &out)
 	if err != nil {

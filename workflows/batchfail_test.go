@@ -253,7 +253,7 @@ func TestBatchOtherFailuresCountAgainstMaxAttempts(t *testing.T) {
 		}
 		notRun++
 		if r.ErrorClass != errclass.BatchNotRun || !strings.Contains(r.ErrorMessage, "too_many_requests: The batch has 7 requests") ||
-			!strings.Contains(r.ErrorMessage, "3 time(s)") {
+			!strings.Contains(r.ErrorMessage, "the provider failed 3 of them as a whole") {
 			t.Errorf("cell %d: %s: %s", r.Index, r.ErrorClass, r.ErrorMessage)
 		}
 	}
