@@ -293,6 +293,7 @@ func (a *Activities) SubmitBatch(ctx context.Context, in wire.BatchChunkInput) (
 		return wire.BatchInfo{}, refused(err)
 	}
 	input := chunkInput(api.format, reqs)
+	key := batchformat.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round, Try: in.Try}
 	var info wire.BatchInfo
 	switch api.format {
 	case wire.FormatAnthropic:
@@ -301,12 +302,10 @@ func (a *Activities) SubmitBatch(ctx context.Context, in wire.BatchChunkInput) (
 	case wire.FormatGemini:
 		// A later attempt may follow one that created the batch and died before it learnt so.
 		info, err = api.gemini.Submit(ctx, batchapi.GeminiSubmission{
-			Key:   batchformat.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
-			Model: m.Name, Input: input, Since: in.Since, Resumed: activity.GetInfo(ctx).Attempt > 1})
+			Key: key, Model: m.Name, Input: input, Since: in.Since, Resumed: activity.GetInfo(ctx).Attempt > 1})
 	default:
 		info, err = api.openAI.Submit(ctx, batchapi.Submission{
-			Key:      batchformat.Key{Run: in.RunID, Pass: passName(spec, in.Pass), Chunk: in.Chunk, Round: in.Round},
-			Endpoint: batchEndpoint(spec), Input: input, Since: in.Since})
+			Key: key, Endpoint: batchEndpoint(spec), Input: input, Since: in.Since})
 	}
 	return info, refused(err)
 }
@@ -358,7 +357,8 @@ const collectPage = 500
 // CollectBatch records every result of a terminal batch as the synchronous pass records a call's (see
 // batchResultOutcome and embedResultOutcome), with its answer in the response cache when the model's policy
 // writes, and returns the cells to submit again: those that never ran or failed transiently, and those the
-// results do not mention. The chunk's lines are built again and must be those submitted (the digest of
+// results do not mention. A batch the provider failed as a whole has no results: the cells of the lines its
+// errors name are recorded failed with the provider's reason (rejectedLines), the others are submitted again. The chunk's lines are built again and must be those submitted (the digest of
 // BatchChunkInput): a result is recorded only under the keys and picture digests of the request that got it.
 func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput) (wire.BatchCollected, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
@@ -458,6 +458,12 @@ func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput
 		}
 		return nil
 	})
+	if err == nil && in.Batch.Status == wire.BatchStatusFailed {
+		// A batch failed as a whole ran nothing; the lines its errors name fail their cells.
+		for _, rec := range rejectedLines(in.Batch, reqs, seen, api.redact, in.Round+1) {
+			add(rec)
+		}
+	}
 	if err == nil {
 		err = flush()
 	}

@@ -51,9 +51,11 @@ type OpenAI struct {
 // NewOpenAI returns a driver of the endpoint c calls.
 func NewOpenAI(c *llm.Client) *OpenAI { return &OpenAI{c: c, pageSize: 100} }
 
-// fileName is the name of the input file of k with the given digest: what finds an upload again.
+// fileName is the name of the input file of k with the given digest: what finds an upload again. It names the
+// content and the chunk, not the round or the try: a resubmission of the same lines (a batch that failed as a
+// whole, or expired before any of its requests ran) reuses the file already uploaded instead of uploading it anew.
 func fileName(k batchformat.Key, digest string) string {
-	return fmt.Sprintf("silico-%s-chunk%d-round%d-%s.jsonl", digest[:16], k.Chunk, k.Round, digest[16:32])
+	return fmt.Sprintf("silico-%s-chunk%d-%s.jsonl", digest[:16], k.Chunk, digest[16:32])
 }
 
 // Submit makes sure exactly one batch of s.Key runs s.Input and returns it: the batch an earlier attempt created,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -471,6 +472,22 @@ func TestFromOpenAI(t *testing.T) {
 	if info, _ := FromOpenAI(b); len(info.Errors) != 1 || info.Errors[0] != "line 3: invalid_json_line: not JSON" {
 		t.Errorf("errors %v", info.Errors)
 	}
+	// The reasons as OpenAI gives them: code, message, param and line (null when the batch as a whole is refused).
+	limited := `{"id":"b","status":"failed","errors":{"object":"list","data":[` +
+		`{"code":"token_limit_exceeded","message":"Enqueued token limit reached for gpt-4o-mini in organization org-x. Limit: 2,000,000 enqueued tokens. Please try again once some in_progress batches have been completed.","param":null,"line":null},` +
+		`{"code":"invalid_value","message":"bad","param":"body.max_tokens","line":7}]},"request_counts":{"total":0,"completed":0,"failed":0}}`
+	b = openai.Batch{}
+	if err := json.Unmarshal([]byte(limited), &b); err != nil {
+		t.Fatal(err)
+	}
+	info, _ = FromOpenAI(b)
+	want := []wire.BatchError{
+		{Code: "token_limit_exceeded", Message: "Enqueued token limit reached for gpt-4o-mini in organization org-x. Limit: 2,000,000 enqueued tokens. Please try again once some in_progress batches have been completed."},
+		{Code: "invalid_value", Message: "bad", Param: "body.max_tokens", Line: 7},
+	}
+	if !reflect.DeepEqual(info.Failures, want) || info.Failures[1].String() != "line 7: invalid_value: bad (body.max_tokens)" {
+		t.Errorf("failures %+v, want %+v", info.Failures, want)
+	}
 }
 
 func TestFromAnthropic(t *testing.T) {
@@ -529,10 +546,20 @@ func TestKey(t *testing.T) {
 	if !k.Matches(md, "d1") || k.Matches(md, "d2") {
 		t.Error("Matches does not tell the digest apart")
 	}
-	for _, other := range []Key{{"run-2", "gpt/1", 2, 0}, {"run-1", "gpt/2", 2, 0}, {"run-1", "gpt/1", 3, 0}, {"run-1", "gpt/1", 2, 1}} {
+	for _, other := range []Key{{"run-2", "gpt/1", 2, 0, 0}, {"run-1", "gpt/2", 2, 0, 0}, {"run-1", "gpt/1", 3, 0, 0},
+		{"run-1", "gpt/1", 2, 1, 0}, {"run-1", "gpt/1", 2, 0, 1}} {
 		if other.Names(md) {
 			t.Errorf("%+v names the batch of %+v", other, k)
 		}
+	}
+	// A resubmission after a failed batch is another batch; the first try's metadata is what it always was.
+	if _, ok := md[MetaTry]; ok {
+		t.Errorf("try 0 carries %s: %v", MetaTry, md)
+	}
+	k1 := k
+	k1.Try = 1
+	if md1 := k1.Metadata("d1"); k.Names(md1) || !k1.Names(md1) || k1.Names(md) {
+		t.Errorf("try 1 %v and try 0 %v are not told apart", md1, md)
 	}
 	long := Key{Run: strings.Repeat("r", 600)}
 	lmd := long.Metadata("d")

@@ -54,9 +54,15 @@ func (k Key) DisplayName(digest string) string {
 	return k.displayStem() + digest[:min(32, len(digest))]
 }
 
+// displayStem is the display name without the input's digest. A try other than 0 stands before the round
+// ("-c0-t1-r1-"), so that no stem is a prefix of another key's and the first try's names are as they always were.
 func (k Key) displayStem() string {
 	who := Digest([]byte(k.Run + "\x00" + k.Pass))
-	return fmt.Sprintf("%s%s-c%d-r%d-", displayPrefix, who[:16], k.Chunk, k.Round)
+	try := ""
+	if k.Try != 0 {
+		try = fmt.Sprintf("t%d-", k.Try)
+	}
+	return fmt.Sprintf("%s%s-c%d-%sr%d-", displayPrefix, who[:16], k.Chunk, try, k.Round)
 }
 
 // NamesDisplay reports whether a Gemini batch's display name names k, whatever its input.

@@ -45,9 +45,13 @@ func TestGeminiDisplayName(t *testing.T) {
 		t.Errorf("%q does not name its key and digest alone", name)
 	}
 	for _, o := range []Key{{Run: "run-2", Pass: "m/1/0", Chunk: 2, Round: 1}, {Run: "run-1", Pass: "m/1/0", Chunk: 2, Round: 0},
-		{Run: "run-1", Pass: "m/1/0", Chunk: 22, Round: 1}, {Run: "run-1", Pass: "m/2/0", Chunk: 2, Round: 1}} {
+		{Run: "run-1", Pass: "m/1/0", Chunk: 22, Round: 1}, {Run: "run-1", Pass: "m/2/0", Chunk: 2, Round: 1},
+		{Run: "run-1", Pass: "m/1/0", Chunk: 2, Round: 1, Try: 1}} {
 		if o.NamesDisplay(name) {
 			t.Errorf("%+v names %q, the batch of %+v", o, name, k)
+		}
+		if n := o.DisplayName(d); k.NamesDisplay(n) {
+			t.Errorf("%+v names %q, the batch of %+v", k, n, o)
 		}
 	}
 }

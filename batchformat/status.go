@@ -49,11 +49,19 @@ func FromOpenAI(b openai.Batch) (wire.BatchInfo, error) {
 	}
 	if b.Errors != nil {
 		for _, e := range b.Errors.Data {
+			f := wire.BatchError{Code: e.Code, Message: e.Message}
+			if e.Line != nil {
+				f.Line = *e.Line
+			}
+			if e.Param != nil {
+				f.Param = *e.Param
+			}
 			s := e.Code + ": " + e.Message
 			if e.Line != nil {
 				s = fmt.Sprintf("line %d: %s", *e.Line, s)
 			}
 			in.Errors = append(in.Errors, s)
+			in.Failures = append(in.Failures, f)
 		}
 	}
 	return in, nil

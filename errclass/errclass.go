@@ -58,8 +58,9 @@ const (
 
 // Batch mode's classes.
 const (
-	BatchRefused = "BatchRefused"
-	BatchNotRun  = "BatchNotRun"
+	BatchRefused      = "BatchRefused"
+	BatchNotRun       = "BatchNotRun"
+	BatchLineRejected = "BatchLineRejected"
 )
 
 // How Temporal reports an activity that ended without an ApplicationError.
@@ -176,7 +177,9 @@ var Table = []Info{
 	{Class: BatchRefused, Source: Batch, Retry: Final,
 		Meaning: "a batch pass cannot go on: the provider holds a batch of the chunk with other requests, or the spec asks what batch mode cannot send"},
 	{Class: BatchNotRun, Source: Batch, Retry: Recorded,
-		Meaning: "the provider's batches never ran the cell in run.max_attempts submissions (expired or cancelled each time)"},
+		Meaning: "the provider's batches never ran the cell in run.max_attempts submissions (expired, cancelled or failed as a whole each time; the message gives the provider's last reason)"},
+	{Class: BatchLineRejected, Source: Batch, Retry: Recorded,
+		Meaning: "the provider failed a batch because of the cell's input line (its errors name the line; the message and error_code are its reason); the chunk's other cells were submitted again"},
 	{Class: InvalidSpec, Source: Silico, Retry: Final,
 		Meaning: "the spec fails validation inside the workflow, or differs from the one saved under the run id"},
 	{Class: OutputRefused, Source: Silico, Retry: Final,

@@ -17,6 +17,10 @@ type SimulatorSettings struct {
 	// BatchTime is how long the simulated provider takes to run a batch of batch mode, its requests completing
 	// evenly over it (0: at once). A real provider takes minutes to hours.
 	BatchTime Duration `json:"batch_time,omitempty"`
+	// BatchEnqueuedTokens is the simulated organisation's enqueued-token limit per model for batches: a batch
+	// whose input tokens and those of the model's batches in progress exceed it fails with token_limit_exceeded,
+	// as OpenAI's do (0: no limit).
+	BatchEnqueuedTokens int `json:"batch_enqueued_tokens,omitempty"`
 }
 
 // SimulatorOutage is a provider outage: from After past the simulator's first model call, for For, every chat

@@ -175,6 +175,9 @@ func (s *Spec) checkSimulator(errs *Errors) {
 	if sim.BatchTime < 0 || sim.BatchTime > Duration(24*time.Hour) {
 		errs.add("simulator.batch_time", "%v is out of range; want a duration from 0 (at once) to 24h, such as \"2m\"", time.Duration(sim.BatchTime))
 	}
+	if sim.BatchEnqueuedTokens < 0 {
+		errs.add("simulator.batch_enqueued_tokens", "%d is negative; want a number of tokens, or 0 for no limit", sim.BatchEnqueuedTokens)
+	}
 	nonNegative(errs, "simulator.rpm", sim.RPM, "requests per minute ≥ 0 (0: unlimited)")
 	nonNegative(errs, "simulator.tpm", sim.TPM, "tokens per minute ≥ 0 (0: unlimited)")
 	f := sim.Faults

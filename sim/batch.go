@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -44,6 +45,13 @@ type BatchConfig struct {
 	// ListLag is how long a new Gemini batch stays out of the Gemini listing, as a listing that lags behind
 	// creates would leave it out. Optional: 0 lists it at once.
 	ListLag time.Duration
+	// EnqueuedTokens is the organisation's enqueued-token limit per model (OpenAI format): a create whose input
+	// tokens plus those of the model's batches still in progress exceed it makes a batch that is failed at once
+	// with token_limit_exceeded and OpenAI's message (line null). Optional: 0 is no limit.
+	EnqueuedTokens int
+	// RejectLines are custom_ids whose line fails the whole OpenAI batch at its validation: the batch is failed,
+	// nothing runs, and errors.data names each such line (code invalid_request, its line number). Optional.
+	RejectLines []string
 }
 
 // The providers' limits, the defaults of BatchConfig.
@@ -78,6 +86,33 @@ type Batch struct {
 	Status string
 	// Ran are the custom_ids of the requests that have run so far, in input order: what the provider bills.
 	Ran []string
+	// InputFile is the id of the OpenAI batch's input file (empty for Anthropic).
+	InputFile string
+	// Errors are the codes of the reasons an OpenAI batch failed as a whole, in order.
+	Errors []string
+}
+
+// File is one file of the simulator's Files API, as Server.Files reports it.
+type File struct {
+	ID, Name, Purpose string
+	Bytes             int
+	Created           time.Time
+}
+
+// Files returns every file uploaded or written (batch results) so far, in order of creation: a test reads in it
+// whether a client uploaded the same input twice.
+func (s *Server) Files() []File {
+	b := s.batches
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]File, 0, len(b.files))
+	for _, f := range b.files {
+		out = append(out, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(f.data), Created: f.created})
+	}
+	slices.SortFunc(out, func(x, y File) int {
+		return cmp.Or(x.Created.Compare(y.Created), cmp.Compare(len(x.ID), len(y.ID)), cmp.Compare(x.ID, y.ID))
+	})
+	return out
 }
 
 // batchLine is one request of a batch: its custom_id and the endpoint's body (for Anthropic, an OpenAI chat
@@ -102,6 +137,8 @@ type simBatch struct {
 	lines                       []batchLine
 	// errors are why an OpenAI batch failed validation; a batch with errors runs nothing.
 	errors []batchValidationError
+	// tokens are its requests' input tokens, which count against BatchConfig.EnqueuedTokens while it runs.
+	tokens int
 	// cancelNanos is when a cancel arrived (Unix nanoseconds), 0 when none did. Atomic: handlers read it
 	// without the store's lock.
 	cancelNanos atomic.Int64
@@ -113,10 +150,10 @@ type simBatch struct {
 }
 
 type batchValidationError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Param   any    `json:"param"`
-	Line    *int   `json:"line"`
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+	Line    *int    `json:"line"`
 }
 
 type simFile struct {
@@ -141,7 +178,8 @@ type batches struct {
 
 func newBatches(cfg Config) (*batches, error) {
 	b := cfg.Batch
-	if b.ProcessingTime < 0 || b.Window < 0 || b.CancelTime < 0 || b.MaxRequests < 0 || b.MaxBytes < 0 || b.ListLag < 0 {
+	if b.ProcessingTime < 0 || b.Window < 0 || b.CancelTime < 0 || b.MaxRequests < 0 || b.MaxBytes < 0 || b.ListLag < 0 ||
+		b.EnqueuedTokens < 0 {
 		return nil, fmt.Errorf("batch config %+v: want durations and limits >= 0", b)
 	}
 	if b.Window == 0 {
@@ -158,6 +196,7 @@ func newBatches(cfg Config) (*batches, error) {
 		fail[id] = st
 	}
 	b.FailLines = fail
+	b.RejectLines = slices.Clone(b.RejectLines)
 	lines, err := New(Config{Models: cfg.Models, Now: cfg.Now, Forget: true, lineServer: true})
 	if err != nil {
 		return nil, err
@@ -203,7 +242,10 @@ func (s *Server) Batches() []Batch {
 		done := sb.done(now, b.cfg)
 		out[i] = Batch{ID: sb.id, Format: sb.format, Endpoint: sb.endpoint, Model: sb.model,
 			Metadata: sb.metadata, CustomIDs: ids, Created: sb.created, Status: sb.status(now, b.cfg),
-			Ran: slices.Clone(ids[:done])}
+			Ran: slices.Clone(ids[:done]), InputFile: sb.inputFileID}
+		for _, e := range sb.errors {
+			out[i].Errors = append(out[i].Errors, e.Code)
+		}
 		switch sb.format {
 		case BatchAnthropic:
 			out[i].Status = anthropicStatus(out[i].Status)

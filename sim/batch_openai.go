@@ -187,7 +187,13 @@ func (b *batches) handleCreate(w http.ResponseWriter, r *http.Request) {
 	sb := &simBatch{format: BatchOpenAI, endpoint: req.Endpoint, inputFileID: f.id, metadata: md, created: now,
 		expires: now.Add(b.cfg.Window)}
 	sb.lines, sb.model, sb.errors = b.parseInput(f.data, req.Endpoint)
+	if len(sb.errors) == 0 && b.cfg.EnqueuedTokens > 0 {
+		sb.tokens = b.inputTokens(req.Endpoint, sb.lines)
+	}
 	b.mu.Lock()
+	if len(sb.errors) == 0 && b.overTokenLimit(sb.model, sb.tokens, now) {
+		sb.errors = []batchValidationError{{Code: codeTokenLimit, Message: tokenLimitMessage(sb.model, b.cfg.EnqueuedTokens)}}
+	}
 	sb.id = b.newID("batch_sim")
 	b.batches[sb.id] = sb
 	b.order = append(b.order, sb.id)
@@ -209,6 +215,7 @@ func (b *batches) parseInput(data []byte, endpoint string) ([]batchLine, string,
 	}
 	seen := map[string]bool{}
 	model := ""
+	var lineNo []int // of each of lines, counted from 1
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		n := i + 1
 		if len(bytes.TrimSpace(raw)) == 0 {
@@ -241,7 +248,9 @@ func (b *batches) parseInput(data []byte, endpoint string) ([]batchLine, string,
 			model = body.Model
 		}
 		lines = append(lines, batchLine{customID: l.CustomID, body: l.Body})
+		lineNo = append(lineNo, n)
 	}
+	errors = append(errors, b.rejectLines(lines, lineNo)...)
 	if len(lines) == 0 {
 		errors = append(errors, batchValidationError{Code: "empty_file", Message: "The batch input file is empty."})
 	}

@@ -115,6 +115,14 @@ func TestSimulatorBatchTime(t *testing.T) {
 	if _, err := Parse([]byte(doc), "spec.yaml", t.TempDir()); err == nil || !strings.Contains(err.Error(), "simulator.batch_time: 30h0m0s is out of range") {
 		t.Errorf("batch_time 30h: %v, want out of range", err)
 	}
+	doc = strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  batch_enqueued_tokens: 90000", 1)
+	if s, err := Parse([]byte(doc), "spec.yaml", t.TempDir()); err != nil || s.Simulator.BatchEnqueuedTokens != 90000 {
+		t.Errorf("batch_enqueued_tokens 90000: %v, %+v", err, s)
+	}
+	doc = strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  batch_enqueued_tokens: -1", 1)
+	if _, err := Parse([]byte(doc), "spec.yaml", t.TempDir()); err == nil || !strings.Contains(err.Error(), "simulator.batch_enqueued_tokens") {
+		t.Errorf("batch_enqueued_tokens -1: %v, want refused", err)
+	}
 }
 
 // lineOf is the 1-based number of the first line of doc containing s.

@@ -230,6 +230,7 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("faults", func(s *experiment.SimulatorSettings) *experiment.SimulatorFaults { return &s.Faults }, faultKeys.decode),
 	field("outage", func(s *experiment.SimulatorSettings) **experiment.SimulatorOutage { return &s.Outage }, outageKeys.decodePtr),
 	field("batch_time", func(s *experiment.SimulatorSettings) *experiment.Duration { return &s.BatchTime }, (*decoder).duration),
+	field("batch_enqueued_tokens", func(s *experiment.SimulatorSettings) *int { return &s.BatchEnqueuedTokens }, (*decoder).integer),
 }
 
 var outageKeys = table[experiment.SimulatorOutage]{

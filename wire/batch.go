@@ -60,6 +60,10 @@ type BatchChunkInput struct {
 	Intent time.Time `json:"intent,omitzero"`
 	// Known are the ids of the Anthropic batches the run has adopted so far, which are never this chunk's.
 	Known []string `json:"known,omitempty"`
+	// Try counts the chunk's submissions, within its rounds, that followed a batch the provider failed as a whole
+	// and that do not count against run.max_attempts (see workflows/batchfail.go): part of the batch's key, so
+	// that a resubmission never adopts the failed batch. Zero: the round's first submission, as before it existed.
+	Try int `json:"try,omitempty"`
 }
 
 // BatchRef names a batch of a model of a run.
@@ -98,6 +102,10 @@ type BatchProgress struct {
 	Total     int         `json:"total"`
 	Done      int         `json:"done"`
 	ExpiresAt time.Time   `json:"expires_at"`
+	// Reason is why the chunk's batch failed as a whole and what the chunk does about it ("token_limit_exceeded:
+	// Enqueued token limit reached … · waiting for 2 other batches of the run, then resubmitting"), while it waits;
+	// empty otherwise.
+	Reason string `json:"reason,omitempty"`
 }
 
 // BatchFormat is a provider's batch wire format.
@@ -189,6 +197,33 @@ type BatchInfo struct {
 	// Metadata is the batch's metadata (OpenAI; Anthropic batches have none). A Gemini batch's display name,
 	// which carries its key, is under batchformat.MetaDisplayName.
 	Metadata map[string]string `json:"metadata,omitempty"`
-	// Errors are the reasons an OpenAI batch failed as a whole ("line 3: invalid_request: ...").
+	// Errors are the reasons an OpenAI batch failed as a whole ("line 3: invalid_request: ..."), as text.
 	Errors []string `json:"errors,omitempty"`
+	// Failures are the same reasons as the provider gave them (OpenAI's errors.data), which the workflow acts on
+	// by their code and line (see workflows/batchfail.go). Anthropic rejects a batch at its create instead, so its
+	// batches have none.
+	Failures []BatchError `json:"failures,omitempty"`
+}
+
+// BatchError is one reason a provider gave for failing a batch as a whole (OpenAI's errors.data[]).
+type BatchError struct {
+	// Code is the provider's code: token_limit_exceeded (the organisation's enqueued-token limit for the model is
+	// reached), invalid_json_line, duplicate_custom_id, …
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	Param   string `json:"param,omitempty"`
+	// Line is the input file's line the reason is about, counted from 1; zero when it names none.
+	Line int `json:"line,omitempty"`
+}
+
+// String is the reason as one line: "line 3: invalid_json_line: This line is not parseable as valid JSON.".
+func (e BatchError) String() string {
+	s := e.Code + ": " + e.Message
+	if e.Param != "" {
+		s += " (" + e.Param + ")"
+	}
+	if e.Line > 0 {
+		s = fmt.Sprintf("line %d: %s", e.Line, s)
+	}
+	return s
 }

@@ -81,8 +81,13 @@ const (
 // within it.
 const ExportHeartbeatTimeout = 10 * time.Second
 
-// ChangeIDs are the change ids ExperimentWorkflow passes to workflow.GetVersion, oldest first; empty while no
-// change has needed one. Each is "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for
+// ChangeIDs are the change ids ExperimentWorkflow passes to workflow.GetVersion, oldest first. Each is "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for
 // example "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old
 // path) for as long as a run started before the change may replay.
-func ChangeIDs() []string { return nil }
+func ChangeIDs() []string { return []string{ChangeBatchFailures} }
+
+// ChangeBatchFailures: a provider batch that failed as a whole is handled by its kind (workflows/batchfail.go):
+// an enqueued-token limit waits for the run's other batches and resubmits (or splits the chunk), a failure that
+// names input lines fails those lines' cells and resubmits the rest, anything else backs off. Before it, every
+// failed batch was collected (nothing) and its cells submitted again in the next round at once.
+const ChangeBatchFailures = "batch-failure-kinds-2026-12-02"

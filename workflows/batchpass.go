@@ -78,6 +78,7 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.S
 	res := wire.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached + plan.Failed,
 		Failed: plan.Failed, FirstFailure: -1, Usage: plan.Usage}
 	bb := &batchBudget{on: sh.Budgeted, limit: sh.BudgetUSD}
+	r.nextChunk[p.Index] = len(plan.Chunks) // the chunk numbers of a split chunk's halves follow the plan's
 	anthropic := plan.Format == wire.FormatAnthropic
 	wg := workflow.NewWaitGroup(ctx)
 	for i, cells := range plan.Chunks {
@@ -141,9 +142,10 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		rounds = 1
 	}
 	var total wire.BatchCollected
+	var fails chunkFailures
 	for round := 0; round < rounds && cells.Len() > 0; round++ {
 		in := wire.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Digest: digest,
-			Since: r.state.Started}
+			Since: r.state.Started, Try: fails.try}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
 		for !reserved && bb.reserved > 0 && r.state.Stopped == "" {
@@ -241,9 +243,20 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		total.Failed += got.Failed
 		total.Usage.Add(got.Usage)
 		bb.settle(cost, got.Usage.CostUSD.Float())
+		sent := cells.Len()
 		cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
+		if info.Status == wire.BatchStatusFailed && cells.Len() > 0 {
+			switch r.batchFailed(ctx, p, key, info, sent, cells.Len(), round+1 >= rounds, &fails) {
+			case failFree:
+				round-- // not a round of these cells: see batchfail.go
+			case failSplit:
+				return r.splitChunk(ctx, p, key, cells, cost, bb, anthropic, total)
+			case failStop:
+				return total
+			}
+		}
 	}
-	return total
+	return r.chunkUnanswered(ctx, p, cells, fails, total)
 }
 
 // batchBudget is a batch pass's share of budget_usd: what its submitted batches may cost at most (reserved) and
@@ -352,8 +365,10 @@ func (r *runner) batchSeen(ctx workflow.Context, key, model string, info wire.Ba
 	if i, found := slices.BinarySearch(r.batchKeys, key); !found {
 		r.batchKeys = slices.Insert(r.batchKeys, i, key)
 	}
-	r.batches[key] = wire.BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
+	now := wire.BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
 		Done: info.Counts.Done(), ExpiresAt: info.ExpiresAt}
+	r.batchEnds(r.batches[key], now)
+	r.batches[key] = now
 	r.details(ctx)
 }
 

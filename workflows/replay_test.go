@@ -12,7 +12,7 @@ import (
 // workflow code" in docs/architecture.md): a new one is recorded into a new file. These were recorded on the
 // embedded test server:
 //
-//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal' \
+//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal|TestBatchTokenLimitOnTemporal' \
 //	    -record-history=$PWD/workflows/testdata/history.json -record-histories=$PWD/workflows/testdata
 //
 // history.json is a plain run; rate-limited.json has passes retried by Temporal after storms of 429s (recorded
@@ -20,14 +20,15 @@ import (
 // outage.json has a provider down for 3 s, with the passes' outage signals; raise.json stops at a failed cell
 // under on_error=raise; budget.json stops at budget_usd; quota.json gives a model up after insufficient_quota;
 // continued.json is the first run of a grid that continued as new; batch.json is a run of a model in batch mode
-// (provider batches, polls on timers, collects).
+// (provider batches, polls on timers, collects); batch-token-limit.json is one whose batches the provider failed
+// with token_limit_exceeded, waited out and resubmitted (wire.ChangeBatchFailures).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 8 {
-		t.Fatalf("%d recorded histories in testdata, want the 8 listed in this test's doc", len(files))
+	if len(files) < 9 {
+		t.Fatalf("%d recorded histories in testdata, want the 9 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

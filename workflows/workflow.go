@@ -60,12 +60,17 @@ type runner struct {
 	anthropicSubmitting bool
 	// anthropicBatches are the ids of the Anthropic batches the run adopted, in the order it did.
 	anthropicBatches []string
+	// nextChunk is, per batch pass index, the next free chunk number (see splitChunk).
+	nextChunk map[int]int
+	// batchEnded counts, per model id, the run's batches seen to end (see batchEnds).
+	batchEnded map[string]int
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 	log := workflow.GetLogger(ctx)
 	r.runningByModel = make(map[int]int)
 	r.runningPass = make(map[int]bool)
+	r.nextChunk = make(map[int]int)
 	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
 	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
 	// After continue-as-new the input holds no spec and PrepareRun reads the saved one.
@@ -373,6 +378,9 @@ func (r *runner) details(ctx workflow.Context) {
 		d += fmt.Sprintf("\n%s: batch %s %s, %d of %d done", b.Model, b.ID, b.Status, b.Done, b.Total)
 		if !b.ExpiresAt.IsZero() { // a Gemini batch says nothing of its expiry
 			d += ", expires " + b.ExpiresAt.UTC().Format("15:04")
+		}
+		if b.Reason != "" {
+			d += ": " + b.Reason
 		}
 	}
 	workflow.SetCurrentDetails(ctx, d)

@@ -29,3 +29,24 @@ func TestBatchLines(t *testing.T) {
 		t.Errorf("every batch: %q", all)
 	}
 }
+
+// TestBatchLinesShowAWaitingChunk: a batch the provider failed as a whole is terminal, but its chunk waits to
+// resubmit: the running lines show it, with the provider's reason, and the run still has batches open.
+func TestBatchLinesShowAWaitingChunk(t *testing.T) {
+	reason := "token_limit_exceeded: Enqueued token limit reached for gpt-4o in organization org-x. Limit: 90,000 enqueued tokens. · waiting for 1 other batch(es) of gpt to end, then resubmitting"
+	s := snapshot{batches: []wire.BatchProgress{
+		{Key: "0/0", Model: "gpt", ID: "b1", Status: wire.BatchStatusCompleted, Total: 10, Done: 10},
+		{Key: "0/1", Model: "gpt", ID: "b2", Status: wire.BatchStatusFailed, Reason: reason},
+	}}
+	got := s.batchLines(true)
+	if len(got) != 1 || got[0] != "gpt: batch 2 of 2 failed, 0 of 0 done: "+reason {
+		t.Errorf("running batches %q, want the waiting one with its reason", got)
+	}
+	if !s.openBatches() {
+		t.Error("a chunk waiting to resubmit: no batch open")
+	}
+	s.batches[1].Reason = ""
+	if got := s.batchLines(true); len(got) != 0 || s.openBatches() {
+		t.Errorf("a failed batch nothing waits on: running %q, open %v", got, s.openBatches())
+	}
+}

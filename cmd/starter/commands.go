@@ -251,6 +251,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 	cmd.Flags().IntVar(&simS.RPM, "sim-rpm", 0, "simulator: requests per minute it enforces (0: unlimited)")
 	cmd.Flags().IntVar(&simS.TPM, "sim-tpm", 0, "simulator: tokens per minute it enforces (0: unlimited)")
 	cmd.Flags().Var((*durationFlag)(&simS.BatchTime), "sim-batch-time", "simulator: how long a provider batch takes to run (0: at once)")
+	cmd.Flags().IntVar(&simS.BatchEnqueuedTokens, "sim-batch-enqueued-tokens", 0, "simulator: the enqueued-token limit per model of its batch API (0: no limit)")
 	cmd.Flags().Lookup("sim-addr").DefValue = "127.0.0.1:8088"
 	_ = cmd.Flags().Set("sim-addr", "127.0.0.1:8088")
 	return cmd

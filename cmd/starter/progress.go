@@ -206,7 +206,8 @@ func (s snapshot) line(rate float64) string {
 }
 
 // batchLines say where each provider batch stands: "sim: batch 2 of 3 in_progress, 31,204 of 50,000 done,
-// expires Dec 2 14:03" (numbered per model, in the workflow's order); with running, only those not ended yet.
+// expires Dec 2 14:03" (numbered per model, in the workflow's order), with the provider's reason when it failed
+// the batch as a whole and the chunk waits to resubmit; with running, only those not ended yet or waiting.
 func (s snapshot) batchLines(running bool) []string {
 	per := map[string]int{}
 	for _, b := range s.batches {
@@ -216,13 +217,16 @@ func (s snapshot) batchLines(running bool) []string {
 	var out []string
 	for _, b := range s.batches {
 		seen[b.Model]++
-		if running && b.Status.Terminal() {
-			continue
+		if running && b.Status.Terminal() && b.Reason == "" {
+			continue // ended, and its chunk waits on nothing
 		}
 		line := fmt.Sprintf("%s: batch %d of %d %s, %s of %s done", b.Model, seen[b.Model], per[b.Model], b.Status,
 			thousands(b.Done), thousands(b.Total))
 		if !b.ExpiresAt.IsZero() && !b.Status.Terminal() {
 			line += ", expires " + b.ExpiresAt.Local().Format("Jan 2 15:04") // a day ahead: the date tells tomorrow from today
+		}
+		if b.Reason != "" {
+			line += ": " + b.Reason // the provider failed it as a whole, and its chunk waits to resubmit
 		}
 		out = append(out, line)
 	}
@@ -289,10 +293,11 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 	}
 }
 
-// openBatches reports whether a provider batch of the run has not ended.
+// openBatches reports whether a provider batch of the run has not ended, or a chunk waits to resubmit one the
+// provider failed.
 func (s snapshot) openBatches() bool {
 	for _, b := range s.batches {
-		if !b.Status.Terminal() {
+		if !b.Status.Terminal() || b.Reason != "" {
 			return true
 		}
 	}
