@@ -20,19 +20,34 @@ import (
 // channel the test fires.
 type waitClock struct {
 	waits chan clockWait
+	// stop ends every wait not handed over yet at once, so that a test that failed does not leave the activity
+	// blocked.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
+
+// halt ends the waits (see stop).
+func (c *waitClock) halt() { c.stopOnce.Do(func() { close(c.stop) }) }
 
 type clockWait struct {
 	d    time.Duration
 	fire chan time.Time
 }
 
-func newWaitClock() *waitClock { return &waitClock{waits: make(chan clockWait)} }
+func newWaitClock(t *testing.T) *waitClock {
+	c := &waitClock{waits: make(chan clockWait), stop: make(chan struct{})}
+	t.Cleanup(c.halt)
+	return c
+}
 
 func (c *waitClock) Now() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
 func (c *waitClock) After(d time.Duration) <-chan time.Time {
 	w := clockWait{d: d, fire: make(chan time.Time, 1)}
-	c.waits <- w
+	select {
+	case c.waits <- w:
+	case <-c.stop:
+		w.fire <- time.Time{}
+	}
 	return w.fire
 }
 
@@ -88,6 +103,7 @@ func watch(t *testing.T, ctx context.Context, d batchDriver, clk *waitClock, in 
 		err error
 	}
 	done := make(chan out, 1)
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		w, err := watchBatch(ctx, d, clk, in, wire.BatchWatch{Batch: in.Batch, Polls: in.Polls, Every: in.PollEvery}, false,
@@ -98,7 +114,11 @@ func watch(t *testing.T, ctx context.Context, d batchDriver, clk *waitClock, in 
 			})
 		done <- out{w, err}
 	})
-	t.Cleanup(wg.Wait)
+	t.Cleanup(func() {
+		cancel()
+		clk.halt()
+		wg.Wait()
+	})
 	return func() (wire.BatchWatch, error) {
 		t.Helper()
 		select {
@@ -126,7 +146,7 @@ func TestAwaitBatchSchedule(t *testing.T) {
 			return batchAt(wire.BatchStatusInProgress, 0)
 		}
 	}}
-	clk := newWaitClock()
+	clk := newWaitClock(t)
 	in := wire.BatchAwaitInput{BatchRef: wire.BatchRef{ID: "batch_1"}, Batch: batchAt(wire.BatchStatusInProgress, 0),
 		PollEvery: experiment.Duration(time.Minute)}
 	var beats []wire.BatchWatch
@@ -165,7 +185,7 @@ func TestAwaitBatchSchedule(t *testing.T) {
 // its first poll, and a poll_every shorter than the first wait is the first wait.
 func TestAwaitBatchReturnsOnTerminal(t *testing.T) {
 	d := &scriptDriver{script: func(int) wire.BatchInfo { return batchAt(wire.BatchStatusCompleted, 100) }}
-	clk := newWaitClock()
+	clk := newWaitClock(t)
 	in := wire.BatchAwaitInput{BatchRef: wire.BatchRef{ID: "batch_1"}, Batch: batchAt(wire.BatchStatusValidating, 0),
 		PollEvery: experiment.Duration(time.Second)}
 	result := watch(t, context.Background(), d, clk, in, nil)
@@ -191,7 +211,7 @@ func TestAwaitBatchNoBackoffWhileCancelling(t *testing.T) {
 			}
 			return batchAt(wire.BatchStatusCancelling, 40)
 		}}
-		clk := newWaitClock()
+		clk := newWaitClock(t)
 		in := wire.BatchAwaitInput{BatchRef: wire.BatchRef{ID: "batch_1"}, Batch: batchAt(wire.BatchStatusCancelling, 40),
 			PollEvery: experiment.Duration(c.every), Polls: 20}
 		result := watch(t, context.Background(), d, clk, in, nil)
@@ -209,7 +229,7 @@ func TestAwaitBatchNoBackoffWhileCancelling(t *testing.T) {
 // TestAwaitBatchStopsOnCancel: the end of the activity's context ends its wait, with the context's error.
 func TestAwaitBatchStopsOnCancel(t *testing.T) {
 	d := &scriptDriver{script: func(int) wire.BatchInfo { return batchAt(wire.BatchStatusInProgress, 1) }}
-	clk := newWaitClock()
+	clk := newWaitClock(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	in := wire.BatchAwaitInput{BatchRef: wire.BatchRef{ID: "batch_1"}, Batch: batchAt(wire.BatchStatusInProgress, 0),
@@ -240,7 +260,7 @@ func TestAwaitBatchResumesFromHeartbeat(t *testing.T) {
 		}
 		return batchAt(wire.BatchStatusInProgress, 30)
 	}}
-	clk := newWaitClock()
+	clk := newWaitClock(t)
 	a := &Activities{Clock: clk, HeartbeatEvery: time.Hour}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
@@ -275,7 +295,10 @@ func TestAwaitBatchResumesFromHeartbeat(t *testing.T) {
 		}
 		done <- out{w, err}
 	})
-	defer wg.Wait()
+	defer func() {
+		clk.halt()
+		wg.Wait()
+	}()
 	if got := clk.next(t); got != 8*time.Minute {
 		t.Errorf("wait after the resumed poll %v, want 8m (the heartbeat's 4m, doubled)", got)
 	}
