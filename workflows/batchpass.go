@@ -15,7 +15,9 @@ import (
 
 // A batch pass runs one (model, seed) of a model in batch mode through the provider's batch API: plan the chunks
 // once (the plan is an activity result, so every replay and every later activity sees the same chunks), submit
-// each chunk, wait on durable timers between short polls, collect, and submit what never ran in the next round,
+// each chunk, wait for its batch with AwaitBatch, one long polling activity per status the batch goes through
+// (batchwait.go; runs recorded before wait on durable timers between short polls), collect, and submit what
+// never ran in the next round,
 // up to run.max_attempts rounds. What is still unanswered then is sent synchronously (on_expired: sync) or
 // recorded failed. Runs recorded before batch mode existed have no batch model, so none of this is in their
 // histories and they replay as before.
