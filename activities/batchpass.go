@@ -22,10 +22,12 @@ import (
 
 // The activities of a batch pass. A batch pass is one (model, seed) whose model runs in batch mode; the workflow
 // that drives it (workflows/batchpass.go) calls PlanBatchPass once and records the plan, then for each chunk
-// SubmitBatch, PollBatch between durable timers until the batch is terminal, and CollectBatch, submitting what
-// comes back as Again in the next round; CancelBatch when the run is cancelled. Each activity is short and
-// idempotent: SubmitBatch creates at most one batch per (run, pass, chunk, round) however often it runs, and
-// CollectBatch records each line as the store records any cell, so running it again writes nothing new.
+// SubmitBatch, AwaitBatch until the batch is terminal (batchawait.go: one long activity per status the batch goes
+// through, polling inside; runs recorded before call PollBatch between durable timers), and CollectBatch,
+// submitting what comes back as Again in the next round; CancelBatch when the run is cancelled, and AwaitBatch
+// again until the provider ended the batch. Each activity but AwaitBatch is short, and all are idempotent:
+// SubmitBatch creates at most one batch per (run, pass, chunk, round) however often it runs, AwaitBatch only
+// reads, and CollectBatch records each line as the store records any cell, so running it again writes nothing new.
 //
 // Three formats run here: the OpenAI format (providers openai and sim: batchapi.OpenAI, whose batches carry their
 // key in their metadata), Anthropic's Message Batches (provider anthropic: batchapi.Anthropic, whose batches

@@ -21,6 +21,7 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	register(r, wire.PlanBatchPass, a.PlanBatchPass)
 	register(r, wire.SubmitBatch, a.SubmitBatch)
 	register(r, wire.PollBatch, a.PollBatch)
+	register(r, wire.AwaitBatch, a.AwaitBatch)
 	register(r, wire.CancelBatch, a.CancelBatch)
 	register(r, wire.CollectBatch, a.CollectBatch)
 }

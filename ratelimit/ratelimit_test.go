@@ -556,3 +556,20 @@ func TestStartEmptyHasNoBurst(t *testing.T) {
 		}
 	})
 }
+
+// TestScaledClock: a scaled clock's hour passes in a second of real time, and its After waits as long.
+func TestScaledClock(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := Scaled(start, 3600)
+	select {
+	case got := <-c.After(time.Hour / 10): // 100 ms of real time
+		if d := got.Sub(start); d < time.Hour/10 {
+			t.Errorf("After(6m) fired at %v of the scaled clock, want at least 6m", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("After(6m) did not fire within 10 s at 3600x")
+	}
+	if d := c.Now().Sub(start); d < time.Hour/10 {
+		t.Errorf("the scaled clock advanced %v, want at least 6m", d)
+	}
+}

@@ -42,6 +42,9 @@ var (
 	SubmitBatch = Activity[BatchChunkInput, BatchInfo]{Name: "SubmitBatch"}
 	// PollBatch asks the provider where a batch stands.
 	PollBatch = Activity[BatchRef, BatchInfo]{Name: "PollBatch"}
+	// AwaitBatch polls a batch until its status changes, heartbeating where it stands (one activity for hours
+	// of polls, where PollBatch is one poll).
+	AwaitBatch = Activity[BatchAwaitInput, BatchWatch]{Name: "AwaitBatch"}
 	// CancelBatch cancels a batch.
 	CancelBatch = Activity[BatchRef, BatchInfo]{Name: "CancelBatch"}
 	// CollectBatch records the results of a terminal batch.

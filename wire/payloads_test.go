@@ -77,6 +77,7 @@ func codecs() map[string]activityCodec {
 		PlanBatchPass.Name:  codecOf(PlanBatchPass),
 		SubmitBatch.Name:    codecOf(SubmitBatch),
 		PollBatch.Name:      codecOf(PollBatch),
+		AwaitBatch.Name:     codecOf(AwaitBatch),
 		CancelBatch.Name:    codecOf(CancelBatch),
 		CollectBatch.Name:   codecOf(CollectBatch),
 	}
@@ -211,7 +212,7 @@ func TestRecordedPayloadsDecode(t *testing.T) {
 		"PrepareRun input", "PrepareRun result", "RunSeedPass input", "RunSeedPass result", "FailUnfinished input",
 		"FailUnfinished result", "ExportResults input", "ExportResults result", "PlanBatchPass input",
 		"PlanBatchPass result", "SubmitBatch input", "SubmitBatch result", "PollBatch input", "PollBatch result",
-		"CollectBatch input", "CollectBatch result"} {
+		"AwaitBatch input", "AwaitBatch result", "CollectBatch input", "CollectBatch result"} {
 		if seen[what] == 0 {
 			t.Errorf("no %s in the recorded histories", what)
 		}

@@ -81,10 +81,16 @@ const (
 // within it.
 const ExportHeartbeatTimeout = 10 * time.Second
 
-// ChangeIDs are the change ids ExperimentWorkflow passes to workflow.GetVersion, oldest first. Each is "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for
-// example "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old
-// path) for as long as a run started before the change may replay.
-func ChangeIDs() []string { return []string{ChangeBatchFailures} }
+// ChangeIDs are the change ids ExperimentWorkflow passes to workflow.GetVersion, oldest first. Each is
+// "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for example
+// "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old path) for as
+// long as a run started before the change may replay.
+func ChangeIDs() []string { return []string{ChangeBatchFailures, ChangeBatchAwait} }
+
+// ChangeBatchAwait: a chunk waits for its batch (and for its cancel) with one AwaitBatch per status the batch
+// goes through, instead of a durable timer and a PollBatch per poll. Version 1 awaits; DefaultVersion (runs
+// recorded before) keeps the timer loop.
+const ChangeBatchAwait = "batch-await-activity-2026-12-02"
 
 // ChangeBatchFailures: a provider batch that failed as a whole is handled by its kind (workflows/batchfail.go):
 // an enqueued-token limit waits for the run's other batches and resubmits (or splits the chunk), a failure that

@@ -56,6 +56,10 @@ type Config struct {
 	// Breaker is the policy of the model endpoints' circuit breakers: when they open and how they probe.
 	// Optional: the zero value is breaker's defaults (8 cells, probes 1 s doubling to 1 min). Tests shorten it.
 	Breaker breaker.Policy
+	// Clock is the activities' clock (their waits between a batch's polls among them). Optional: the real one;
+	// tests that live through a day of batches in seconds give the worker and the simulator one
+	// ratelimit.Scaled clock.
+	Clock ratelimit.Clock
 }
 
 // NewHTTPClient returns the HTTP client for model endpoints: no overall timeout (each call has its own), and
@@ -116,6 +120,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		Store:            cfg.Store,
 		Models:           llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL, llm.WithKeyEnvAllow(allow)),
 		Tokenizer:        tok,
+		Clock:            cfg.Clock,
 		OutputRoot:       root,
 		OutputAnywhere:   cfg.OutputAnywhere,
 		HasSimulator:     cfg.SimURL != "",

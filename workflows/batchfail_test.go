@@ -13,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
@@ -43,7 +46,11 @@ func newFailEnvClient(t *testing.T, cfg sim.BatchConfig, hc *http.Client) *failE
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	f := &failEnv{env: suite.NewTestWorkflowEnvironment(), st: tempStore(t)}
-	s, err := sim.New(sim.Config{Now: f.env.Now, Batch: cfg})
+	// The simulator and AwaitBatch share a clock 3,600 times as fast as the real one (an hour's batch a second):
+	// AwaitBatch waits on it while the workflow's own timers (the resubmission delays) are skipped by the
+	// test environment.
+	clk := ratelimit.Scaled(f.env.Now(), 3600)
+	s, err := sim.New(sim.Config{Now: clk.Now, Batch: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +59,7 @@ func newFailEnvClient(t *testing.T, cfg sim.BatchConfig, hc *http.Client) *failE
 	f.sim, f.url = s, srv.URL
 	activities.Register(f.env, &activities.Activities{Store: f.st,
 		Models:     llm.NewRegistry(hc, func(string) string { return "" }, ""),
-		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond})
+		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond, Clock: clk})
 	return f
 }
 
@@ -141,7 +148,18 @@ func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 	spec.Models[0].BaseURL = f.url + "/v1"
 	var mu sync.Mutex
 	var waiting []wire.BatchProgress
-	f.env.RegisterDelayedCallback(func() {
+	looked := false
+	// When the first batch that ran is found ended (the end of its AwaitBatch), the three refused chunks are
+	// waiting for it: the run's progress must say so, with the provider's reason.
+	f.env.SetOnActivityCompletedListener(func(info *activity.Info, result converter.EncodedValue, err error) {
+		if info.ActivityType.Name != wire.AwaitBatch.Name || err != nil || looked {
+			return
+		}
+		var got wire.BatchInfo
+		if result.Get(&got) != nil || got.Status != wire.BatchStatusCompleted {
+			return
+		}
+		looked = true
 		p := f.progress(t)
 		mu.Lock()
 		defer mu.Unlock()
@@ -150,7 +168,7 @@ func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 				waiting = append(waiting, b)
 			}
 		}
-	}, 30*time.Minute)
+	})
 	recs := f.run(t, spec, "token-limit-run")
 	for _, r := range recs {
 		if r.Status == store.StatusFailed {
@@ -169,7 +187,7 @@ func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(waiting) != 3 {
-		t.Fatalf("batches waiting after 30 minutes: %+v, want the three refused", waiting)
+		t.Fatalf("batches waiting when the first batch ended: %+v, want the three refused", waiting)
 	}
 	for _, b := range waiting {
 		if !strings.Contains(b.Reason, "token_limit_exceeded: Enqueued token limit reached for sim-chat") ||

@@ -15,7 +15,9 @@ import (
 
 // A batch pass runs one (model, seed) of a model in batch mode through the provider's batch API: plan the chunks
 // once (the plan is an activity result, so every replay and every later activity sees the same chunks), submit
-// each chunk, wait on durable timers between short polls, collect, and submit what never ran in the next round,
+// each chunk, wait for its batch with AwaitBatch, one long polling activity per status the batch goes through
+// (batchwait.go; runs recorded before wait on durable timers between short polls), collect, and submit what
+// never ran in the next round,
 // up to run.max_attempts rounds. What is still unanswered then is sent synchronously (on_expired: sync) or
 // recorded failed. Runs recorded before batch mode existed have no batch model, so none of this is in their
 // histories and they replay as before.
@@ -199,35 +201,21 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		}
 		key := fmt.Sprintf("%d/%d", p.Index, i)
 		r.batchSeen(ctx, key, m.ID, info)
-		interval := time.Duration(set.PollEvery)
-		for !info.Status.Terminal() {
-			prev := info
-			if err = workflow.Sleep(ctx, interval); err == nil {
-				ref := wire.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
-				err = wire.PollBatch.Execute(batchWaitCtx(ctx, "poll "+info.ID), ref).Get(ctx, &info)
-			}
-			if err != nil && ctx.Err() != nil {
-				// The run is being cancelled: so is this batch, and what it completed is recorded.
-				dctx, cancel := workflow.NewDisconnectedContext(ctx)
-				got := r.cancelChunk(dctx, p, in, prev)
-				cancel()
-				bb.settle(cost, got.Usage.CostUSD.Float())
-				total.Recorded += got.Recorded
-				total.Failed += got.Failed
-				total.Usage.Add(got.Usage)
-				return total
-			}
-			if err != nil {
-				workflow.GetLogger(ctx).Error("polling a batch failed", "batch", info.ID, "error", err)
-				return total
-			}
-			// Nothing changed: ask less often, up to the longest interval.
-			if info.Status == prev.Status && info.Counts == prev.Counts {
-				interval = min(2*interval, experiment.MaxPollEvery)
-			} else {
-				interval = time.Duration(set.PollEvery)
-			}
-			r.batchSeen(ctx, key, m.ID, info)
+		info, err = r.waitBatch(ctx, p, key, info)
+		if err != nil && ctx.Err() != nil {
+			// The run is being cancelled: so is this batch, and what it completed is recorded.
+			dctx, cancel := workflow.NewDisconnectedContext(ctx)
+			got := r.cancelChunk(dctx, p, in, info)
+			cancel()
+			bb.settle(cost, got.Usage.CostUSD.Float())
+			total.Recorded += got.Recorded
+			total.Failed += got.Failed
+			total.Usage.Add(got.Usage)
+			return total
+		}
+		if err != nil {
+			workflow.GetLogger(ctx).Error("polling a batch failed", "batch", info.ID, "error", err)
+			return total
 		}
 		// The batch ended and is paid for: its results are recorded even when the run is being cancelled.
 		var got wire.BatchCollected
@@ -384,7 +372,14 @@ func (r *runner) cancelChunk(ctx workflow.Context, p experiment.Pass, in wire.Ba
 	key := fmt.Sprintf("%d/%d", p.Index, in.Chunk)
 	r.batchSeen(ctx, key, r.plan.Models[p.Model].ID, info)
 	// Providers end a cancelled batch within minutes.
-	for !info.Status.Terminal() {
+	if batchAwaits(ctx) {
+		var err error
+		if info, err = r.awaitBatch(ctx, p, key, info); err != nil {
+			log.Error("waiting for a cancelled batch failed", "batch", info.ID, "error", err)
+			return wire.BatchCollected{}
+		}
+	}
+	for !info.Status.Terminal() { // runs recorded before wire.ChangeBatchAwait
 		if err := workflow.Sleep(ctx, 30*time.Second); err != nil {
 			return wire.BatchCollected{}
 		}

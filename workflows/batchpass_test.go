@@ -25,12 +25,14 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
@@ -63,7 +65,7 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	st := tempStore(t)
-	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+	acts := &activities.Activities{Clock: fastClock(), Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 
 	runOnce := func(spec experiment.Spec, id string) wire.Result { t.Helper(); return runWith(t, acts, spec, id) }
@@ -92,6 +94,10 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 	}
 }
 
+// fastClock is the activities' clock in the tests whose simulator runs on real time: AwaitBatch's waits of
+// seconds between polls take milliseconds.
+func fastClock() ratelimit.Clock { return ratelimit.Scaled(time.Now(), 1000) }
+
 type stepClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -104,10 +110,46 @@ func (c *stepClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// TestBatchRunCancel: cancelling a run cancels its provider batches and records what they completed.
+// TestBatchRunCancel: cancelling a run cancels its provider batches and records what they completed, in runs
+// that wait with AwaitBatch and in runs recorded before (the timer loop, DefaultVersion of wire.ChangeBatchAwait).
 func TestBatchRunCancel(t *testing.T) {
-	clk := &stepClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	s, err := sim.New(sim.Config{Now: clk.Now, Batch: sim.BatchConfig{ProcessingTime: time.Hour}})
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	t.Run("await", func(t *testing.T) {
+		// The simulator and the activities share a clock 300 times as fast as the real one (AwaitBatch waits on
+		// it while the workflow's clock stands still); the run is cancelled 32 minutes into the batches, when 3 of
+		// each chunk's 7, 7 or 6 requests have run (the next at 34.3 and 40 minutes).
+		clk := ratelimit.Scaled(start, 300)
+		checkCancelled(t, clk.Now, clk, func(env *testsuite.TestWorkflowEnvironment) {
+			env.SetTestTimeout(2 * time.Minute)
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			wg.Go(func() {
+				select {
+				case <-clk.After(32 * time.Minute):
+					env.CancelWorkflow()
+				case <-stop:
+				}
+			})
+			t.Cleanup(func() { close(stop); wg.Wait() })
+		})
+	})
+	t.Run("timers", func(t *testing.T) {
+		clk := &stepClock{now: start}
+		checkCancelled(t, clk.Now, nil, func(env *testsuite.TestWorkflowEnvironment) {
+			env.OnGetVersion(wire.ChangeBatchAwait, workflow.DefaultVersion, batchAwaitV1).Return(workflow.DefaultVersion)
+			env.RegisterDelayedCallback(func() {
+				clk.Advance(30 * time.Minute) // half of every batch has run
+				env.CancelWorkflow()
+			}, 20*time.Minute)
+		})
+	})
+}
+
+// checkCancelled runs simSpec in batch mode on a simulator whose batches take an hour by now, with the
+// activities on clk (nil: the real clock), cancels it as arrange sets the environment up to, and checks that
+// the batches were cancelled with 18 cells run and recorded.
+func checkCancelled(t *testing.T, now func() time.Time, clk ratelimit.Clock, arrange func(env *testsuite.TestWorkflowEnvironment)) {
+	s, err := sim.New(sim.Config{Now: now, Batch: sim.BatchConfig{ProcessingTime: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +157,11 @@ func TestBatchRunCancel(t *testing.T) {
 	defer srv.Close()
 	st := tempStore(t)
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
-		OutputRoot: t.TempDir()}
+		OutputRoot: t.TempDir(), Clock: clk}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	activities.Register(env, acts)
-	env.RegisterDelayedCallback(func() {
-		clk.Advance(30 * time.Minute) // half of every batch has run
-		env.CancelWorkflow()
-	}, 20*time.Minute)
+	arrange(env)
 	env.ExecuteWorkflow(ExperimentWorkflow, input(t, simSpec(srv.URL, true), "cancelled-run"))
 	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
 		t.Fatalf("workflow error %v, want cancelled", err)
@@ -170,7 +209,7 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := tempStore(t)
-	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+	acts := &activities.Activities{Clock: fastClock(), Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		Tokenizer: tok, OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 	spec := simSpec(srv.URL, true)
 	spec.Models[0].Params.MaxTokens = 20
@@ -252,7 +291,7 @@ func TestMixedSyncAndBatchModels(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	st := tempStore(t)
-	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+	acts := &activities.Activities{Clock: fastClock(), Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 	mixed := func(batchFirst bool) experiment.Spec {
 		sp := simSpec(srv.URL, false)
@@ -434,7 +473,7 @@ func TestBatchEmbedRunSameOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Store: tempStore(t), Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+	acts := &activities.Activities{Clock: fastClock(), Store: tempStore(t), Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		Tokenizer: tok, OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 
 	syncRes := runWith(t, acts, embedRunSpec(srv.URL, false), "embed-sync")
@@ -650,7 +689,7 @@ func TestBatchRunInlinePictures(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	pics := newPictureServer(t, map[string][2]int{"/face.png": {1024, 1024}, "/ad.png": {512, 300}, "/me.png": {100, 100}})
-	acts := &activities.Activities{Store: tempStore(t), Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+	acts := &activities.Activities{Clock: fastClock(), Store: tempStore(t), Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond,
 		Images: imagefetch.New(imagefetch.Config{})}
 	spec := func(batchMode bool) experiment.Spec {
@@ -741,7 +780,7 @@ func TestBatchRunRefusesAChangedPicture(t *testing.T) {
 	}))
 	defer pics.Close()
 	st := tempStore(t)
-	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
+	acts := &activities.Activities{Clock: fastClock(), Store: st, Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir()}
 	spec := simSpec(srv.URL, true)
 	spec.Questionnaire.Items[0].Images = []string{pics.URL + "/live.png"}
@@ -818,7 +857,7 @@ func TestAnthropicBatchRun(t *testing.T) {
 		}
 		return ""
 	}
-	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(&http.Client{Transport: lose}, keys, ""),
+	acts := &activities.Activities{Clock: fastClock(), Store: st, Models: llm.NewRegistry(&http.Client{Transport: lose}, keys, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 	runOnce := func(spec experiment.Spec, id string) wire.Result { t.Helper(); return runWith(t, acts, spec, id) }
 	syncRes := runOnce(anthropicSimSpec(srv.URL, false), "sync-run")

@@ -20,8 +20,10 @@ import (
 // outage.json has a provider down for 3 s, with the passes' outage signals; raise.json stops at a failed cell
 // under on_error=raise; budget.json stops at budget_usd; quota.json gives a model up after insufficient_quota;
 // continued.json is the first run of a grid that continued as new; batch.json is a run of a model in batch mode
-// (provider batches, polls on timers, collects); batch-token-limit.json is one whose batches the provider failed
-// with token_limit_exceeded, waited out and resubmitted (wire.ChangeBatchFailures).
+// (provider batches, polls on timers, collects) recorded before wire.ChangeBatchAwait; batch-await.json is the
+// same run recorded after it (a version marker, AwaitBatch per status), written by -record-histories into another
+// directory and copied, so that batch.json stays as it was. batch-token-limit.json is one whose
+// batches the provider failed with token_limit_exceeded, waited out and resubmitted (wire.ChangeBatchFailures).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {

@@ -50,3 +50,19 @@ func TestBatchLinesShowAWaitingChunk(t *testing.T) {
 		t.Errorf("a failed batch nothing waits on: running %q, open %v", got, s.openBatches())
 	}
 }
+
+// TestWatchedBatchCounts: an AwaitBatch heartbeat's counts replace those the workflow last recorded of that
+// batch (at its last status change), and touch no other batch.
+func TestWatchedBatchCounts(t *testing.T) {
+	s := snapshot{batches: []wire.BatchProgress{
+		{Key: "0/0", Model: "sim", ID: "b1", Status: wire.BatchStatusInProgress, Total: 50000, Done: 10},
+		{Key: "0/1", Model: "sim", ID: "b2", Status: wire.BatchStatusInProgress, Total: 50000, Done: 20},
+	}}
+	s.watchedBatch(wire.BatchInfo{ID: "b2", Status: wire.BatchStatusInProgress,
+		Counts: wire.BatchCounts{Total: 50000, Succeeded: 31000, Errored: 204}})
+	got := s.batchLines(true)
+	want := []string{"sim: batch 1 of 2 in_progress, 10 of 50,000 done", "sim: batch 2 of 2 in_progress, 31,204 of 50,000 done"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("batches:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

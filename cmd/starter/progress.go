@@ -113,6 +113,13 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 	}
 	dc := converter.GetDefaultDataConverter()
 	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() == wire.AwaitBatch.Name && pa.GetHeartbeatDetails() != nil {
+			var hb wire.BatchWatch
+			if dc.FromPayloads(pa.GetHeartbeatDetails(), &hb) == nil {
+				s.watchedBatch(hb.Batch)
+			}
+			continue
+		}
 		if pa.GetActivityType().GetName() != "RunSeedPass" || pa.GetHeartbeatDetails() == nil {
 			continue
 		}
@@ -288,6 +295,19 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			fmt.Fprintln(w, s.line(rate))
 			for _, b := range s.batchLines(true) {
 				fmt.Fprintln(w, "  "+b)
+			}
+		}
+	}
+}
+
+// watchedBatch puts a batch's state from an AwaitBatch heartbeat over the workflow's, which the workflow updates
+// only when the batch's status changes: counts that grow while the status stays show from the heartbeat.
+func (s *snapshot) watchedBatch(info wire.BatchInfo) {
+	for i, b := range s.batches {
+		if b.ID == info.ID && !b.Status.Terminal() {
+			s.batches[i].Status, s.batches[i].Total, s.batches[i].Done = info.Status, info.Counts.Total, info.Counts.Done()
+			if !info.ExpiresAt.IsZero() {
+				s.batches[i].ExpiresAt = info.ExpiresAt
 			}
 		}
 	}
