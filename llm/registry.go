@@ -147,6 +147,9 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 		return nil, err
 	}
 	c := NewClient(ep.baseURL, key, r.hc)
+	if ep.provider == ProviderSim {
+		c = NewSimClient(ep.baseURL, key, r.hc)
+	}
 	r.clients[ep] = c
 	return c, nil
 }

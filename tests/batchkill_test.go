@@ -57,7 +57,7 @@ var batchKillPoints = []batchKillPoint{
 func batchKillGrid(simURL string) experiment.Spec {
 	s := gridSpec(1, 1, 40, 50)
 	s.Name = "batch kills"
-	s.Models[0].Provider, s.Models[0].BaseURL = "openai", simURL
+	s.Models[0].Provider, s.Models[0].BaseURL = "sim", simURL
 	s.Models[0].Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
 	s.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 1000,
 		PollEvery: experiment.Duration(time.Second)}
