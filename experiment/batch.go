@@ -53,7 +53,14 @@ type BatchSettings struct {
 	PollEvery Duration `json:"poll_every,omitempty"`
 	// OnExpired is resubmit (default), sync or fail.
 	OnExpired OnExpired `json:"on_expired,omitempty"`
+	// KeepFiles keeps what a collected batch leaves at its provider (the input, output and error files of an
+	// OpenAI batch, an ended Anthropic batch with its results), which is otherwise deleted once its results are
+	// recorded. Optional: unset deletes them.
+	KeepFiles *bool `json:"keep_files,omitempty"`
 }
+
+// KeepsFiles reports whether a collected batch's files stay at the provider (KeepFiles).
+func (b BatchSettings) KeepsFiles() bool { return b.KeepFiles != nil && *b.KeepFiles }
 
 // Defaults and bounds of BatchSettings. The request and byte limits are the providers' own.
 const (
@@ -78,7 +85,7 @@ func batchLimits(provider string) (requests, bytes int) {
 }
 
 // BatchSettings are model m's resolved batch settings: each field of m.Batch that is set, else run.batch's, else
-// the default (sync, the provider's limits, 1m, resubmit).
+// the default (sync, the provider's limits, 1m, resubmit, files deleted).
 func (s *Spec) BatchSettings(m Model) BatchSettings {
 	var out BatchSettings
 	for _, b := range []*BatchSettings{s.Run.Batch, m.Batch} {
@@ -99,6 +106,9 @@ func (s *Spec) BatchSettings(m Model) BatchSettings {
 		}
 		if b.OnExpired != "" {
 			out.OnExpired = b.OnExpired
+		}
+		if b.KeepFiles != nil {
+			out.KeepFiles = b.KeepFiles
 		}
 	}
 	reqs, bytes := batchLimits(m.Provider)

@@ -41,6 +41,9 @@ type BatchConfig struct {
 	// MaxRequests and MaxBytes bound one batch's input; a larger one is refused. Optional: the providers' limits
 	// (OpenAI 50,000 requests and 200 MB, Anthropic 100,000 and 256 MB).
 	MaxRequests, MaxBytes int
+	// DropMetadata makes /v1/batches accept a create's metadata and keep none of it, as some OpenAI-format
+	// gateways do (LiteLLM's proxy, for some backends): the batch comes back, and is listed, without metadata.
+	DropMetadata bool
 }
 
 // The providers' limits, the defaults of BatchConfig.
@@ -73,6 +76,8 @@ type Batch struct {
 	Status string
 	// Ran are the custom_ids of the requests that have run so far, in input order: what the provider bills.
 	Ran []string
+	// Deleted says the (Anthropic) batch was deleted: it is listed here still, and nowhere in the API.
+	Deleted bool
 }
 
 // batchLine is one request of a batch: its custom_id and the endpoint's body (for Anthropic, an OpenAI chat
@@ -94,6 +99,7 @@ type simBatch struct {
 	inputFileID                 string
 	metadata                    map[string]string
 	created, expires            time.Time
+	deleted                     bool // guarded by the store's lock
 	lines                       []batchLine
 	// errors are why an OpenAI batch failed validation; a batch with errors runs nothing.
 	errors []batchValidationError
@@ -130,6 +136,8 @@ type batches struct {
 	batches map[string]*simBatch
 	order   []string // batch ids by creation
 	next    int
+	// deletions are the ids of the files and batches deleted, in order: what Server.Deletions reports.
+	deletions []string
 }
 
 func newBatches(cfg Config) (*batches, error) {
@@ -164,6 +172,7 @@ func (s *Server) registerBatches() {
 	s.mux.HandleFunc("GET /v1/files", b.handleFiles)
 	s.mux.HandleFunc("GET /v1/files/{id}", b.handleFile)
 	s.mux.HandleFunc("GET /v1/files/{id}/content", b.handleFileContent)
+	s.mux.HandleFunc("DELETE /v1/files/{id}", b.handleFileDelete)
 	s.mux.HandleFunc("POST /v1/batches", b.handleCreate)
 	s.mux.HandleFunc("GET /v1/batches", b.handleList)
 	s.mux.HandleFunc("GET /v1/batches/{id}", b.handleRetrieve)
@@ -173,6 +182,7 @@ func (s *Server) registerBatches() {
 	s.mux.HandleFunc("GET /v1/messages/batches/{id}", b.handleAnthropicRetrieve)
 	s.mux.HandleFunc("POST /v1/messages/batches/{id}/cancel", b.handleAnthropicCancel)
 	s.mux.HandleFunc("GET /v1/messages/batches/{id}/results", b.handleAnthropicResults)
+	s.mux.HandleFunc("DELETE /v1/messages/batches/{id}", b.handleAnthropicDelete)
 }
 
 // Batches returns every batch created so far, oldest first, with its status now.
@@ -181,8 +191,10 @@ func (s *Server) Batches() []Batch {
 	now := s.cfg.Now()
 	b.mu.Lock()
 	list := make([]*simBatch, len(b.order))
+	deleted := make([]bool, len(b.order))
 	for i, id := range b.order {
 		list[i] = b.batches[id]
+		deleted[i] = list[i].deleted
 	}
 	b.mu.Unlock()
 	out := make([]Batch, len(list))
@@ -194,12 +206,35 @@ func (s *Server) Batches() []Batch {
 		done := sb.done(now, b.cfg)
 		out[i] = Batch{ID: sb.id, Format: sb.format, Endpoint: sb.endpoint, Model: sb.model,
 			Metadata: sb.metadata, CustomIDs: ids, Created: sb.created, Status: sb.status(now, b.cfg),
-			Ran: slices.Clone(ids[:done])}
+			Ran: slices.Clone(ids[:done]), Deleted: deleted[i]}
 		if sb.format == BatchAnthropic {
 			out[i].Status = anthropicStatus(out[i].Status)
 		}
 	}
 	return out
+}
+
+// Files returns the ids of the files the simulator holds (uploaded, or written as a batch's results and not
+// deleted), ascending.
+func (s *Server) Files() []string {
+	b := s.batches
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := make([]string, 0, len(b.files))
+	for id := range b.files {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Deletions returns the ids of the files and batches deleted so far, in the order they were: the log of the
+// simulator's DELETE requests that found what they deleted.
+func (s *Server) Deletions() []string {
+	b := s.batches
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.deletions)
 }
 
 func (b *batches) newID(prefix string) string {
@@ -376,7 +411,7 @@ func (b *batches) get(id, format string) *simBatch {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	sb := b.batches[id]
-	if sb == nil || sb.format != format {
+	if sb == nil || sb.format != format || sb.deleted {
 		return nil
 	}
 	return sb
@@ -394,6 +429,9 @@ func (b *batches) listPage(format, after string, limit int) (ids []string, more 
 		}
 		if !started {
 			started = id == after
+			continue
+		}
+		if b.batches[id].deleted {
 			continue
 		}
 		if len(ids) == limit {

@@ -85,4 +85,15 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // change has needed one. Each is "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for
 // example "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old
 // path) for as long as a run started before the change may replay.
-func ChangeIDs() []string { return nil }
+func ChangeIDs() []string { return []string{ChangeBatchCandidates, ChangeBatchCleanup} }
+
+// The change ids of ChangeIDs.
+const (
+	// ChangeBatchCandidates: an Anthropic submission that cannot tell its batch from others (BatchCandidates)
+	// waits for every candidate and records those whose results are the chunk's (CollectCandidates), where it
+	// used to record the chunk's cells BatchRefused.
+	ChangeBatchCandidates = "batch-ambiguous-candidates-2026-12-02"
+	// ChangeBatchCleanup: a collected batch's provider files (OpenAI) or the ended batch (Anthropic) are deleted
+	// by CleanupBatch once the collect is recorded, unless batch.keep_files.
+	ChangeBatchCleanup = "batch-cleanup-2026-12-02"
+)

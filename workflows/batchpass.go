@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -188,6 +189,21 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			total.Usage.Add(got.Usage)
 			return total
 		}
+		var cands *candidatesError
+		if errors.As(err, &cands) {
+			// Several batches could be this chunk's: its own is recorded from whichever is.
+			got, cerr := r.collectCandidates(ctx, p, in, cands.ids)
+			if cerr != nil {
+				workflow.GetLogger(ctx).Error("collecting candidate batches failed", "batches", cands.ids, "error", cerr)
+				return r.chunkFailed(ctx, p, cells, total, cerr)
+			}
+			total.Recorded += got.Recorded
+			total.Failed += got.Failed
+			total.Usage.Add(got.Usage)
+			bb.settle(cost, got.Usage.CostUSD)
+			cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
+			continue
+		}
 		if err != nil {
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
 			if _, refused := refusal(err); refused {
@@ -241,6 +257,9 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		total.Failed += got.Failed
 		total.Usage.Add(got.Usage)
 		bb.settle(cost, got.Usage.CostUSD)
+		dctx, cancel = workflow.NewDisconnectedContext(ctx)
+		r.cleanupBatch(dctx, p, info)
+		cancel()
 		cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
 	}
 	return total
@@ -325,6 +344,11 @@ func (r *runner) submitAnthropic(ctx, sctx workflow.Context, in wire.BatchChunkI
 	in.Known = slices.Clone(r.anthropicBatches)
 	var info wire.BatchInfo
 	if err := wire.SubmitBatch.Execute(batchActivityCtx(sctx, "submit "+what), in).Get(sctx, &info); err != nil {
+		if ids, ok := candidates(sctx, err); ok {
+			// Whichever of them is this chunk's, none is another chunk's: they are known from now on.
+			r.anthropicBatches = append(r.anthropicBatches, ids...)
+			return wire.BatchInfo{}, &candidatesError{ids: ids, err: err}
+		}
 		return wire.BatchInfo{}, err
 	}
 	r.anthropicBatches = append(r.anthropicBatches, info.ID)
