@@ -55,12 +55,10 @@ type BatchSettings struct {
 	OnExpired OnExpired `json:"on_expired,omitempty"`
 	// KeepFiles keeps what a collected batch leaves at its provider (the input, output and error files of an
 	// OpenAI batch, an ended Anthropic batch with its results), which is otherwise deleted once its results are
-	// recorded. Optional: unset deletes them.
-	KeepFiles *bool `json:"keep_files,omitempty"`
+	// recorded. Set on run.batch or on the model, it keeps them (a model cannot unset run.batch's). Optional:
+	// false deletes them.
+	KeepFiles bool `json:"keep_files,omitempty"`
 }
-
-// KeepsFiles reports whether a collected batch's files stay at the provider (KeepFiles).
-func (b BatchSettings) KeepsFiles() bool { return b.KeepFiles != nil && *b.KeepFiles }
 
 // Defaults and bounds of BatchSettings. The request and byte limits are the providers' own.
 const (
@@ -85,7 +83,7 @@ func batchLimits(provider string) (requests, bytes int) {
 }
 
 // BatchSettings are model m's resolved batch settings: each field of m.Batch that is set, else run.batch's, else
-// the default (sync, the provider's limits, 1m, resubmit, files deleted).
+// the default (sync, the provider's limits, 1m, resubmit); keep_files is set when either sets it.
 func (s *Spec) BatchSettings(m Model) BatchSettings {
 	var out BatchSettings
 	for _, b := range []*BatchSettings{s.Run.Batch, m.Batch} {
@@ -107,9 +105,7 @@ func (s *Spec) BatchSettings(m Model) BatchSettings {
 		if b.OnExpired != "" {
 			out.OnExpired = b.OnExpired
 		}
-		if b.KeepFiles != nil {
-			out.KeepFiles = b.KeepFiles
-		}
+		out.KeepFiles = out.KeepFiles || b.KeepFiles
 	}
 	reqs, bytes := batchLimits(m.Provider)
 	if out.Mode == "" {

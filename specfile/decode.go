@@ -211,15 +211,6 @@ func (d *decoder) boolean(n *node, path string) bool {
 	return n.boolean
 }
 
-// booleanPtr is boolean for an optional setting: nil when n is absent.
-func (d *decoder) booleanPtr(n *node, path string) *bool {
-	if n == nil {
-		return nil
-	}
-	v := d.boolean(n, path)
-	return &v
-}
-
 // list checks that n is a list.
 func (d *decoder) list(n *node, path, what string) []*node {
 	if n == nil {

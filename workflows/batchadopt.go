@@ -127,7 +127,7 @@ func (r *runner) collectCandidates(ctx workflow.Context, p experiment.Pass, in w
 // its files; a failure is logged: the results are recorded, only the provider's copy stays. It runs on ctx as it
 // is (the collect's, disconnected from a cancel) and never in histories recorded before ChangeBatchCleanup.
 func (r *runner) cleanupBatch(ctx workflow.Context, p experiment.Pass, info wire.BatchInfo) {
-	if r.plan.Models[p.Model].Batch.KeepsFiles() {
+	if r.plan.Models[p.Model].Batch.KeepFiles {
 		return
 	}
 	if workflow.GetVersion(ctx, wire.ChangeBatchCleanup, workflow.DefaultVersion, 1) == workflow.DefaultVersion {

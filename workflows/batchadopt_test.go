@@ -223,8 +223,7 @@ func TestBatchKeepFiles(t *testing.T) {
 	acts := &activities.Activities{Store: tempStore(t), Models: llm.NewRegistry(http.DefaultClient, func(string) string { return "" }, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 	spec := simSpec(srv.URL, true)
-	keep := true
-	spec.Models[0].Batch.KeepFiles = &keep
+	spec.Models[0].Batch.KeepFiles = true
 	res := runWith(t, acts, spec, "keep")
 	if res.Summary.Failed != 0 || res.Summary.Cells != 40 {
 		t.Errorf("summary %+v, want 40 cells answered", res.Summary)
