@@ -20,14 +20,15 @@ import (
 // outage.json has a provider down for 3 s, with the passes' outage signals; raise.json stops at a failed cell
 // under on_error=raise; budget.json stops at budget_usd; quota.json gives a model up after insufficient_quota;
 // continued.json is the first run of a grid that continued as new; batch.json is a run of a model in batch mode
-// (provider batches, polls on timers, collects).
+// (provider batches, polls on timers, collects); batch-cleanup.json is the same run recorded by TestBatchRunOnTemporal
+// since batch-cleanup-2026-12-02 (a version marker, and CleanupBatch after each collect).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 8 {
-		t.Fatalf("%d recorded histories in testdata, want the 8 listed in this test's doc", len(files))
+	if len(files) < 9 {
+		t.Fatalf("%d recorded histories in testdata, want the 9 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
