@@ -138,6 +138,8 @@ type batches struct {
 	next    int
 	// deletions are the ids of the files and batches deleted, in order: what Server.Deletions reports.
 	deletions []string
+	// uploads counts the files uploaded with purpose batch: what Server.Uploads reports.
+	uploads int
 }
 
 func newBatches(cfg Config) (*batches, error) {
@@ -226,6 +228,14 @@ func (s *Server) Files() []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// Uploads returns how many batch input files were uploaded so far, deleted ones included.
+func (s *Server) Uploads() int {
+	b := s.batches
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.uploads
 }
 
 // Deletions returns the ids of the files and batches deleted so far, in the order they were: the log of the

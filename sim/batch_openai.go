@@ -64,6 +64,9 @@ func (b *batches) handleUpload(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	sf := &simFile{id: b.newID("file-sim"), name: hdr.Filename, purpose: purpose, created: b.lines.cfg.Now(), data: data}
 	b.files[sf.id] = sf
+	if purpose == "batch" {
+		b.uploads++
+	}
 	b.mu.Unlock()
 	writeObject(w, http.StatusOK, sf.object())
 }
