@@ -22,8 +22,9 @@ import (
 
 // The activities of a batch pass. A batch pass is one (model, seed) whose model runs in batch mode; the workflow
 // that drives it (workflows/batchpass.go) calls PlanBatchPass once and records the plan, then for each chunk
-// SubmitBatch, PollBatch between durable timers until the batch is terminal, and CollectBatch, submitting what
-// comes back as Again in the next round; CancelBatch when the run is cancelled. Each activity is short and
+// SubmitBatch, PollBatch between durable timers until the batch is terminal, CollectBatch, and CleanupBatch
+// (batchcleanup.go), submitting what comes back as Again in the next round; CancelBatch when the run is cancelled;
+// CollectCandidates when an Anthropic submission found several batches that could be its own. Each activity is short and
 // idempotent: SubmitBatch creates at most one batch per (run, pass, chunk, round) however often it runs, and
 // CollectBatch records each line as the store records any cell, so running it again writes nothing new.
 //
@@ -377,7 +378,8 @@ func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput
 // are the cells' ids): each candidate's results are read once to tell, and nothing of a candidate with any other
 // result is recorded. Several candidates can be the chunk's (a stale create landing late, another run of the same
 // spec): the answers of all of them are recorded, a cell answered by several once, by the first of them in id
-// order that answered it, so that the records do not depend on the order results come in; the chunk is not
+// order whose result settles it (one to be sent again leaves it to the next), so that the records do not depend on
+// the order results come in; the chunk is not
 // submitted again for a cell any of them answered. The candidates recorded are BatchCollected.Adopted.
 func (a *Activities) CollectCandidates(ctx context.Context, in wire.BatchCandidatesInput) (wire.BatchCollected, error) {
 	defer keepAlive(ctx, a.heartbeatEvery())()
