@@ -14,11 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/wire"
 )
 
 // rivalAfterFirstCreate sends the first Anthropic batch create that reaches it, then creates a rival batch of as
@@ -112,7 +116,18 @@ func TestAnthropicAmbiguityRecordsWhatWasPaid(t *testing.T) {
 			spec.Models[0].Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
 			spec.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 500}
 			spec.Run.Cache = experiment.CacheOff
-			res := runWith(t, acts, spec, "ambiguous")
+			var collected []wire.BatchCollected
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			activities.Register(spyCandidates{env, &collected}, acts)
+			env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, "ambiguous"))
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var res wire.Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
 
 			if rival.lost != 1 {
 				t.Fatalf("%d create answers lost, want the first: the test did not test a lost create", rival.lost)
@@ -144,11 +159,37 @@ func TestAnthropicAmbiguityRecordsWhatWasPaid(t *testing.T) {
 						b.ID, b.CustomIDs[0], b.Deleted)
 				}
 			}
+			wantAdopted := map[bool]int{false: 1, true: 2}[twin]
+			if len(collected) != 1 || collected[0].Recorded != 500 || len(collected[0].Adopted) != wantAdopted || collected[0].Again.Len() != 0 {
+				t.Errorf("CollectCandidates returned %+v, want 500 cells recorded once from %d candidates", collected, wantAdopted)
+			}
 			if !slices.ContainsFunc(bs, func(b sim.Batch) bool { return strings.HasPrefix(b.CustomIDs[0], "other-") }) == !twin {
 				t.Errorf("no foreign rival among %d batches: the test did not test one", len(bs))
 			}
 		})
 	}
+}
+
+// spyCandidates registers the activities with env, keeping what each CollectCandidates returned.
+type spyCandidates struct {
+	*testsuite.TestWorkflowEnvironment
+	out *[]wire.BatchCollected
+}
+
+func (s spyCandidates) RegisterActivityWithOptions(a any, o activity.RegisterOptions) {
+	if fn, ok := a.(func(context.Context, wire.BatchCandidatesInput) (wire.BatchCollected, error)); ok && o.Name == wire.CollectCandidates.Name {
+		var mu sync.Mutex
+		a = func(ctx context.Context, in wire.BatchCandidatesInput) (wire.BatchCollected, error) {
+			got, err := fn(ctx, in)
+			if err == nil {
+				mu.Lock()
+				*s.out = append(*s.out, got)
+				mu.Unlock()
+			}
+			return got, err
+		}
+	}
+	s.TestWorkflowEnvironment.RegisterActivityWithOptions(a, o)
 }
 
 // loseFirstPost loses the answer of the first POST to path that reaches the server, after the server acted on it.
