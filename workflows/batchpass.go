@@ -36,7 +36,8 @@ import (
 // was lost (the worker died) is found again by its intent: the time recorded, as part of the submission's input,
 // before its first attempt runs. A retry adopts the batch created since then with as many requests that the run
 // does not already know. For that to name one batch, the run submits one Anthropic chunk at a time and tells each
-// submission the ids of the batches it adopted before.
+// submission the ids of the batches it adopted before. When it still finds several (another client's batch of the
+// same size), the chunk waits for all of them and records those whose results are its own (batchadopt.go).
 
 // batchActivityCtx is the options of the batch pass's activities: short, retried with backoff for as long as
 // the pass lives, non-retryable only for what no retry can cure.
@@ -132,7 +133,8 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.S
 // recorded. cost is the worst-case cost of the first round's cells, reserved against bb before the submission. A
 // chunk whose batch cannot be submitted or collected for a reason no retry cures (its lines changed since the
 // plan) records its unanswered cells failed with that reason. anthropic says the model's batches are
-// Anthropic's, submitted one at a time (see submitAnthropic).
+// Anthropic's, submitted one at a time (see submitAnthropic). After each collect the batch's files are deleted
+// (cleanupBatch).
 func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet, digest string, cost float64,
 	bb *batchBudget, anthropic bool) wire.BatchCollected {
 	m := r.plan.Models[p.Model]
