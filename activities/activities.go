@@ -3,7 +3,7 @@
 // RunSeedPass (the calls of one pass, concurrently, each result written as it lands), FailUnfinished (records
 // the cells a run will not call), ExportResults (writes the outputs; PrepareRun checks the output directory
 // before the first pass) and CheckOutput (that check alone, which no workflow of this release schedules), and the batch pass's PlanBatchPass, SubmitBatch, AwaitBatch, PollBatch,
-// CancelBatch and CollectBatch (a provider's batch API).
+// CancelBatch, CollectBatch, CollectCandidates and CleanupBatch (a provider's batch API).
 //
 // Durability is split in two: Temporal retries a pass; the results store remembers every finished
 // cell, so a retried or resumed pass calls only the cells that have no result yet.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +37,7 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
-	cell := r.Header.Get(llm.CellHeader)
+	cell := anthropicCell(body)
 	f.mu.Lock()
 	f.bodies[cell] = body
 	f.paths[r.URL.Path]++
@@ -52,6 +53,18 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = io.WriteString(w, `{"type":"message","role":"assistant","content":[{"type":"text","text":"2. Yes"}],`+
 		`"usage":{"input_tokens":10,"output_tokens":2}}`)
+}
+
+// anthropicCell names the cell of a Messages API request of testSpec by what its body says, in the form of a
+// cell id (m/7/<item>/<persona>): Anthropic requests carry no cell header. Item N asks "Question N?"; persona pK
+// is named PK in the system prompt.
+func anthropicCell(body map[string]any) string {
+	item := regexp.MustCompile(`Question (\d+)\?`).FindStringSubmatch(fmt.Sprint(body["messages"]))
+	persona := regexp.MustCompile(`\bP(\d+)\b`).FindStringSubmatch(fmt.Sprint(body["system"]))
+	if item == nil || persona == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("m/7/%s/p%s", item[1], persona[1])
 }
 
 // TestAnthropicPass: a pass of a model of provider anthropic calls the Messages API (x-api-key and
@@ -80,7 +93,7 @@ func TestAnthropicPass(t *testing.T) {
 	if res.Done != 6 || res.Failed != 1 {
 		t.Errorf("pass result %+v, want 6 cells done, 1 failed", res)
 	}
-	if len(fake.bad) > 0 || fake.paths["/v1/messages"] != 6 || len(fake.paths) != 1 {
+	if len(fake.bad) > 0 || fake.paths["/v1/messages"] != 6 || len(fake.paths) != 1 || len(fake.bodies) != 6 || fake.bodies["unknown"] != nil {
 		t.Errorf("requests: paths %v, bad %v; want 6 to /v1/messages with x-api-key and anthropic-version", fake.paths, fake.bad)
 	}
 	body := fake.bodies["m/7/1/p0"]

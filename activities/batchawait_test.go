@@ -84,6 +84,10 @@ func (d *scriptDriver) Cancel(context.Context, string) (wire.BatchInfo, error) {
 	return wire.BatchInfo{}, errors.New("not cancelled here")
 }
 
+func (d *scriptDriver) Cleanup(context.Context, wire.BatchInfo) error {
+	return errors.New("not cleaned up here")
+}
+
 func (d *scriptDriver) Collect(context.Context, wire.BatchInfo, func(batchformat.Result) error) error {
 	return errors.New("not collected here")
 }

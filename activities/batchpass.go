@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -23,11 +24,13 @@ import (
 // The activities of a batch pass. A batch pass is one (model, seed) whose model runs in batch mode; the workflow
 // that drives it (workflows/batchpass.go) calls PlanBatchPass once and records the plan, then for each chunk
 // SubmitBatch, AwaitBatch until the batch is terminal (batchawait.go: one long activity per status the batch goes
-// through, polling inside; runs recorded before call PollBatch between durable timers), and CollectBatch,
-// submitting what comes back as Again in the next round; CancelBatch when the run is cancelled, and AwaitBatch
-// again until the provider ended the batch. Each activity but AwaitBatch is short, and all are idempotent:
-// SubmitBatch creates at most one batch per (run, pass, chunk, round) however often it runs, AwaitBatch only
-// reads, and CollectBatch records each line as the store records any cell, so running it again writes nothing new.
+// through, polling inside; runs recorded before call PollBatch between durable timers), CollectBatch, and
+// CleanupBatch (batchcleanup.go), submitting what comes back as Again in the next round; CancelBatch when the run
+// is cancelled, and AwaitBatch again until the provider ended the batch; CollectCandidates when an Anthropic
+// submission found several batches that could be its own. Each activity but AwaitBatch is short, and all are
+// idempotent: SubmitBatch creates at most one batch per (run, pass, chunk, round, try) however often it runs,
+// AwaitBatch only reads, and CollectBatch records each line as the store records any cell, so running it again
+// writes nothing new.
 //
 // Three formats run here: the OpenAI format (providers openai and sim: batchapi.OpenAI, whose batches carry their
 // key in their metadata), Anthropic's Message Batches (provider anthropic: batchapi.Anthropic, whose batches
@@ -52,6 +55,7 @@ type batchDriver interface {
 	Poll(ctx context.Context, id string) (wire.BatchInfo, error)
 	Cancel(ctx context.Context, id string) (wire.BatchInfo, error)
 	Collect(ctx context.Context, info wire.BatchInfo, fn func(batchformat.Result) error) error
+	Cleanup(ctx context.Context, info wire.BatchInfo) error
 }
 
 // batchAPI is a model's batch API: its format, its driver, and the redaction of its client's key.
@@ -91,13 +95,20 @@ func (a *Activities) batchAPIOf(m experiment.Model) (batchAPI, error) {
 }
 
 // refused makes the errors no retry can cure non-retryable: a chunk whose batch holds other requests, what
-// batch mode cannot send, an Anthropic chunk that more than one batch could be, results of another chunk's
+// batch mode cannot send, an Anthropic chunk that more than one batch could be (its candidates in the failure's
+// details, wire.BatchCandidates), an endpoint whose uploads cannot be found again, results of another chunk's
 // requests, and the provider's (or the worker's) refusals that are no transient failure (a missing key, an
 // invalid request, an exhausted quota).
 func refused(err error) error {
 	var le *llm.Error
-	if errors.Is(err, batchapi.ErrChunkChanged) || errors.Is(err, batchapi.ErrAmbiguous) || errors.Is(err, errNoIntent) ||
-		errors.Is(err, errForeignResult) || (errors.As(err, &le) && !le.Class.Retryable()) {
+	var amb *batchapi.AmbiguousError
+	if errors.As(err, &amb) {
+		// The candidates go with the refusal, so that the workflow can wait for them and record its own.
+		return temporal.NewNonRetryableApplicationError(err.Error(), errclass.BatchRefused, err,
+			wire.BatchCandidates{IDs: amb.Candidates})
+	}
+	if errors.Is(err, batchapi.ErrChunkChanged) || errors.Is(err, batchapi.ErrAmbiguous) || errors.Is(err, batchapi.ErrNotFindable) ||
+		errors.Is(err, errNoIntent) || errors.Is(err, errForeignResult) || (errors.As(err, &le) && !le.Class.Retryable()) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), errclass.BatchRefused, err)
 	}
 	return err
@@ -307,7 +318,7 @@ func (a *Activities) SubmitBatch(ctx context.Context, in wire.BatchChunkInput) (
 			Key: key, Model: m.Name, Input: input, Since: in.Since, Resumed: activity.GetInfo(ctx).Attempt > 1})
 	default:
 		info, err = api.openAI.Submit(ctx, batchapi.Submission{
-			Key: key, Endpoint: batchEndpoint(spec), Input: input, Since: in.Since})
+			Key: key, Endpoint: batchEndpoint(spec), Input: input, Since: in.Since, Prior: in.Known})
 	}
 	return info, refused(err)
 }
@@ -377,104 +388,171 @@ func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput
 	if err != nil {
 		return wire.BatchCollected{}, refused(err)
 	}
+	out, err := a.record(ctx, spec, api, in.BatchChunkInput, reqs, []wire.BatchInfo{in.Batch})
+	return out, refused(err)
+}
+
+// CollectCandidates records the results of the terminal batches an Anthropic submission could not tell apart
+// (wire.BatchCandidates) that are the chunk's, as CollectBatch records one batch's, and returns the cells to
+// submit again. A candidate is the chunk's when every one of its results is for a request of the chunk (custom ids
+// are the cells' ids): each candidate's results are read once to tell, and nothing of a candidate with any other
+// result is recorded. Several candidates can be the chunk's (a stale create landing late, another run of the same
+// spec): the answers of all of them are recorded, a cell answered by several once, by the first of them in id
+// order whose result settles it (one to be sent again leaves it to the next), so that the records do not depend on
+// the order results come in; the chunk is not
+// submitted again for a cell any of them answered. The candidates recorded are BatchCollected.Adopted.
+func (a *Activities) CollectCandidates(ctx context.Context, in wire.BatchCandidatesInput) (wire.BatchCollected, error) {
+	defer keepAlive(ctx, a.heartbeatEvery())()
+	spec, err := a.spec(ctx, in.RunID)
+	if err != nil {
+		return wire.BatchCollected{}, err
+	}
+	api, err := a.batchAPIOf(spec.Models[in.Pass.Model])
+	if err != nil {
+		return wire.BatchCollected{}, err
+	}
+	reqs, err := a.chunkRequests(ctx, spec, in.BatchChunkInput)
+	if err != nil {
+		return wire.BatchCollected{}, refused(err)
+	}
+	ids := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		ids[r.CustomID] = true
+	}
+	batches := slices.Clone(in.Batches)
+	slices.SortFunc(batches, func(x, y wire.BatchInfo) int { return strings.Compare(x.ID, y.ID) })
+	var ours []wire.BatchInfo
+	for _, b := range batches {
+		err := api.driver.Collect(ctx, b, func(r batchformat.Result) error {
+			if !ids[r.CustomID] {
+				return errForeignResult
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errForeignResult):
+			continue // another client's batch: none of it is ours to record
+		case err != nil:
+			return wire.BatchCollected{}, fmt.Errorf("read candidate batch %s: %w", b.ID, err)
+		}
+		ours = append(ours, b)
+	}
+	out, err := a.record(ctx, spec, api, in.BatchChunkInput, reqs, ours)
+	if err != nil {
+		return wire.BatchCollected{}, refused(err)
+	}
+	for _, b := range ours {
+		out.Adopted = append(out.Adopted, b.ID)
+	}
+	return out, nil
+}
+
+// record records the results of the terminal batches of a chunk whose requests are reqs, in order, each request's
+// first result that answers it (one that is to be sent again leaves it to a later batch), and returns what it
+// recorded and the cells no batch answered: those that never ran or failed transiently, and those the results do
+// not mention. A result for a request that is not of the chunk is errForeignResult.
+func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batchAPI, in wire.BatchChunkInput,
+	reqs []batchRequest, batches []wire.BatchInfo) (wire.BatchCollected, error) {
+	m := spec.Models[in.Pass.Model]
 	byID := make(map[string]int, len(reqs))
 	for i, r := range reqs {
 		byID[r.CustomID] = i
 	}
-	seen := make([]bool, len(reqs))
+	answered := make([]bool, len(reqs))
 	pr := batchPricingOf(m)
 	writes := spec.CachePolicy(m).Writes()
 	now := time.Now()
 	if a.Clock != nil {
 		now = a.Clock.Now()
 	}
-	latency := 0.0
-	if !in.Batch.CreatedAt.IsZero() {
-		latency = float64(now.Sub(in.Batch.CreatedAt).Microseconds()) / 1000
-	}
 	vectors := &embedState{} // checks an embed pass's vectors as the synchronous pass does
 	if spec.Embed != nil {
 		vectors.dims = spec.Embed.Dimensions
 	}
 	var out wire.BatchCollected
-	var again []int
 	var page store.Batch
-	flush := func() error {
-		if len(page.Records) == 0 {
+	for _, b := range batches {
+		flush := func() error {
+			if len(page.Records) == 0 {
+				return nil
+			}
+			if err := a.Store.Write(ctx, in.RunID, page); err != nil {
+				return fmt.Errorf("record batch %s: %w", b.ID, err)
+			}
+			page = store.Batch{}
 			return nil
 		}
-		if err := a.Store.Write(ctx, in.RunID, page); err != nil {
-			return fmt.Errorf("record batch %s: %w", in.Batch.ID, err)
-		}
-		page = store.Batch{}
-		return nil
-	}
-	add := func(rec store.Record) {
-		page.Records = append(page.Records, rec)
-		out.Usage.Add(rec.Usage())
-		if rec.Status == store.StatusFailed {
-			out.Failed++
-		}
-		out.Recorded++
-	}
-	err = api.driver.Collect(ctx, in.Batch, func(r batchformat.Result) error {
-		i, ok := byID[r.CustomID]
-		if !ok {
-			return fmt.Errorf("%w: batch %s: result for %q", errForeignResult, in.Batch.ID, r.CustomID)
-		}
-		if seen[i] {
-			return nil // a line given twice counts once
-		}
-		seen[i] = true
-		req := reqs[i]
-		if req.Embed != nil {
-			o := embedResultOutcome(req, r, vectors.check, pr, in.Round+1, latency)
-			if o.Again {
-				again = append(again, req.cells()...)
-				return nil
+		add := func(rec store.Record) {
+			page.Records = append(page.Records, rec)
+			out.Usage.Add(rec.Usage())
+			if rec.Status == store.StatusFailed {
+				out.Failed++
 			}
-			for _, rec := range o.Records {
-				add(rec)
+			out.Recorded++
+		}
+		latency := 0.0
+		if !b.CreatedAt.IsZero() {
+			latency = float64(now.Sub(b.CreatedAt).Microseconds()) / 1000
+		}
+		err := api.driver.Collect(ctx, b, func(r batchformat.Result) error {
+			i, ok := byID[r.CustomID]
+			if !ok {
+				return fmt.Errorf("%w: batch %s: result for %q", errForeignResult, b.ID, r.CustomID)
 			}
-			for _, k := range o.Keep {
-				if writes {
-					page.Cache = append(page.Cache, respcache.VectorEntry(req.Keys[k.Text], m.Name, in.RunID, k.Vector, now))
+			if answered[i] {
+				return nil // a line given twice, or answered by an earlier batch, counts once
+			}
+			req := reqs[i]
+			if req.Embed != nil {
+				o := embedResultOutcome(req, r, vectors.check, pr, in.Round+1, latency)
+				if o.Again {
+					return nil
+				}
+				answered[i] = true
+				for _, rec := range o.Records {
+					add(rec)
+				}
+				for _, k := range o.Keep {
+					if writes {
+						page.Cache = append(page.Cache, respcache.VectorEntry(req.Keys[k.Text], m.Name, in.RunID, k.Vector, now))
+					}
+				}
+			} else {
+				o := batchResultOutcome(spec, req.Cell, api.format, r, pr, api.redact, in.Round+1, latency)
+				if o.Again {
+					return nil
+				}
+				answered[i] = true
+				if o.Answer != nil {
+					req.Pics.stamp(o.Record) // as the synchronous pass stamps an answer
+				}
+				add(*o.Record)
+				if o.Answer != nil && writes {
+					page.Cache = append(page.Cache, respcache.Entry(req.Key, m.Name, in.RunID, *o.Answer, now))
 				}
 			}
-		} else {
-			o := batchResultOutcome(spec, req.Cell, api.format, r, pr, api.redact, in.Round+1, latency)
-			if o.Again {
-				again = append(again, req.Cell.Index)
-				return nil
+			if len(page.Records) >= collectPage {
+				return flush()
 			}
-			if o.Answer != nil {
-				req.Pics.stamp(o.Record) // as the synchronous pass stamps an answer
-			}
-			add(*o.Record)
-			if o.Answer != nil && writes {
-				page.Cache = append(page.Cache, respcache.Entry(req.Key, m.Name, in.RunID, *o.Answer, now))
+			return nil
+		})
+		if err == nil && b.Status == wire.BatchStatusFailed {
+			// A batch failed as a whole ran nothing; the lines its errors name fail their cells.
+			for _, rec := range rejectedLines(b, reqs, answered, api.redact, in.Round+1) {
+				add(rec)
 			}
 		}
-		if len(page.Records) >= collectPage {
-			return flush()
+		if err == nil {
+			err = flush()
 		}
-		return nil
-	})
-	if err == nil && in.Batch.Status == wire.BatchStatusFailed {
-		// A batch failed as a whole ran nothing; the lines its errors name fail their cells.
-		for _, rec := range rejectedLines(in.Batch, reqs, seen, api.redact, in.Round+1) {
-			add(rec)
+		if err != nil {
+			return wire.BatchCollected{}, err
 		}
 	}
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		return wire.BatchCollected{}, refused(err)
-	}
+	var again []int
 	for i, r := range reqs {
-		if !seen[i] {
-			again = append(again, r.cells()...) // not in the results: never ran
+		if !answered[i] {
+			again = append(again, r.cells()...) // not answered: never ran, or to be sent again
 		}
 	}
 	slices.Sort(again)
@@ -482,7 +560,7 @@ func (a *Activities) CollectBatch(ctx context.Context, in wire.BatchCollectInput
 	if len(again) > 0 {
 		next, err := a.againLines(ctx, spec, in.Pass.Model, reqs, again)
 		if err != nil {
-			return wire.BatchCollected{}, refused(err)
+			return wire.BatchCollected{}, err
 		}
 		out.AgainDigest, out.AgainCost = linesDigest(next), worstCost(spec, a.Tokenizer, next)
 	}

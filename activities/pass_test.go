@@ -125,7 +125,10 @@ func (f *fakeModel) requested() []string {
 func testSpec(url string, items, personas int) experiment.Spec {
 	return experimenttest.Grid(1, 1, items, personas, experimenttest.Name("pass test"), experimenttest.FirstSeed(7),
 		experimenttest.BaseURL(url+"/v1"), experimenttest.Model(func(_ int, m *experiment.Model) {
-			m.ID, m.Name, m.Price = "m", "fake", &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
+			// Provider sim: the fake reads each request's cell from its X-Silico-Cell header, which only the
+			// simulator gets.
+			m.ID, m.Name, m.Provider = "m", "fake", experiment.ProviderSim
+			m.Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
 		}), experimenttest.Defaults())
 }
 

@@ -24,6 +24,8 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	register(r, wire.AwaitBatch, a.AwaitBatch)
 	register(r, wire.CancelBatch, a.CancelBatch)
 	register(r, wire.CollectBatch, a.CollectBatch)
+	register(r, wire.CollectCandidates, a.CollectCandidates)
+	registerNoResult(r, wire.CleanupBatch, a.CleanupBatch)
 }
 
 func register[I, O any](r worker.ActivityRegistry, h wire.Activity[I, O], fn func(context.Context, I) (O, error)) {

@@ -18,6 +18,19 @@ import (
 // attempt created: adopting either might record another chunk's answers, creating another might pay twice.
 var ErrAmbiguous = errors.New("batchapi: more than one batch could be this chunk's")
 
+// AmbiguousError is ErrAmbiguous with the batches that could be the chunk's: the caller can wait for them to end
+// and tell its own apart by their results (their custom ids are the chunk's requests), where Submit cannot.
+type AmbiguousError struct {
+	// Candidates are the ids of the unknown batches created since the intent with as many requests, ascending.
+	Candidates []string
+}
+
+// Error says which batches could be the chunk's.
+func (e *AmbiguousError) Error() string { return fmt.Sprintf("%v: %v", ErrAmbiguous, e.Candidates) }
+
+// Unwrap makes an AmbiguousError ErrAmbiguous.
+func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
+
 // AnthropicSubmission is one chunk of requests to run as an Anthropic Message Batch.
 type AnthropicSubmission struct {
 	// Input is the create request's body (batchformat.Encode of the lines in FormatAnthropic).
@@ -36,7 +49,7 @@ type AnthropicSubmission struct {
 // Its batches carry no metadata, so a batch is found again by what can be seen of it: created at or after the
 // intent of its chunk, with as many requests, and not already a known batch of the run. An attempt records its
 // intent before it creates; a retry that finds exactly one such batch adopts it, one that finds none creates, and
-// one that finds several stops with ErrAmbiguous rather than guess.
+// one that finds several stops with an AmbiguousError naming them rather than guess.
 type Anthropic struct {
 	c        *llm.AnthropicClient
 	pageSize int
@@ -61,7 +74,8 @@ func (a *Anthropic) Submit(ctx context.Context, s AnthropicSubmission) (wire.Bat
 			for i, f := range found {
 				ids[i] = f.ID
 			}
-			return wire.BatchInfo{}, fmt.Errorf("%w: %v", ErrAmbiguous, ids)
+			slices.Sort(ids)
+			return wire.BatchInfo{}, &AmbiguousError{Candidates: ids}
 		}
 	}
 	data, err := a.c.CreateMessageBatch(ctx, s.Input)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,8 +118,14 @@ func TestAnthropicSubmitAdoptsAfterIntent(t *testing.T) {
 		t.Errorf("retry adopted %s (batches %d → %d), want %s and no new batch", got.ID, before, len(f.sim.Batches()), created.ID)
 	}
 	// Without knowing the other one, two batches fit: stop rather than guess.
-	if _, err := f.a.Submit(ctx, AnthropicSubmission{Input: in, Requests: 4, Intent: intent}); !errors.Is(err, ErrAmbiguous) {
-		t.Errorf("two candidates: %v, want ErrAmbiguous", err)
+	_, err = f.a.Submit(ctx, AnthropicSubmission{Input: in, Requests: 4, Intent: intent})
+	var amb *AmbiguousError
+	if !errors.Is(err, ErrAmbiguous) || !errors.As(err, &amb) {
+		t.Errorf("two candidates: %v, want an AmbiguousError", err)
+	} else if want := []string{created.ID, known.ID}; !slices.Equal(amb.Candidates, want) && !slices.Equal(amb.Candidates, []string{known.ID, created.ID}) {
+		t.Errorf("candidates %v, want %v", amb.Candidates, want)
+	} else if !slices.IsSorted(amb.Candidates) {
+		t.Errorf("candidates %v not in id order", amb.Candidates)
 	}
 	// An intent after which nothing was created: create.
 	f.clk.Advance(time.Minute)
@@ -160,5 +167,28 @@ func TestAnthropicCollectAndCancel(t *testing.T) {
 	want, _ := f.c.Chat(ctx, antRequest(1))
 	if err != nil || a.Text != want.Text || a.PromptTokens != want.PromptTokens {
 		t.Errorf("batch answer %+v, %v; sync %+v", a, err, want)
+	}
+}
+
+// TestAnthropicCleanup: Cleanup deletes an ended batch, after which the API has it no more; a cleanup that runs
+// again finds it gone, which is no error.
+func TestAnthropicCleanup(t *testing.T) {
+	f := newAntFixture(t, sim.BatchConfig{})
+	ctx := context.Background()
+	in, _ := antChunk(t, 0, 2)
+	info, err := f.a.Submit(ctx, AnthropicSubmission{Input: in, Requests: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := f.a.Cleanup(ctx, info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.a.Poll(ctx, info.ID); err == nil {
+		t.Errorf("batch %s still there after its cleanup", info.ID)
+	}
+	if d := f.sim.Deletions(); !slices.Equal(d, []string{info.ID}) {
+		t.Errorf("deletions %v, want the batch once", d)
 	}
 }

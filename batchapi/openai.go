@@ -5,7 +5,9 @@
 //
 // A batch is named by a batchformat.Key (run, pass, chunk, round) in its metadata, with the digest of its input. Before
 // creating, Submit lists the account's batches for one of that key and digest and adopts it; uploads are found
-// again by file name and size. Two attempts that both found nothing and both created converge: every attempt
+// again by file name (which names the key and the digest) and size, and a batch created from the chunk's upload is
+// adopted too, whatever its metadata: some gateways serve /v1/batches but drop metadata. A gateway that does not
+// list the file just uploaded is refused before the create (ErrNotFindable). Two attempts that both found nothing and both created converge: every attempt
 // that lists afterwards sees both, keeps the one created first (then the smaller id) and cancels the others,
 // which the provider stops within minutes, before most of their requests ran.
 package batchapi
@@ -26,6 +28,11 @@ import (
 	"github.com/silicolab/silico/wire"
 )
 
+// ErrNotFindable is returned by Submit, before anything is paid, when the endpoint does not list the file it
+// just uploaded: a gateway that also drops a batch's metadata (LiteLLM's proxy does for some backends) would then
+// leave a retry that follows a lost create no way to find the batch, and it would pay for the chunk again.
+var ErrNotFindable = errors.New("batchapi: the endpoint does not list the uploaded batch file, so a batch of it could not be found again")
+
 // ErrChunkChanged is returned by Submit when the provider holds a batch of the same key with another input:
 // the requests of a chunk changed between two attempts of one run, which a deterministic plan never does.
 var ErrChunkChanged = errors.New("batchapi: a batch of this run, pass, chunk and round exists with other requests")
@@ -39,6 +46,9 @@ type Submission struct {
 	// Since bounds the listing of existing batches: none of this key was created before it (the run's start).
 	// Optional: zero lists every batch of the account.
 	Since time.Time
+	// Prior are the batches the chunk submitted before (earlier rounds and tries), which read the same input
+	// file when their lines were the same: one of them is never adopted again through that file.
+	Prior []string
 }
 
 // OpenAI drives the Files and Batches API of an OpenAI-compatible endpoint.
@@ -51,27 +61,49 @@ type OpenAI struct {
 // NewOpenAI returns a driver of the endpoint c calls.
 func NewOpenAI(c *llm.Client) *OpenAI { return &OpenAI{c: c, pageSize: 100} }
 
-// fileName is the name of the input file of k with the given digest: what finds an upload again. It names the
-// content and the chunk, not the round or the try: a resubmission of the same lines (a batch that failed as a
-// whole, or expired before any of its requests ran) reuses the file already uploaded instead of uploading it anew.
+// fileName is the name of the input file of k with the given digest: what finds an upload again, and through it
+// a batch of it whose metadata a gateway dropped. It names the content and the chunk, not the round or the try, so
+// a resubmission of the same lines (a batch that failed as a whole, or expired before any of its requests ran)
+// reuses the file already uploaded instead of uploading it anew; and the run and the pass by 16 hex digits of
+// their SHA-256, so that another run (or pass) of the same requests never shares the file, nor a batch found
+// through it.
 func fileName(k batchformat.Key, digest string) string {
-	return fmt.Sprintf("silico-%s-chunk%d-%s.jsonl", digest[:16], k.Chunk, digest[16:32])
+	tag := batchformat.Digest([]byte(k.Run + "\x00" + k.Pass))[:16]
+	return fmt.Sprintf("silico-%s-chunk%d-%s-%s.jsonl", digest[:16], k.Chunk, digest[16:32], tag)
 }
 
 // Submit makes sure exactly one batch of s.Key runs s.Input and returns it: the batch an earlier attempt created,
 // or a new one. See the package doc for how it stays exactly once.
+//
+// A batch is found by its metadata, or by its input file: the upload of the chunk (found by name and size) is
+// looked up first, and a batch created from it is the chunk's whatever its metadata says, so adoption works through
+// a gateway that serves /v1/batches but drops metadata. Such a gateway must then list files: a fresh upload that
+// the file list does not show is ErrNotFindable, before the create.
 func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, error) {
 	digest := batchformat.Digest(s.Input)
-	found, err := o.Find(ctx, s.Key, digest, s.Since)
+	name := fileName(s.Key, digest)
+	fileID, err := o.findUpload(ctx, name, len(s.Input))
+	if err != nil {
+		return wire.BatchInfo{}, err
+	}
+	found, err := o.find(ctx, s.Key, digest, s.Since, fileID, s.Prior)
 	if err != nil {
 		return wire.BatchInfo{}, err
 	}
 	if len(found) > 0 {
 		return o.converge(ctx, found)
 	}
-	fileID, err := o.upload(ctx, fileName(s.Key, digest), s.Input)
-	if err != nil {
-		return wire.BatchInfo{}, err
+	if fileID == "" {
+		f, err := o.c.UploadBatchFile(ctx, name, s.Input)
+		if err != nil {
+			return wire.BatchInfo{}, fmt.Errorf("upload batch input: %w", err)
+		}
+		if fileID, err = o.findUpload(ctx, name, len(s.Input)); err != nil {
+			return wire.BatchInfo{}, err
+		}
+		if fileID == "" {
+			return wire.BatchInfo{}, fmt.Errorf("%w: %s (%s)", ErrNotFindable, f.ID, name)
+		}
 	}
 	created, err := o.c.CreateBatch(ctx, fileID, string(s.Endpoint), s.Key.Metadata(digest))
 	if err != nil {
@@ -82,7 +114,7 @@ func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, erro
 		return wire.BatchInfo{}, err
 	}
 	// Another attempt may have created one too: list again and keep one.
-	if found, err = o.Find(ctx, s.Key, digest, s.Since); err != nil {
+	if found, err = o.find(ctx, s.Key, digest, s.Since, fileID, s.Prior); err != nil {
 		return wire.BatchInfo{}, err
 	}
 	if !slices.ContainsFunc(found, func(b wire.BatchInfo) bool { return b.ID == mine.ID }) {
@@ -91,22 +123,21 @@ func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, erro
 	return o.converge(ctx, found)
 }
 
-// upload returns the id of a batch file named name holding data: one an earlier attempt uploaded, or a new one.
-func (o *OpenAI) upload(ctx context.Context, name string, data []byte) (string, error) {
+// findUpload returns the id of the batch file named name of size bytes an attempt uploaded, or "" when there is
+// none. Several (two attempts that uploaded at once) are the same bytes: the smallest id is taken, so that every
+// attempt takes the same one.
+func (o *OpenAI) findUpload(ctx context.Context, name string, size int) (string, error) {
 	files, err := o.c.ListFiles(ctx)
 	if err != nil {
 		return "", fmt.Errorf("list files: %w", err)
 	}
+	id := ""
 	for _, f := range files {
-		if f.FileName == name && f.Bytes == len(data) && f.Purpose == string(openai.PurposeBatch) {
-			return f.ID, nil
+		if f.FileName == name && f.Bytes == size && f.Purpose == string(openai.PurposeBatch) && (id == "" || f.ID < id) {
+			id = f.ID
 		}
 	}
-	f, err := o.c.UploadBatchFile(ctx, name, data)
-	if err != nil {
-		return "", fmt.Errorf("upload batch input: %w", err)
-	}
-	return f.ID, nil
+	return id, nil
 }
 
 // converge keeps the batch created first (then the smallest id) and cancels the others that are still running.
@@ -128,6 +159,12 @@ func (o *OpenAI) converge(ctx context.Context, found []wire.BatchInfo) (wire.Bat
 // Find lists the batches of key k with input digest, newest first, among those created since (zero: all). A
 // batch of k with another digest is ErrChunkChanged.
 func (o *OpenAI) Find(ctx context.Context, k batchformat.Key, digest string, since time.Time) ([]wire.BatchInfo, error) {
+	return o.find(ctx, k, digest, since, "", nil)
+}
+
+// find is Find, with the batches created from input file fileID too (when set): those are k's whatever their
+// metadata, which a gateway may have dropped.
+func (o *OpenAI) find(ctx context.Context, k batchformat.Key, digest string, since time.Time, fileID string, prior []string) ([]wire.BatchInfo, error) {
 	var out []wire.BatchInfo
 	after := ""
 	for {
@@ -140,10 +177,14 @@ func (o *OpenAI) Find(ctx context.Context, k batchformat.Key, digest string, sin
 				return out, nil // newest first: every later one is older still
 			}
 			md := metadata(b.Metadata)
-			if !k.Names(md) {
+			// A batch that carries silico's metadata is named by it alone (another round or try of the chunk
+			// reads the same file); one without (a gateway dropped it) is the chunk's by its input file, unless
+			// the chunk submitted it before.
+			byFile := fileID != "" && b.InputFileID == fileID && md[batchformat.MetaRun] == "" && !slices.Contains(prior, b.ID)
+			if !k.Names(md) && !byFile {
 				continue
 			}
-			if !k.Matches(md, digest) {
+			if k.Names(md) && !k.Matches(md, digest) {
 				return nil, fmt.Errorf("%w: batch %s", ErrChunkChanged, b.ID)
 			}
 			info, err := batchformat.FromOpenAI(b)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -325,5 +328,89 @@ func TestErrorsRedacted(t *testing.T) {
 		if strings.Contains(e.Error(), testKey) {
 			t.Fatalf("the provider's error carries the key: %v", e)
 		}
+	}
+}
+
+// TestSubmitWithoutMetadata: through a gateway that drops metadata, an attempt that runs again after creating
+// adopts the batch by its input file, and another chunk (or round) still gets its own.
+func TestSubmitWithoutMetadata(t *testing.T) {
+	f := newFixture(t, sim.BatchConfig{ProcessingTime: time.Hour, DropMetadata: true})
+	ctx := context.Background()
+	k0 := batchformat.Key{Run: "run-1", Pass: "sim/1", Chunk: 0}
+	in0, _ := chunk(t, 0, 5)
+	first, err := f.o.Submit(ctx, sub(k0, in0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Metadata) != 0 {
+		t.Fatalf("metadata %v kept: the gateway did not drop it", first.Metadata)
+	}
+	again, err := f.o.Submit(ctx, sub(k0, in0))
+	if err != nil || again.ID != first.ID {
+		t.Errorf("second submit: %s, %v; want the first's %s", again.ID, err, first.ID)
+	}
+	in1, _ := chunk(t, 5, 3)
+	other, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "run-1", Pass: "sim/1", Chunk: 1}, in1))
+	if err != nil || other.ID == first.ID {
+		t.Errorf("chunk 1: %s, %v; want a batch of its own", other.ID, err)
+	}
+	// Another run of the same requests has another file, so it never adopts this run's batch.
+	run2, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "run-2", Pass: "sim/1", Chunk: 0}, in0))
+	if err != nil || run2.ID == first.ID {
+		t.Errorf("run 2: %s, %v; want a batch of its own", run2.ID, err)
+	}
+	if n := len(f.sim.Batches()); n != 3 {
+		t.Errorf("%d batches, want 3", n)
+	}
+}
+
+// TestSubmitRefusesUnlistedUploads: an endpoint that does not list the file just uploaded is refused before the
+// create, since a batch of it could not be found again.
+func TestSubmitRefusesUnlistedUploads(t *testing.T) {
+	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{DropMetadata: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/files" {
+			_, _ = io.WriteString(w, `{"object":"list","data":[]}`)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	o := NewOpenAI(llm.NewClient(ts.URL+"/v1", "", ts.Client()))
+	in, _ := chunk(t, 0, 2)
+	_, err = o.Submit(context.Background(), sub(batchformat.Key{Run: "r", Pass: "sim/1"}, in))
+	if !errors.Is(err, ErrNotFindable) {
+		t.Errorf("submit: %v, want ErrNotFindable", err)
+	}
+	if n := len(s.Batches()); n != 0 {
+		t.Errorf("%d batches created, want none", n)
+	}
+}
+
+// TestOpenAICleanup: Cleanup deletes a collected batch's input and output files; running again is no error.
+func TestOpenAICleanup(t *testing.T) {
+	f := newFixture(t, sim.BatchConfig{})
+	ctx := context.Background()
+	in, _ := chunk(t, 0, 3)
+	info, err := f.o.Submit(ctx, sub(batchformat.Key{Run: "r", Pass: "sim/1"}, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err = f.o.Poll(ctx, info.ID); err != nil || info.OutputFileID == "" || info.InputFileID == "" {
+		t.Fatalf("poll: %+v, %v; want input and output files", info, err)
+	}
+	for range 2 {
+		if err := f.o.Cleanup(ctx, info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files := f.sim.Files(); len(files) != 0 {
+		t.Errorf("files left: %v", files)
+	}
+	if d := f.sim.Deletions(); !slices.Equal(d, []string{info.InputFileID, info.OutputFileID}) {
+		t.Errorf("deletions %v, want the input and the output file once each", d)
 	}
 }

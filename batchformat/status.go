@@ -27,8 +27,9 @@ func FromOpenAI(b openai.Batch) (wire.BatchInfo, error) {
 	in := wire.BatchInfo{ID: b.ID, Status: st,
 		// completed and failed are disjoint in OpenAI's counts; a line of the status_code trap may count as
 		// completed, which only the result file tells apart.
-		Counts:    wire.BatchCounts{Total: c.Total, Succeeded: c.Completed, Errored: c.Failed},
-		CreatedAt: unix(b.CreatedAt),
+		Counts:      wire.BatchCounts{Total: c.Total, Succeeded: c.Completed, Errored: c.Failed},
+		CreatedAt:   unix(b.CreatedAt),
+		InputFileID: b.InputFileID,
 	}
 	if b.ExpiresAt != nil {
 		in.ExpiresAt = unix(*b.ExpiresAt)

@@ -175,7 +175,7 @@ var Table = []Info{
 	{Class: NotRun, Source: Silico, Retry: Recorded,
 		Meaning: "the cell has no record when the run is exported"},
 	{Class: BatchRefused, Source: Batch, Retry: Final,
-		Meaning: "a batch pass cannot go on: the provider holds a batch of the chunk with other requests, or the spec asks what batch mode cannot send"},
+		Meaning: "a batch pass cannot go on: the provider holds a batch of the chunk with other requests, a collected batch holds another chunk's results, the endpoint does not list uploaded files, or the spec asks what batch mode cannot send"},
 	{Class: BatchNotRun, Source: Batch, Retry: Recorded,
 		Meaning: "the provider's batches never ran the cell in run.max_attempts submissions (expired, cancelled or failed as a whole each time; the message gives the provider's last reason)"},
 	{Class: BatchLineRejected, Source: Batch, Retry: Recorded,

@@ -53,6 +53,11 @@ type BatchSettings struct {
 	PollEvery Duration `json:"poll_every,omitempty"`
 	// OnExpired is resubmit (default), sync or fail.
 	OnExpired OnExpired `json:"on_expired,omitempty"`
+	// KeepFiles keeps what a collected batch leaves at its provider (the input, output and error files of an
+	// OpenAI batch, an ended Anthropic batch with its results), which is otherwise deleted once its results are
+	// recorded. Set on run.batch or on the model, it keeps them (a model cannot unset run.batch's). Optional:
+	// false deletes them.
+	KeepFiles bool `json:"keep_files,omitempty"`
 }
 
 // Defaults and bounds of BatchSettings. The request and byte limits are the providers' own.
@@ -85,7 +90,7 @@ func batchLimits(provider string) (requests, bytes int) {
 }
 
 // BatchSettings are model m's resolved batch settings: each field of m.Batch that is set, else run.batch's, else
-// the default (sync, the provider's limits, 1m, resubmit).
+// the default (sync, the provider's limits, 1m, resubmit); keep_files is set when either sets it.
 func (s *Spec) BatchSettings(m Model) BatchSettings {
 	var out BatchSettings
 	for _, b := range []*BatchSettings{s.Run.Batch, m.Batch} {
@@ -107,6 +112,7 @@ func (s *Spec) BatchSettings(m Model) BatchSettings {
 		if b.OnExpired != "" {
 			out.OnExpired = b.OnExpired
 		}
+		out.KeepFiles = out.KeepFiles || b.KeepFiles
 	}
 	reqs, bytes := batchLimits(m.Provider)
 	if out.Mode == "" {

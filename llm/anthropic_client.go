@@ -68,7 +68,8 @@ func (c *AnthropicClient) Chat(ctx context.Context, req Request) (Response, erro
 	if err != nil {
 		return Response{}, &Error{Class: errclass.InvalidRequest, Message: err.Error(), cause: err}
 	}
-	data, err := c.do(ctx, http.MethodPost, experiment.PathMessages, body, req.CellID)
+	// No cell id goes with it (Request.CellID): provider anthropic is a real provider, which must not learn them.
+	data, err := c.do(ctx, http.MethodPost, experiment.PathMessages, body)
 	if err != nil {
 		return Response{}, err
 	}
@@ -83,17 +84,24 @@ func (c *AnthropicClient) Chat(ctx context.Context, req Request) (Response, erro
 // CreateMessageBatch creates a Message Batch of body ({"requests": [...]}, batchformat.Encode) and returns the batch
 // object as JSON.
 func (c *AnthropicClient) CreateMessageBatch(ctx context.Context, body []byte) ([]byte, error) {
-	return c.do(ctx, http.MethodPost, "/messages/batches", body, "")
+	return c.do(ctx, http.MethodPost, "/messages/batches", body)
 }
 
 // RetrieveMessageBatch returns batch id's object as JSON.
 func (c *AnthropicClient) RetrieveMessageBatch(ctx context.Context, id string) ([]byte, error) {
-	return c.do(ctx, http.MethodGet, "/messages/batches/"+url.PathEscape(id), nil, "")
+	return c.do(ctx, http.MethodGet, "/messages/batches/"+url.PathEscape(id), nil)
 }
 
 // CancelMessageBatch asks for batch id to be cancelled and returns its object as JSON.
 func (c *AnthropicClient) CancelMessageBatch(ctx context.Context, id string) ([]byte, error) {
-	return c.do(ctx, http.MethodPost, "/messages/batches/"+url.PathEscape(id)+"/cancel", nil, "")
+	return c.do(ctx, http.MethodPost, "/messages/batches/"+url.PathEscape(id)+"/cancel", nil)
+}
+
+// DeleteMessageBatch deletes ended batch id, its results with it. A batch the API does not have is an *Error of
+// status 404.
+func (c *AnthropicClient) DeleteMessageBatch(ctx context.Context, id string) error {
+	_, err := c.do(ctx, http.MethodDelete, "/messages/batches/"+url.PathEscape(id), nil)
+	return err
 }
 
 // ListMessageBatches returns one page of the account's batches, newest first, after afterID ("" for the first
@@ -103,7 +111,7 @@ func (c *AnthropicClient) ListMessageBatches(ctx context.Context, afterID string
 	if afterID != "" {
 		q.Set("after_id", afterID)
 	}
-	return c.do(ctx, http.MethodGet, "/messages/batches?"+q.Encode(), nil, "")
+	return c.do(ctx, http.MethodGet, "/messages/batches?"+q.Encode(), nil)
 }
 
 // MessageBatchResults streams the JSONL results of ended batch id from resultsURL, the batch's results_url (the
@@ -120,7 +128,7 @@ func (c *AnthropicClient) MessageBatchResults(ctx context.Context, id, resultsUR
 		}
 		target = resultsURL
 	}
-	resp, err := c.send(ctx, http.MethodGet, target, nil, "")
+	resp, err := c.send(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +136,8 @@ func (c *AnthropicClient) MessageBatchResults(ctx context.Context, id, resultsUR
 }
 
 // do sends one request and returns its body when the status is 200.
-func (c *AnthropicClient) do(ctx context.Context, method, path string, body []byte, cellID string) ([]byte, error) {
-	resp, err := c.send(ctx, method, c.baseURL+path, body, cellID)
+func (c *AnthropicClient) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	resp, err := c.send(ctx, method, c.baseURL+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +151,7 @@ func (c *AnthropicClient) do(ctx context.Context, method, path string, body []by
 
 // send sends one request to target and returns the response when its status is 200; any other status is an
 // *Error.
-func (c *AnthropicClient) send(ctx context.Context, method, target string, body []byte, cellID string) (*http.Response, error) {
+func (c *AnthropicClient) send(ctx context.Context, method, target string, body []byte) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -158,9 +166,6 @@ func (c *AnthropicClient) send(ctx context.Context, method, target string, body 
 	r.Header.Set("anthropic-version", AnthropicVersion)
 	if body != nil {
 		r.Header.Set("content-type", "application/json")
-	}
-	if cellID != "" {
-		r.Header.Set(CellHeader, cellID)
 	}
 	resp, err := c.hc.Do(r)
 	if err != nil {

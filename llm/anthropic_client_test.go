@@ -47,7 +47,7 @@ func TestAnthropicChat(t *testing.T) {
 	if resp.Text != "2 [REDACTED]" || resp.PromptTokens != 9 || resp.CompletionTokens != 1 {
 		t.Errorf("response %+v", resp)
 	}
-	if hdr.Get("x-api-key") != antKey || hdr.Get("anthropic-version") != AnthropicVersion || hdr.Get(CellHeader) != "m/1/i/p" ||
+	if hdr.Get("x-api-key") != antKey || hdr.Get("anthropic-version") != AnthropicVersion || hdr.Get(CellHeader) != "" ||
 		hdr.Get("Authorization") != "" {
 		t.Errorf("headers %v", hdr)
 	}

@@ -93,5 +93,14 @@ func (c *Client) FileContent(ctx context.Context, id string) (io.ReadCloser, err
 	return rc, nil
 }
 
+// DeleteFile deletes file id. A file the provider does not have is an *Error of status 404.
+func (c *Client) DeleteFile(ctx context.Context, id string) error {
+	capt := &capture{}
+	if err := c.oc.DeleteFile(context.WithValue(ctx, captureKey{}, capt), id); err != nil {
+		return c.fail(err, capt)
+	}
+	return nil
+}
+
 // Redact applies the client's redaction (its key, and anything shaped like an OpenAI key) to s.
 func (c *Client) Redact(s string) string { return c.redact(s) }

@@ -35,7 +35,7 @@ type Request struct {
 	// Seed is always sent (as "seed"), so providers that honour it sample reproducibly.
 	Seed   int64
 	Params experiment.Params
-	// CellID, when set, is sent as the X-Silico-Cell header.
+	// CellID, when set, is sent as the X-Silico-Cell header to the simulator (NewSimClient), never to a provider.
 	CellID string
 	// ImageSHA256 are the digests of the pictures the messages carry (Message.Images, as sent: data URLs or
 	// URLs), in order. They are what the response cache keys pictures by, whatever the transport.
@@ -126,6 +126,25 @@ type Client struct {
 	hasKey  bool
 	redact  func(string) string
 	now     func() time.Time
+	// cellHeader says requests carry their cell id in CellHeader: only a client of the simulator (NewSimClient).
+	cellHeader bool
+}
+
+// NewSimClient is NewClient for the simulator (provider "sim"): it also sends each call's cell id in the
+// X-Silico-Cell header, by which the simulator logs requests and fails cells. A client of any other endpoint never
+// sends it: a provider (or a gateway's log) would learn the experiment's cell ids, and needs none of them.
+func NewSimClient(baseURL, apiKey string, hc *http.Client) *Client {
+	c := NewClient(baseURL, apiKey, hc)
+	c.cellHeader = true
+	return c
+}
+
+// cellID is the cell id a call of c sends: id for the simulator, none for any other endpoint.
+func (c *Client) cellID(id string) string {
+	if !c.cellHeader {
+		return ""
+	}
+	return id
 }
 
 // NewClient returns a client of the endpoint at baseURL ("https://api.openai.com/v1",
@@ -169,7 +188,7 @@ func (c *Client) GoString() string { return c.String() }
 // Chat sends one chat completion request. Its error is always an *Error (see Classify), with RetryAfter taken
 // from the response's Retry-After, retry-after-ms or x-ratelimit-reset-* headers.
 func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
-	capt := &capture{cellID: req.CellID, patch: bodyPatch(req.Params)}
+	capt := &capture{cellID: c.cellID(req.CellID), patch: bodyPatch(req.Params)}
 	ctx = context.WithValue(ctx, captureKey{}, capt)
 
 	resp, err := c.oc.CreateChatCompletion(ctx, chatRequest(req))

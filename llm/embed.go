@@ -14,7 +14,7 @@ type EmbedRequest struct {
 	Input []string
 	// Dimensions asks for shorter vectors (text-embedding-3 and later); 0 sends none.
 	Dimensions int
-	// CellID, when set, is sent as the X-Silico-Cell header.
+	// CellID, when set, is sent as the X-Silico-Cell header to the simulator (NewSimClient), never to a provider.
 	CellID string
 }
 
@@ -29,7 +29,7 @@ type EmbedResponse struct {
 // and exact). Its error is always an *Error, as Chat's; a response without one vector per input is a malformed
 // body (errclass.Transport), which the caller retries.
 func (c *Client) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
-	capt := &capture{cellID: req.CellID}
+	capt := &capture{cellID: c.cellID(req.CellID)}
 	ctx = context.WithValue(ctx, captureKey{}, capt)
 	resp, err := c.oc.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{
 		Input: req.Input, Model: openai.EmbeddingModel(req.Model), Dimensions: req.Dimensions,

@@ -114,6 +114,18 @@ func (c *GeminiClient) CancelBatch(ctx context.Context, name string) error {
 	return err
 }
 
+// DeleteBatch deletes the ended batch name ("batches/..."), its inline answers with it.
+func (c *GeminiClient) DeleteBatch(ctx context.Context, name string) error {
+	_, err := c.do(ctx, http.MethodDelete, c.baseURL+"/"+batchPath(name), nil, nil)
+	return err
+}
+
+// DeleteFile deletes the file name ("files/...") of the Files API.
+func (c *GeminiClient) DeleteFile(ctx context.Context, name string) error {
+	_, err := c.do(ctx, http.MethodDelete, c.baseURL+"/"+filePath(name), nil, nil)
+	return err
+}
+
 // ListBatches returns one page of the account's batches (pageToken "" for the first) as JSON
 // ({"operations": [...], "nextPageToken": ...}).
 func (c *GeminiClient) ListBatches(ctx context.Context, pageToken string, pageSize int) ([]byte, error) {

@@ -161,6 +161,9 @@ func (r *Registry) Client(m experiment.Model) (*Client, error) {
 		base += GeminiOpenAIPath
 	}
 	c := NewClient(base, key, r.hc)
+	if ep.provider == ProviderSim {
+		c = NewSimClient(base, key, r.hc)
+	}
 	r.clients[ep] = c
 	return c, nil
 }

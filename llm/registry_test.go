@@ -1,7 +1,12 @@
 package llm
 
 import (
+	"context"
 	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -165,5 +170,59 @@ func TestRegistryAnthropicClients(t *testing.T) {
 				t.Errorf("error %q carries the base URL's secret", err)
 			}
 		})
+	}
+}
+
+// TestCellHeaderOnlyToTheSimulator: the X-Silico-Cell header goes to provider sim, and never to a real provider:
+// a loopback server posing as provider openai (chat and embeddings) or as provider anthropic sees none.
+func TestCellHeaderOnlyToTheSimulator(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // provider → the cell header its server got
+	serve := func(provider, body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[provider+" "+r.URL.Path] = r.Header.Get(CellHeader)
+			mu.Unlock()
+			_, _ = io.WriteString(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/v1"
+	}
+	const embedBody = `{"object":"list","data":[{"object":"embedding","index":0,"embedding":"AACAPw=="}],"usage":{"prompt_tokens":1,"total_tokens":1}}`
+	ctx := context.Background()
+	keys := func(string) string { return "sk-ant-test-0123456789" }
+	r := NewRegistry(nil, keys, "")
+	req := Request{Model: "m", Messages: []experiment.Message{{Role: "user", Content: "hi"}}, CellID: "m/1/i/p",
+		Params: experiment.Params{MaxTokens: 8}}
+	for _, provider := range []string{ProviderOpenAI, ProviderSim} {
+		c, err := r.Client(experiment.Model{ID: provider, Name: "m", Provider: provider, BaseURL: serve(provider, okBody)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Chat(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		e, err := r.Client(experiment.Model{ID: provider + "-e", Name: "e", Provider: provider, BaseURL: serve(provider, embedBody)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Embed(ctx, EmbedRequest{Model: "e", Input: []string{"x"}, CellID: "e/1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := r.AnthropicClient(experiment.Model{ID: "a", Name: "m", Provider: ProviderAnthropic,
+		BaseURL: serve(ProviderAnthropic, `{"type":"message","content":[{"type":"text","text":"2"}],"usage":{"input_tokens":9,"output_tokens":1}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Chat(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"openai /v1/chat/completions": "", "openai /v1/embeddings": "", "anthropic /v1/messages": "",
+		"sim /v1/chat/completions": "m/1/i/p", "sim /v1/embeddings": "e/1",
+	}
+	if !maps.Equal(seen, want) {
+		t.Errorf("cell headers seen %v, want %v", seen, want)
 	}
 }

@@ -52,6 +52,9 @@ type BatchConfig struct {
 	// RejectLines are custom_ids whose line fails the whole OpenAI batch at its validation: the batch is failed,
 	// nothing runs, and errors.data names each such line (code invalid_request, its line number). Optional.
 	RejectLines []string
+	// DropMetadata makes /v1/batches accept a create's metadata and keep none of it, as some OpenAI-format
+	// gateways do (LiteLLM's proxy, for some backends): the batch comes back, and is listed, without metadata.
+	DropMetadata bool
 }
 
 // The providers' limits, the defaults of BatchConfig.
@@ -90,6 +93,8 @@ type Batch struct {
 	InputFile string
 	// Errors are the codes of the reasons an OpenAI batch failed as a whole, in order.
 	Errors []string
+	// Deleted says the (Anthropic) batch was deleted: it is listed here still, and nowhere in the API.
+	Deleted bool
 }
 
 // File is one file of the simulator's Files API, as Server.Files reports it.
@@ -99,8 +104,8 @@ type File struct {
 	Created           time.Time
 }
 
-// Files returns every file uploaded or written (batch results) so far, in order of creation: a test reads in it
-// whether a client uploaded the same input twice.
+// Files returns every file the simulator holds (uploaded, or written as a batch's results, and not deleted), in
+// order of creation: a test reads in it whether a client uploaded the same input twice, or left files behind.
 func (s *Server) Files() []File {
 	b := s.batches
 	b.mu.Lock()
@@ -134,6 +139,7 @@ type simBatch struct {
 	inputFileID                 string
 	metadata                    map[string]string
 	created, expires            time.Time
+	deleted                     bool // guarded by the store's lock
 	lines                       []batchLine
 	// errors are why an OpenAI batch failed validation; a batch with errors runs nothing.
 	errors []batchValidationError
@@ -174,6 +180,10 @@ type batches struct {
 	batches map[string]*simBatch
 	order   []string // batch ids by creation
 	next    int
+	// deletions are the ids of the files and batches deleted, in order: what Server.Deletions reports.
+	deletions []string
+	// uploaded are the files uploaded with purpose batch, deleted ones included: what Server.Uploads reports.
+	uploaded []File
 }
 
 func newBatches(cfg Config) (*batches, error) {
@@ -211,6 +221,7 @@ func (s *Server) registerBatches() {
 	s.mux.HandleFunc("GET /v1/files", b.handleFiles)
 	s.mux.HandleFunc("GET /v1/files/{id}", b.handleFile)
 	s.mux.HandleFunc("GET /v1/files/{id}/content", b.handleFileContent)
+	s.mux.HandleFunc("DELETE /v1/files/{id}", b.handleFileDelete)
 	s.mux.HandleFunc("POST /v1/batches", b.handleCreate)
 	s.mux.HandleFunc("GET /v1/batches", b.handleList)
 	s.mux.HandleFunc("GET /v1/batches/{id}", b.handleRetrieve)
@@ -221,6 +232,7 @@ func (s *Server) registerBatches() {
 	s.mux.HandleFunc("POST /v1/messages/batches/{id}/cancel", b.handleAnthropicCancel)
 	s.mux.HandleFunc("GET /v1/messages/batches/{id}/results", b.handleAnthropicResults)
 	s.registerGemini()
+	s.mux.HandleFunc("DELETE /v1/messages/batches/{id}", b.handleAnthropicDelete)
 }
 
 // Batches returns every batch created so far, oldest first, with its status now.
@@ -229,8 +241,10 @@ func (s *Server) Batches() []Batch {
 	now := s.cfg.Now()
 	b.mu.Lock()
 	list := make([]*simBatch, len(b.order))
+	deleted := make([]bool, len(b.order))
 	for i, id := range b.order {
 		list[i] = b.batches[id]
+		deleted[i] = list[i].deleted
 	}
 	b.mu.Unlock()
 	out := make([]Batch, len(list))
@@ -242,7 +256,7 @@ func (s *Server) Batches() []Batch {
 		done := sb.done(now, b.cfg)
 		out[i] = Batch{ID: sb.id, Format: sb.format, Endpoint: sb.endpoint, Model: sb.model,
 			Metadata: sb.metadata, CustomIDs: ids, Created: sb.created, Status: sb.status(now, b.cfg),
-			Ran: slices.Clone(ids[:done]), InputFile: sb.inputFileID}
+			Ran: slices.Clone(ids[:done]), InputFile: sb.inputFileID, Deleted: deleted[i]}
 		for _, e := range sb.errors {
 			out[i].Errors = append(out[i].Errors, e.Code)
 		}
@@ -254,6 +268,24 @@ func (s *Server) Batches() []Batch {
 		}
 	}
 	return out
+}
+
+// Uploads returns the batch input files uploaded so far, deleted ones included, in order: a test reads in it
+// whether a client uploaded the same input twice, whatever was deleted since.
+func (s *Server) Uploads() []File {
+	b := s.batches
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.uploaded)
+}
+
+// Deletions returns the ids of the files and batches deleted so far, in the order they were: the log of the
+// simulator's DELETE requests that found what they deleted.
+func (s *Server) Deletions() []string {
+	b := s.batches
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.deletions)
 }
 
 func (b *batches) newID(prefix string) string {
@@ -430,7 +462,7 @@ func (b *batches) get(id, format string) *simBatch {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	sb := b.batches[id]
-	if sb == nil || sb.format != format {
+	if sb == nil || sb.format != format || sb.deleted {
 		return nil
 	}
 	return sb
@@ -448,6 +480,9 @@ func (b *batches) listPage(format, after string, limit int) (ids []string, more 
 		}
 		if !started {
 			started = id == after
+			continue
+		}
+		if b.batches[id].deleted {
 			continue
 		}
 		if len(ids) == limit {

@@ -168,6 +168,36 @@ func (b *batches) handleAnthropicRetrieve(w http.ResponseWriter, r *http.Request
 	writeObject(w, http.StatusOK, b.anthropicObject(r, sb, b.lines.cfg.Now()))
 }
 
+// handleAnthropicDelete deletes an ended batch, its results with it, as the API does ({"id", "type":
+// "message_batch_deleted"}); a batch still in progress cannot be deleted.
+func (b *batches) handleAnthropicDelete(w http.ResponseWriter, r *http.Request) {
+	if !anthropicHeaders(w, r) {
+		return
+	}
+	sb := b.get(r.PathValue("id"), BatchAnthropic)
+	if sb == nil {
+		writeAnthropicError(w, http.StatusNotFound, "not_found_error", "No such message batch: "+r.PathValue("id"))
+		return
+	}
+	if !terminal(sb.status(b.lines.cfg.Now(), b.cfg)) {
+		writeAnthropicError(w, http.StatusBadRequest, "invalid_request_error",
+			"Message batch "+sb.id+" is still in progress: cancel it first, or wait for it to end")
+		return
+	}
+	b.mu.Lock()
+	found := !sb.deleted
+	if found {
+		sb.deleted = true
+		b.deletions = append(b.deletions, sb.id)
+	}
+	b.mu.Unlock()
+	if !found {
+		writeAnthropicError(w, http.StatusNotFound, "not_found_error", "No such message batch: "+sb.id)
+		return
+	}
+	writeObject(w, http.StatusOK, map[string]string{"id": sb.id, "type": "message_batch_deleted"})
+}
+
 func (b *batches) handleAnthropicCancel(w http.ResponseWriter, r *http.Request) {
 	if !anthropicHeaders(w, r) {
 		return

@@ -239,6 +239,8 @@ func (s *Server) registerGemini() {
 	s.mux.HandleFunc("GET /v1beta/batches", b.handleGeminiList)
 	s.mux.HandleFunc("GET /v1beta/batches/{id}", b.handleGeminiGet)
 	s.mux.HandleFunc("POST /v1beta/batches/{call}", b.handleGeminiCancel)
+	s.mux.HandleFunc("DELETE /v1beta/batches/{id}", b.handleGeminiDelete)
+	s.mux.HandleFunc("DELETE /v1beta/files/{id}", b.handleGeminiFileDelete)
 	s.mux.HandleFunc("POST /upload/v1beta/files", b.handleGeminiUpload)
 	s.mux.HandleFunc("GET /v1beta/files", b.handleGeminiFiles)
 	s.mux.HandleFunc("GET /download/v1beta/files/{call}", b.handleGeminiDownload)
@@ -499,6 +501,53 @@ func (b *batches) handleGeminiGet(w http.ResponseWriter, r *http.Request) {
 	// parameter: what a poll asks for.
 	fields := r.URL.Query().Get("fields")
 	b.writeGemini(w, sb, b.lines.cfg.Now(), fields == "" || strings.Contains(fields, "response"))
+}
+
+// handleGeminiDelete deletes an ended batch, its inline answers with it; one still running is refused.
+func (b *batches) handleGeminiDelete(w http.ResponseWriter, r *http.Request) {
+	if !geminiKey(w, r) {
+		return
+	}
+	sb := b.geminiBatch(w, r.PathValue("id"))
+	if sb == nil {
+		return
+	}
+	if !terminal(sb.status(b.lines.cfg.Now(), b.cfg)) {
+		geminiError(w, http.StatusBadRequest, "the batch is still running: cancel it first, or wait for it to end")
+		return
+	}
+	b.mu.Lock()
+	found := !sb.deleted
+	if found {
+		sb.deleted = true
+		b.deletions = append(b.deletions, sb.id)
+	}
+	b.mu.Unlock()
+	if !found {
+		geminiError(w, http.StatusNotFound, "no such batch: "+sb.id)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte("{}"))
+}
+
+// handleGeminiFileDelete deletes a file of Gemini's Files API (an upload or a batch's responses).
+func (b *batches) handleGeminiFileDelete(w http.ResponseWriter, r *http.Request) {
+	if !geminiKey(w, r) {
+		return
+	}
+	name := "files/" + r.PathValue("id")
+	b.mu.Lock()
+	_, ok := b.gfiles[name]
+	if ok {
+		delete(b.gfiles, name)
+		b.deletions = append(b.deletions, name)
+	}
+	b.mu.Unlock()
+	if !ok {
+		geminiError(w, http.StatusNotFound, "no such file: "+name)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte("{}"))
 }
 
 func (b *batches) handleGeminiCancel(w http.ResponseWriter, r *http.Request) {

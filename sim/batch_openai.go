@@ -64,6 +64,9 @@ func (b *batches) handleUpload(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	sf := &simFile{id: b.newID("file-sim"), name: hdr.Filename, purpose: purpose, created: b.lines.cfg.Now(), data: data}
 	b.files[sf.id] = sf
+	if purpose == "batch" {
+		b.uploaded = append(b.uploaded, File{ID: sf.id, Name: sf.name, Purpose: sf.purpose, Bytes: len(data), Created: sf.created})
+	}
 	b.mu.Unlock()
 	writeObject(w, http.StatusOK, sf.object())
 }
@@ -96,6 +99,23 @@ func (b *batches) handleFiles(w http.ResponseWriter, r *http.Request) {
 	b.mu.Unlock()
 	slices.SortFunc(list.Data, func(x, y fileObject) int { return strings.Compare(x.ID, y.ID) })
 	writeObject(w, http.StatusOK, list)
+}
+
+// handleFileDelete deletes a file, as the API does: {"id", "object": "file", "deleted": true}, or 404.
+func (b *batches) handleFileDelete(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	b.mu.Lock()
+	_, ok := b.files[id]
+	if ok {
+		delete(b.files, id)
+		b.deletions = append(b.deletions, id)
+	}
+	b.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "id", "No such File object: "+id)
+		return
+	}
+	writeObject(w, http.StatusOK, map[string]any{"id": id, "object": "file", "deleted": true})
 }
 
 func (b *batches) handleFileContent(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +194,9 @@ func (b *batches) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "metadata", msg)
 		return
+	}
+	if b.cfg.DropMetadata {
+		md = nil // checked, then lost, as a gateway that drops it does
 	}
 	b.mu.Lock()
 	f := b.files[req.InputFileID]

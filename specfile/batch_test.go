@@ -19,7 +19,7 @@ models:
     name: sim-chat
     provider: sim
 run:
-  batch: {mode: batch, max_bytes: 1000000, poll_every: 2m}
+  batch: {mode: batch, max_bytes: 1000000, poll_every: 2m, keep_files: true}
 personas: [{id: p}]
 questionnaire:
   options: [{id: "1", text: "1. no", weight: 1}, {id: "2", text: "2. yes", weight: 2}]
@@ -33,13 +33,14 @@ func TestBatchKeys(t *testing.T) {
 	}
 	gpt := s.BatchSettings(s.Models[0])
 	want := experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: 1000, MaxBytes: 1_000_000,
-		PollEvery: experiment.Duration(2 * time.Minute), OnExpired: experiment.OnExpiredSync}
+		PollEvery: experiment.Duration(2 * time.Minute), OnExpired: experiment.OnExpiredSync, KeepFiles: true}
 	if gpt != want {
 		t.Errorf("gpt's batch settings %+v, want %+v (its own over run.batch's)", gpt, want)
 	}
 	sim := s.BatchSettings(s.Models[1])
 	want = experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: experiment.BatchMaxRequestsOpenAI,
-		MaxBytes: 1_000_000, PollEvery: experiment.Duration(2 * time.Minute), OnExpired: experiment.OnExpiredResubmit}
+		MaxBytes: 1_000_000, PollEvery: experiment.Duration(2 * time.Minute), OnExpired: experiment.OnExpiredResubmit,
+		KeepFiles: true}
 	if sim != want {
 		t.Errorf("sim's batch settings %+v, want %+v (run.batch's and the defaults)", sim, want)
 	}
@@ -63,7 +64,7 @@ func TestBatchKeys(t *testing.T) {
 func TestBatchDefaults(t *testing.T) {
 	s, err := Parse([]byte(strings.Replace(strings.Replace(batchSpec,
 		"    batch: {mode: batch, max_requests: 1000, on_expired: sync}\n", "", 1),
-		"  batch: {mode: batch, max_bytes: 1000000, poll_every: 2m}\n", "  max_concurrency: 8\n", 1)), "spec.yaml", "")
+		"  batch: {mode: batch, max_bytes: 1000000, poll_every: 2m, keep_files: true}\n", "  max_concurrency: 8\n", 1)), "spec.yaml", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +92,8 @@ func TestBatchMistakes(t *testing.T) {
 			`spec.yaml:5:58: models[0].batch.on_expired: unknown policy "retry"`},
 		{"unknown key", "on_expired: sync", "on_expire: sync",
 			`spec.yaml:5:46: models[0].batch.on_expire: unknown key "on_expire" (did you mean "on_expired"?)`},
+		{"keep_files not a boolean", "keep_files: true", "keep_files: yes please",
+			"run.batch.keep_files: want true or false"},
 		{"discount", "batch_discount: 0.4", "batch_discount: 1.5",
 			"spec.yaml:6:68: models[0].price.batch_discount: 1.5 is out of range"},
 		{"cumulative", "  batch: {mode: batch, max_bytes", "  cumulative: true\n  batch: {mode: batch, max_bytes",

@@ -146,6 +146,7 @@ var batchKeys = table[experiment.BatchSettings]{
 	field("max_bytes", func(b *experiment.BatchSettings) *int { return &b.MaxBytes }, (*decoder).integer),
 	field("poll_every", func(b *experiment.BatchSettings) *experiment.Duration { return &b.PollEvery }, (*decoder).duration),
 	field("on_expired", func(b *experiment.BatchSettings) *experiment.OnExpired { return &b.OnExpired }, text[experiment.OnExpired]),
+	field("keep_files", func(b *experiment.BatchSettings) *bool { return &b.KeepFiles }, (*decoder).boolean),
 }
 
 var promptKeys = table[experiment.Prompt]{

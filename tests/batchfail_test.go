@@ -104,10 +104,8 @@ func TestBatchTokenLimitOnTemporal(t *testing.T) {
 		t.Errorf("%d cells ran in %d batches, %d refused; want 60 in 4, and the 3 that did not fit at first refused", len(ran), len(bs)-refused, refused)
 	}
 	uploads := map[string]int{}
-	for _, f := range s.sim.Files() {
-		if f.Purpose == "batch" {
-			uploads[f.Name]++
-		}
+	for _, f := range s.sim.Uploads() {
+		uploads[f.Name]++
 	}
 	if len(uploads) != 4 {
 		t.Errorf("%d inputs uploaded, want one per chunk", len(uploads))

@@ -38,7 +38,7 @@ func TestChaosAcrossWorkers(t *testing.T) {
 
 	spec := gridSpec(1, 4, 25, 10) // 1,000 cells in 4 passes: about 25 s at 40 calls/s
 	spec.Name = "chaos"
-	spec.Models[0].Provider, spec.Models[0].BaseURL, spec.Models[0].RPM = "openai", simURL, rpm
+	spec.Models[0].Provider, spec.Models[0].BaseURL, spec.Models[0].RPM = "sim", simURL, rpm
 	spec.Run.MaxParallelPasses, spec.Run.MaxConcurrency = 3, 8
 	writeSpecJSON(t, dir, spec)
 

@@ -66,7 +66,7 @@ func TestAnOutageCostsNoCell(t *testing.T) {
 			s := newStackWith(t, sim.Config{Latency: faultLatency, Outages: []sim.Outage{o}},
 				stackOptions{workers: 1, owned: true, breaker: quickBreaker})
 			spec := faultSpec()
-			spec.Models[0].Provider, spec.Models[0].BaseURL = "openai", s.simURL
+			spec.Models[0].Provider, spec.Models[0].BaseURL = "sim", s.simURL
 			spec.Run.MaxAttempts = tc.tries
 			start := time.Now()
 			res := s.run(t, "outage", spec)
@@ -117,7 +117,7 @@ func TestAnOutageLongerThanTheStallTimeout(t *testing.T) {
 	s := newStackWith(t, sim.Config{Latency: faultLatency, Outages: []sim.Outage{{After: after, For: outage, Status: 503}}},
 		stackOptions{workers: 1, breaker: quickBreaker})
 	spec := gridSpec(1, 1, 30, 5)
-	spec.Models[0].Provider, spec.Models[0].BaseURL = "openai", s.simURL
+	spec.Models[0].Provider, spec.Models[0].BaseURL = "sim", s.simURL
 	spec.Run.MaxConcurrency = 8
 	spec.Run.StallTimeout = experiment.Duration(2 * time.Second)
 	start := time.Now()

@@ -154,7 +154,7 @@ func TestProductionPathOnPostgres(t *testing.T) {
 	simURL, simProc := startSimulator(t, dir, simLog, "--latency", "60ms", "--jitter", "30ms", "--rpm", strconv.Itoa(rpm), "--burst", "0.05")
 	spec := gridSpec(1, 4, 20, 10) // 800 cells in 4 passes: about 20 s at 40 calls/s
 	spec.Name = "production path"
-	spec.Models[0].Provider, spec.Models[0].BaseURL, spec.Models[0].RPM = "openai", simURL, rpm
+	spec.Models[0].Provider, spec.Models[0].BaseURL, spec.Models[0].RPM = "sim", simURL, rpm
 	spec.Run.MaxParallelPasses, spec.Run.MaxConcurrency = 3, 8
 	raw, err := json.Marshal(spec)
 	if err != nil {

@@ -112,7 +112,8 @@ func (k *keyEcho) count(h string) int {
 	return k.auth[h]
 }
 
-// TestSecretsNeverLeak runs a grid on provider "openai" with keys from the worker's environment, through a
+// TestSecretsNeverLeak runs a grid on OpenAI-compatible endpoints (provider "sim", whose requests carry the cell
+// header the echoing provider picks its errors by) with keys from the worker's environment, through a
 // provider that echoes the key in its errors and a simulator that injects server errors, and checks that the keys
 // appear in none of: workflow history (input included), the worker's logs, the outputs, the results store.
 func TestSecretsNeverLeak(t *testing.T) {
@@ -168,7 +169,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	spec.Name = "secrets"
 	for i, m := range []struct{ env, path string }{{secretEnv1, "/v1"}, {secretEnv2, "/v1"}, {secretEnv1, "/auth/v1"},
 		{refusedEnv, "/refused/v1"}} {
-		spec.Models[i].Provider = "openai"
+		spec.Models[i].Provider = "sim"
 		spec.Models[i].BaseURL = hs.URL + m.path
 		spec.Models[i].APIKeyEnv = m.env
 	}

@@ -49,4 +49,9 @@ var (
 	CancelBatch = Activity[BatchRef, BatchInfo]{Name: "CancelBatch"}
 	// CollectBatch records the results of a terminal batch.
 	CollectBatch = Activity[BatchCollectInput, BatchCollected]{Name: "CollectBatch"}
+	// CollectCandidates records the results of those terminal batches an Anthropic submission could not tell
+	// apart whose every result is a request of the chunk.
+	CollectCandidates = Activity[BatchCandidatesInput, BatchCollected]{Name: "CollectCandidates"}
+	// CleanupBatch deletes what a collected batch leaves at its provider. It returns nothing but its error.
+	CleanupBatch = Activity[BatchCleanupInput, struct{}]{Name: "CleanupBatch"}
 )

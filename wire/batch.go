@@ -58,7 +58,9 @@ type BatchChunkInput struct {
 	// workflow submits one Anthropic chunk at a time, so that no other chunk of the run is created meanwhile.
 	// Required for the Anthropic format, unused by the OpenAI format (its batches carry their key).
 	Intent time.Time `json:"intent,omitzero"`
-	// Known are the ids of the Anthropic batches the run has adopted so far, which are never this chunk's.
+	// Known are batches that are never this submission's: for the Anthropic format, those the run has adopted so
+	// far; for the OpenAI format, those the chunk submitted before in earlier rounds and tries, which read the same
+	// input file when their lines were the same (a gateway that drops metadata leaves only the file to adopt by).
 	Known []string `json:"known,omitempty"`
 	// Try counts the chunk's submissions, within its rounds, that followed a batch the provider failed as a whole
 	// and that do not count against run.max_attempts (see workflows/batchfail.go): part of the batch's key, so
@@ -79,6 +81,30 @@ type BatchCollectInput struct {
 	Batch BatchInfo `json:"batch"`
 }
 
+// BatchCandidates are the batches an Anthropic submission found and could not tell apart (batchapi.AmbiguousError):
+// the details of SubmitBatch's BatchRefused failure then. Every one was created since the submission's intent
+// with as many requests, and any of them may be the one its lost create made.
+type BatchCandidates struct {
+	IDs []string `json:"ids"`
+}
+
+// BatchCandidatesInput is a chunk and the terminal batches that could be its own (BatchCandidates, as polled
+// to their end), for CollectCandidates.
+type BatchCandidatesInput struct {
+	BatchChunkInput
+	Batches []BatchInfo `json:"batches"`
+}
+
+// BatchCleanupInput names a collected batch whose provider files, or itself, CleanupBatch deletes.
+type BatchCleanupInput struct {
+	RunID string    `json:"run_id"`
+	Model int       `json:"model"`
+	Batch BatchInfo `json:"batch"`
+	// KeepInput keeps the batch's input file: the same lines are submitted again (the batch failed as a whole),
+	// and their next batch reads the file already uploaded.
+	KeepInput bool `json:"keep_input,omitempty"`
+}
+
 // BatchCollected is what CollectBatch recorded, and the cells to submit again.
 type BatchCollected struct {
 	Recorded int                `json:"recorded"`
@@ -90,6 +116,9 @@ type BatchCollected struct {
 	AgainDigest string `json:"again_digest,omitempty"`
 	// Usage is what the recorded cells consumed, at the batch price.
 	Usage usage.Usage `json:"usage"`
+	// Adopted are the candidates CollectCandidates found to be the chunk's (each of their results a request of
+	// it) and recorded, ascending; empty from CollectBatch.
+	Adopted []string `json:"adopted,omitempty"`
 }
 
 // BatchProgress is where one provider batch of a run stands.
@@ -186,6 +215,8 @@ type BatchInfo struct {
 	// CreatedAt and ExpiresAt are zero when the provider did not say.
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// InputFileID is an OpenAI batch's input file; empty in batches recorded before it was kept.
+	InputFileID string `json:"input_file_id,omitempty"`
 	// OutputFileID and ErrorFileID are the result files of an OpenAI batch, once it has them.
 	OutputFileID string `json:"output_file_id,omitempty"`
 	ErrorFileID  string `json:"error_file_id,omitempty"`

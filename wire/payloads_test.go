@@ -80,6 +80,9 @@ func codecs() map[string]activityCodec {
 		AwaitBatch.Name:     codecOf(AwaitBatch),
 		CancelBatch.Name:    codecOf(CancelBatch),
 		CollectBatch.Name:   codecOf(CollectBatch),
+		// No recorded history has an ambiguous Anthropic submission yet.
+		CollectCandidates.Name: codecOf(CollectCandidates),
+		CleanupBatch.Name:      codecOf(CleanupBatch),
 	}
 }
 
@@ -212,7 +215,7 @@ func TestRecordedPayloadsDecode(t *testing.T) {
 		"PrepareRun input", "PrepareRun result", "RunSeedPass input", "RunSeedPass result", "FailUnfinished input",
 		"FailUnfinished result", "ExportResults input", "ExportResults result", "PlanBatchPass input",
 		"PlanBatchPass result", "SubmitBatch input", "SubmitBatch result", "PollBatch input", "PollBatch result",
-		"AwaitBatch input", "AwaitBatch result", "CollectBatch input", "CollectBatch result"} {
+		"AwaitBatch input", "AwaitBatch result", "CollectBatch input", "CollectBatch result", "CleanupBatch input"} {
 		if seen[what] == 0 {
 			t.Errorf("no %s in the recorded histories", what)
 		}

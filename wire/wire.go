@@ -85,7 +85,9 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for example
 // "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old path) for as
 // long as a run started before the change may replay.
-func ChangeIDs() []string { return []string{ChangeBatchFailures, ChangeBatchAwait} }
+func ChangeIDs() []string {
+	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeBatchCandidates, ChangeBatchCleanup}
+}
 
 // ChangeBatchAwait: a chunk waits for its batch (and for its cancel) with one AwaitBatch per status the batch
 // goes through, instead of a durable timer and a PollBatch per poll. Version 1 awaits; DefaultVersion (runs
@@ -97,3 +99,14 @@ const ChangeBatchAwait = "batch-await-activity-2026-12-02"
 // names input lines fails those lines' cells and resubmits the rest, anything else backs off. Before it, every
 // failed batch was collected (nothing) and its cells submitted again in the next round at once.
 const ChangeBatchFailures = "batch-failure-kinds-2026-12-02"
+
+// More change ids of ChangeIDs.
+const (
+	// ChangeBatchCandidates: an Anthropic submission that cannot tell its batch from others (BatchCandidates)
+	// waits for every candidate and records those whose results are the chunk's (CollectCandidates), where it
+	// used to record the chunk's cells BatchRefused.
+	ChangeBatchCandidates = "batch-ambiguous-candidates-2026-12-02"
+	// ChangeBatchCleanup: a collected batch's provider files (OpenAI) or the ended batch (Anthropic) are deleted
+	// by CleanupBatch once the collect is recorded, unless batch.keep_files.
+	ChangeBatchCleanup = "batch-cleanup-2026-12-02"
+)

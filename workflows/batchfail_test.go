@@ -85,11 +85,9 @@ func (f *failEnv) run(t *testing.T, spec experiment.Spec, id string) []store.Rec
 func checkOneUploadPerInput(t *testing.T, s *sim.Server) (uploads int) {
 	t.Helper()
 	seen := map[string]int{}
-	for _, f := range s.Files() {
-		if f.Purpose == "batch" {
-			seen[f.Name]++
-			uploads++
-		}
+	for _, f := range s.Uploads() {
+		seen[f.Name]++
+		uploads++
 	}
 	for name, n := range seen {
 		if n != 1 {

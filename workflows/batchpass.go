@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -37,7 +38,8 @@ import (
 // was lost (the worker died) is found again by its intent: the time recorded, as part of the submission's input,
 // before its first attempt runs. A retry adopts the batch created since then with as many requests that the run
 // does not already know. For that to name one batch, the run submits one Anthropic chunk at a time and tells each
-// submission the ids of the batches it adopted before.
+// submission the ids of the batches it adopted before. When it still finds several (another client's batch of the
+// same size), the chunk waits for all of them and records those whose results are its own (batchadopt.go).
 
 // batchActivityCtx is the options of the batch pass's activities: short, retried with backoff for as long as
 // the pass lives, non-retryable only for what no retry can cure.
@@ -134,7 +136,8 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.S
 // recorded. cost is the worst-case cost of the first round's cells, reserved against bb before the submission. A
 // chunk whose batch cannot be submitted or collected for a reason no retry cures (its lines changed since the
 // plan) records its unanswered cells failed with that reason. anthropic says the model's batches are
-// Anthropic's, submitted one at a time (see submitAnthropic).
+// Anthropic's, submitted one at a time (see submitAnthropic). After each collect the batch's files are deleted
+// (cleanupBatch).
 func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells experiment.CellSet, digest string, cost float64,
 	bb *batchBudget, anthropic bool) wire.BatchCollected {
 	m := r.plan.Models[p.Model]
@@ -145,9 +148,13 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 	}
 	var total wire.BatchCollected
 	var fails chunkFailures
+	var prior []string // the chunk's batches so far
 	for round := 0; round < rounds && cells.Len() > 0; round++ {
 		in := wire.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Digest: digest,
 			Since: r.state.Started, Try: fails.try}
+		if !anthropic {
+			in.Known = slices.Clone(prior) // submitAnthropic sets the run's own
+		}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
 		for !reserved && bb.reserved > 0 && r.state.Stopped == "" {
@@ -192,6 +199,21 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			total.Usage.Add(got.Usage)
 			return total
 		}
+		var cands *candidatesError
+		if errors.As(err, &cands) {
+			// Several batches could be this chunk's: its own is recorded from whichever is.
+			got, cerr := r.collectCandidates(ctx, p, in, cands.ids)
+			if cerr != nil {
+				workflow.GetLogger(ctx).Error("collecting candidate batches failed", "batches", cands.ids, "error", cerr)
+				return r.chunkFailed(ctx, p, cells, total, cerr)
+			}
+			total.Recorded += got.Recorded
+			total.Failed += got.Failed
+			total.Usage.Add(got.Usage)
+			bb.settle(cost, got.Usage.CostUSD.Float())
+			cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
+			continue
+		}
 		if err != nil {
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
 			if _, refused := refusal(err); refused {
@@ -200,6 +222,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			return r.chunkFailed(ctx, p, cells, total, err)
 		}
 		key := fmt.Sprintf("%d/%d", p.Index, i)
+		prior = append(prior, info.ID)
 		r.batchSeen(ctx, key, m.ID, info)
 		info, err = r.waitBatch(ctx, p, key, info)
 		if err != nil && ctx.Err() != nil {
@@ -232,6 +255,11 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		total.Usage.Add(got.Usage)
 		bb.settle(cost, got.Usage.CostUSD.Float())
 		sent := cells.Len()
+		// The same lines go again after a batch failed as a whole: its input file still serves them.
+		keepInput := info.Status == wire.BatchStatusFailed && got.Again.Len() > 0 && got.AgainDigest == digest
+		dctx, cancel = workflow.NewDisconnectedContext(ctx)
+		r.cleanupBatch(dctx, p, info, keepInput)
+		cancel()
 		cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
 		if info.Status == wire.BatchStatusFailed && cells.Len() > 0 {
 			switch r.batchFailed(ctx, p, key, info, sent, cells.Len(), round+1 >= rounds, &fails) {
@@ -326,6 +354,11 @@ func (r *runner) submitAnthropic(ctx, sctx workflow.Context, in wire.BatchChunkI
 	in.Known = slices.Clone(r.anthropicBatches)
 	var info wire.BatchInfo
 	if err := wire.SubmitBatch.Execute(batchActivityCtx(sctx, "submit "+what), in).Get(sctx, &info); err != nil {
+		if ids, ok := candidates(sctx, err); ok {
+			// Whichever of them is this chunk's, none is another chunk's: they are known from now on.
+			r.anthropicBatches = append(r.anthropicBatches, ids...)
+			return wire.BatchInfo{}, &candidatesError{ids: ids, err: err}
+		}
 		return wire.BatchInfo{}, err
 	}
 	r.anthropicBatches = append(r.anthropicBatches, info.ID)

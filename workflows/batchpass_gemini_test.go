@@ -65,7 +65,7 @@ func TestGeminiBatchRun(t *testing.T) {
 		return ""
 	}
 	acts := &activities.Activities{Store: st, Models: llm.NewRegistry(&http.Client{Transport: lose}, keys, ""),
-		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
+		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond, Clock: fastClock()}
 	syncRes := runWith(t, acts, geminiSimSpec(srv.URL, false), "sync-run")
 	if n := len(s.Batches()); n != 0 {
 		t.Fatalf("the synchronous run made %d batches", n)

@@ -44,7 +44,7 @@ import (
 // not answer each other).
 func simSpec(url string, batchMode bool) experiment.Spec {
 	s := gridSpec(1, 2, 4, 5)
-	s.Models[0].Provider, s.Models[0].BaseURL, s.Models[0].Name = "openai", url+"/v1", "sim-chat"
+	s.Models[0].Provider, s.Models[0].BaseURL, s.Models[0].Name = "sim", url+"/v1", "sim-chat"
 	s.Models[0].Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
 	s.Run.Cache = experiment.CacheOff
 	s.Run.ChunkSize = 5 // a synchronous pass of 20 cells is 4 passes; a batch pass is never chunked by it
@@ -420,7 +420,7 @@ func embedRunSpec(url string, batchMode bool) experiment.Spec {
 	s := experiment.Spec{Name: "embed batch", Kind: experiment.KindEmbed,
 		Embed: &experiment.EmbedSettings{Texts: experiment.EmbedItems, MaxInputsPerRequest: 3, MaxTokensPerRequest: 40}}
 	for i, name := range []string{"text-embedding-3-small", "text-embedding-3-large"} {
-		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprint("e", i), Name: name, Provider: "openai",
+		s.Models = append(s.Models, experiment.Model{ID: fmt.Sprint("e", i), Name: name, Provider: "sim",
 			BaseURL: url + "/v1", Price: &experiment.Price{InputPerMTok: 0.02}})
 	}
 	for i := range 14 {

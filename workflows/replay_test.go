@@ -23,7 +23,9 @@ import (
 // (provider batches, polls on timers, collects) recorded before wire.ChangeBatchAwait; batch-await.json is the
 // same run recorded after it (a version marker, AwaitBatch per status), written by -record-histories into another
 // directory and copied, so that batch.json stays as it was. batch-token-limit.json is one whose
-// batches the provider failed with token_limit_exceeded, waited out and resubmitted (wire.ChangeBatchFailures).
+// batches the provider failed with token_limit_exceeded, waited out and resubmitted (wire.ChangeBatchFailures). batch-cleanup.json is
+// the batch run recorded by TestBatchRunOnTemporal since batch-cleanup-2026-12-02 (a version marker, and
+// CleanupBatch after each collect).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {

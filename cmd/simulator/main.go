@@ -113,13 +113,14 @@ func defineFlags(fs *pflag.FlagSet, stdout, stderr io.Writer) func(ctx context.C
 	fMalformed := fs.Float64("fault-malformed", 0, "rate of 200 responses with a truncated body")
 	fLength := fs.Float64("fault-length", 0, "rate of chat answers cut after their first token, finish_reason length")
 	fFilter := fs.Float64("fault-content-filter", 0, "rate of chat answers withheld: content null, finish_reason content_filter")
-	failCells := fs.StringArray("fail-cell", nil, "answer every request of this cell (its X-Silico-Cell header) with 500; repeatable")
+	failCells := fs.StringArray("fail-cell", nil, "answer every request of this cell (its X-Silico-Cell header, sent by models of provider sim) with 500; repeatable")
 	faultSeed := fs.Int64("fault-seed", 0, "seed of the fault sequence")
 	hangFor := fs.Duration("hang-for", sim.DefaultHangFor, "how long a hanging call lasts")
 	retry429 := fs.Duration("fault-429-retry-after", sim.DefaultRateLimitRetryAfter, "Retry-After of the injected 429s (whole seconds)")
 	batchTime := fs.Duration("batch-time", 0, "how long a batch of the batch APIs takes to run, its requests completing evenly over it (0: at once)")
 	batchTokens := fs.Int("batch-enqueued-tokens", 0, "the enqueued-token limit per model of the OpenAI batch API: a batch whose input tokens and those of the model's batches in progress exceed it fails with token_limit_exceeded (0: no limit)")
 	rejectLines := fs.StringArray("batch-reject-line", nil, "fail every OpenAI batch holding this custom_id (a cell id) at validation, naming its line; repeatable")
+	dropMetadata := fs.Bool("batch-drop-metadata", false, "keep no metadata of a created batch, as some OpenAI-format gateways do")
 	outageAfter := fs.Duration("outage-after", 0, "start the outage this long after the first model call")
 	outageFor := fs.Duration("outage-for", 0, "length of the outage (0 = no outage)")
 	outageKind := fs.String("outage-kind", string(sim.OutageStatus), "how calls fail during the outage: status, html or refuse")
@@ -168,6 +169,7 @@ func defineFlags(fs *pflag.FlagSet, stdout, stderr io.Writer) func(ctx context.C
 		apply("batch-time", func() { cfg.Batch.ProcessingTime = *batchTime })
 		apply("batch-enqueued-tokens", func() { cfg.Batch.EnqueuedTokens = *batchTokens })
 		apply("batch-reject-line", func() { cfg.Batch.RejectLines = *rejectLines })
+		apply("batch-drop-metadata", func() { cfg.Batch.DropMetadata = *dropMetadata })
 		apply("models", func() { cfg.Models = splitList(*models) })
 		// The outage flags describe one outage together; any of them given replaces the config file's outages.
 		if given["outage-after"] || given["outage-for"] || given["outage-kind"] || given["outage-status"] {

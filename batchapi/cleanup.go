@@ -1,0 +1,61 @@
+package batchapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/wire"
+)
+
+// What a collected batch leaves at its provider, and how it is removed. A batch's input and results stay at the
+// provider (OpenAI keeps the files until they are deleted; Anthropic keeps an ended batch's results for 29 days),
+// holding the prompts and answers of a run outside its store. Cleanup removes them once the collect is recorded,
+// so it must never run before: the results are read from what it deletes. Deleting what is already gone (an
+// earlier attempt of the cleanup got that far) is no error, so a cleanup can simply run again.
+
+// gone reports whether err says the provider no longer has what was to be deleted.
+func gone(err error) bool {
+	var e *llm.Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// Cleanup deletes the batch's input, output and error files. The batch object itself cannot be deleted through
+// the API; it holds no request or answer.
+func (o *OpenAI) Cleanup(ctx context.Context, info wire.BatchInfo) error {
+	var errs []error
+	for _, id := range []string{info.InputFileID, info.OutputFileID, info.ErrorFileID} {
+		if id == "" {
+			continue
+		}
+		if err := o.c.DeleteFile(ctx, id); err != nil && !gone(err) {
+			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", id, info.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Cleanup deletes the ended batch, and its results with it (Message Batches have no separate files).
+func (a *Anthropic) Cleanup(ctx context.Context, info wire.BatchInfo) error {
+	if err := a.c.DeleteMessageBatch(ctx, info.ID); err != nil && !gone(err) {
+		return fmt.Errorf("delete message batch %s: %w", info.ID, err)
+	}
+	return nil
+}
+
+// Cleanup deletes the ended batch (its inline answers with it) and its responses file. An uploaded input file is
+// left to the Files API, which deletes every file 48 hours after its upload: the batch does not name it back.
+func (g *Gemini) Cleanup(ctx context.Context, info wire.BatchInfo) error {
+	var errs []error
+	if info.ResponsesFile != "" {
+		if err := g.c.DeleteFile(ctx, info.ResponsesFile); err != nil && !gone(err) {
+			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", info.ResponsesFile, info.ID, err))
+		}
+	}
+	if err := g.c.DeleteBatch(ctx, info.ID); err != nil && !gone(err) {
+		errs = append(errs, fmt.Errorf("delete batch %s: %w", info.ID, err))
+	}
+	return errors.Join(errs...)
+}
