@@ -28,6 +28,11 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	registerNoResult(r, wire.CleanupBatch, a.CleanupBatch)
 }
 
+// RegisterWaits registers AwaitBatch, the one activity of wire.WaitQueue, on r (that queue's worker).
+func RegisterWaits(r worker.ActivityRegistry, a *Activities) {
+	register(r, wire.AwaitBatch, a.AwaitBatch)
+}
+
 func register[I, O any](r worker.ActivityRegistry, h wire.Activity[I, O], fn func(context.Context, I) (O, error)) {
 	r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: h.Name})
 }

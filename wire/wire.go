@@ -41,6 +41,11 @@ import (
 // TaskQueue is the task queue of silico's workflows and activities.
 const TaskQueue = "silico"
 
+// WaitQueue is the task queue of AwaitBatch alone. An AwaitBatch holds its activity slot for as long as its batch
+// runs (hours), sleeping between polls; on TaskQueue, 16 of them would take every slot of a worker and starve the
+// passes and collects behind them. Every worker polls this queue too, with slots of its own (see workerhost).
+const WaitQueue = "silico-batch-waits"
+
 // WorkflowType is the name ExperimentWorkflow is registered, started and recorded under.
 const WorkflowType = "ExperimentWorkflow"
 

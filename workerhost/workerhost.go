@@ -116,7 +116,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		WorkerStopTimeout: stopGrace,
 	})
 	w.RegisterWorkflowWithOptions(workflows.ExperimentWorkflow, workflow.RegisterOptions{Name: wire.WorkflowType})
-	activities.Register(w, &activities.Activities{
+	acts := &activities.Activities{
 		Store:            cfg.Store,
 		Models:           llm.NewRegistry(hc, cfg.Getenv, cfg.SimURL, llm.WithKeyEnvAllow(allow)),
 		Tokenizer:        tok,
@@ -133,8 +133,55 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 		// One fetcher per worker process: its LRU and its downloads under way serve every pass.
 		Images: imagefetch.New(imagefetch.Config{Client: hc}),
 		Specs:  cfg.Specs,
+	}
+	activities.Register(w, acts)
+	// AwaitBatch sleeps between polls for as long as its batch runs: its own queue and slots, so that batches in
+	// flight never hold the slots of passes and collects.
+	waits := worker.New(c, wire.WaitQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: maxBatchWaits,
+		DisableWorkflowWorker:              true,
+		WorkerStopTimeout:                  stopGrace,
 	})
-	return w, nil
+	activities.RegisterWaits(waits, acts)
+	return &host{Worker: w, waits: waits}, nil
+}
+
+// maxBatchWaits is how many provider batches one worker follows at once (AwaitBatch): each is a goroutine that
+// mostly sleeps, and polls its provider about once a minute.
+const maxBatchWaits = 1000
+
+// host is a worker of both queues: wire.TaskQueue (the workflow and every activity) and wire.WaitQueue
+// (AwaitBatch). It starts and stops them together.
+type host struct {
+	worker.Worker
+	waits worker.Worker
+}
+
+// Start starts both workers.
+func (h *host) Start() error {
+	if err := h.waits.Start(); err != nil {
+		return fmt.Errorf("start the batch waits' worker: %w", err)
+	}
+	if err := h.Worker.Start(); err != nil {
+		h.waits.Stop()
+		return err
+	}
+	return nil
+}
+
+// Run runs both workers until interruptCh delivers (worker.InterruptCh) or the main one fails.
+func (h *host) Run(interruptCh <-chan any) error {
+	if err := h.waits.Start(); err != nil {
+		return fmt.Errorf("start the batch waits' worker: %w", err)
+	}
+	defer h.waits.Stop()
+	return h.Worker.Run(interruptCh)
+}
+
+// Stop stops both workers.
+func (h *host) Stop() {
+	h.Worker.Stop()
+	h.waits.Stop()
 }
 
 // shares asks a run's workflow for a pass's current share with a query: reads only, nothing enters history.

@@ -38,6 +38,7 @@ const batchAwaitTimeout = 48 * time.Hour
 // timeout of seconds), with one attempt allowed to last a batch's whole window.
 func batchAwaitCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           wire.WaitQueue,
 		StartToCloseTimeout: batchAwaitTimeout,
 		HeartbeatTimeout:    10 * time.Second,
 		Summary:             summary,
