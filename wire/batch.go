@@ -121,6 +121,13 @@ type BatchCollected struct {
 	Adopted []string `json:"adopted,omitempty"`
 }
 
+// Add adds what o recorded (records, failures, usage) to c; the cells to submit again are o's own business.
+func (c *BatchCollected) Add(o BatchCollected) {
+	c.Recorded += o.Recorded
+	c.Failed += o.Failed
+	c.Usage.Add(o.Usage)
+}
+
 // BatchProgress is where one provider batch of a run stands.
 type BatchProgress struct {
 	// Key is "pass/chunk".

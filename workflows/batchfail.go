@@ -237,9 +237,7 @@ func (r *runner) splitChunk(ctx workflow.Context, p experiment.Pass, key string,
 		// digest is not checked). Its worst-case cost is the chunk's, shared by cells.
 		share := cost * float64(part.Len()) / float64(len(idx))
 		got := r.runChunk(ctx, p, ids[i], part, "", share, bb, anthropic)
-		total.Recorded += got.Recorded
-		total.Failed += got.Failed
-		total.Usage.Add(got.Usage)
+		total.Add(got)
 	}
 	return total
 }

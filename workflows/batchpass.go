@@ -194,9 +194,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			got := r.cancelChunk(dctx, p, in, info)
 			cancel()
 			bb.settle(cost, got.Usage.CostUSD.Float())
-			total.Recorded += got.Recorded
-			total.Failed += got.Failed
-			total.Usage.Add(got.Usage)
+			total.Add(got)
 			return total
 		}
 		var cands *candidatesError
@@ -207,9 +205,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 				workflow.GetLogger(ctx).Error("collecting candidate batches failed", "batches", cands.ids, "error", cerr)
 				return r.chunkFailed(ctx, p, cells, total, cerr)
 			}
-			total.Recorded += got.Recorded
-			total.Failed += got.Failed
-			total.Usage.Add(got.Usage)
+			total.Add(got)
 			bb.settle(cost, got.Usage.CostUSD.Float())
 			cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
 			continue
@@ -231,9 +227,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			got := r.cancelChunk(dctx, p, in, info)
 			cancel()
 			bb.settle(cost, got.Usage.CostUSD.Float())
-			total.Recorded += got.Recorded
-			total.Failed += got.Failed
-			total.Usage.Add(got.Usage)
+			total.Add(got)
 			return total
 		}
 		if err != nil {
@@ -250,9 +244,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
 			return r.chunkFailed(ctx, p, cells, total, err)
 		}
-		total.Recorded += got.Recorded
-		total.Failed += got.Failed
-		total.Usage.Add(got.Usage)
+		total.Add(got)
 		bb.settle(cost, got.Usage.CostUSD.Float())
 		sent := cells.Len()
 		// The same lines go again after a batch failed as a whole: its input file still serves them.
