@@ -85,7 +85,9 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // "<what changed>-<YYYY-MM-DD>" in lower-case words joined by hyphens (for example
 // "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old path) for as
 // long as a run started before the change may replay.
-func ChangeIDs() []string { return []string{ChangeBatchFailures, ChangeBatchAwait} }
+func ChangeIDs() []string {
+	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeTokenLimitSubmissions}
+}
 
 // ChangeBatchAwait: a chunk waits for its batch (and for its cancel) with one AwaitBatch per status the batch
 // goes through, instead of a durable timer and a PollBatch per poll. Version 1 awaits; DefaultVersion (runs
@@ -97,3 +99,9 @@ const ChangeBatchAwait = "batch-await-activity-2026-12-02"
 // names input lines fails those lines' cells and resubmits the rest, anything else backs off. Before it, every
 // failed batch was collected (nothing) and its cells submitted again in the next round at once.
 const ChangeBatchFailures = "batch-failure-kinds-2026-12-02"
+
+// ChangeTokenLimitSubmissions: a chunk whose batch exceeded the enqueued-token limit waits for the run's other
+// submissions of its model under way to end before it judges whether it is alone (a batch the provider accepted
+// shows in the run's batches only once its submission returns). Version 1 waits; DefaultVersion (runs recorded
+// before) judges at once, on the batches the run knew then.
+const ChangeTokenLimitSubmissions = "token-limit-submissions-2026-12-02"

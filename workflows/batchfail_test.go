@@ -155,8 +155,8 @@ func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 		if info.ActivityType.Name != wire.AwaitBatch.Name || err != nil || looked {
 			return
 		}
-		var got wire.BatchInfo
-		if result.Get(&got) != nil || got.Status != wire.BatchStatusCompleted {
+		var got wire.BatchWatch
+		if result.Get(&got) != nil || got.Batch.Status != wire.BatchStatusCompleted {
 			return
 		}
 		looked = true
