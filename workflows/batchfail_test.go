@@ -27,8 +27,8 @@ import (
 	"github.com/silicolab/silico/wire"
 )
 
-// failEnv is a batch run of the real activities on a simulator whose clock is the test workflow environment's:
-// a batch of the simulator runs for as long as the workflow's (skipped) timers say.
+// failEnv is a batch run of the real activities on a simulator that shares the activities' fast clock (see
+// newFailEnvClient): a batch runs while its AwaitBatch waits, and the workflow's own timers are skipped.
 type failEnv struct {
 	env *testsuite.TestWorkflowEnvironment
 	sim *sim.Server
