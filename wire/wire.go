@@ -91,7 +91,8 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // "batch-cancel-wait-2027-01-15"), never reused, and stays listed (with the code that keeps the old path) for as
 // long as a run started before the change may replay.
 func ChangeIDs() []string {
-	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeBatchCandidates, ChangeBatchCleanup}
+	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeBatchCandidates, ChangeBatchCleanup,
+		ChangeTokenLimitSubmissions}
 }
 
 // ChangeBatchAwait: a chunk waits for its batch (and for its cancel) with one AwaitBatch per status the batch
@@ -115,3 +116,9 @@ const (
 	// by CleanupBatch once the collect is recorded, unless batch.keep_files.
 	ChangeBatchCleanup = "batch-cleanup-2026-12-02"
 )
+
+// ChangeTokenLimitSubmissions: a chunk whose batch exceeded the enqueued-token limit waits for the run's other
+// submissions of its model under way to end before it judges whether it is alone (a batch the provider accepted
+// shows in the run's batches only once its submission returns). Version 1 waits; DefaultVersion (runs recorded
+// before) judges at once, on the batches the run knew then.
+const ChangeTokenLimitSubmissions = "token-limit-submissions-2026-12-02"

@@ -20,7 +20,10 @@ import (
 //   - token_limit_exceeded (the organisation's enqueued-token limit for the model is reached): wait until one of
 //     the run's other batches of the model in flight ends, then resubmit after a growing delay, in the same round:
 //     it does not count against run.max_attempts. A chunk whose batch exceeds the limit again with no other batch
-//     of its model in flight is too big for the limit: it is split in halves, each a chunk of its own.
+//     of its model in flight is too big for the limit: it is split in halves, each a chunk of its own. Which
+//     batches are in flight is judged once no other submission of the model is under way
+//     (wire.ChangeTokenLimitSubmissions): a batch the provider accepted while this one was refused is known to
+//     the run only when its submission returns, which may come after the refusal.
 //   - a failure that names input lines: those lines' cells are recorded failed; the rest is resubmitted at once,
 //     in the same round.
 //   - anything else: back off (the same growing delay) and submit again in the next round, which counts.
@@ -115,6 +118,13 @@ func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string
 		f.try++
 		return failFree
 	case tokenLimited(info):
+		// The other chunks' submissions under way may have created the batches that hold the missing tokens: the
+		// run sees them only once they return, so the chunk waits for them before it judges (they take seconds).
+		if workflow.GetVersion(ctx, wire.ChangeTokenLimitSubmissions, workflow.DefaultVersion, 1) >= 1 {
+			if err := workflow.Await(ctx, func() bool { return r.submitting[m.ID] == 0 }); err != nil {
+				return failStop
+			}
+		}
 		// Alone: no other batch of the model is in flight, and none ended since the chunk resubmitted (one that
 		// ended between the create and its failure may have held the tokens that were missing).
 		if r.inFlight(m.ID) == 0 && (f.limitAlone == 0 || r.batchEnded[m.ID] == f.ended) {

@@ -27,8 +27,8 @@ import (
 	"github.com/silicolab/silico/wire"
 )
 
-// failEnv is a batch run of the real activities on a simulator whose clock is the test workflow environment's:
-// a batch of the simulator runs for as long as the workflow's (skipped) timers say.
+// failEnv is a batch run of the real activities on a simulator that shares the activities' fast clock (see
+// newFailEnvClient): a batch runs while its AwaitBatch waits, and the workflow's own timers are skipped.
 type failEnv struct {
 	env *testsuite.TestWorkflowEnvironment
 	sim *sim.Server
@@ -116,6 +116,26 @@ func promptTokens(t *testing.T, spec experiment.Spec, from, to int) int {
 	return n
 }
 
+// oneChunkLimit is an enqueued-token limit for spec's chunks of 10 cells (two per pass) with room for the largest
+// chunk and not for any two: the simulator runs one of their batches at a time.
+func oneChunkLimit(t *testing.T, spec experiment.Spec) int {
+	t.Helper()
+	most, least := 0, -1
+	for _, p := range spec.Passes() {
+		for _, n := range []int{promptTokens(t, spec, p.Start, p.Start+10), promptTokens(t, spec, p.Start+10, p.End)} {
+			most = max(most, n)
+			if least < 0 || n < least {
+				least = n
+			}
+		}
+	}
+	limit := most * 3 / 2
+	if 2*least <= limit {
+		t.Fatalf("two chunks of %d tokens fit the limit of %d", least, limit)
+	}
+	return limit
+}
+
 // failCodes counts the simulator's batches by the code they failed with ("" for those that did not fail).
 func failCodes(bs []sim.Batch) map[string]int {
 	out := map[string]int{}
@@ -133,16 +153,12 @@ func failCodes(bs []sim.Batch) map[string]int {
 // the chunks whose batches fail with token_limit_exceeded wait, with the provider's reason in the run's batch
 // progress, for the batch in flight to end, then resubmit (reusing their uploaded input, never adopting the failed
 // batch) until every cell is answered once; the waits do not count against run.max_attempts (3 here, with four
-// chunks of which three fail at least once and one fails more than three times).
+// chunks of which three fail at least once and one three times). Whichever submission reaches the simulator first,
+// one batch runs at a time and the chunks refused wait for it, never split: 4 batches run and 3 + 2 + 1 are refused.
 func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 	spec := simSpec("", true)
 	spec.Models[0].Batch.MaxRequests = 10 // two passes of two chunks of 10
-	// Room for the largest chunk, not for two.
-	most := 0
-	for _, p := range spec.Passes() {
-		most = max(most, promptTokens(t, spec, p.Start, p.Start+10), promptTokens(t, spec, p.Start+10, p.End))
-	}
-	f := newFailEnv(t, sim.BatchConfig{ProcessingTime: time.Hour, EnqueuedTokens: most * 3 / 2})
+	f := newFailEnv(t, sim.BatchConfig{ProcessingTime: time.Hour, EnqueuedTokens: oneChunkLimit(t, spec)})
 	spec.Models[0].BaseURL = f.url + "/v1"
 	var mu sync.Mutex
 	var waiting []wire.BatchProgress
@@ -153,8 +169,8 @@ func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 		if info.ActivityType.Name != wire.AwaitBatch.Name || err != nil || looked {
 			return
 		}
-		var got wire.BatchInfo
-		if result.Get(&got) != nil || got.Status != wire.BatchStatusCompleted {
+		var got wire.BatchWatch
+		if result.Get(&got) != nil || got.Batch.Status != wire.BatchStatusCompleted {
 			return
 		}
 		looked = true
@@ -176,8 +192,8 @@ func TestBatchTokenLimitWaitsForTheOtherBatch(t *testing.T) {
 	bs := f.sim.Batches()
 	checkRanOnce(t, bs, 40)
 	codes := failCodes(bs)
-	if codes[""] != 4 || codes["token_limit_exceeded"] < 3 || len(codes) != 2 {
-		t.Errorf("batches by failure %v, want 4 that ran and at least 3 refused over the token limit", codes)
+	if codes[""] != 4 || codes["token_limit_exceeded"] != 6 || len(codes) != 2 {
+		t.Errorf("batches by failure %v, want 4 that ran and 3 + 2 + 1 refused over the token limit", codes)
 	}
 	if n := checkOneUploadPerInput(t, f.sim); n != 4 {
 		t.Errorf("%d inputs uploaded, want one per chunk", n)
@@ -344,12 +360,9 @@ func (l *loseResubmitCreate) RoundTrip(r *http.Request) (*http.Response, error) 
 func TestBatchResubmissionAdoptsItsLostCreate(t *testing.T) {
 	spec := simSpec("", true)
 	spec.Models[0].Batch.MaxRequests = 10
-	most := 0
-	for _, p := range spec.Passes() {
-		most = max(most, promptTokens(t, spec, p.Start, p.Start+10), promptTokens(t, spec, p.Start+10, p.End))
-	}
 	lose := &loseResubmitCreate{}
-	f := newFailEnvClient(t, sim.BatchConfig{ProcessingTime: time.Hour, EnqueuedTokens: most * 3 / 2}, &http.Client{Transport: lose})
+	f := newFailEnvClient(t, sim.BatchConfig{ProcessingTime: time.Hour, EnqueuedTokens: oneChunkLimit(t, spec)},
+		&http.Client{Transport: lose})
 	spec.Models[0].BaseURL = f.url + "/v1"
 	recs := f.run(t, spec, "lost-resubmit-run")
 	if lose.lost != 1 {
@@ -362,9 +375,12 @@ func TestBatchResubmissionAdoptsItsLostCreate(t *testing.T) {
 	}
 	bs := f.sim.Batches()
 	checkRanOnce(t, bs, 40)
-	// Which chunks the limit fails, and so whether one is split, depends on the order the submissions reach the
-	// simulator; what must hold whatever the order is that no key (run, pass, chunk, round, try) was created twice:
-	// the lost create was adopted.
+	// Which chunks the limit fails depends on the order the submissions reach the simulator; whatever the order,
+	// no key (run, pass, chunk, round, try) was created twice (the lost create was adopted), and no chunk was split
+	// (the chunks refused while the lost create's retries were under way waited for them).
+	if n := checkOneUploadPerInput(t, f.sim); n != 4 {
+		t.Errorf("%d inputs uploaded, want one per chunk", n)
+	}
 	byKey := map[string]string{}
 	for _, b := range bs {
 		k := fmt.Sprint(b.Metadata)

@@ -182,11 +182,13 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			return total
 		}
 		sctx, cancelSubmit := workflow.NewDisconnectedContext(ctx)
+		r.submitting[m.ID]++
 		if anthropic {
 			info, err = r.submitAnthropic(ctx, sctx, in, what)
 		} else {
 			err = wire.SubmitBatch.Execute(batchActivityCtx(sctx, "submit "+what), in).Get(sctx, &info)
 		}
+		r.submitting[m.ID]--
 		cancelSubmit()
 		if err == nil && ctx.Err() != nil {
 			dctx, cancel := workflow.NewDisconnectedContext(ctx)

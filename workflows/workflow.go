@@ -64,6 +64,9 @@ type runner struct {
 	nextChunk map[int]int
 	// batchEnded counts, per model id, the run's batches seen to end (see batchEnds).
 	batchEnded map[string]int
+	// submitting counts, per model id, the chunks' SubmitBatch activities under way: a batch one of them created
+	// is not in batches until it returns (see batchFailed).
+	submitting map[string]int
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
@@ -71,6 +74,7 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 	r.runningByModel = make(map[int]int)
 	r.runningPass = make(map[int]bool)
 	r.nextChunk = make(map[int]int)
+	r.submitting = make(map[string]int)
 	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
 	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
 	// After continue-as-new the input holds no spec and PrepareRun reads the saved one.

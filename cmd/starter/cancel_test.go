@@ -273,13 +273,16 @@ func TestCancel(t *testing.T) {
 			workflows.ExperimentWorkflow, in); err != nil {
 			t.Fatal(err)
 		}
-		// Two passes of 500 cells, one batch each; wait until both have run some of their lines.
+		// Two passes of 500 cells, one batch each; wait until both have run some of their lines. The workflow's
+		// progress has a batch's counts as of its last status change (in_progress, when few lines have run): the
+		// lines that run while it stays in progress show in its AwaitBatch heartbeat, which readProgress adds, as
+		// `starter status` shows them.
 		pollFor(t, time.Minute, "two batches under way", func() bool {
-			p, err := queryProgress(ctx, s.client, id)
-			if err != nil || len(p.Batches) != 2 {
+			p, err := readProgress(ctx, s.client, nil, id)
+			if err != nil || len(p.batches) != 2 {
 				return false
 			}
-			for _, b := range p.Batches {
+			for _, b := range p.batches {
 				if b.Done < 10 {
 					return false
 				}
