@@ -264,8 +264,10 @@ func TestAnEmbedPassWaitsOutAnOutage(t *testing.T) {
 		t.Fatalf("result %+v, %v; want all 40 texts embedded after the outage", res, err)
 	}
 	// 20 requests of 2 texts; during the outage: at most 4 in flight and 4 more before 8 distinct batches failed
-	// (fewer: the pass has 20), then one probe per step (20, 40, 80, then every 80-120 ms over 600 ms).
-	if n := len(lg.requests()); n > 20+8+10 {
+	// (fewer: the pass has 20), then one probe per step (20, 40, 80, then every 80-120 ms over 600 ms: about 10).
+	// The outage runs on the real clock, so a loaded machine shifts where the probes fall; 4 more are allowed
+	// for that. A retry of every batch instead would be 20 more at least.
+	if n := len(lg.requests()); n > 20+8+10+4 {
 		t.Errorf("%d requests, want the 20 batches and a few during the outage", n)
 	}
 	if c := lg.h.(*sim.Server).Counters(); c.Outage == 0 {
