@@ -52,6 +52,8 @@ const (
 	awaitFirst = 5 * time.Second
 	// awaitCancelling is the longest wait between the polls of a cancelling batch.
 	awaitCancelling = 30 * time.Second
+	// pollTimeout bounds one poll: a provider answers a batch's status in seconds.
+	pollTimeout = 2 * time.Minute
 )
 
 // awaitBatch is AwaitBatch on driver d, in an activity: it resumes from the attempt's heartbeat details when a
@@ -111,7 +113,11 @@ func watchBatch(ctx context.Context, d batchDriver, clk ratelimit.Clock, in wire
 			}
 		}
 		now = false
-		info, err := d.Poll(ctx, in.ID)
+		// A poll that hangs (a connection gone half-open) would hold the wait while the heartbeats go on: it
+		// gets a deadline of its own, and a poll that misses it fails this attempt, which is retried.
+		pctx, cancel := context.WithTimeout(ctx, pollTimeout)
+		info, err := d.Poll(pctx, in.ID)
+		cancel()
 		if err != nil {
 			return w, err
 		}

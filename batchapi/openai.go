@@ -82,29 +82,30 @@ func fileName(k batchformat.Key, digest string) string {
 func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, error) {
 	digest := batchformat.Digest(s.Input)
 	name := fileName(s.Key, digest)
-	fileID, err := o.findUpload(ctx, name, len(s.Input))
+	files, err := o.findUploads(ctx, name, len(s.Input))
 	if err != nil {
 		return wire.BatchInfo{}, err
 	}
-	found, err := o.find(ctx, s.Key, digest, s.Since, fileID, s.Prior)
+	found, err := o.find(ctx, s.Key, digest, s.Since, files, s.Prior)
 	if err != nil {
 		return wire.BatchInfo{}, err
 	}
 	if len(found) > 0 {
 		return o.converge(ctx, found)
 	}
-	if fileID == "" {
+	if len(files) == 0 {
 		f, err := o.c.UploadBatchFile(ctx, name, s.Input)
 		if err != nil {
 			return wire.BatchInfo{}, fmt.Errorf("upload batch input: %w", err)
 		}
-		if fileID, err = o.findUpload(ctx, name, len(s.Input)); err != nil {
+		if files, err = o.findUploads(ctx, name, len(s.Input)); err != nil {
 			return wire.BatchInfo{}, err
 		}
-		if fileID == "" {
+		if len(files) == 0 {
 			return wire.BatchInfo{}, fmt.Errorf("%w: %s (%s)", ErrNotFindable, f.ID, name)
 		}
 	}
+	fileID := files[0]
 	created, err := o.c.CreateBatch(ctx, fileID, string(s.Endpoint), s.Key.Metadata(digest))
 	if err != nil {
 		return wire.BatchInfo{}, fmt.Errorf("create batch: %w", err)
@@ -114,7 +115,7 @@ func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, erro
 		return wire.BatchInfo{}, err
 	}
 	// Another attempt may have created one too: list again and keep one.
-	if found, err = o.find(ctx, s.Key, digest, s.Since, fileID, s.Prior); err != nil {
+	if found, err = o.find(ctx, s.Key, digest, s.Since, files, s.Prior); err != nil {
 		return wire.BatchInfo{}, err
 	}
 	if !slices.ContainsFunc(found, func(b wire.BatchInfo) bool { return b.ID == mine.ID }) {
@@ -123,21 +124,22 @@ func (o *OpenAI) Submit(ctx context.Context, s Submission) (wire.BatchInfo, erro
 	return o.converge(ctx, found)
 }
 
-// findUpload returns the id of the batch file named name of size bytes an attempt uploaded, or "" when there is
-// none. Several (two attempts that uploaded at once) are the same bytes: the smallest id is taken, so that every
-// attempt takes the same one.
-func (o *OpenAI) findUpload(ctx context.Context, name string, size int) (string, error) {
+// findUploads returns the ids of the batch files named name of size bytes that attempts uploaded, ascending (none
+// when there is none). Several (two attempts that uploaded at once) are the same bytes: a create reads the first,
+// so that every attempt that sees them all takes the same one, and a batch created from any of them is the chunk's.
+func (o *OpenAI) findUploads(ctx context.Context, name string, size int) ([]string, error) {
 	files, err := o.c.ListFiles(ctx)
 	if err != nil {
-		return "", fmt.Errorf("list files: %w", err)
+		return nil, fmt.Errorf("list files: %w", err)
 	}
-	id := ""
+	var ids []string
 	for _, f := range files {
-		if f.FileName == name && f.Bytes == size && f.Purpose == string(openai.PurposeBatch) && (id == "" || f.ID < id) {
-			id = f.ID
+		if f.FileName == name && f.Bytes == size && f.Purpose == string(openai.PurposeBatch) {
+			ids = append(ids, f.ID)
 		}
 	}
-	return id, nil
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // converge keeps the batch created first (then the smallest id) and cancels the others that are still running.
@@ -159,12 +161,12 @@ func (o *OpenAI) converge(ctx context.Context, found []wire.BatchInfo) (wire.Bat
 // Find lists the batches of key k with input digest, newest first, among those created since (zero: all). A
 // batch of k with another digest is ErrChunkChanged.
 func (o *OpenAI) Find(ctx context.Context, k batchformat.Key, digest string, since time.Time) ([]wire.BatchInfo, error) {
-	return o.find(ctx, k, digest, since, "", nil)
+	return o.find(ctx, k, digest, since, nil, nil)
 }
 
-// find is Find, with the batches created from input file fileID too (when set): those are k's whatever their
-// metadata, which a gateway may have dropped.
-func (o *OpenAI) find(ctx context.Context, k batchformat.Key, digest string, since time.Time, fileID string, prior []string) ([]wire.BatchInfo, error) {
+// find is Find, with the batches without silico's metadata (a gateway dropped it) created from one of the input
+// files named files, still running or completed, and not among prior (the chunk's earlier batches): those are k's.
+func (o *OpenAI) find(ctx context.Context, k batchformat.Key, digest string, since time.Time, files, prior []string) ([]wire.BatchInfo, error) {
 	var out []wire.BatchInfo
 	after := ""
 	for {
@@ -180,7 +182,10 @@ func (o *OpenAI) find(ctx context.Context, k batchformat.Key, digest string, sin
 			// A batch that carries silico's metadata is named by it alone (another round or try of the chunk
 			// reads the same file); one without (a gateway dropped it) is the chunk's by its input file, unless
 			// the chunk submitted it before.
-			byFile := fileID != "" && b.InputFileID == fileID && md[batchformat.MetaRun] == "" && !slices.Contains(prior, b.ID)
+			// A cancelled or failed one is no submission to adopt: a duplicate another attempt cancelled, or an
+			// earlier try's.
+			byFile := slices.Contains(files, b.InputFileID) && md[batchformat.MetaRun] == "" && !slices.Contains(prior, b.ID) &&
+				!slices.Contains([]string{"cancelling", "cancelled", "failed", "expired"}, string(b.Status))
 			if !k.Names(md) && !byFile {
 				continue
 			}

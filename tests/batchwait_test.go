@@ -72,7 +72,8 @@ func TestBatchHistoryStaysBounded(t *testing.T) {
 				}
 				switch e.GetEventType() {
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-					enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+					enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+					enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
 				default:
 					commands[name]++
 				}

@@ -100,8 +100,8 @@ type BatchCleanupInput struct {
 	RunID string    `json:"run_id"`
 	Model int       `json:"model"`
 	Batch BatchInfo `json:"batch"`
-	// KeepInput keeps the batch's input file: the same lines are submitted again (the batch failed as a whole),
-	// and their next batch reads the file already uploaded.
+	// KeepInput keeps the batch's input file: the same lines are submitted again (nothing of them ran: the batch
+	// failed as a whole, expired or was cancelled), and their next batch reads the file already uploaded.
 	KeepInput bool `json:"keep_input,omitempty"`
 }
 

@@ -88,13 +88,8 @@ func (r *runner) collectCandidates(ctx workflow.Context, p experiment.Pass, in w
 	if len(got.Adopted) == 0 {
 		log.Warn("none of the candidate batches was this chunk's: its cells go to the next round", "batches", ids)
 	}
-	for _, b := range infos {
-		for _, id := range got.Adopted {
-			if b.ID == id {
-				r.cleanupBatch(dctx, p, b, false)
-			}
-		}
-	}
+	// No candidate is cleaned up: its custom ids are the cells' ids, which another run of the same cells shares, so
+	// a candidate whose results are all the chunk's may still be another run's, which would then find it gone.
 	return got, nil
 }
 

@@ -129,13 +129,14 @@ func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string
 		// ended between the create and its failure may have held the tokens that were missing).
 		if r.inFlight(m.ID) == 0 && (f.limitAlone == 0 || r.batchEnded[m.ID] == f.ended) {
 			f.limitAlone++
-			if f.limitAlone >= 2 && left > 1 {
+			if f.limitAlone >= 2 && left > 1 && r.splitDepth[key] < maxSplitDepth {
 				// Alone, and over the limit again after waiting: the chunk itself is more than the limit.
 				r.batchWaiting(ctx, key, "")
 				return failSplit
 			}
-			if left <= 1 {
-				// One request over the limit alone: no wait can make it fit.
+			if left <= 1 || r.splitDepth[key] >= maxSplitDepth {
+				// One request over the limit alone, or an eighth of a chunk: no wait or split makes it fit, or the
+				// limit is held by batches the run does not see (another run's, another team's).
 				return r.counted(ctx, key, f, first, last)
 			}
 		} else {
@@ -223,6 +224,11 @@ func (r *runner) batchWaiting(ctx workflow.Context, key, reason string) {
 	r.details(ctx)
 }
 
+// maxSplitDepth is how often a chunk is halved at most (to an eighth): "alone and over the limit" is judged on the
+// run's own batches, so an organisation whose limit other runs hold would otherwise halve every chunk down to
+// one-cell batches. Past it, a failure counts against run.max_attempts.
+const maxSplitDepth = 3
+
 // splitChunk runs cells, which chunk key's batch could not hold under the enqueued-token limit, as two chunks of
 // pass p, the halves, each under a new chunk number of the pass (r.nextChunk, in the order the workflow's
 // coroutines reach here, which replay repeats) and reserving its share of cost. It returns total with what they
@@ -236,6 +242,7 @@ func (r *runner) splitChunk(ctx workflow.Context, p experiment.Pass, key string,
 	for i := range parts {
 		ids[i] = r.nextChunk[p.Index]
 		r.nextChunk[p.Index]++
+		r.splitDepth[fmt.Sprintf("%d/%d", p.Index, ids[i])] = r.splitDepth[key] + 1
 	}
 	workflow.GetLogger(ctx).Info("splitting a chunk over the enqueued-token limit", "key", key,
 		"cells", len(idx), "chunks", ids)

@@ -155,6 +155,11 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		if !anthropic {
 			in.Known = slices.Clone(prior) // submitAnthropic sets the run's own
 		}
+		if r.state.Stopped != "" && workflow.GetVersion(ctx, wire.ChangeBatchFailures, workflow.DefaultVersion, 1) >= 1 {
+			// The budget (or on_error=raise) stopped the run while this chunk waited or backed off: nothing more
+			// is submitted, and its cells are recorded with the run's reason.
+			return total
+		}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
 		for !reserved && bb.reserved > 0 && r.state.Stopped == "" {
@@ -205,6 +210,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			got, cerr := r.collectCandidates(ctx, p, in, cands.ids)
 			if cerr != nil {
 				workflow.GetLogger(ctx).Error("collecting candidate batches failed", "batches", cands.ids, "error", cerr)
+				bb.settle(cost, cost) // what the candidates cost is not known: the worst case stays spent
 				return r.chunkFailed(ctx, p, cells, total, cerr)
 			}
 			total.Add(got)
@@ -216,6 +222,8 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", p.Index, "chunk", i, "error", err)
 			if _, refused := refusal(err); refused {
 				bb.settle(cost, 0) // refused before anything was created: nothing to pay
+			} else {
+				bb.settle(cost, cost) // a batch may exist unknown: its worst case stays spent, so no chunk waits on it
 			}
 			return r.chunkFailed(ctx, p, cells, total, err)
 		}
@@ -234,6 +242,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		}
 		if err != nil {
 			workflow.GetLogger(ctx).Error("polling a batch failed", "batch", info.ID, "error", err)
+			bb.settle(cost, cost) // the batch runs on, uncollected: its worst case stays spent
 			return total
 		}
 		// The batch ended and is paid for: its results are recorded even when the run is being cancelled.
@@ -244,13 +253,15 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		cancel()
 		if err != nil {
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
+			bb.settle(cost, cost) // paid, not recorded: its worst case stays spent
 			return r.chunkFailed(ctx, p, cells, total, err)
 		}
 		total.Add(got)
 		bb.settle(cost, got.Usage.CostUSD.Float())
 		sent := cells.Len()
-		// The same lines go again after a batch failed as a whole: its input file still serves them.
-		keepInput := info.Status == wire.BatchStatusFailed && got.Again.Len() > 0 && got.AgainDigest == digest
+		// The same lines go again (the batch failed as a whole, or expired or was cancelled before any of them
+		// ran): its input file still serves them.
+		keepInput := got.Again.Len() > 0 && got.AgainDigest == digest
 		dctx, cancel = workflow.NewDisconnectedContext(ctx)
 		r.cleanupBatch(dctx, p, info, keepInput)
 		cancel()

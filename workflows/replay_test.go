@@ -31,8 +31,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 9 {
-		t.Fatalf("%d recorded histories in testdata, want the 9 listed in this test's doc", len(files))
+	if len(files) < 11 {
+		t.Fatalf("%d recorded histories in testdata, want the 11 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

@@ -62,6 +62,8 @@ type runner struct {
 	anthropicBatches []string
 	// nextChunk is, per batch pass index, the next free chunk number (see splitChunk).
 	nextChunk map[int]int
+	// splitDepth is, per chunk key ("pass/chunk"), how many splits made the chunk (see maxSplitDepth).
+	splitDepth map[string]int
 	// batchEnded counts, per model id, the run's batches seen to end (see batchEnds).
 	batchEnded map[string]int
 	// submitting counts, per model id, the chunks' SubmitBatch activities under way: a batch one of them created
@@ -74,6 +76,7 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 	r.runningByModel = make(map[int]int)
 	r.runningPass = make(map[int]bool)
 	r.nextChunk = make(map[int]int)
+	r.splitDepth = make(map[string]int)
 	r.submitting = make(map[string]int)
 	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
 	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
