@@ -26,13 +26,15 @@ import (
 // batches the provider failed with token_limit_exceeded, waited out and resubmitted (wire.ChangeBatchFailures). batch-cleanup.json is
 // the batch run recorded by TestBatchRunOnTemporal since batch-cleanup-2026-12-02 (a version marker, and
 // CleanupBatch after each collect).
+// batch-waitqueue.json and batch-token-limit-waitqueue.json are the two batch runs again, recorded with every
+// batch change of that release together (AwaitBatch on wire.WaitQueue, the failed batches' tries, CleanupBatch).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 11 {
-		t.Fatalf("%d recorded histories in testdata, want the 11 listed in this test's doc", len(files))
+	if len(files) < 13 {
+		t.Fatalf("%d recorded histories in testdata, want the 13 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
