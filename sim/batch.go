@@ -270,6 +270,30 @@ func (s *Server) Batches() []Batch {
 	return out
 }
 
+// deleteBatch marks the batch deleted and logs it (Server.Deletions); false when it already was.
+func (b *batches) deleteBatch(sb *simBatch) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if sb.deleted {
+		return false
+	}
+	sb.deleted = true
+	b.deletions = append(b.deletions, sb.id)
+	return true
+}
+
+// deleteFile removes file id from files (OpenAI's or Gemini's Files API) and logs it; false when there is none.
+func (b *batches) deleteFile(files map[string]*simFile, id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := files[id]; !ok {
+		return false
+	}
+	delete(files, id)
+	b.deletions = append(b.deletions, id)
+	return true
+}
+
 // Uploads returns the batch input files uploaded so far, deleted ones included, in order: a test reads in it
 // whether a client uploaded the same input twice, whatever was deleted since.
 func (s *Server) Uploads() []File {

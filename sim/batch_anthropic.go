@@ -184,14 +184,7 @@ func (b *batches) handleAnthropicDelete(w http.ResponseWriter, r *http.Request) 
 			"Message batch "+sb.id+" is still in progress: cancel it first, or wait for it to end")
 		return
 	}
-	b.mu.Lock()
-	found := !sb.deleted
-	if found {
-		sb.deleted = true
-		b.deletions = append(b.deletions, sb.id)
-	}
-	b.mu.Unlock()
-	if !found {
+	if !b.deleteBatch(sb) {
 		writeAnthropicError(w, http.StatusNotFound, "not_found_error", "No such message batch: "+sb.id)
 		return
 	}

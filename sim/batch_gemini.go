@@ -516,14 +516,7 @@ func (b *batches) handleGeminiDelete(w http.ResponseWriter, r *http.Request) {
 		geminiError(w, http.StatusBadRequest, "the batch is still running: cancel it first, or wait for it to end")
 		return
 	}
-	b.mu.Lock()
-	found := !sb.deleted
-	if found {
-		sb.deleted = true
-		b.deletions = append(b.deletions, sb.id)
-	}
-	b.mu.Unlock()
-	if !found {
+	if !b.deleteBatch(sb) {
 		geminiError(w, http.StatusNotFound, "no such batch: "+sb.id)
 		return
 	}
@@ -536,14 +529,7 @@ func (b *batches) handleGeminiFileDelete(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	name := "files/" + r.PathValue("id")
-	b.mu.Lock()
-	_, ok := b.gfiles[name]
-	if ok {
-		delete(b.gfiles, name)
-		b.deletions = append(b.deletions, name)
-	}
-	b.mu.Unlock()
-	if !ok {
+	if !b.deleteFile(b.gfiles, name) {
 		geminiError(w, http.StatusNotFound, "no such file: "+name)
 		return
 	}

@@ -104,14 +104,7 @@ func (b *batches) handleFiles(w http.ResponseWriter, r *http.Request) {
 // handleFileDelete deletes a file, as the API does: {"id", "object": "file", "deleted": true}, or 404.
 func (b *batches) handleFileDelete(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	b.mu.Lock()
-	_, ok := b.files[id]
-	if ok {
-		delete(b.files, id)
-		b.deletions = append(b.deletions, id)
-	}
-	b.mu.Unlock()
-	if !ok {
+	if !b.deleteFile(b.files, id) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "id", "No such File object: "+id)
 		return
 	}
