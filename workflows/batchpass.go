@@ -196,13 +196,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		r.submitting[m.ID]--
 		cancelSubmit()
 		if err == nil && ctx.Err() != nil {
-			dctx, cancel := workflow.NewDisconnectedContext(ctx)
-			r.batchSeen(dctx, fmt.Sprintf("%d/%d", p.Index, i), m.ID, info)
-			got := r.cancelChunk(dctx, p, in, info)
-			cancel()
-			bb.settle(cost, got.Usage.CostUSD.Float())
-			total.Add(got)
-			return total
+			return r.cancelRecorded(ctx, p, in, info, cost, bb, total)
 		}
 		var cands *candidatesError
 		if errors.As(err, &cands) {
@@ -232,13 +226,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		r.batchSeen(ctx, key, m.ID, info)
 		info, err = r.waitBatch(ctx, p, key, info)
 		if err != nil && ctx.Err() != nil {
-			// The run is being cancelled: so is this batch, and what it completed is recorded.
-			dctx, cancel := workflow.NewDisconnectedContext(ctx)
-			got := r.cancelChunk(dctx, p, in, info)
-			cancel()
-			bb.settle(cost, got.Usage.CostUSD.Float())
-			total.Add(got)
-			return total
+			return r.cancelRecorded(ctx, p, in, info, cost, bb, total)
 		}
 		if err != nil {
 			workflow.GetLogger(ctx).Error("polling a batch failed", "batch", info.ID, "error", err)
@@ -278,6 +266,20 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		}
 	}
 	return r.chunkUnanswered(ctx, p, cells, fails, total)
+}
+
+// cancelRecorded is a chunk's end when the run is cancelled after its batch info was created: the batch is
+// cancelled and what it completed recorded (cancelChunk), on a context the cancellation does not cut short, its
+// reservation settled at what it cost, and total returned with it.
+func (r *runner) cancelRecorded(ctx workflow.Context, p experiment.Pass, in wire.BatchChunkInput, info wire.BatchInfo,
+	cost float64, bb *batchBudget, total wire.BatchCollected) wire.BatchCollected {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	r.batchSeen(dctx, fmt.Sprintf("%d/%d", p.Index, in.Chunk), r.plan.Models[p.Model].ID, info)
+	got := r.cancelChunk(dctx, p, in, info)
+	bb.settle(cost, got.Usage.CostUSD.Float())
+	total.Add(got)
+	return total
 }
 
 // batchBudget is a batch pass's share of budget_usd: what its submitted batches may cost at most (reserved) and
