@@ -105,9 +105,10 @@ type CellResult struct {
 	LatencyMS float64
 	Score     int32 // valid when Scored
 	Attempts  int32
-	// Expected is the cell's expected score (Row.ExpectedScore), NaN when it has none. A float32 keeps the
-	// struct at 24 bytes; its 7 significant digits are more than the 6 decimals reliability.csv writes.
-	Expected float32
+	// Expected is the cell's expected score (Row.ExpectedScore), NaN when it has none. It stays a float64:
+	// alpha_expected and omega_expected are computed from it and written with every digit they have, so
+	// rounding it here would change them in the seventh digit.
+	Expected float64
 	Option   int16 // index of the answer in the item's options, -1 when there is none
 	Status   uint8
 	Scored   bool
@@ -180,9 +181,9 @@ func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration) *an
 func (an *analyzer) add(r *Row) {
 	an.sum.add(r)
 	an.scales.add(r)
-	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed, Expected: float32(math.NaN())}
+	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed, Expected: math.NaN()}
 	if r.ExpectedScore != nil {
-		c.Expected = float32(*r.ExpectedScore)
+		c.Expected = *r.ExpectedScore
 	}
 	switch r.Status {
 	case store.StatusOK:
