@@ -9,7 +9,7 @@ import (
 // ReliabilityHeader returns the header of reliability.csv.
 func ReliabilityHeader() []string {
 	return []string{"run_id", "model", "seed", "scale", "scale_name", "n_personas", "n_items", "n_items_used",
-		"n_missing", "alpha", "std_alpha", "average_r", "omega_total", "alpha_expected", "omega_expected"}
+		"n_missing", "alpha", "std_alpha", "average_r", "omega_total", "alpha_expected", "omega_expected", "note"}
 }
 
 // ItemsHeader returns the header of items.csv.
@@ -37,7 +37,7 @@ func writeReliability(w io.Writer, runID string, rel []Reliability) error {
 		r := rel[i]
 		return []string{runID, r.Model, strconv.FormatInt(r.Seed, 10), r.Scale, r.ScaleName, strconv.Itoa(r.Personas),
 			strconv.Itoa(r.Items), strconv.Itoa(r.ItemsUsed), strconv.Itoa(r.Missing), Stat(r.Alpha), Stat(r.StdAlpha),
-			Stat(r.AverageR), Stat(r.OmegaTotal), Stat(r.AlphaExpected), Stat(r.OmegaExpected)}
+			Stat(r.AverageR), Stat(r.OmegaTotal), Stat(r.AlphaExpected), Stat(r.OmegaExpected), r.Note}
 	})
 }
 

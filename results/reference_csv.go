@@ -20,7 +20,7 @@ func ReferenceHeader() []string {
 // ReferenceScalesHeader returns the header of reference_scales.csv: one line per model × scale × group.
 func ReferenceScalesHeader() []string {
 	return []string{"run_id", "model", "scale", "scale_name", "group", "n_personas", "n_items_used", "model_alpha",
-		"model_omega_total", "n_humans", "human_n_items_used", "human_alpha", "human_omega_total"}
+		"model_omega_total", "n_humans", "human_n_items_used", "human_alpha", "human_omega_total", "note"}
 }
 
 // probs formats a distribution as reference.csv writes it: each probability with 6 decimals, joined with ";"
@@ -73,6 +73,6 @@ func writeReferenceScales(w io.Writer, runID string, rows []ReferenceScale) erro
 		r := rows[i]
 		return []string{runID, r.Model, r.Scale, r.ScaleName, r.Group, strconv.Itoa(r.Personas), strconv.Itoa(r.ItemsUsed),
 			Stat(r.ModelAlpha), Stat(r.ModelOmega), strconv.Itoa(r.Humans), strconv.Itoa(r.HumanItemsUsed),
-			Stat(r.HumanAlpha), Stat(r.HumanOmega)}
+			Stat(r.HumanAlpha), Stat(r.HumanOmega), r.Note}
 	})
 }
