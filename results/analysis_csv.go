@@ -24,13 +24,18 @@ func AgreementHeader() []string {
 		"range", "modal_share"}
 }
 
-// Stat formats a statistic as the CSV outputs write it: 6 decimals, empty when undefined (nil).
+// Stat formats a number as every CSV of results writes it (formatFloat), empty when undefined (nil).
 func Stat(v *float64) string {
 	if v == nil {
 		return ""
 	}
-	return strconv.FormatFloat(*v, 'f', 6, 64)
+	return formatFloat(*v)
 }
+
+// formatFloat is the one way the CSV outputs write a number that is not a count: the shortest decimal that
+// reads back as the same float64 (strconv's 'g' with precision -1, e.g. 0.7030184460573041, 1e-05, 3), so a
+// file read back gives exactly the numbers silico computed. Only latency_ms is rounded (to 0.1 ms, formatLatency).
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func writeReliability(w io.Writer, runID string, rel []Reliability) error {
 	return writeCSV(w, ReliabilityHeader(), len(rel), func(i int) []string {

@@ -23,7 +23,7 @@ func ReferenceScalesHeader() []string {
 		"model_omega_total", "n_humans", "human_n_items_used", "human_alpha", "human_omega_total", "note"}
 }
 
-// probs formats a distribution as reference.csv writes it: each probability with 6 decimals, joined with ";"
+// probs formats a distribution as reference.csv writes it: each probability as formatFloat writes it, joined with ";"
 // in the order of the options column; empty when there is none.
 func probs(p []float64) string {
 	if p == nil {
@@ -31,7 +31,7 @@ func probs(p []float64) string {
 	}
 	s := make([]string, len(p))
 	for i, v := range p {
-		s[i] = strconv.FormatFloat(v, 'f', 6, 64)
+		s[i] = formatFloat(v)
 	}
 	return strings.Join(s, ";")
 }
@@ -53,7 +53,7 @@ func writeDistributions(w io.Writer, runID string, ds []Distribution) error {
 		d, k := lines[i].d, lines[i].k
 		p := ""
 		if d.PMF.P != nil {
-			p = strconv.FormatFloat(d.PMF.P[k], 'f', 6, 64)
+			p = formatFloat(d.PMF.P[k])
 		}
 		return []string{runID, d.Model, d.ItemID, d.PersonaID, d.Options[k], p, strconv.Itoa(d.PMF.Cells), d.PMF.Source()}
 	})
