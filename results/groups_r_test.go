@@ -16,7 +16,8 @@ import (
 // reference_scales.csv with R psych on the same personas × items matrix (psychometrics/testdata/
 // reference_groups.csv, written by make_groups.R from such a run): model_alpha to 1e-9 everywhere;
 // model_omega_total empty with an "omega: " note exactly where psych's omega() stops (the age bands with 2 or 4
-// personas for 5 items), psych's number to 1e-9 elsewhere.
+// personas for 5 items), psych's number to 1e-9 elsewhere. And reliability.csv's alpha_expected and
+// omega_expected to 1e-9 of psych's on results.csv's expected scores (a float32 on the way missed by up to 7e-7).
 func TestBFIReferenceScalesEqualR(t *testing.T) {
 	ref := map[string]map[string]string{} // case → stat → value
 	for _, r := range readAll(t, "../psychometrics/testdata/reference_groups.csv")[1:] {
@@ -58,6 +59,23 @@ func TestBFIReferenceScalesEqualR(t *testing.T) {
 	}
 	if refused != 15 {
 		t.Errorf("%d lines where psych refuses omega, want 15", refused)
+	}
+
+	recs = readAll(t, filepath.Join(dir, results.ReliabilityFile))
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, r := range recs[1:] {
+		name := strings.Join([]string{"expected", r[col["model"]], r[col["seed"]], r[col["scale"]]}, "/")
+		want := ref[name]
+		if want == nil {
+			t.Fatalf("no R reference for %s", name)
+		}
+		for _, c := range [][2]string{{"alpha_expected", "raw_alpha"}, {"omega_expected", "omega_total"}} {
+			if !sameNumber(r[col[c[0]]], want[c[1]]) {
+				t.Errorf("%s: %s %q, psych %s", name, c[0], r[col[c[0]]], want[c[1]])
+			}
+		}
 	}
 }
 

@@ -3,7 +3,7 @@
 #
 # Run from the repository root after a run of examples/bfi (go run ./cmd/starter run examples/bfi/experiment.yaml;
 # the simulator's answers depend only on the model, seed and prompt, so every run gives the same file):
-#   Rscript psychometrics/testdata/make_groups.R out/<run id>/distributions.csv
+#   Rscript psychometrics/testdata/make_groups.R out/<run id>
 # Needs R with psych, GPArotation and yaml (Debian: apt-get install r-cran-psych r-cran-gparotation r-cran-yaml).
 #
 # Writes into psychometrics/testdata:
@@ -19,19 +19,22 @@
 #                         smc(cor(x, use = "pairwise")), the principal-axis fit's starting communalities (fa() stops
 #                         when they sum to 0.001 or less); pinv_min_abs_diag, the smallest |diag(Pinv(R))|, which is
 #                         zero to rounding where an SMC is decided by the sign of rounding error.
+#                         And cases "expected/<model>/<seed>/<scale>": raw_alpha and omega_total on the personas x
+#                         items matrix of results.csv's expected_score column, reliability.csv's alpha_expected
+#                         and omega_expected.
 suppressPackageStartupMessages({
   library(psych)
   library(GPArotation)
   library(yaml)
 })
 args <- commandArgs(trailingOnly = TRUE)
-if (length(args) != 1) stop("usage: Rscript psychometrics/testdata/make_groups.R out/<run id>/distributions.csv")
+if (length(args) != 1) stop("usage: Rscript psychometrics/testdata/make_groups.R out/<run id>")
 dir <- "psychometrics/testdata"
 fmt <- function(v) ifelse(is.na(v), "", sprintf("%.17g", v))
 
 spec <- yaml::read_yaml("examples/bfi/experiment.yaml")
 items <- read.csv("examples/bfi/items.csv", colClasses = "character")
-dist <- read.csv(args[1], colClasses = "character")
+dist <- read.csv(file.path(args[1], "distributions.csv"), colClasses = "character")
 dist$p <- as.numeric(dist$p)
 personas <- sapply(spec$personas, function(p) p$id)
 attr <- function(name) sapply(spec$personas, function(p) as.character(p$attributes[[name]]))
@@ -78,7 +81,24 @@ for (sc in unique(items$scale)) {
     }
   }
 }
+# The expected scores per seed, as results.csv writes them (every digit).
+res <- read.csv(file.path(args[1], "results.csv"), colClasses = "character")
+res$expected_score <- as.numeric(ifelse(res$expected_score == "", NA, res$expected_score))
+for (m in unique(res$model)) for (sd in unique(res$seed)) for (sc in unique(items$scale)) {
+  part <- res[res$model == m & res$seed == sd & res$scale == sc, ]
+  its <- items$id[items$scale == sc]
+  x <- matrix(NA_real_, length(personas), length(its), dimnames = list(personas, its))
+  for (k in seq_len(nrow(part))) x[part$persona_id[k], part$item_id[k]] <- part$expected_score[k]
+  x <- as.data.frame(x)
+  a <- suppressWarnings(suppressMessages(alpha(x, warnings = FALSE)))
+  kept <- rownames(a$item.stats)
+  om <- suppressWarnings(suppressMessages(omega(x[, kept], nfactors = 1, fm = "pa", plot = FALSE)))$omega.tot
+  case <- paste("expected", m, sd, sc, sep = "/")
+  add(case, "raw_alpha", a$total$raw_alpha)
+  add(case, "omega_total", om)
+}
+
 write.csv(do.call(rbind, cells), file.path(dir, "bfi_groups.csv"), row.names = FALSE)
 write.csv(do.call(rbind, out), file.path(dir, "reference_groups.csv"), row.names = FALSE)
-cat(sprintf("psych %s: %d cases, %d where omega() stops\n", packageVersion("psych"), length(out) / 6,
+cat(sprintf("psych %s: %d lines, %d cases where omega() stops\n", packageVersion("psych"), length(out),
             sum(sapply(out, function(o) o$stat == "omega_refused" && o$value == "1"))))
