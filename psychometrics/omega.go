@@ -8,6 +8,15 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
+// The reasons OmegaTotal gives no number. Their text is what reliability.csv and reference_scales.csv write in
+// their note column (after "psychometrics: ").
+var (
+	ErrTooFewCommon = errors.New("psychometrics: a pair of items has fewer than two common answers")
+	ErrNoStart      = errors.New("psychometrics: the squared multiple correlations sum to 0.001 or less (singular correlation matrix), where psych's principal-axis fit stops")
+	ErrSMCRounding  = errors.New("psychometrics: a diagonal entry of the correlation matrix's pseudo-inverse is zero to rounding, so its squared multiple correlation (0 or 1) and psych's result are decided by rounding error")
+	ErrImaginary    = errors.New("psychometrics: the principal-axis fit met a negative first eigenvalue, where psych stops")
+)
+
 // Principal-axis settings of psych's fa(): it stops when the summed communalities change by less than minErr,
 // or after maxIter eigen decompositions.
 const (
@@ -37,6 +46,13 @@ const (
 //
 // cols lists the columns of x to use; ComputeAlpha's Alpha.Items are the usual choice (psych's omega cannot
 // use an item without variance either: its correlations are undefined).
+//
+// Where psych's omega() stops, OmegaTotal returns NaN and one of these errors (errors.Is): ErrTooFewItems,
+// ErrTooFewCommon (psych: "missing values (NAs) in the correlation matrix do not allow me to continue"),
+// ErrNoStart (the squared multiple correlations sum to 0.001 or less, so psych's iteration never runs and it
+// stops with "object 'eigens' not found": a singular correlation matrix, e.g. fewer respondents than items)
+// and ErrImaginary (psych warns "imaginary eigen value condition"). It also refuses with ErrSMCRounding where
+// psych does compute a number but that number is decided by rounding error: see squaredMultipleCorrelations.
 func OmegaTotal(x [][]float64, cols []int) (float64, error) {
 	if len(cols) < 2 {
 		return math.NaN(), ErrTooFewItems
@@ -52,7 +68,7 @@ func OmegaTotal(x [][]float64, cols []int) (float64, error) {
 	for _, row := range r {
 		for _, v := range row {
 			if math.IsNaN(v) {
-				return math.NaN(), errors.New("psychometrics: omega: a pair of items has fewer than two common answers")
+				return math.NaN(), ErrTooFewCommon
 			}
 		}
 	}
@@ -104,6 +120,11 @@ func principalAxis1(r [][]float64) ([]float64, error) {
 		work.SetSym(i, i, smc[i])
 		comm += smc[i]
 	}
+	if comm <= paMinErr {
+		// psych's loop (while err > min.err, err starting at the summed communalities) never runs: fa() then
+		// reads loadings it never computed and stops with an error.
+		return nil, ErrNoStart
+	}
 	loadings := make([]float64, n)
 	errSum := comm
 	for iter := 1; errSum > paMinErr; iter++ {
@@ -123,7 +144,7 @@ func principalAxis1(r [][]float64) ([]float64, error) {
 		}
 		if math.IsNaN(comm1) {
 			// psych warns "imaginary eigen value condition" and stops with these loadings.
-			return nil, fmt.Errorf("psychometrics: omega: negative first eigenvalue %g", vals[top])
+			return nil, fmt.Errorf("%w (first eigenvalue %g)", ErrImaginary, vals[top])
 		}
 		for i := range n {
 			work.SetSym(i, i, loadings[i]*loadings[i])
@@ -140,6 +161,14 @@ func principalAxis1(r [][]float64) ([]float64, error) {
 // squaredMultipleCorrelations is psych's smc on a correlation matrix: 1 - 1/diag(Pinv(r)), where Pinv is the
 // Moore-Penrose inverse by SVD dropping singular values below sqrt(machine epsilon) times the largest; values
 // above 1 are set to 1 and below 0 to 0, as psych does.
+//
+// On a singular or non-positive-definite matrix (pairwise correlations over different respondents) a diagonal
+// entry of Pinv can be zero in exact arithmetic. Computed, it is a few units of rounding either side of zero,
+// and its sign alone decides the SMC: 1 - 1/(+tiny) is clamped to 0, 1 - 1/(-tiny) to 1. psych's value then
+// follows LAPACK's rounding and silico's gonum's, and the two differ (omega by up to 1e-4 on examples/bfi's
+// age bands with missing answers). No port can match that, so such a matrix is refused with ErrSMCRounding: an
+// entry counts as zero when its magnitude is within 64·n·ε·Σ 1/d_k of zero (d_k the kept singular values), a
+// bound on the rounding error of the sum Σ_k V[i,k] U[i,k] / d_k.
 func squaredMultipleCorrelations(r [][]float64) ([]float64, error) {
 	n := len(r)
 	a := mat.NewDense(n, n, nil)
@@ -156,7 +185,14 @@ func squaredMultipleCorrelations(r [][]float64) ([]float64, error) {
 	var u, v mat.Dense
 	svd.UTo(&u)
 	svd.VTo(&v)
-	tol := math.Sqrt(2.220446049250313e-16) * d[0]
+	tol := math.Sqrt(epsilon) * d[0]
+	var invSum float64
+	for _, dk := range d {
+		if dk > tol && dk > 0 {
+			invSum += 1 / dk
+		}
+	}
+	zero := 64 * float64(n) * epsilon * invSum
 	out := make([]float64, n)
 	for i := range n {
 		// diag(V diag(1/d) U')[i] = sum_k V[i,k] U[i,k] / d[k] over the kept singular values.
@@ -166,7 +202,13 @@ func squaredMultipleCorrelations(r [][]float64) ([]float64, error) {
 				s += v.At(i, k) * u.At(i, k) / d[k]
 			}
 		}
+		if math.Abs(s) <= zero {
+			return nil, ErrSMCRounding
+		}
 		out[i] = min(max(1-1/s, 0), 1)
 	}
 	return out, nil
 }
+
+// epsilon is R's .Machine$double.eps, the spacing of float64 at 1.
+const epsilon = 2.220446049250313e-16

@@ -1,6 +1,9 @@
 package psychometrics
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // Reliability is the reliability of one scale on one data matrix, as the outputs report it: Alpha's statistics
 // and omega total over the items alpha uses.
@@ -9,8 +12,10 @@ type Reliability struct {
 	// Err is ComputeAlpha's error: alpha is undefined (fewer than two items with variance), Alpha holds only
 	// Items, Dropped and Respondents, and Omega is NaN.
 	Err error
-	// Omega is OmegaTotal over Alpha.Items, NaN where it is undefined.
-	Omega float64
+	// Omega is OmegaTotal over Alpha.Items, NaN where it is undefined; OmegaErr then says why (Err when alpha
+	// is undefined too).
+	Omega    float64
+	OmegaErr error
 }
 
 // ScaleReliability computes ComputeAlpha on x and, where alpha is defined, OmegaTotal over the items it uses. It
@@ -18,11 +23,9 @@ type Reliability struct {
 // human reference and the human reference's own (reference_scales.csv).
 func ScaleReliability(x [][]float64) Reliability {
 	a, err := ComputeAlpha(x)
-	r := Reliability{Alpha: a, Err: err, Omega: math.NaN()}
+	r := Reliability{Alpha: a, Err: err, Omega: math.NaN(), OmegaErr: err}
 	if err == nil {
-		if om, err := OmegaTotal(x, a.Items); err == nil {
-			r.Omega = om
-		}
+		r.Omega, r.OmegaErr = OmegaTotal(x, a.Items)
 	}
 	return r
 }
@@ -49,3 +52,19 @@ func ChoiceReliability(choice [][]int16, items []int, score [][]float64, keep fu
 	}
 	return ScaleReliability(x)
 }
+
+// Note says why a number of r is missing, as the note column of reliability.csv and reference_scales.csv
+// writes it: "alpha and omega: <reason>" when alpha is undefined, "omega: <reason>" when only omega is, empty
+// when both are numbers.
+func (r Reliability) Note() string {
+	switch {
+	case r.Err != nil:
+		return "alpha and omega: " + reason(r.Err)
+	case r.OmegaErr != nil:
+		return "omega: " + reason(r.OmegaErr)
+	}
+	return ""
+}
+
+// reason is an error's text without the package prefix.
+func reason(err error) string { return strings.TrimPrefix(err.Error(), "psychometrics: ") }

@@ -159,8 +159,8 @@ func readCSV(t *testing.T, path string) (map[string]int, [][]string) {
 // statRE is a statistic as the report shows it: three decimals.
 var statRE = regexp.MustCompile(`^-?\d+\.\d{3}$`)
 
-// sameStat reports whether the report's 3-decimal text shows the CSV's 6-decimal value: within half a unit of
-// the third decimal (both are roundings of the same number, so a value ending in 5 may round either way).
+// sameStat reports whether the report's 3-decimal text shows the CSV's exact value: within half a unit of
+// the third decimal, plus 1e-9 for the decimal text of a binary number.
 func sameStat(shown, csvValue string) bool {
 	if csvValue == "" {
 		return shown == "—"

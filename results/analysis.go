@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/silicolab/silico/experiment"
@@ -40,6 +41,9 @@ type Reliability struct {
 	// (Row.ExpectedScore) instead of their written answers' scores; nil without option probabilities.
 	AlphaExpected *float64 `json:"alpha_expected"`
 	OmegaExpected *float64 `json:"omega_expected"`
+	// Note says why a statistic is empty where R psych refuses it (psychometrics.Reliability.Note): the written
+	// answers' reason, then "expected scores: " and theirs, joined by "; "; empty when every number is there.
+	Note string `json:"note"`
 }
 
 // ItemStat is one line of items.csv: one item of a scale for one model and seed, across personas.
@@ -105,9 +109,10 @@ type CellResult struct {
 	LatencyMS float64
 	Score     int32 // valid when Scored
 	Attempts  int32
-	// Expected is the cell's expected score (Row.ExpectedScore), NaN when it has none. A float32 keeps the
-	// struct at 24 bytes; its 7 significant digits are more than the 6 decimals reliability.csv writes.
-	Expected float32
+	// Expected is the cell's expected score (Row.ExpectedScore), NaN when it has none. It stays a float64:
+	// alpha_expected and omega_expected are computed from it and written with every digit they have, so
+	// rounding it here would change them in the seventh digit.
+	Expected float64
 	Option   int16 // index of the answer in the item's options, -1 when there is none
 	Status   uint8
 	Scored   bool
@@ -180,9 +185,9 @@ func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration) *an
 func (an *analyzer) add(r *Row) {
 	an.sum.add(r)
 	an.scales.add(r)
-	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed, Expected: float32(math.NaN())}
+	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed, Expected: math.NaN()}
 	if r.ExpectedScore != nil {
-		c.Expected = float32(*r.ExpectedScore)
+		c.Expected = *r.ExpectedScore
 	}
 	switch r.Status {
 	case store.StatusOK:
@@ -256,13 +261,24 @@ func (a *Analysis) ScaleItems(k int) []int {
 	return out
 }
 
-// alphaOmega is alpha and omega total of x; nil where undefined.
-func alphaOmega(x [][]float64) (alpha, omega *float64) {
+// alphaOmega is alpha and omega total of x, nil where undefined, and the note that says why.
+func alphaOmega(x [][]float64) (alpha, omega *float64, note string) {
 	r := psychometrics.ScaleReliability(x)
 	if r.Err != nil {
-		return nil, nil
+		return nil, nil, r.Note()
 	}
-	return finite(r.Raw), finite(r.Omega)
+	return finite(r.Raw), finite(r.Omega), r.Note()
+}
+
+// joinNotes joins the non-empty notes with "; ".
+func joinNotes(notes ...string) string {
+	var out []string
+	for _, n := range notes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // reliabilityOf appends the Reliability and Items lines of one (model, seed) block (index m*seeds + sd), whose
@@ -283,8 +299,13 @@ func (a *Analysis) reliabilityOf(block int, score []int32, has []bool, expected 
 			rel.Alpha, rel.StdAlpha, rel.AverageR = finite(ps.Raw), finite(ps.Std), finite(ps.AverageR)
 			rel.OmegaTotal = finite(ps.Omega)
 		}
+		rel.Note = ps.Note()
 		if ex, any := expectedMatrix(len(s.Personas), items, expected); any {
-			rel.AlphaExpected, rel.OmegaExpected = alphaOmega(ex)
+			var note string
+			rel.AlphaExpected, rel.OmegaExpected, note = alphaOmega(ex)
+			if note != "" {
+				rel.Note = joinNotes(rel.Note, "expected scores: "+note)
+			}
 		}
 		a.Reliability = append(a.Reliability, rel)
 		for j, it := range items {

@@ -9,7 +9,7 @@ import (
 // ReliabilityHeader returns the header of reliability.csv.
 func ReliabilityHeader() []string {
 	return []string{"run_id", "model", "seed", "scale", "scale_name", "n_personas", "n_items", "n_items_used",
-		"n_missing", "alpha", "std_alpha", "average_r", "omega_total", "alpha_expected", "omega_expected"}
+		"n_missing", "alpha", "std_alpha", "average_r", "omega_total", "alpha_expected", "omega_expected", "note"}
 }
 
 // ItemsHeader returns the header of items.csv.
@@ -24,20 +24,25 @@ func AgreementHeader() []string {
 		"range", "modal_share"}
 }
 
-// Stat formats a statistic as the CSV outputs write it: 6 decimals, empty when undefined (nil).
+// Stat formats a number as every CSV of results writes it (formatFloat), empty when undefined (nil).
 func Stat(v *float64) string {
 	if v == nil {
 		return ""
 	}
-	return strconv.FormatFloat(*v, 'f', 6, 64)
+	return formatFloat(*v)
 }
+
+// formatFloat is the one way the CSV outputs write a number that is not a count: the shortest decimal that
+// reads back as the same float64 (strconv's 'g' with precision -1, e.g. 0.7030184460573041, 1e-05, 3), so a
+// file read back gives exactly the numbers silico computed. Only latency_ms is rounded (to 0.1 ms, formatLatency).
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func writeReliability(w io.Writer, runID string, rel []Reliability) error {
 	return writeCSV(w, ReliabilityHeader(), len(rel), func(i int) []string {
 		r := rel[i]
 		return []string{runID, r.Model, strconv.FormatInt(r.Seed, 10), r.Scale, r.ScaleName, strconv.Itoa(r.Personas),
 			strconv.Itoa(r.Items), strconv.Itoa(r.ItemsUsed), strconv.Itoa(r.Missing), Stat(r.Alpha), Stat(r.StdAlpha),
-			Stat(r.AverageR), Stat(r.OmegaTotal), Stat(r.AlphaExpected), Stat(r.OmegaExpected)}
+			Stat(r.AverageR), Stat(r.OmegaTotal), Stat(r.AlphaExpected), Stat(r.OmegaExpected), r.Note}
 	})
 }
 

@@ -86,7 +86,7 @@ func (c *cellStats) add(r CellResult, index int) {
 		c.answers[off+int(r.Option)]++
 	}
 	if e := r.Expected; e == e { // not NaN
-		c.blockExpected[cell.Item*len(c.spec.Personas)+cell.Persona] = float64(e)
+		c.blockExpected[cell.Item*len(c.spec.Personas)+cell.Persona] = e
 	}
 	if r.Scored {
 		c.scoreSum[i] += int64(r.Score)

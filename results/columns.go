@@ -144,7 +144,7 @@ func optBool(name string, f func(*Row) **bool) rowColumn {
 // that reads back exactly (empty for none), in JSON as encoding/json writes a float64 (null for none).
 func optFloat(name string, f func(*Row) **float64) rowColumn {
 	return rowColumn{name: name,
-		csv: func(r *Row) string { return formatProb(*f(r)) },
+		csv: func(r *Row) string { return Stat(*f(r)) },
 		json: func(b []byte, r *Row) ([]byte, error) {
 			if p := *f(r); p != nil {
 				return appendJSONFloat(b, *p)

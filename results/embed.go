@@ -102,7 +102,7 @@ func ExportEmbed(ctx context.Context, src Source, spec *experiment.Spec, runID, 
 			Cached: r.Cached, ErrorClass: r.ErrorClass, ErrorMessage: r.ErrorMessage})
 		return xw.Write([]string{strconv.Itoa(r.Index), row.Model, row.TextID, row.Source, r.Status,
 			strconv.Itoa(int(row.Dims)), strconv.Itoa(r.PromptTokens), r.CostUSD.String(),
-			strconv.FormatBool(r.Cached), strconv.Itoa(r.Attempts), strconv.Itoa(r.Tries), strconv.FormatFloat(r.LatencyMS, 'f', -1, 64),
+			strconv.FormatBool(r.Cached), strconv.Itoa(r.Attempts), strconv.Itoa(r.Tries), formatFloat(r.LatencyMS),
 			r.ErrorClass, r.ErrorCode, r.ErrorMessage, row.Text})
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {
@@ -172,7 +172,7 @@ func writeSimilarity(f *atomicFile, texts []experiment.EmbedText, rows []VectorR
 		for j, b := range rows {
 			line[j+1] = ""
 			if len(a.Vector) > 0 && len(a.Vector) == len(b.Vector) && norms[i] > 0 && norms[j] > 0 {
-				line[j+1] = strconv.FormatFloat(dot(a.Vector, b.Vector)/(norms[i]*norms[j]), 'f', 6, 64)
+				line[j+1] = formatFloat(dot(a.Vector, b.Vector) / (norms[i] * norms[j]))
 			}
 		}
 		if err := w.Write(line); err != nil {

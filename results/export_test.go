@@ -433,7 +433,7 @@ func TestScaleScores(t *testing.T) {
 	if !slices.Equal(recs[0], ScalesHeader()) || len(recs) != 17 {
 		t.Fatalf("scales.csv: header %v, %d lines; want %v, 17", recs[0], len(recs), ScalesHeader())
 	}
-	if want := []string{"r", "m1", "p2", "7", "E", "Extraversion", "2.0000", "1", "1", "", "0"}; !slices.Equal(recs[5], want) {
+	if want := []string{"r", "m1", "p2", "7", "E", "Extraversion", "2", "1", "1", "", "0"}; !slices.Equal(recs[5], want) {
 		t.Fatalf("scales.csv line 5 = %q, want %q", recs[5], want)
 	}
 	if got := recs[4][6]; got != "" {

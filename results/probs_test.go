@@ -110,7 +110,7 @@ func TestReliabilityOnExpectedScores(t *testing.T) {
 		if x[c.Persona] == nil {
 			x[c.Persona] = make([]float64, 3)
 		}
-		x[c.Persona][c.Item] = float64(float32(probs[0]*w[0] + probs[1]*w[1] + probs[2]*w[2]))
+		x[c.Persona][c.Item] = probs[0]*w[0] + probs[1]*w[1] + probs[2]*w[2]
 	}
 	an, err := Analyze(context.Background(), sliceSource{recs: recs}, spec, "r", 0)
 	if err != nil {

@@ -42,6 +42,10 @@ type ReferenceScale struct {
 	ItemsUsed  int
 	ModelAlpha *float64
 	ModelOmega *float64
+	// Note says why ModelAlpha or ModelOmega is empty where R psych refuses it (psychometrics.Reliability.Note),
+	// e.g. a group with fewer personas than items; empty when both are numbers. The humans' numbers carry no note:
+	// they are empty where psych refuses them, for the same reasons.
+	Note string
 	// The humans' numbers, as the spec's reference carries them (nil: not computed, e.g. from a file of counts).
 	Humans         int
 	HumanItemsUsed int
@@ -107,7 +111,7 @@ func (a *Analysis) reference() {
 					x = append(x, row)
 				}
 				ps := psychometrics.ScaleReliability(x)
-				rs.Personas, rs.ItemsUsed = ps.Respondents, len(ps.Items)
+				rs.Personas, rs.ItemsUsed, rs.Note = ps.Respondents, len(ps.Items), ps.Note()
 				if ps.Err == nil {
 					rs.ModelAlpha, rs.ModelOmega = finite(ps.Raw), finite(ps.Omega)
 				}

@@ -20,10 +20,10 @@ func ReferenceHeader() []string {
 // ReferenceScalesHeader returns the header of reference_scales.csv: one line per model × scale × group.
 func ReferenceScalesHeader() []string {
 	return []string{"run_id", "model", "scale", "scale_name", "group", "n_personas", "n_items_used", "model_alpha",
-		"model_omega_total", "n_humans", "human_n_items_used", "human_alpha", "human_omega_total"}
+		"model_omega_total", "n_humans", "human_n_items_used", "human_alpha", "human_omega_total", "note"}
 }
 
-// probs formats a distribution as reference.csv writes it: each probability with 6 decimals, joined with ";"
+// probs formats a distribution as reference.csv writes it: each probability as formatFloat writes it, joined with ";"
 // in the order of the options column; empty when there is none.
 func probs(p []float64) string {
 	if p == nil {
@@ -31,7 +31,7 @@ func probs(p []float64) string {
 	}
 	s := make([]string, len(p))
 	for i, v := range p {
-		s[i] = strconv.FormatFloat(v, 'f', 6, 64)
+		s[i] = formatFloat(v)
 	}
 	return strings.Join(s, ";")
 }
@@ -53,7 +53,7 @@ func writeDistributions(w io.Writer, runID string, ds []Distribution) error {
 		d, k := lines[i].d, lines[i].k
 		p := ""
 		if d.PMF.P != nil {
-			p = strconv.FormatFloat(d.PMF.P[k], 'f', 6, 64)
+			p = formatFloat(d.PMF.P[k])
 		}
 		return []string{runID, d.Model, d.ItemID, d.PersonaID, d.Options[k], p, strconv.Itoa(d.PMF.Cells), d.PMF.Source()}
 	})
@@ -73,6 +73,6 @@ func writeReferenceScales(w io.Writer, runID string, rows []ReferenceScale) erro
 		r := rows[i]
 		return []string{runID, r.Model, r.Scale, r.ScaleName, r.Group, strconv.Itoa(r.Personas), strconv.Itoa(r.ItemsUsed),
 			Stat(r.ModelAlpha), Stat(r.ModelOmega), strconv.Itoa(r.Humans), strconv.Itoa(r.HumanItemsUsed),
-			Stat(r.HumanAlpha), Stat(r.HumanOmega)}
+			Stat(r.HumanAlpha), Stat(r.HumanOmega), r.Note}
 	})
 }

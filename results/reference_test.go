@@ -242,7 +242,7 @@ func TestExportWritesReferenceFiles(t *testing.T) {
 	}
 	r := rows[0]
 	if r[col["model"]] != "m1" || r[col["item_id"]] != "q1" || r[col["persona_id"]] != "p1" || r[col["option_id"]] != "1" ||
-		r[col["p"]] != "0.300000" || r[col["n_cells"]] != "2" || r[col["source"]] != SourceProbs {
+		r[col["p"]] != "0.3" || r[col["n_cells"]] != "2" || r[col["source"]] != SourceProbs {
 		t.Errorf("distributions.csv first line %v", r)
 	}
 	col, rows = readOutput(t, dir, ReferenceFile)
@@ -251,8 +251,9 @@ func TestExportWritesReferenceFiles(t *testing.T) {
 	}
 	r = rows[0]
 	if r[col["group"]] != "all" || r[col["source"]] != SourceMixed || r[col["options"]] != "1;2;3" ||
-		r[col["model_p"]] != "0.200000;0.133333;0.666667" || r[col["human_p"]] != "0.500000;0.250000;0.250000" ||
-		r[col["w1"]] != "0.716667" || r[col["n_humans"]] != "4" || r[col["n_cells"]] != "3" {
+		// Every digit: the model's mean of 0.1, 0.3 … is 0.19999999999999998 in float64, and the file says so.
+		r[col["model_p"]] != "0.19999999999999998;0.13333333333333333;0.6666666666666666" || r[col["human_p"]] != "0.5;0.25;0.25" ||
+		r[col["w1"]] != "0.7166666666666668" || r[col["n_humans"]] != "4" || r[col["n_cells"]] != "3" {
 		t.Errorf("reference.csv first line %v", r)
 	}
 	if _, rows = readOutput(t, dir, ReferenceScalesFile); len(rows) != 2*2*2 {
@@ -313,19 +314,23 @@ func TestBFIReferenceCSVHumansEqualR(t *testing.T) {
 		}
 		opts, ps := strings.Split(r[col["options"]], ";"), strings.Split(r[col["human_p"]], ";")
 		for i, o := range opts {
-			if want := strconv.FormatFloat(float64(c[o])/float64(total), 'f', 6, 64); ps[i] != want {
-				t.Errorf("%v option %s: human p %s, R %s", k, o, ps[i], want)
+			// The CSV writes every digit: the share reads back as exactly count / total.
+			if got, err := strconv.ParseFloat(ps[i], 64); err != nil || got != float64(c[o])/float64(total) {
+				t.Errorf("%v option %s: human p %s, R %d/%d", k, o, ps[i], c[o], total)
 			}
 		}
 	}
 	scol, srows := readOutput(t, dir, "human_scales.csv")
-	want := map[[2]string][2]string{}
+	want := map[[2]string][2]float64{}
 	for _, r := range srows {
-		f := func(c string) string {
-			v, _ := strconv.ParseFloat(r[scol[c]], 64)
-			return strconv.FormatFloat(v, 'f', 6, 64)
+		f := func(c string) float64 {
+			v, err := strconv.ParseFloat(r[scol[c]], 64)
+			if err != nil {
+				t.Fatalf("human_scales.csv %v: %v", r, err)
+			}
+			return v
 		}
-		want[[2]string{r[scol["scale"]], r[scol["group"]]}] = [2]string{f("alpha"), f("omega_total")}
+		want[[2]string{r[scol["scale"]], r[scol["group"]]}] = [2]float64{f("alpha"), f("omega_total")}
 	}
 	col, rows = readOutput(t, out, ReferenceScalesFile)
 	if len(rows) != len(want) {
@@ -333,8 +338,11 @@ func TestBFIReferenceCSVHumansEqualR(t *testing.T) {
 	}
 	for _, r := range rows {
 		k := [2]string{r[col["scale"]], r[col["group"]]}
-		if got := [2]string{r[col["human_alpha"]], r[col["human_omega_total"]]}; got != want[k] {
-			t.Errorf("%v: human alpha, omega %v; psych %v", k, got, want[k])
+		for i, c := range []string{"human_alpha", "human_omega_total"} {
+			got, err := strconv.ParseFloat(r[col[c]], 64)
+			if err != nil || math.Abs(got-want[k][i]) > 1e-9 {
+				t.Errorf("%v: %s %q; psych %.17g", k, c, r[col[c]], want[k][i])
+			}
 		}
 	}
 }

@@ -220,20 +220,11 @@ func (r Row) ValuesFor(cols []string) []string {
 		id := strings.TrimPrefix(c, "p_")
 		cell := ""
 		if k := slices.Index(r.Options, id); k >= 0 && k < len(r.Probs) {
-			cell = strconv.FormatFloat(r.Probs[k], 'g', -1, 64)
+			cell = formatFloat(r.Probs[k])
 		}
 		v = append(v, cell)
 	}
 	return v
-}
-
-// formatProb writes a probability, entropy or expected score in the shortest form that reads back exactly; empty
-// for nil.
-func formatProb(v *float64) string {
-	if v == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*v, 'g', -1, 64)
 }
 
 // CellColumns returns the columns of r that are facts of the cell, formatted as in results.csv: every column

@@ -165,23 +165,15 @@ func ScalesHeader() []string {
 		"expected_mean", "n_expected"}
 }
 
-// writeScales writes scales.csv: one line per ScaleScore, the mean with 4 decimals (empty when none).
+// writeScales writes scales.csv: one line per ScaleScore, the means as Stat writes them (empty when none).
 func writeScales(w io.Writer, runID string, scores iter.Seq[ScaleScore]) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(ScalesHeader()); err != nil {
 		return err
 	}
 	for s := range scores {
-		mean := ""
-		if s.Mean != nil {
-			mean = strconv.FormatFloat(*s.Mean, 'f', 4, 64)
-		}
-		expected := ""
-		if s.ExpectedMean != nil {
-			expected = strconv.FormatFloat(*s.ExpectedMean, 'f', 4, 64)
-		}
 		if err := cw.Write([]string{runID, s.Model, s.PersonaID, strconv.FormatInt(s.Seed, 10), s.Scale, s.ScaleName,
-			mean, strconv.Itoa(s.NItems), strconv.Itoa(s.NMissing), expected, strconv.Itoa(s.NExpected)}); err != nil {
+			Stat(s.Mean), strconv.Itoa(s.NItems), strconv.Itoa(s.NMissing), Stat(s.ExpectedMean), strconv.Itoa(s.NExpected)}); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,101 @@
+package results_test
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/results"
+)
+
+// TestBFIReferenceScalesEqualR runs examples/bfi on the simulator and compares every line of its
+// reference_scales.csv with R psych on the same personas × items matrix (psychometrics/testdata/
+// reference_groups.csv, written by make_groups.R from such a run): model_alpha to 1e-9 everywhere;
+// model_omega_total empty with an "omega: " note exactly where psych's omega() stops (the age bands with 2 or 4
+// personas for 5 items), psych's number to 1e-9 elsewhere. And reliability.csv's alpha_expected and
+// omega_expected to 1e-9 of psych's on results.csv's expected scores (a float32 on the way missed by up to 7e-7).
+func TestBFIReferenceScalesEqualR(t *testing.T) {
+	ref := map[string]map[string]string{} // case → stat → value
+	for _, r := range readAll(t, "../psychometrics/testdata/reference_groups.csv")[1:] {
+		if ref[r[0]] == nil {
+			ref[r[0]] = map[string]string{}
+		}
+		ref[r[0]][r[1]] = r[3]
+	}
+	dir := runExample(t, "../examples/bfi/experiment.yaml")
+	recs := readAll(t, filepath.Join(dir, results.ReferenceScalesFile))
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	if len(recs) != 36 {
+		t.Fatalf("reference_scales.csv has %d lines, want 35 scale × group lines", len(recs)-1)
+	}
+	refused := 0
+	for _, r := range recs[1:] {
+		name := r[col["scale"]] + "/" + r[col["group"]]
+		want := ref[name]
+		if want == nil {
+			t.Fatalf("no R reference for %s", name)
+		}
+		if !sameNumber(r[col["model_alpha"]], want["raw_alpha"]) {
+			t.Errorf("%s: model_alpha %q, psych %s", name, r[col["model_alpha"]], want["raw_alpha"])
+		}
+		note := r[col["note"]]
+		if want["omega_refused"] == "1" {
+			refused++
+			if r[col["model_omega_total"]] != "" || !strings.HasPrefix(note, "omega: ") {
+				t.Errorf("%s: psych's omega() stops; the line has omega %q, note %q", name, r[col["model_omega_total"]], note)
+			}
+			continue
+		}
+		if !sameNumber(r[col["model_omega_total"]], want["omega_total"]) || note != "" {
+			t.Errorf("%s: model_omega_total %q (note %q), psych %s", name, r[col["model_omega_total"]], note, want["omega_total"])
+		}
+	}
+	if refused != 15 {
+		t.Errorf("%d lines where psych refuses omega, want 15", refused)
+	}
+
+	recs = readAll(t, filepath.Join(dir, results.ReliabilityFile))
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, r := range recs[1:] {
+		name := strings.Join([]string{"expected", r[col["model"]], r[col["seed"]], r[col["scale"]]}, "/")
+		want := ref[name]
+		if want == nil {
+			t.Fatalf("no R reference for %s", name)
+		}
+		for _, c := range [][2]string{{"alpha_expected", "raw_alpha"}, {"omega_expected", "omega_total"}} {
+			if !sameNumber(r[col[c[0]]], want[c[1]]) {
+				t.Errorf("%s: %s %q, psych %s", name, c[0], r[col[c[0]]], want[c[1]])
+			}
+		}
+	}
+}
+
+// sameNumber reports whether the CSV text got reads as a number within 1e-9 of the reference text want.
+func sameNumber(got, want string) bool {
+	g, err1 := strconv.ParseFloat(got, 64)
+	w, err2 := strconv.ParseFloat(want, 64)
+	return err1 == nil && err2 == nil && math.Abs(g-w) <= 1e-9
+}
+
+func readAll(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return recs
+}
