@@ -68,6 +68,10 @@ type Record struct {
 	// Coverage is the probability mass the model put on valid option labels before renormalisation, in (0, 1];
 	// zero when Probs is nil.
 	Coverage float64 `json:"coverage,omitempty"`
+	// ProbsSum is, under the verbalized answer mode, the sum of the probabilities the model stated before Probs
+	// normalised them (any non-negative number; 1 when the model's numbers already summed to 1); zero under
+	// other modes and when the stated probabilities were unusable.
+	ProbsSum float64 `json:"probs_sum,omitempty"`
 }
 
 // Usage is what the record's call consumed. A cell answered from the response cache consumed nothing: its cost
