@@ -89,3 +89,20 @@ func TestVerbalizedValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestVerbalizedRemark holds the note on a completion cap too small for an object of probabilities: 8 tokens per
+// option of the largest option set, plus 4.
+func TestVerbalizedRemark(t *testing.T) {
+	s := minimalSpec() // two options per item
+	s.Run.Answer = &AnswerSettings{Mode: AnswerVerbalized}
+	s.Models = s.Models[1:]
+	s.Models[0].Params.MaxTokens = 19
+	if r := s.Remarks(); len(r) != 1 || !strings.HasPrefix(r[0], "models[0].params.max_tokens: 19 tokens is little for a verbalized answer") ||
+		!strings.Contains(r[0], "at least 20") {
+		t.Errorf("remarks %q; want one on max_tokens 19 asking for 20", r)
+	}
+	s.Models[0].Params.MaxTokens = 20
+	if r := s.Remarks(); len(r) != 0 {
+		t.Errorf("remarks %q at 20 tokens; want none", r)
+	}
+}
