@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -182,12 +183,18 @@ func FromStated(text string, set experiment.OptionSet) (d Dist, sum float64, err
 			missing = append(missing, o.ID)
 			continue
 		}
-		var v float64
-		if err := json.Unmarshal(raw, &v); err != nil {
+		var n json.Number
+		// A json.Number also takes a quoted number ("0.5") and null (as ""), which the schema's type number
+		// does not.
+		if err := json.Unmarshal(raw, &n); err != nil || raw[0] == '"' || n == "" {
 			return Dist{}, 0, fmt.Errorf("option %s: %s is not a number", o.ID, raw)
 		}
-		// JSON has no NaN or infinity, but a number too large for float64 decodes as an error above; a
-		// finite check keeps the invariant explicit.
+		// JSON has no NaN or infinity, but a grammar-constrained model can write a number beyond float64
+		// (1E3333): ParseFloat says so, and the check below keeps the invariant explicit.
+		v, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return Dist{}, 0, fmt.Errorf("option %s: %.40s is out of range", o.ID, n)
+		}
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return Dist{}, 0, fmt.Errorf("option %s: probability %s is negative or not finite", o.ID, raw)
 		}

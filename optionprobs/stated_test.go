@@ -26,7 +26,10 @@ func TestFromStated(t *testing.T) {
 		{"negative", `{"a":0.5,"b":-0.1,"c":0.6}`, nil, 0, "option b: probability -0.1 is negative"},
 		{"missing", `{"a":1}`, nil, 0, "no probability for option b, c"},
 		{"string", `{"a":"0.5","b":0.5,"c":0}`, nil, 0, "option a: \"0.5\" is not a number"},
-		{"too large", `{"a":1e999,"b":0,"c":0}`, nil, 0, "option a: 1e999 is not a number"},
+		{"null", `{"a":null,"b":0.5,"c":0}`, nil, 0, "option a: null is not a number"},
+		{"too large", `{"a":1e999,"b":0,"c":0}`, nil, 0, "option a: 1e999 is out of range"},
+		// What a tiny model under llama.cpp's grammar for the schema wrote (digits the grammar allows).
+		{"grammar overflow", `{"a" :7565633333333333.5555563333333333E3333333333333333,"b" :0.5,"c":0}`, nil, 0, "option a: 7565633333333333.5555563333333333E"},
 		{"not JSON", `I think b.`, nil, 0, "not a JSON object"},
 		{"array", `[0.2,0.3,0.5]`, nil, 0, "not a JSON object"},
 	} {
