@@ -105,7 +105,8 @@ func (a AnswerSettings) ProbsSource() string {
 	return ""
 }
 
-// Distributed says whether the model's cells record a probability per option (logprobs, or samples over seeds).
+// Distributed says whether the model's cells record a probability per option (logprobs, stated, or samples over
+// seeds).
 func (a AnswerSettings) Distributed() bool { return a.ProbsSource() != "" || a.Mode == AnswerSamples }
 
 // CallParams are the parameters a call of cell c sends: its model's params with what its answer mode asks for
