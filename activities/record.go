@@ -74,7 +74,10 @@ func (r *recorder) answerRecord(c experiment.Cell, a respcache.Answer) store.Rec
 // The written answer is matched to the item's options (under a json_schema answer, the JSON's "answer"); an
 // answer the content filter withheld, or one cut at the completion cap before it named an option, is unparsed
 // with a class that says so. Where the model's answer mode reads logprobs, the record carries the distribution
-// over the options that the label token's alternatives give.
+// over the options that the label token's alternatives give. Under mode verbalized the answer is the JSON object
+// of stated probabilities (optionprobs.FromStated): the record carries them normalised, with their raw sum, and
+// its option is the most likely one (unparsed with candidates on a tie); an unusable statement is unparsed, its
+// schema invalid and its error_message saying why.
 func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, price experiment.Price, priced bool) store.Record {
 	set := spec.OptionsFor(c.Item)
 	mode := spec.AnswerFor(spec.Models[c.Model])
@@ -87,7 +90,20 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, 
 			text, schema = id, store.SchemaValid
 		}
 	}
-	m := experiment.Match(text, set)
+	var stated optionprobs.Dist
+	var statedSum float64
+	var statedErr error
+	m := experiment.MatchResult{}
+	if mode.Mode == experiment.AnswerVerbalized {
+		stated, statedSum, statedErr = optionprobs.FromStated(a.Text, set)
+		m = statedAnswer(stated, statedErr, set)
+		schema = store.SchemaInvalid
+		if statedErr == nil {
+			schema = store.SchemaValid
+		}
+	} else {
+		m = experiment.Match(text, set)
+	}
 	rec := store.Record{
 		Index:            c.Index,
 		Status:           m.Status,
@@ -108,6 +124,11 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, 
 		rec.ErrorClass = errclass.Truncated
 		rec.ErrorMessage = fmt.Sprintf("the answer was cut at the completion cap (%d tokens) before it named an option (finish_reason length); raise max_tokens",
 			spec.Models[c.Model].Params.CompletionCap())
+	case statedErr != nil:
+		rec.ErrorMessage = "verbalized answer unusable: " + statedErr.Error()
+	}
+	if stated.Probs != nil && rec.ErrorClass == "" {
+		rec.Probs, rec.Coverage, rec.ProbsSum = stated.Probs, stated.Coverage, statedSum
 	}
 	if mode.Logprobs {
 		if d, ok := optionprobs.FromLogprobs(a.Logprobs, set, mode.Prefix); ok {
@@ -118,6 +139,26 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, 
 		rec.CostUSD = llm.Cost(price, a.PromptTokens, a.CompletionTokens)
 	}
 	return rec
+}
+
+// statedAnswer is the written answer of a verbalized cell: the option with the highest stated probability;
+// unparsed with the tied options as candidates when several share it, and unparsed without any when the
+// statement was unusable (err).
+func statedAnswer(d optionprobs.Dist, err error, set experiment.OptionSet) experiment.MatchResult {
+	if err != nil {
+		return experiment.MatchResult{Status: experiment.MatchUnparsed}
+	}
+	top := d.Probs[d.Argmax()]
+	var tied []string
+	for k, p := range d.Probs {
+		if p == top {
+			tied = append(tied, set.Options[k].ID)
+		}
+	}
+	if len(tied) > 1 {
+		return experiment.MatchResult{Status: experiment.MatchUnparsed, Candidates: tied}
+	}
+	return experiment.MatchResult{Status: experiment.MatchOK, OptionID: tied[0]}
 }
 
 // jsonAnswer reads the option id of a json_schema answer: a JSON object whose "answer" is one of set's ids. ok

@@ -136,7 +136,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 	pics := countImages(spec)
 	var est Estimate
 	for mi, m := range spec.Models {
-		g, err := c.grid(m.Name)
+		g, err := c.grid(mi)
 		if err != nil {
 			return Estimate{}, err
 		}
@@ -298,7 +298,7 @@ func combine(spec *experiment.Spec, models []ModelEstimate) (time.Duration, []st
 type counter struct {
 	spec  *experiment.Spec
 	tok   *llm.Tokenizer
-	grids map[string]*grid // by encoding
+	grids map[string]*grid // by encoding, and whether the prompt carries the verbalized instruction
 }
 
 // grid holds the token counts of a spec's prompts under one encoding, summed over one seed.
@@ -311,9 +311,15 @@ type grid struct {
 	answerOverhead int
 }
 
-// grid counts the prompts of every (item, persona) under the encoding of model name.
-func (c *counter) grid(name string) (*grid, error) {
+// grid counts the prompts of model mi's cells for every (item, persona), under its encoding. Models whose
+// encodings are the same share the counts, unless one answer mode appends an instruction to the prompt
+// (experiment.VerbalizedInstruction) and the other does not.
+func (c *counter) grid(mi int) (*grid, error) {
+	name := c.spec.Models[mi].Name
 	enc := llm.EncodingFor(name)
+	if c.spec.AnswerFor(c.spec.Models[mi]).Mode == experiment.AnswerVerbalized {
+		enc += "\x00verbalized"
+	}
 	if g, ok := c.grids[enc]; ok {
 		return g, nil
 	}
@@ -335,7 +341,7 @@ func (c *counter) grid(name string) (*grid, error) {
 	userSoFar := make([]int, personas)
 	for it := range items {
 		for p := range personas {
-			msgs, err := c.spec.Render(experiment.Cell{Item: it, Persona: p}, nil)
+			msgs, err := c.spec.Render(experiment.Cell{Model: mi, Item: it, Persona: p}, nil)
 			if err != nil {
 				return nil, fmt.Errorf("estimate: render item %d persona %d: %w", it, p, err)
 			}

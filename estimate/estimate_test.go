@@ -73,11 +73,20 @@ var threeModels = []string{
 }
 
 func TestPromptTokensExact(t *testing.T) {
-	for _, prompt := range []string{
-		"", // the default chat prompt
-		"prompt: {type: normal, template: \"{persona_description} {general_instruction}\\n{question}\\n{answer_options}\"}\n",
+	// A verbalized model's prompts carry an instruction the others' do not, in the same encoding as mini's.
+	verbalized := append([]string{"{id: stated, name: gpt-4o, params: {max_tokens: 20}, answer: {mode: verbalized}}"}, threeModels...)
+	for _, tc := range []struct {
+		models []string
+		prompt string
+	}{
+		{threeModels, ""}, // the default chat prompt
+		{threeModels, "prompt: {type: normal, template: \"{persona_description} {general_instruction}\\n{question}\\n{answer_options}\"}\n"},
+		{verbalized, ""},
 	} {
-		spec := parse(t, specYAML(threeModels, 2, 4, 3, prompt, ""))
+		spec := parse(t, specYAML(tc.models, 2, 4, 3, tc.prompt, ""))
+		if len(tc.models) > len(threeModels) {
+			spec.Models = append(spec.Models[1:], spec.Models[0]) // threeModels first, as the checks below index them
+		}
 		tok := tokenizer(t)
 		est, err := Compute(spec, tok)
 		if err != nil {

@@ -24,9 +24,20 @@ const (
 	// AnswerJSONSchema constrains the answer with response_format: a JSON object whose "answer" is one of the
 	// item's option ids (and, with Reason, a free-text "reason" after it).
 	AnswerJSONSchema AnswerMode = "json_schema"
+	// AnswerVerbalized asks, with response_format, for a stated probability per option id (VerbalizedSchema)
+	// and records them normalised to sum 1, with their raw sum; the written answer is the most likely option.
+	AnswerVerbalized AnswerMode = "verbalized"
 )
 
-var answerModes = []string{string(AnswerText), string(AnswerLogprobs), string(AnswerSamples), string(AnswerJSONSchema)}
+var answerModes = []string{string(AnswerText), string(AnswerLogprobs), string(AnswerSamples), string(AnswerJSONSchema), string(AnswerVerbalized)}
+
+// The values of a cell's probs_source: where its option probabilities come from.
+const (
+	// ProbsFromLogprobs: the label token's logprobs (modes logprobs, and json_schema with logprobs).
+	ProbsFromLogprobs = "logprobs"
+	// ProbsFromVerbalized: the probabilities the model stated (mode verbalized).
+	ProbsFromVerbalized = "verbalized"
+)
 
 // DefaultTopLogprobs is how many alternatives per token the logprobs answer asks for.
 const DefaultTopLogprobs = MaxTopLogprobs
@@ -82,8 +93,21 @@ func (s *Spec) AnswerFor(m Model) AnswerSettings {
 	return out
 }
 
-// Distributed says whether the model's cells record a probability per option (logprobs, or samples over seeds).
-func (a AnswerSettings) Distributed() bool { return a.Logprobs || a.Mode == AnswerSamples }
+// ProbsSource is where the probabilities of the model's cells come from: ProbsFromLogprobs, ProbsFromVerbalized,
+// or "" when its cells record none (modes text and samples, json_schema without logprobs).
+func (a AnswerSettings) ProbsSource() string {
+	switch {
+	case a.Mode == AnswerVerbalized:
+		return ProbsFromVerbalized
+	case a.Logprobs:
+		return ProbsFromLogprobs
+	}
+	return ""
+}
+
+// Distributed says whether the model's cells record a probability per option (logprobs, stated, or samples over
+// seeds).
+func (a AnswerSettings) Distributed() bool { return a.ProbsSource() != "" || a.Mode == AnswerSamples }
 
 // CallParams are the parameters a call of cell c sends: its model's params with what its answer mode asks for
 // (logprobs, a response_format naming the item's options). Every request of the cell, its cache key and what
@@ -102,7 +126,49 @@ func (s *Spec) CallParams(c Cell) Params {
 	if a.Mode == AnswerJSONSchema && len(p.ResponseFormat) == 0 {
 		p.ResponseFormat = answerSchema(s.OptionsFor(c.Item), a.Reason)
 	}
+	if a.Mode == AnswerVerbalized {
+		p.ResponseFormat = VerbalizedSchema(s.OptionsFor(c.Item))
+	}
 	return p
+}
+
+// VerbalizedSchema is the response_format of a verbalized answer over set: a strict json_schema named
+// "probabilities" whose object has one required number property per option id, in the set's order, and no
+// others. Each property's description says what the number is, for a server that shows the schema to the model;
+// the instruction Render appends (VerbalizedInstruction) says it to a server that only constrains the output
+// to the schema (llama.cpp's grammars). Keys are option ids, not labels: the reply names the options exactly.
+func VerbalizedSchema(set OptionSet) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"type":"json_schema","json_schema":{"name":"probabilities","strict":true,"schema":{"type":"object","properties":{`)
+	ids := make([]string, len(set.Options))
+	for i, o := range set.Options {
+		ids[i] = o.ID
+		id, _ := json.Marshal(o.ID) // strings always encode
+		desc, _ := json.Marshal(fmt.Sprintf("the probability, from 0 to 1, that you would choose option %s", o.ID))
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(id)
+		b.WriteString(`:{"type":"number","description":`)
+		b.Write(desc)
+		b.WriteByte('}')
+	}
+	required, _ := json.Marshal(ids)
+	b.WriteString(`},"required":`)
+	b.Write(required)
+	b.WriteString(`,"additionalProperties":false}}}`)
+	return json.RawMessage(b.String())
+}
+
+// VerbalizedInstruction is the paragraph Render appends to the last user message of a verbalized cell: what the
+// numbers the schema asks for mean, naming the option ids that are its keys.
+func VerbalizedInstruction(set OptionSet) string {
+	ids := make([]string, len(set.Options))
+	for i, o := range set.Options {
+		ids[i] = o.ID
+	}
+	return "Instead of choosing one option, answer with a JSON object that gives, for each option (" + strings.Join(ids, ", ") +
+		"), the probability that you would choose it; the probabilities sum to 1."
 }
 
 // answerSchema is the response_format of a json_schema answer over set: strict, the answer first (so its label
@@ -167,6 +233,10 @@ func (s *Spec) checkAnswer(errs *Errors, path string, a *AnswerSettings, models 
 			errs.add(path+".mode", "%s: %s is a reasoning model, for which OpenAI returns no logprobs; use mode samples, the distribution over the seeds", m.ID, m.Name)
 		case eff.Mode == AnswerJSONSchema && m.Provider == ProviderAnthropic:
 			errs.add(path+".mode", "%s: json_schema is sent as OpenAI's response_format, which Anthropic's API does not take", m.ID)
+		case eff.Mode == AnswerVerbalized && m.Provider == ProviderAnthropic:
+			errs.add(path+".mode", "%s: verbalized asks for the probabilities through OpenAI's response_format json_schema, which Anthropic's API does not take; use mode samples, the distribution over the seeds", m.ID)
+		case eff.Mode == AnswerVerbalized && len(m.Params.ResponseFormat) > 0:
+			errs.add(path+".mode", "%s: verbalized sends a response_format of its own (a probability per option id), and the model's params set response_format; remove params.response_format or use another mode", m.ID)
 		case eff.Mode == AnswerSamples && len(s.Seeds) < 2:
 			errs.add(path+".mode", "samples is the distribution of answers over the seeds, and the spec has %d seed; give at least 2 (more seeds, finer shares)", len(s.Seeds))
 		}
@@ -182,6 +252,9 @@ func (s *Spec) checkAnswer(errs *Errors, path string, a *AnswerSettings, models 
 	}
 	if a.Prefix != "" && mode == AnswerJSONSchema {
 		errs.add(path+".prefix", "mode json_schema finds the label after %s itself; remove prefix", JSONAnswerPrefix)
+	}
+	if a.Prefix != "" && mode == AnswerVerbalized {
+		errs.add(path+".prefix", "mode verbalized reads a JSON object of probabilities, with no label after a prefix; remove prefix")
 	}
 	if a.Reason && mode != AnswerJSONSchema {
 		errs.add(path+".reason", "reason is a field of the json_schema answer; set mode: json_schema or remove reason")

@@ -32,10 +32,16 @@ func (s *Spec) RequestPath(m Model) string {
 // left unclosed.
 const MinReasonTokens = 64
 
+// VerbalizedTokensPerOption is what a verbalized answer's completion cap is held to per option: an entry
+// `"<id>": 0.25, ` takes 4 to 7 tokens (quotes, id, colon, number, comma, spaces), so 8 per option and 4 for the
+// braces leave room for a spaced or fenced object.
+const VerbalizedTokensPerOption = 8
+
 // Remarks are what a valid spec asks for that will not happen as written, or that is likely a mistake, one
 // "field: remark" each: the seed of a model of provider anthropic, which is not sent, and the picture detail it
 // does not take; a base_url without a version in its path; a json_schema answer with a reason under a completion
-// cap too small for it. starter validate prints them as notes.
+// cap too small for it, and a verbalized answer under a cap too small for an item's object of probabilities
+// (VerbalizedTokensPerOption). starter validate prints them as notes.
 func (s *Spec) Remarks() []string {
 	var out []string
 	for i, m := range s.Models {
@@ -47,6 +53,9 @@ func (s *Spec) Remarks() []string {
 			out = append(out, r)
 		}
 		if r := s.reasonRemark(p, m); r != "" {
+			out = append(out, r)
+		}
+		if r := s.verbalizedRemark(p, m); r != "" {
 			out = append(out, r)
 		}
 	}
@@ -105,4 +114,28 @@ func (s *Spec) reasonRemark(p string, m Model) string {
 		"takes 7 to 10 tokens before the reason starts, so answers whose reason runs longer are cut at the cap "+
 		"(finish_reason length), their JSON unclosed and the reason lost; give at least %d (e.g. 256), or remove reason: true",
 		field, capped, MinReasonTokens)
+}
+
+// verbalizedRemark remarks on a verbalized answer under a completion cap below VerbalizedTokensPerOption per
+// option of the spec's largest option set, plus 4.
+func (s *Spec) verbalizedRemark(p string, m Model) string {
+	if s.IsEmbed() || s.AnswerFor(m).Mode != AnswerVerbalized {
+		return ""
+	}
+	most := 0
+	for it := range s.Questionnaire.Items {
+		most = max(most, len(s.OptionsFor(it).Options))
+	}
+	need := VerbalizedTokensPerOption*most + 4
+	capped := m.Params.CompletionCap()
+	if capped >= need {
+		return ""
+	}
+	field := p + ".params.max_tokens"
+	if m.Params.MaxCompletionTokens > 0 {
+		field = p + ".params.max_completion_tokens"
+	}
+	return fmt.Sprintf("%s: %d tokens is little for a verbalized answer: an object of %d probabilities takes up to %d tokens, "+
+		"so answers may be cut at the cap (finish_reason length, unparsed as Truncated); give at least %d",
+		field, capped, most, need, need)
 }

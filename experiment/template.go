@@ -324,6 +324,7 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 			out[i] = Message{Role: rt.roles[i], Content: rt.render(t, c.Item, c.Persona)}
 		}
 		rt.attachImages(out, 0, c)
+		s.instruct(c, out)
 		return out, nil
 	}
 	if !rt.chat || len(rt.msgs) < 2 || rt.roles[0] != RoleSystem {
@@ -338,7 +339,23 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 		out = append(out, Message{Role: rt.roles[i], Content: rt.render(rt.msgs[i], c.Item, c.Persona)})
 	}
 	rt.attachImages(out, 2*len(history), c)
+	s.instruct(c, out)
 	return out, nil
+}
+
+// instruct appends what cell c's answer mode needs the model to be told to the last user message of out: under
+// mode verbalized, VerbalizedInstruction after a blank line (the schema alone constrains the output, but a server
+// that compiles it to a grammar never shows the model what the numbers mean). Other modes add nothing.
+func (s *Spec) instruct(c Cell, out []Message) {
+	if s.AnswerFor(s.Models[c.Model]).Mode != AnswerVerbalized {
+		return
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Role == RoleUser {
+			out[i].Content += "\n\n" + VerbalizedInstruction(s.OptionsFor(c.Item))
+			return
+		}
+	}
 }
 
 // PersonaDescription is persona p's template filled with its attributes. It is empty when the template is invalid.

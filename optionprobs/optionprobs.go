@@ -10,7 +10,11 @@
 package optionprobs
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -154,4 +158,57 @@ func (d Dist) Expected(score func(k int) (float64, bool)) (float64, bool) {
 		return 0, false
 	}
 	return sum / mass, true
+}
+
+// FromStated reads a verbalized answer: text is a JSON object (whitespace and a Markdown code fence aside) with
+// a number for every option id of set (experiment.VerbalizedSchema). Probs are those numbers in set's order
+// divided by their sum, and sum is the raw sum before that; Coverage is 1 (the stated numbers are all on
+// options). Keys that are no option id are ignored. err says why the answer has no distribution: not a JSON
+// object, an option without a number, a number that is negative or not finite, or a zero sum.
+func FromStated(text string, set experiment.OptionSet) (d Dist, sum float64, err error) {
+	s := strings.TrimSpace(text)
+	if t, ok := strings.CutPrefix(s, "```"); ok {
+		t = strings.TrimPrefix(t, "json")
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(t), "```"))
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &obj); err != nil || obj == nil {
+		return Dist{}, 0, errors.New("the answer is not a JSON object of probabilities")
+	}
+	probs := make([]float64, len(set.Options))
+	var missing []string
+	for k, o := range set.Options {
+		raw, ok := obj[o.ID]
+		if !ok {
+			missing = append(missing, o.ID)
+			continue
+		}
+		var n json.Number
+		// A json.Number also takes a quoted number ("0.5") and null (as ""), which the schema's type number
+		// does not.
+		if err := json.Unmarshal(raw, &n); err != nil || raw[0] == '"' || n == "" {
+			return Dist{}, 0, fmt.Errorf("option %s: %s is not a number", o.ID, raw)
+		}
+		// JSON has no NaN or infinity, but a grammar-constrained model can write a number beyond float64
+		// (1E3333): ParseFloat says so, and the check below keeps the invariant explicit.
+		v, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return Dist{}, 0, fmt.Errorf("option %s: %.40s is out of range", o.ID, n)
+		}
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return Dist{}, 0, fmt.Errorf("option %s: probability %s is negative or not finite", o.ID, raw)
+		}
+		probs[k] = v
+		sum += v
+	}
+	if len(missing) > 0 {
+		return Dist{}, 0, fmt.Errorf("no probability for option %s", strings.Join(missing, ", "))
+	}
+	if sum <= 0 || math.IsInf(sum, 0) {
+		return Dist{}, sum, fmt.Errorf("the probabilities sum to %g; want a positive sum", sum)
+	}
+	for k := range probs {
+		probs[k] /= sum
+	}
+	return Dist{Probs: probs, Coverage: 1}, sum, nil
 }

@@ -63,6 +63,8 @@ var rowColumns = []rowColumn{
 	text("schema", func(r *Row) *string { return &r.Schema }),
 	probsColumn("probs"),
 	optFloat("coverage", func(r *Row) **float64 { return &r.Coverage }),
+	text("probs_source", func(r *Row) *string { return &r.ProbsSource }),
+	optFloat("probs_sum", func(r *Row) **float64 { return &r.ProbsSum }),
 	optFloat("entropy", func(r *Row) **float64 { return &r.Entropy }),
 	text("top_option", func(r *Row) *string { return &r.TopOption }),
 	optFloat("expected_score", func(r *Row) **float64 { return &r.ExpectedScore }),

@@ -80,7 +80,13 @@ type Row struct {
 	// bits; TopOption its most likely option; ExpectedScore Σ p·score over the options that score (reversed
 	// items reversed); TopAgrees whether TopOption is the written answer (nil without a written option). All
 	// nil or empty when the cell has no distribution.
-	Coverage      *float64
+	Coverage *float64
+	// ProbsSource says where Probs come from: "logprobs" or "verbalized" (experiment.ProbsFromLogprobs,
+	// ProbsFromVerbalized) when the cell's answer mode records probabilities, whether or not this cell got them;
+	// empty for modes that record none. ProbsSum is the raw sum of a verbalized cell's stated probabilities
+	// before normalising (nil otherwise, and when the statement was unusable).
+	ProbsSource   string
+	ProbsSum      *float64
 	Entropy       *float64
 	TopOption     string
 	ExpectedScore *float64
@@ -109,7 +115,7 @@ func HeaderFor(spec *experiment.Spec) []string {
 func probColumns(spec *experiment.Spec) []string {
 	logprobs := false
 	for _, m := range spec.Models {
-		logprobs = logprobs || spec.AnswerFor(m).Logprobs
+		logprobs = logprobs || spec.AnswerFor(m).ProbsSource() != ""
 	}
 	if !logprobs {
 		return nil
@@ -158,6 +164,10 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		ImageSHA256:      r.ImageSHA256,
 		FinishReason:     r.FinishReason,
 		Schema:           r.Schema,
+		ProbsSource:      spec.AnswerFor(spec.Models[c.Model]).ProbsSource(),
+	}
+	if row.ProbsSource == experiment.ProbsFromVerbalized && len(r.Probs) > 0 {
+		row.ProbsSum = finite(r.ProbsSum)
 	}
 	opts := spec.OptionsFor(c.Item).Options
 	if r.OptionID != "" {

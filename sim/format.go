@@ -14,6 +14,10 @@ type responseFormat struct {
 	enum []string
 	// reason is set when the schema has a reason property: the answer carries one.
 	reason bool
+	// stated are the keys of a schema of stated probabilities: an object whose properties are all numbers
+	// (silico's verbalized answer, one per option id), in the order of the schema's required list. Nil for an
+	// answer schema.
+	stated []string
 }
 
 // json reports whether the answer is a JSON object.
@@ -65,6 +69,7 @@ func parseResponseFormat(raw json.RawMessage) (responseFormat, error) {
 	var schema struct {
 		Type       *string                    `json:"type"`
 		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
 	}
 	if raw, ok := rf.JSONSchema["schema"]; !ok || json.Unmarshal(raw, &schema) != nil || string(raw) == "null" {
 		return responseFormat{}, fmt.Errorf("response_format.json_schema.schema: want a JSON Schema object")
@@ -73,11 +78,15 @@ func parseResponseFormat(raw json.RawMessage) (responseFormat, error) {
 		return responseFormat{}, fmt.Errorf("response_format.json_schema.schema.type: %q; the simulator answers "+
 			"objects (\"type\": \"object\")", *schema.Type)
 	}
+	if ids, ok := statedKeys(schema.Properties, schema.Required); ok {
+		f.stated = ids
+		return f, nil
+	}
 	answer, ok := schema.Properties["answer"]
 	if !ok {
 		return responseFormat{}, fmt.Errorf("response_format.json_schema.schema.properties: no answer property; " +
 			"the simulator answers schemas with properties.answer (a string, optionally with an enum of option ids) " +
-			"and an optional reason")
+			"and an optional reason, or schemas whose properties are all numbers (stated probabilities)")
 	}
 	var a struct {
 		Enum json.RawMessage `json:"enum"`
@@ -93,4 +102,23 @@ func parseResponseFormat(raw json.RawMessage) (responseFormat, error) {
 	}
 	_, f.reason = schema.Properties["reason"]
 	return f, nil
+}
+
+// statedKeys returns the keys of a schema of stated probabilities: every property {"type":"number"}, at least
+// two, each required; in the required list's order (the option order silico sends). ok is false for any other
+// schema.
+func statedKeys(props map[string]json.RawMessage, required []string) ([]string, bool) {
+	if len(props) < 2 || len(required) != len(props) {
+		return nil, false
+	}
+	for _, id := range required {
+		var p struct {
+			Type string `json:"type"`
+		}
+		raw, ok := props[id]
+		if !ok || json.Unmarshal(raw, &p) != nil || p.Type != "number" {
+			return nil, false
+		}
+	}
+	return required, true
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -73,6 +74,9 @@ func compose(h uint64, msgs []chatMessage, f responseFormat) reply {
 		return reply{text: last[spans[k].start:spans[k].end], labelEnd: len(labels[k]), labels: labels, chosen: k}
 	}
 
+	if f.stated != nil {
+		return reply{text: stated(h, f.stated, labels, k), labelAt: -1}
+	}
 	const prefix = `{"answer":`
 	r := reply{labelAt: -1}
 	var answer string
@@ -142,4 +146,50 @@ func reason(h uint64) string {
 	default:
 		return "This matches my experience."
 	}
+}
+
+// stated writes the probabilities a verbalized answer of hash h states for ids (the schema's keys): the id the
+// written answer would choose (the one equal to the prompt's label k, else the one at its place when the schema
+// lists as many ids as the prompt lists options, else ids[h mod len(ids)]) gets a weight from 0.50 to 0.99, every
+// other id one from 0.00 to 0.49, so the stated answer is the written one and never tied. Two answers in three
+// state those weights as they are (their sum is rarely 1, so that silico's normalisation is exercised); the
+// third divides them by their sum and writes 4 decimals (a sum of 1 to rounding).
+func stated(h uint64, ids, labels []string, k int) string {
+	c := -1
+	if k >= 0 {
+		c = slices.Index(ids, labels[k])
+		if c < 0 && len(ids) == len(labels) {
+			c = k
+		}
+	}
+	if c < 0 {
+		c = int(h % uint64(len(ids)))
+	}
+	w := make([]float64, len(ids))
+	var sum float64
+	for i := range ids {
+		r := float64(mix64(h^uint64(0x57a7ed+i))%50) / 100
+		if i == c {
+			r += 0.5
+		}
+		w[i] = r
+		sum += r
+	}
+	normalise := mix64(h^0x5c0a1e)%3 == 0
+	var sb strings.Builder
+	sb.WriteByte('{')
+	for i, id := range ids {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(jsonString(id))
+		sb.WriteByte(':')
+		if normalise {
+			sb.WriteString(strconv.FormatFloat(w[i]/sum, 'f', 4, 64))
+		} else {
+			sb.WriteString(strconv.FormatFloat(w[i], 'f', 2, 64))
+		}
+	}
+	sb.WriteByte('}')
+	return sb.String()
 }

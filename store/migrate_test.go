@@ -143,8 +143,9 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Back to version 5's layout: elapsed_ms a column of runs (and version 6's: no tries, no cell_carry; no
-	// run_state, which version 8 adds).
+	// run_state, which version 8 adds; no probs_sum, which version 9 adds).
 	for _, q := range []string{
+		"ALTER TABLE cells DROP COLUMN probs_sum",
 		"DROP TABLE run_state",
 		"DROP TABLE cell_carry",
 		"ALTER TABLE cells DROP COLUMN tries",
@@ -204,6 +205,7 @@ func TestMigrateVersion6Tries(t *testing.T) {
 	}
 	// Back to version 6's layout: no tries column, no carry table, no run_state.
 	for _, q := range []string{
+		"ALTER TABLE cells DROP COLUMN probs_sum",
 		"DROP TABLE run_state",
 		"DROP TABLE cell_carry",
 		"ALTER TABLE cells DROP COLUMN tries",
@@ -261,6 +263,7 @@ func TestPostgresMigrateTries(t *testing.T) {
 		"DROP TABLE silico_cell_carry",
 		"ALTER TABLE silico_cells DROP COLUMN tries",
 		"DROP TABLE silico_run_state",
+		"ALTER TABLE silico_cells DROP COLUMN probs_sum",
 		"DELETE FROM silico_schema_version WHERE version >= 5",
 	} {
 		pgExec(t, dsn, q)
@@ -295,7 +298,7 @@ func TestMigrateVersion7RunState(t *testing.T) {
 	if err := s.SaveRun(ctx, "r", []byte(`{"name":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP TABLE run_state", "PRAGMA user_version = 7"} {
+	for _, q := range []string{"ALTER TABLE cells DROP COLUMN probs_sum", "DROP TABLE run_state", "PRAGMA user_version = 7"} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -318,5 +321,78 @@ func TestMigrateVersion7RunState(t *testing.T) {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
 		t.Fatalf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+}
+
+// TestMigrateVersion8ProbsSum holds the 8 → 9 migration: a version 8 file gains probs_sum, its rows read back
+// with 0 there, and a verbalized record's raw sum is written and read back.
+func TestMigrateVersion8ProbsSum(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 0, Status: StatusOK, OptionID: "a", Raw: "A", Probs: []float64{0.25, 0.75}, Coverage: 0.9, Attempts: 1}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ALTER TABLE cells DROP COLUMN probs_sum", "PRAGMA user_version = 8"} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("open a version 8 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	if got, err := s.Records(ctx, "run", 0, 1); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], old) {
+		t.Fatalf("record after migration = %+v, %v; want %+v", got, err, old)
+	}
+	stated := Record{Index: 1, Status: StatusOK, OptionID: "b", Probs: []float64{0.2, 0.8}, ProbsSum: 1.25, Attempts: 1}
+	if err := s.Put(ctx, "run", []Record{stated}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || got[0].ProbsSum != 1.25 {
+		t.Fatalf("verbalized record = %+v, %v; want probs_sum 1.25", got, err)
+	}
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+}
+
+// TestPostgresMigrateProbsSum holds PostgreSQL's step 7 as TestMigrateVersion8ProbsSum holds SQLite's.
+func TestPostgresMigrateProbsSum(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgTestDSN(t)
+	s, err := OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 0, Status: StatusOK, OptionID: "a", Probs: []float64{0.25, 0.75}, Attempts: 1}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN probs_sum")
+	pgExec(t, dsn, "DELETE FROM silico_schema_version WHERE version >= 7")
+	if s, err = OpenPostgres(ctx, dsn); err != nil {
+		t.Fatalf("open a schema of step 6: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	if got, err := s.Records(ctx, "run", 0, 1); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], old) {
+		t.Fatalf("record after migration = %+v, %v; want %+v", got, err, old)
+	}
+	stated := Record{Index: 1, Status: StatusOK, OptionID: "b", Probs: []float64{0.2, 0.8}, ProbsSum: 1.25, Attempts: 1}
+	if err := s.Put(ctx, "run", []Record{stated}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || got[0].ProbsSum != 1.25 {
+		t.Fatalf("verbalized record = %+v, %v; want probs_sum 1.25", got, err)
 	}
 }

@@ -93,6 +93,8 @@ var pgMigrations = []string{
 		state TEXT        NOT NULL,
 		at    TIMESTAMPTZ NOT NULL
 	);`,
+	// the raw sum of a verbalized answer's stated probabilities (0 in the rows already written: none was verbalized)
+	`ALTER TABLE silico_cells ADD COLUMN probs_sum DOUBLE PRECISION NOT NULL DEFAULT 0;`,
 }
 
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all

@@ -60,14 +60,20 @@ type Record struct {
 	// empty when it said nothing or the call failed.
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Probs is the cell's probability of each answer option, in the order of the item's options, renormalised
-	// over the options (they sum to 1); nil when the cell has no distribution (no logprobs asked or none usable).
+	// over the options (they sum to 1): read from the label token's logprobs, or the probabilities a verbalized
+	// answer stated; nil when the cell has no distribution (none asked for, or none usable).
 	Probs []float64 `json:"probs,omitempty"`
-	// Schema says whether a json_schema answer was JSON of the schema naming one of the options (SchemaValid)
-	// or not (SchemaInvalid: the server did not apply the constraint); empty under other answer modes.
+	// Schema says whether a json_schema answer was JSON of the schema naming one of the options, or a verbalized
+	// answer a usable object of probabilities (SchemaValid), or not (SchemaInvalid); empty under other answer
+	// modes.
 	Schema string `json:"schema,omitempty"`
 	// Coverage is the probability mass the model put on valid option labels before renormalisation, in (0, 1];
 	// zero when Probs is nil.
 	Coverage float64 `json:"coverage,omitempty"`
+	// ProbsSum is, under the verbalized answer mode, the sum of the probabilities the model stated before Probs
+	// normalised them (any non-negative number; 1 when the model's numbers already summed to 1); zero under
+	// other modes and when the stated probabilities were unusable.
+	ProbsSum float64 `json:"probs_sum,omitempty"`
 }
 
 // Usage is what the record's call consumed. A cell answered from the response cache consumed nothing: its cost

@@ -76,6 +76,7 @@ var recordColumns = []recordColumn{
 	probsColumn(),
 	realColumn("coverage", func(r *Record) *float64 { return &r.Coverage }),
 	intColumn("tries", func(r *Record) *int { return &r.Tries }).addsCarried(),
+	realColumn("probs_sum", func(r *Record) *float64 { return &r.ProbsSum }),
 }
 
 // addsCarried marks c carried (see recordColumn.carried).

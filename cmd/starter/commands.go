@@ -106,6 +106,8 @@ func answerModeLines(spec *experiment.Spec) []string {
 			continue
 		case a.Mode == experiment.AnswerSamples:
 			out = append(out, fmt.Sprintf("model %s: answer %s: distributions.csv has the share of the %d seeds that chose each option", m.ID, a, len(spec.Seeds)))
+		case a.Mode == experiment.AnswerVerbalized:
+			out = append(out, fmt.Sprintf("model %s: answer %s: each cell states a probability per option id (JSON through response_format), recorded normalised in the p_<option id> columns with their raw sum in probs_sum; the written answer is the most likely option", m.ID, a))
 		case a.Logprobs:
 			out = append(out, fmt.Sprintf("model %s: answer %s: each cell records its probability per option (p_<option id> columns) from the label token's logprobs", m.ID, a))
 		default:
