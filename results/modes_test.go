@@ -65,7 +65,7 @@ func TestCompareModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := b.String(), "run_id,model,item_id,scale,mode_a,mode_b,n_personas,w1,jsd,n_top_compared,top_agree\n"+
-		"run,m1,q1,E,text,logprobs,2,"+Stat(rows[0].W1)+","+Stat(rows[0].JSD)+",2,0.500000\n"; got != want {
+		"run,m1,q1,E,text,logprobs,2,"+Stat(rows[0].W1)+","+Stat(rows[0].JSD)+",2,0.5\n"; got != want {
 		t.Errorf("modes.csv\n%s\nwant\n%s", got, want)
 	}
 }
