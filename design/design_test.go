@@ -25,7 +25,8 @@ const (
 )
 
 // synthetic draws the observations of the R check. Model m1 is a complete crossing (balanced); model m2 has a
-// shuffled order, prompt variants, probabilities and a tenth of its cells missing (unbalanced). Answers lean
+// shuffled order, prompt variants, probabilities and a tenth of its cells missing (unbalanced); model m3 words
+// each item in one variant only, so variant is aliased with item (df 0, as R drops it). Answers lean
 // to the first shown position with probability beta; otherwise they follow a persona × item distribution.
 func synthetic() []Observation {
 	r := rand.New(rand.NewPCG(20261203, 1))
@@ -35,7 +36,7 @@ func synthetic() []Observation {
 		reversed  bool
 	}{{"a1", "A", 5, false}, {"a2", "A", 5, true}, {"a3", "A", 5, false}, {"b1", "B", 4, false}, {"b2", "B", 4, true}}
 	var obs []Observation
-	for _, model := range []string{"m1", "m2"} {
+	for _, model := range []string{"m1", "m2", "m3"} {
 		orders := []string{OrderAsWritten, OrderReversed}
 		pvs := []string{""}
 		if model == "m2" {
@@ -48,10 +49,13 @@ func synthetic() []Observation {
 			for _, it := range items {
 				centre := lean*float64(it.k-1) + r.NormFloat64()*0.5
 				for _, variant := range []string{"v1", "v2"} {
+					if model == "m3" && (variant == "v1") != (it.id == "a1" || it.id == "b1") {
+						continue
+					}
 					for _, pv := range pvs {
 						for _, order := range orders {
 							for _, seed := range []int64{1, 2} {
-								if model == "m2" && r.Float64() < 0.1 {
+								if model != "m1" && r.Float64() < 0.1 {
 									continue
 								}
 								obs = append(obs, draw(r, model, it.scale, it.id, persona, seed, order, variant, pv, it.k,
@@ -283,13 +287,13 @@ func goOrderBias(rows []OrderBiasRow) map[string]string {
 }
 
 // goVariance flattens the variance rows as the reference has them: df and ss per term, Residuals included;
-// terms with one level are absent, as R drops them.
+// terms with df 0 (one level, or aliased with earlier terms) are absent, as R's anova drops them.
 func goVariance(rows []VarianceRow) map[string]string {
 	out := map[string]string{}
 	for _, r := range rows {
 		key := r.Model + "/" + r.Scale + "/"
 		for t, ts := range r.Terms {
-			if ts.Levels < 2 {
+			if ts.DF == 0 {
 				continue
 			}
 			out[key+Terms[t]+"_df"], out[key+Terms[t]+"_ss"] = strconv.Itoa(ts.DF), num(ts.SS)
@@ -343,9 +347,12 @@ func checkAgainst(t *testing.T, dir string) {
 	bal := map[string]bool{}
 	for _, r := range vr {
 		bal[r.Model] = bal[r.Model] || r.Balanced
+		if r.Model == "m3" && (r.Terms[2].Levels != 2 || r.Terms[2].DF != 0 || r.Terms[2].SS != 0) {
+			t.Errorf("m3/%s variant: %+v; want 2 levels aliased with item: df 0, ss 0", r.Scale, r.Terms[2])
+		}
 	}
-	if !bal["m1"] || bal["m2"] {
-		t.Errorf("balanced: m1 %v, m2 %v; want m1 (complete crossing) true, m2 (cells missing) false", bal["m1"], bal["m2"])
+	if !bal["m1"] || bal["m2"] || bal["m3"] {
+		t.Errorf("balanced: m1 %v, m2 %v, m3 %v; want m1 (complete crossing) true, m2 and m3 false", bal["m1"], bal["m2"], bal["m3"])
 	}
 }
 

@@ -3,6 +3,7 @@ package design
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -18,11 +19,13 @@ type scaleKey struct{ model, scale string }
 // varianceAcc holds the sufficient statistics of the least-squares fit of one model × scale: X'X and X'y of the
 // treatment-coded design are sums of counts and scores per level and per pair of levels, so no cell is kept.
 type varianceAcc struct {
-	n           int
+	n int
+	// shift is the first score seen; the sums are of score − shift, so Σy² does not dwarf the sums of squares.
+	shift       float64
 	sumY, sumY2 float64
 	levels      [6]map[string]int // term → level → index in order of first appearance
 	count       [6][]int          // term → level index → cells
-	sum         [6][]float64      // term → level index → Σ score
+	sum         [6][]float64      // term → level index → Σ (score − shift)
 	pair        [6][6]map[[2]int]int
 }
 
@@ -37,9 +40,11 @@ func (a *Accumulator) addVariance(o *Observation) {
 				v.pair[t][u] = map[[2]int]int{}
 			}
 		}
+		v.shift = o.Score
 		a.variance[k] = v
 	}
 	lv := [6]string{o.Persona, o.Item, o.Variant, o.PromptVariant, o.Order, strconv.FormatInt(o.Seed, 10)}
+	y := o.Score - v.shift
 	var idx [6]int
 	for t, l := range lv {
 		i, ok := v.levels[t][l]
@@ -51,7 +56,7 @@ func (a *Accumulator) addVariance(o *Observation) {
 		}
 		idx[t] = i
 		v.count[t][i]++
-		v.sum[t][i] += o.Score
+		v.sum[t][i] += y
 	}
 	for t := range idx {
 		for u := t + 1; u < len(idx); u++ {
@@ -59,8 +64,8 @@ func (a *Accumulator) addVariance(o *Observation) {
 		}
 	}
 	v.n++
-	v.sumY += o.Score
-	v.sumY2 += o.Score * o.Score
+	v.sumY += y
+	v.sumY2 += y * y
 }
 
 // TermSS is one term's line of the decomposition. A term with one level explains nothing and has DF 0, SS 0.
@@ -105,64 +110,62 @@ func (a *Accumulator) Variance() ([]VarianceRow, error) {
 	return rows, nil
 }
 
-// row fits the nested models intercept, + persona, + item, … by least squares on X'X and X'y and takes each
-// term's sum of squares as the fitted sum of squares it adds, its df as the rank it adds (columns aliased with
-// earlier terms add nothing, as in R's pivoting lm).
+// row fits the nested models intercept, + persona, + item, … by least squares on X'X and X'y. A Cholesky
+// factorisation L L' = X'X taken column by column in the order of the terms is Gram–Schmidt on the columns of X:
+// z = L⁻¹ X'y holds the coordinates of y along the orthogonalised columns, so z_j² is the fitted sum of squares
+// column j adds after every column before it, and a term's sequential (type I) ss is the sum over its columns.
+// A column whose pivot vanishes (aliased with earlier columns, as when a level pair is never observed) adds
+// nothing and no df, as R's lm drops it.
 func (v *varianceAcc) row() (VarianceRow, error) {
 	r := VarianceRow{N: v.n}
 	// Columns: the intercept, then per term with ≥ 2 levels a dummy for every level but the first.
 	type col struct{ term, level int }
 	cols := []col{{-1, -1}}
-	end := [6]int{} // end[t]: columns of terms up to t
 	for t := range Terms {
 		r.Terms[t].Levels = len(v.count[t])
 		for l := 1; l < len(v.count[t]); l++ {
 			cols = append(cols, col{t, l})
 		}
-		end[t] = len(cols)
 	}
 	p := len(cols)
 	xtx := mat.NewSymDense(p, nil)
 	xty := make([]float64, p)
-	cell := func(c col) (int, float64) { // X'X with the intercept, X'y
-		if c.term < 0 {
-			return v.n, v.sumY
-		}
-		return v.count[c.term][c.level], v.sum[c.term][c.level]
-	}
 	for i, ci := range cols {
-		n, s := cell(ci)
-		xty[i] = s
+		if ci.term < 0 {
+			xtx.SetSym(0, 0, float64(v.n))
+			xty[0] = v.sumY
+			continue
+		}
+		n := v.count[ci.term][ci.level]
 		xtx.SetSym(0, i, float64(n))
-		for j := i; j < p; j++ {
-			cj := cols[j]
-			if i == 0 {
-				break
+		xtx.SetSym(i, i, float64(n))
+		xty[i] = v.sum[ci.term][ci.level]
+		for j := i + 1; j < p; j++ {
+			if cj := cols[j]; cj.term != ci.term {
+				xtx.SetSym(i, j, float64(v.pair[ci.term][cj.term][[2]int{ci.level, cj.level}]))
 			}
-			var c int
-			switch {
-			case ci.term == cj.term && ci.level == cj.level:
-				c = n
-			case ci.term == cj.term:
-				c = 0
-			default:
-				c = v.pair[ci.term][cj.term][[2]int{ci.level, cj.level}]
-			}
-			xtx.SetSym(i, j, float64(c))
 		}
 	}
-	mean := v.sumY / float64(v.n)
-	r.TotalSS = v.sumY2 - float64(v.n)*mean*mean
-	prevFit, prevRank := float64(v.n)*mean*mean, 1
-	for t := range Terms {
-		fit, rank, err := projection(xtx, xty, end[t])
-		if err != nil {
-			return r, err
-		}
-		r.Terms[t].DF, r.Terms[t].SS = rank-prevRank, fit-prevFit
-		prevFit, prevRank = fit, rank
+	z, kept, err := sequential(xtx, xty)
+	if err != nil {
+		return r, err
 	}
-	r.Residual = TermSS{DF: v.n - prevRank, SS: v.sumY2 - prevFit}
+	rank := 0
+	fit := 0.0
+	for j, c := range cols {
+		fit += z[j] * z[j]
+		if !kept[j] {
+			continue
+		}
+		rank++
+		if c.term >= 0 {
+			r.Terms[c.term].DF++
+			r.Terms[c.term].SS += z[j] * z[j]
+		}
+	}
+	// Scores were accumulated less the first one (shift), which changes only the intercept's share of the fit.
+	r.TotalSS = v.sumY2 - z[0]*z[0]
+	r.Residual = TermSS{DF: v.n - rank, SS: v.sumY2 - fit}
 	for t := range r.Terms {
 		r.Terms[t].Share = share(r.Terms[t].SS, r.TotalSS)
 	}
@@ -171,35 +174,47 @@ func (v *varianceAcc) row() (VarianceRow, error) {
 	return r, nil
 }
 
-// projection returns c'A⁺c and the rank of A for the leading m×m block A of xtx and the first m entries c of
-// xty: the fitted sum of squares of the least-squares fit on the first m columns. Eigenvalues below 1e-10 of
-// the largest count as zero (aliased columns).
-func projection(xtx *mat.SymDense, xty []float64, m int) (float64, int, error) {
-	a := mat.NewSymDense(m, nil)
-	for i := range m {
-		for j := i; j < m; j++ {
-			a.SetSym(i, j, xtx.At(i, j))
+// aliasTol is the pivot, relative to the column's own X'X diagonal, below which a column counts as a linear
+// combination of the columns before it: the square of a relative residual norm of 3e-5 (R's lm uses 1e-7 on
+// the norm; dummy columns are either aliased, with pivots of rounding size, or far from it).
+const aliasTol = 1e-9
+
+// sequential returns z = L⁻¹c for the Cholesky factor L of a, taken in column order, with columns whose pivot
+// falls below aliasTol skipped (kept false, z 0). gonum's Cholesky refuses semidefinite matrices, which a design
+// with aliased columns gives, so the factorisation is spelled out.
+func sequential(a *mat.SymDense, c []float64) ([]float64, []bool, error) {
+	p := len(c)
+	l := mat.NewTriDense(p, mat.Lower, nil)
+	z := make([]float64, p)
+	kept := make([]bool, p)
+	for j := range p {
+		d := a.At(j, j)
+		for k := range j {
+			d -= l.At(j, k) * l.At(j, k)
 		}
-	}
-	var eig mat.EigenSym
-	if !eig.Factorize(a, true) {
-		return 0, 0, fmt.Errorf("eigen decomposition of the %d×%d cross-product matrix failed", m, m)
-	}
-	vals := eig.Values(nil)
-	var vecs mat.Dense
-	eig.VectorsTo(&vecs)
-	c := mat.NewVecDense(m, xty[:m])
-	tol := 1e-10 * slices.Max(vals)
-	fit, rank := 0.0, 0
-	for k, l := range vals {
-		if l <= tol {
+		if a.At(j, j) <= 0 || d <= aliasTol*a.At(j, j) {
 			continue
 		}
-		rank++
-		d := mat.Dot(vecs.ColView(k), c)
-		fit += d * d / l
+		if math.IsNaN(d) {
+			return nil, nil, fmt.Errorf("cross-product matrix is not finite at column %d", j)
+		}
+		kept[j] = true
+		ljj := math.Sqrt(d)
+		l.SetTri(j, j, ljj)
+		for i := j + 1; i < p; i++ {
+			s := a.At(i, j)
+			for k := range j {
+				s -= l.At(i, k) * l.At(j, k)
+			}
+			l.SetTri(i, j, s/ljj)
+		}
+		s := c[j]
+		for k := range j {
+			s -= l.At(j, k) * z[k]
+		}
+		z[j] = s / ljj
 	}
-	return fit, rank, nil
+	return z, kept, nil
 }
 
 // balanced reports whether every level of every term with ≥ 2 levels has the same count and every pair of such
