@@ -2,7 +2,12 @@
 // the position at which an option is shown moves the answers (order bias), and how the variance of the scores
 // splits over the factors of the grid (variance decomposition). It knows nothing of runs, records or files:
 // callers turn each answered cell into an Observation and feed it to an Accumulator, which keeps sums and counts
-// (never the cells), and read the tables at the end.
+// (never the cells), and read the tables at the end:
+//
+//	a := design.New(design.Bootstrap{Samples: samples, Seed: seed}) // spec.Analysis.Bootstrap.Resolve()
+//	for each answered cell: err := a.Add(design.Observation{...})
+//	design.WriteOrderBias(w, runID, a.OrderBias())
+//	rows, err := a.Variance(); design.WriteVariance(w, runID, rows)
 package design
 
 import (

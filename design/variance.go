@@ -184,33 +184,34 @@ const aliasTol = 1e-9
 // with aliased columns gives, so the factorisation is spelled out.
 func sequential(a *mat.SymDense, c []float64) ([]float64, []bool, error) {
 	p := len(c)
-	l := mat.NewTriDense(p, mat.Lower, nil)
+	l := make([]float64, p*p) // row-major lower triangle; rows are contiguous for the inner products
 	z := make([]float64, p)
 	kept := make([]bool, p)
 	for j := range p {
+		lj := l[j*p : j*p+j]
 		d := a.At(j, j)
-		for k := range j {
-			d -= l.At(j, k) * l.At(j, k)
-		}
-		if a.At(j, j) <= 0 || d <= aliasTol*a.At(j, j) {
-			continue
+		for _, v := range lj {
+			d -= v * v
 		}
 		if math.IsNaN(d) {
 			return nil, nil, fmt.Errorf("cross-product matrix is not finite at column %d", j)
 		}
+		if a.At(j, j) <= 0 || d <= aliasTol*a.At(j, j) {
+			continue
+		}
 		kept[j] = true
 		ljj := math.Sqrt(d)
-		l.SetTri(j, j, ljj)
+		l[j*p+j] = ljj
 		for i := j + 1; i < p; i++ {
 			s := a.At(i, j)
-			for k := range j {
-				s -= l.At(i, k) * l.At(j, k)
+			for k, v := range l[i*p : i*p+j] {
+				s -= v * lj[k]
 			}
-			l.SetTri(i, j, s/ljj)
+			l[i*p+j] = s / ljj
 		}
 		s := c[j]
-		for k := range j {
-			s -= l.At(j, k) * z[k]
+		for k, v := range lj {
+			s -= v * z[k]
 		}
 		z[j] = s / ljj
 	}
