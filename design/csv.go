@@ -18,10 +18,10 @@ func OrderBiasHeader() []string {
 		"diff_expected", "diff_expected_lo", "diff_expected_hi", "marginal_probs", "n_marginal"}
 }
 
-// VarianceHeader returns the header of variance.csv: per term of Terms its levels, df, ss and share.
+// VarianceHeader returns the header of variance.csv: per term of Terms() its levels, df, ss and share.
 func VarianceHeader() []string {
 	h := []string{"run_id", "model", "scale", "n", "balanced"}
-	for _, t := range Terms {
+	for _, t := range Terms() {
 		h = append(h, t+"_levels", t+"_df", t+"_ss", t+"_share")
 	}
 	return append(h, "residual_df", "residual_ss", "residual_share", "total_ss")

@@ -96,7 +96,7 @@ func TestReadmeListsTheColumns(t *testing.T) {
 	if want := strings.Join(OrderBiasHeader(), ", "); m[1] != want {
 		t.Errorf("README lists order_bias.csv as\n%s\nOrderBiasHeader() is\n%s", m[1], want)
 	}
-	if want := "`" + strings.Join(Terms, ", ") + "`"; !strings.Contains(s, want) {
+	if want := "`" + strings.Join(Terms(), ", ") + "`"; !strings.Contains(s, want) {
 		t.Errorf("README's variance.csv does not name the terms %s", want)
 	}
 }

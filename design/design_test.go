@@ -271,7 +271,7 @@ func goOrderBias(rows []OrderBiasRow) map[string]string {
 		for k, s := range r.PositionShares {
 			out[key+"share_"+strconv.Itoa(k+1)] = num(s)
 		}
-		for j, o := range biasOrders {
+		for j, o := range []string{OrderAsWritten, OrderReversed, OrderShuffled} {
 			out[key+"mean_"+o] = Num(r.MeanOrder[j])
 			out[key+"expected_"+o] = Num(r.MeanExpected[j])
 		}
@@ -296,7 +296,7 @@ func goVariance(rows []VarianceRow) map[string]string {
 			if ts.DF == 0 {
 				continue
 			}
-			out[key+Terms[t]+"_df"], out[key+Terms[t]+"_ss"] = strconv.Itoa(ts.DF), num(ts.SS)
+			out[key+Terms()[t]+"_df"], out[key+Terms()[t]+"_ss"] = strconv.Itoa(ts.DF), num(ts.SS)
 		}
 		out[key+"Residuals_df"], out[key+"Residuals_ss"] = strconv.Itoa(r.Residual.DF), num(r.Residual.SS)
 		out[key+"total_ss"] = num(r.TotalSS)

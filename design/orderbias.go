@@ -11,8 +11,21 @@ import (
 // AllItems is the item label of the order-bias row that pools every item of a model.
 const AllItems = "all"
 
-// The orders whose means order_bias.csv reports, in its column order.
-var biasOrders = [...]string{OrderAsWritten, OrderReversed, OrderShuffled}
+// nOrders is the number of orders whose means order_bias.csv reports: as written, reversed, shuffled.
+const nOrders = 3
+
+// orderIndex returns the column of an order label among the reported orders, or -1.
+func orderIndex(label string) int {
+	switch label {
+	case OrderAsWritten:
+		return 0
+	case OrderReversed:
+		return 1
+	case OrderShuffled:
+		return 2
+	}
+	return -1
+}
 
 type groupKey struct{ model, item string }
 
@@ -29,7 +42,7 @@ type personaSums struct {
 	pos         []int // cells whose answer was shown at position k+1
 	first, last int   // cells whose answer was shown first, last
 	beta        float64
-	order       [len(biasOrders)]moments
+	order       [nOrders]moments
 }
 
 // biasGroup is one model × item (or model × AllItems) group.
@@ -81,7 +94,7 @@ func (g *biasGroup) add(o *Observation, withProbs bool) {
 		}
 		p.beta += (float64(o.K)*ind - 1) / float64(o.K-1)
 	}
-	if i := slices.Index(biasOrders[:], o.Order); i >= 0 {
+	if i := orderIndex(o.Order); i >= 0 {
 		m := &p.order[i]
 		m.n++
 		m.sum += o.Score
@@ -146,7 +159,7 @@ type biasStats struct{ diff, diffE, pri, beta float64 }
 func stats(ps []*personaSums, w []int) biasStats {
 	var n, first, last float64
 	var beta float64
-	var ord [len(biasOrders)]struct{ n, sum, nE, sumE float64 }
+	var ord [nOrders]struct{ n, sum, nE, sumE float64 }
 	for i, p := range ps {
 		wi := 1.0
 		if w != nil {
@@ -232,7 +245,7 @@ func (a *Accumulator) biasRow(k groupKey, g *biasGroup) OrderBiasRow {
 	for _, c := range pos {
 		r.PositionShares = append(r.PositionShares, float64(c)/float64(r.N))
 	}
-	for j := range biasOrders {
+	for j := range nOrders {
 		var s, se float64
 		for _, p := range ps {
 			s += p.order[j].sum

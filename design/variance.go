@@ -10,9 +10,14 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Terms are the factors of the variance decomposition, in the order their sequential sums of squares are taken:
-// the order of R's anova(lm(score ~ persona + item + variant + prompt_variant + order + seed)).
-var Terms = []string{"persona", "item", "variant", "prompt_variant", "order", "seed"}
+// nTerms is the number of factors of the variance decomposition.
+const nTerms = 6
+
+// Terms returns the factors of the variance decomposition in the order their sequential sums of squares are
+// taken: the order of R's anova(lm(score ~ persona + item + variant + prompt_variant + order + seed)).
+func Terms() []string {
+	return []string{"persona", "item", "variant", "prompt_variant", "order", "seed"}
+}
 
 type scaleKey struct{ model, scale string }
 
@@ -23,10 +28,10 @@ type varianceAcc struct {
 	// shift is the first score seen; the sums are of score − shift, so Σy² does not dwarf the sums of squares.
 	shift       float64
 	sumY, sumY2 float64
-	levels      [6]map[string]int // term → level → index in order of first appearance
-	count       [6][]int          // term → level index → cells
-	sum         [6][]float64      // term → level index → Σ (score − shift)
-	pair        [6][6]map[[2]int]int
+	levels      [nTerms]map[string]int // term → level → index in order of first appearance
+	count       [nTerms][]int          // term → level index → cells
+	sum         [nTerms][]float64      // term → level index → Σ (score − shift)
+	pair        [nTerms][nTerms]map[[2]int]int
 }
 
 func (a *Accumulator) addVariance(o *Observation) {
@@ -36,16 +41,16 @@ func (a *Accumulator) addVariance(o *Observation) {
 		v = &varianceAcc{}
 		for t := range v.levels {
 			v.levels[t] = map[string]int{}
-			for u := t + 1; u < len(Terms); u++ {
+			for u := t + 1; u < nTerms; u++ {
 				v.pair[t][u] = map[[2]int]int{}
 			}
 		}
 		v.shift = o.Score
 		a.variance[k] = v
 	}
-	lv := [6]string{o.Persona, o.Item, o.Variant, o.PromptVariant, o.Order, strconv.FormatInt(o.Seed, 10)}
+	lv := [nTerms]string{o.Persona, o.Item, o.Variant, o.PromptVariant, o.Order, strconv.FormatInt(o.Seed, 10)}
 	y := o.Score - v.shift
-	var idx [6]int
+	var idx [nTerms]int
 	for t, l := range lv {
 		i, ok := v.levels[t][l]
 		if !ok {
@@ -82,9 +87,9 @@ type VarianceRow struct {
 	Model, Scale string
 	N            int
 	// Balanced says every pair of terms with more than one level is crossed with equal counts, so the sums of
-	// squares do not depend on the term order; otherwise they are sequential (type I) in the order of Terms.
+	// squares do not depend on the term order; otherwise they are sequential (type I) in the order of Terms().
 	Balanced bool
-	Terms    [6]TermSS // in the order of Terms
+	Terms    [nTerms]TermSS // in the order of Terms()
 	Residual TermSS
 	TotalSS  float64
 }
@@ -121,7 +126,7 @@ func (v *varianceAcc) row() (VarianceRow, error) {
 	// Columns: the intercept, then per term with ≥ 2 levels a dummy for every level but the first.
 	type col struct{ term, level int }
 	cols := []col{{-1, -1}}
-	for t := range Terms {
+	for t := range nTerms {
 		r.Terms[t].Levels = len(v.count[t])
 		for l := 1; l < len(v.count[t]); l++ {
 			cols = append(cols, col{t, l})
@@ -221,7 +226,7 @@ func sequential(a *mat.SymDense, c []float64) ([]float64, []bool, error) {
 // balanced reports whether every level of every term with ≥ 2 levels has the same count and every pair of such
 // terms has each of its level pairs n/(L_t·L_u) times.
 func (v *varianceAcc) balanced() bool {
-	for t := range Terms {
+	for t := range nTerms {
 		if len(v.count[t]) < 2 {
 			continue
 		}
@@ -230,7 +235,7 @@ func (v *varianceAcc) balanced() bool {
 				return false
 			}
 		}
-		for u := t + 1; u < len(Terms); u++ {
+		for u := t + 1; u < nTerms; u++ {
 			lt, lu := len(v.count[t]), len(v.count[u])
 			if lu < 2 {
 				continue
