@@ -36,6 +36,8 @@ type Spec struct {
 	Embed *EmbedSettings `json:"embed,omitempty"`
 	// Reference is a human reference sample the answers are compared with (see reference.go); nil: none.
 	Reference *Reference `json:"reference,omitempty"`
+	// Analysis says how the outputs' statistics are computed (see analysis.go); zero: the defaults.
+	Analysis AnalysisSettings `json:"analysis,omitzero"`
 	// Notes are remarks of specfile.Parse that are not errors ("file:line:col: field: text"), such as a key of the
 	// seed-000 framework's files that is accepted but has no effect here. Commands print them; they are never
 	// serialised, so they do not change the spec's hash or its run.

@@ -158,6 +158,7 @@ func (s *Spec) check() Errors {
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
 	s.checkReference(&errs)
+	s.checkAnalysis(&errs)
 	return errs
 }
 

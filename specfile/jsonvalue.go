@@ -3,7 +3,9 @@ package specfile
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
+	"strings"
 )
 
 // integerPtr reads a whole number that may be absent (nil) or zero (a pointer to 0).
@@ -12,6 +14,23 @@ func (d *decoder) integerPtr(n *node, path string) *int {
 		return nil
 	}
 	v := d.integer(n, path)
+	return &v
+}
+
+// int64Ptr reads a whole number of 64 bits that may be absent (nil) or zero (a pointer to 0).
+func (d *decoder) int64Ptr(n *node, path string) *int64 {
+	if n == nil {
+		return nil
+	}
+	if n.kind != kindScalar || n.scalar != scalarInt {
+		d.errAt(n, path, "want a whole number, got %s", n.describe())
+		return nil
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(n.str), 10, 64)
+	if err != nil {
+		d.errAt(n, path, "%s is not a whole number from %d to %d", n.str, int64(math.MinInt64), int64(math.MaxInt64))
+		return nil
+	}
 	return &v
 }
 

@@ -26,6 +26,16 @@ var specKeys = table[experiment.Spec]{
 	field("image", func(s *experiment.Spec) *experiment.ImageSettings { return &s.Image }, imageKeys.decode),
 	field("embed", func(s *experiment.Spec) **experiment.EmbedSettings { return &s.Embed }, embed),
 	field("reference", func(s *experiment.Spec) **experiment.Reference { return &s.Reference }, reference),
+	field("analysis", func(s *experiment.Spec) *experiment.AnalysisSettings { return &s.Analysis }, analysisKeys.decode),
+}
+
+var analysisKeys = table[experiment.AnalysisSettings]{
+	field("bootstrap", func(a *experiment.AnalysisSettings) *experiment.BootstrapSettings { return &a.Bootstrap }, bootstrapKeys.decode),
+}
+
+var bootstrapKeys = table[experiment.BootstrapSettings]{
+	field("samples", func(b *experiment.BootstrapSettings) **int { return &b.Samples }, (*decoder).integerPtr),
+	field("seed", func(b *experiment.BootstrapSettings) **int64 { return &b.Seed }, (*decoder).int64Ptr),
 }
 
 // referenceKeys are the keys of the human reference. A spec file gives file and groups; form, counts and

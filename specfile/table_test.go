@@ -95,6 +95,8 @@ func TestTablesMatchJSONTags(t *testing.T) {
 	check(reflect.TypeFor[experiment.Reference](), tableProblems(referenceKeys))
 	check(reflect.TypeFor[experiment.ReferenceCounts](), tableProblems(referenceCountKeys))
 	check(reflect.TypeFor[experiment.ReferenceScale](), tableProblems(referenceScaleKeys))
+	check(reflect.TypeFor[experiment.AnalysisSettings](), tableProblems(analysisKeys))
+	check(reflect.TypeFor[experiment.BootstrapSettings](), tableProblems(bootstrapKeys))
 
 	var walk func(typ reflect.Type, path string)
 	walk = func(typ reflect.Type, path string) {
