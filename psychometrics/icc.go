@@ -82,12 +82,11 @@ func ICC21(x [][]float64) (float64, error) {
 // ErrShape is returned for a matrix with rows of different lengths or a value that is not finite.
 var ErrShape = errors.New("psychometrics: rows of different lengths or a value that is not finite")
 
-// CohenKappa is Cohen's unweighted κ of two raters' categorical answers to the same targets, a[i] and b[i]:
-// (p_o − p_e) / (1 − p_e), with p_o the share of targets on which they agree and p_e = Σ_c a_c b_c over the
-// categories c, a_c and b_c each rater's share of answers c. Categories nobody chose add nothing to p_e, so the
-// set of categories offered does not matter. ErrNoVariance when p_e = 1 (both raters gave one and the same
-// category to every target); ErrTooFew without targets; ErrShape for lists of different lengths.
-func CohenKappa[C comparable](a, b []C) (float64, error) {
+// ChanceAgreement is p_e of Cohen's κ for two raters' categorical answers to the same targets, a[i] and b[i]:
+// Σ_c a_c b_c over the categories c, with a_c and b_c each rater's share of answers c. Categories nobody chose
+// add nothing, so the set of categories offered does not matter. ErrTooFew without targets, ErrShape for lists
+// of different lengths.
+func ChanceAgreement[C comparable](a, b []C) (float64, error) {
 	if len(a) != len(b) {
 		return math.NaN(), ErrShape
 	}
@@ -96,24 +95,43 @@ func CohenKappa[C comparable](a, b []C) (float64, error) {
 	}
 	ca, cb := map[C]int{}, map[C]int{}
 	var order []C // a's categories in order of first appearance: p_e sums in a fixed order, so reruns are identical
-	agree := 0
 	for i := range a {
 		if ca[a[i]] == 0 {
 			order = append(order, a[i])
 		}
 		ca[a[i]]++
 		cb[b[i]]++
-		if a[i] == b[i] {
-			agree++
-		}
 	}
 	n := float64(len(a))
 	var pe float64
 	for _, c := range order {
 		pe += float64(ca[c]) / n * float64(cb[c]) / n
 	}
+	return pe, nil
+}
+
+// CohenKappa is Cohen's unweighted κ of two raters' categorical answers to the same targets, a[i] and b[i]:
+// (p_o − p_e) / (1 − p_e), with p_o the share of targets on which they agree and p_e their ChanceAgreement.
+// ErrNoVariance when p_e = 1 (both raters gave one and the same category to every target); ErrTooFew without
+// targets; ErrShape for lists of different lengths.
+func CohenKappa[C comparable](a, b []C) (float64, error) {
+	pe, err := ChanceAgreement(a, b)
+	if err != nil {
+		return math.NaN(), err
+	}
+	agree := 0
+	for i := range a {
+		if a[i] == b[i] {
+			agree++
+		}
+	}
+	return KappaOf(float64(agree)/float64(len(a)), pe)
+}
+
+// KappaOf is (po − pe) / (1 − pe): κ from an observed and a chance agreement; ErrNoVariance when pe = 1.
+func KappaOf(po, pe float64) (float64, error) {
 	if pe >= 1 {
 		return math.NaN(), ErrNoVariance
 	}
-	return (float64(agree)/n - pe) / (1 - pe), nil
+	return (po - pe) / (1 - pe), nil
 }
