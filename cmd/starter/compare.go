@@ -12,6 +12,7 @@ import (
 	"github.com/silicolab/silico/compare"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/temporalclient"
 )
 
 func newCompareCmd() *cobra.Command {
@@ -94,11 +95,14 @@ func compareSide(ctx context.Context, st store.Store, conn *connFlags, ref strin
 		return nil, err
 	}
 	if !known {
+		// compare has no Temporal flags: the listing it suggests carries only the store's.
+		lister := *conn
+		lister.client.namespace = envOr(temporalclient.EnvNamespace, temporalclient.DefaultNamespace)
 		if name != ref {
 			return nil, withCode(exitUsage, fmt.Errorf("spec file %s has no run in %s (its run would be %s): run it first; `%s` lists the runs",
-				ref, st.Location(), name, conn.command("runs")))
+				ref, st.Location(), name, lister.command("runs")))
 		}
-		return nil, withCode(exitUsage, fmt.Errorf("no run %s in %s: `%s` lists the runs", ref, st.Location(), conn.command("runs")))
+		return nil, withCode(exitUsage, fmt.Errorf("no run %s in %s: `%s` lists the runs", ref, st.Location(), lister.command("runs")))
 	}
 	spec, err := loadRunSpec(ctx, st, id)
 	if err != nil {

@@ -84,7 +84,7 @@ func TestCompareCommand(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"no-such-run", "retest-1"}, exitUsage, "no run no-such-run in"},
+		{[]string{"no-such-run", "retest-1"}, exitUsage, "no run no-such-run in " + dsn + ": `starter runs --store " + dsn + "` lists the runs"},
 		{[]string{"retest", "retest-1"}, exitUsage, `"retest" names 2 runs`},
 		{[]string{"retest-1", "elsewhere"}, exitError, "no cell in common"},
 		{[]string{"retest-1"}, exitUsage, ""},
