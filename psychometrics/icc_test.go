@@ -90,11 +90,11 @@ func TestICC21Edges(t *testing.T) {
 }
 
 func TestCohenKappa(t *testing.T) {
-	// 10 targets: agreement 7/10; a's shares x .5 y .5, b's x .4 y .6; p_e = .2 + .3 = .5; κ = (.7 − .5)/.5 = .4.
-	a := []string{"x", "x", "x", "x", "x", "y", "y", "y", "y", "y"}
-	b := []string{"x", "x", "x", "y", "y", "y", "y", "y", "y", "x"}
-	if v, err := CohenKappa(a, b); err != nil || math.Abs(v-0.4) > 1e-15 {
-		t.Errorf("κ = %v, %v; want 0.4", v, err)
+	// 10 targets: agreement 7/10; a's shares x .6 y .4, b's x .3 y .7; p_e = .18 + .28 = .46; κ = .24/.54 = 4/9.
+	a := []string{"x", "x", "x", "x", "x", "x", "y", "y", "y", "y"}
+	b := []string{"x", "x", "x", "y", "y", "y", "y", "y", "y", "y"}
+	if v, err := CohenKappa(a, b); err != nil || math.Abs(v-4.0/9) > 1e-15 {
+		t.Errorf("κ = %v, %v; want 4/9", v, err)
 	}
 	if v, err := CohenKappa(a, a); err != nil || v != 1 {
 		t.Errorf("κ with itself = %v, %v; want 1", v, err)
