@@ -515,3 +515,34 @@ func show(v *float64) string {
 	}
 	return strconv.FormatFloat(*v, 'g', -1, 64)
 }
+
+// TestWriteHTML: the page carries the report's policy and style, no script and nothing it would load, every
+// model's table, and — for an undefined statistic.
+func TestWriteHTML(t *testing.T) {
+	spec := testSpec(t)
+	var recs sliceSource
+	for i := range spec.NumCells() {
+		recs = append(recs, store.Record{Index: i, Status: store.StatusOK, OptionID: "3", Attempts: 1})
+	}
+	a := side(t, spec, "run-a", recs)
+	c, err := Compare(a, a, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, c, Describe(a), Describe(a)); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`content="default-src 'none'`, "<style>", `<h2 id="model-sim">`, `<h2 id="model-probs">`,
+		`data-key="sim/all/kappa">—<`, `data-key="probs/7/agreement">1.000<`, `data-key="sim/all/matched">1,000<`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("compare.html lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"<script", "src=", "http://", "https://", "<link"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("compare.html has %s", bad)
+		}
+	}
+}
