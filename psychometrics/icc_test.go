@@ -68,6 +68,7 @@ func TestICC21AgainstR(t *testing.T) {
 		if err != nil {
 			t.Fatalf("R printed %q", out.String())
 		}
+		t.Logf("case %d: ICC(2,1) %.17g, |Go − R| = %.3g", i, got, math.Abs(got-want))
 		if math.Abs(got-want) > 1e-12 {
 			t.Errorf("case %d: ICC(2,1) = %.17g, psych::ICC %.17g", i, got, want)
 		}
