@@ -143,8 +143,9 @@ func provenance(r results.Row) (served, fingerprint string) {
 	return "", ""
 }
 
-// Comparison is the result of Compare: one Row per model and item of A's spec that has a cell in either run,
-// then per model a row over all its items (Scope ScopeModel, Item AllItems), models and items in A's order.
+// Comparison is the result of Compare: per model, one Row per item with a cell recorded in either run, then a row
+// over all its items (Scope ScopeModel, Item AllItems); models and items in A's spec order, then those only B's
+// spec has.
 type Comparison struct {
 	A, B    string
 	Options Options
@@ -262,7 +263,7 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 		all := Row{Model: m, Item: AllItems, Scope: ScopeModel}
 		var allPairs []pair
 		var w1s, jsds []float64
-		any := false
+		seen := false
 		itemRows := 0
 		for _, it := range items {
 			k := key{m, it}
@@ -270,7 +271,7 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 			if len(ps) == 0 && onlyA[k] == 0 && onlyB[k] == 0 {
 				continue
 			}
-			any = true
+			seen = true
 			r := Row{Model: m, Item: it, Scope: ScopeItem, OnlyA: onlyA[k], OnlyB: onlyB[k]}
 			r.fill(ps, opt, m, it)
 			itemRows++
@@ -287,7 +288,7 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 			all.OnlyB += r.OnlyB
 			all.Distributions += r.Distributions
 		}
-		if !any {
+		if !seen {
 			continue
 		}
 		all.fill(allPairs, opt, m, AllItems)

@@ -5,11 +5,12 @@ import (
 	"math"
 )
 
-// ErrNoVariance is returned by ICC21 when its denominator is 0: every value equal, so agreement is not defined.
+// ErrNoVariance is returned when agreement beyond chance is not defined: by ICC21 when every value is the same,
+// by CohenKappa when the chance agreement is 1 (every answer one and the same category).
 var ErrNoVariance = errors.New("psychometrics: no variance: every value is the same")
 
-// ErrTooFew is returned for fewer than two targets or two raters.
-var ErrTooFew = errors.New("psychometrics: fewer than two targets or two raters")
+// ErrTooFew is returned by ICC21 for fewer than two targets or two raters, by the κ functions without targets.
+var ErrTooFew = errors.New("psychometrics: too few targets or raters")
 
 // ICC21 is the intraclass correlation ICC(2,1) of Shrout & Fleiss (1979), ICC(A,1) of McGraw & Wong (1996): a
 // two-way random-effects model, absolute agreement, single rater. x holds n targets (rows) rated by the same k
