@@ -546,3 +546,34 @@ func TestWriteHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeListsTheColumns: README's list of compare.csv's columns is Header() after model, item and scope, in
+// order, so the docs cannot drift from the table columns.
+func TestReadmeListsTheColumns(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "\n### Comparing runs")
+	if i < 0 {
+		t.Fatal("README.md has no ### Comparing runs section")
+	}
+	s = s[i+1:]
+	if j := strings.Index(s[1:], "\n#"); j >= 0 {
+		s = s[:j+1]
+	}
+	var listed []string
+	for line := range strings.Lines(s[strings.Index(s, "Columns:"):]) {
+		if !strings.HasPrefix(line, "- `") {
+			continue
+		}
+		names, _, _ := strings.Cut(line, ":")
+		for _, f := range strings.Split(names, ",") {
+			listed = append(listed, strings.Trim(strings.TrimSpace(strings.TrimPrefix(f, "- ")), "`"))
+		}
+	}
+	if want := Header()[3:]; !slices.Equal(listed, want) {
+		t.Errorf("README lists the columns\n%v\nwant\n%v", listed, want)
+	}
+}
