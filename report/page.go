@@ -12,15 +12,12 @@ import (
 
 // Page parses the page template name from fsys beside the report's own templates, so that it shares the report's
 // head (template "head": the Content-Security-Policy default-src 'none', no script, the inlined style) and its
-// helpers (stat, int, pct, pctp, f1, low), and funcs besides. Another package's HTML page is built this way, not by copying the
+// helpers (stat, int, pct, pctp, f1, low), and extra besides. Another package's HTML page is built this way, not by copying the
 // report's markup, so every silico page looks and is locked down alike. Execute the result with
 // ExecuteTemplate(w, name, data).
-func Page(fsys fs.FS, name string, funcs template.FuncMap) (*template.Template, error) {
-	t, err := page.Clone()
+func Page(fsys fs.FS, name string, extra template.FuncMap) (*template.Template, error) {
+	t, err := parsePage().Funcs(extra).ParseFS(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
-	}
-	if t, err = t.Funcs(funcs).ParseFS(fsys, name); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	return t, nil
