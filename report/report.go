@@ -35,7 +35,8 @@ const LowReliability = 0.7
 //go:embed report.html.tmpl
 var templates embed.FS
 
-var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+// funcs are the helpers of the report's template and of every page built on it (Page).
+var funcs = template.FuncMap{
 	"stat": fmtStat,
 	"int":  thousands,
 	"pct":  func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
@@ -51,7 +52,15 @@ var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"add":    func(a, b float64) float64 { return a + b },
 	"half":   func(v float64) float64 { return v / 2 },
 	"list":   func(h ...histogram) []histogram { return h },
-}).ParseFS(templates, "report.html.tmpl"))
+}
+
+var page = parsePage()
+
+// parsePage parses the report's template. Page parses its own copy for other pages: html/template cannot clone
+// a template once it has been executed, and the report's may have been.
+func parsePage() *template.Template {
+	return template.Must(template.New("report.html.tmpl").Funcs(funcs).ParseFS(templates, "report.html.tmpl"))
+}
 
 // Write renders the report of r to w.
 func Write(w io.Writer, r *Run) error {

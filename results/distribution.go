@@ -190,3 +190,19 @@ func optionIDs(s *experiment.Spec, it int) []string {
 	}
 	return ids
 }
+
+// CellPMF is row r's answer distribution over its item's options (spec.OptionsFor order), the one
+// distributions.csv averages: its option probabilities scaled to sum to 1 when it has them, else a point mass at
+// the option an ok row wrote. fromProbs says which; ok is false for a row with neither (unparsed, failed, not
+// run).
+func CellPMF(spec *experiment.Spec, r *Row) (p []float64, fromProbs, ok bool) {
+	opts := spec.OptionsFor(spec.Cell(r.Index).Item).Options
+	option := -1
+	for k, o := range opts {
+		if o.ID == r.OptionID {
+			option = k
+			break
+		}
+	}
+	return cellPMF(r, option, len(opts))
+}

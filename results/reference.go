@@ -195,3 +195,11 @@ func expectedScore(s *experiment.Spec, it int, p []float64) *float64 {
 	}
 	return finite(sum / mass)
 }
+
+// ScoredPMF is p over item it's scored options (those not ignored for scale, in order), renormalised: what W1
+// compares; nil when they have no mass.
+func ScoredPMF(s *experiment.Spec, it int, p []float64) []float64 { return scoredPMF(s, it, p) }
+
+// ExpectedScore is Σ p_k · score_k over item it's scored options divided by their mass (reverse-keyed items
+// reversed); nil without p or without mass on a scored option. For a point mass it is the option's score.
+func ExpectedScore(s *experiment.Spec, it int, p []float64) *float64 { return expectedScore(s, it, p) }
