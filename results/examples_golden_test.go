@@ -112,6 +112,12 @@ func TestExamplesGolden(t *testing.T) {
 // returns the directory Export wrote.
 func runExample(t *testing.T, path string) string {
 	t.Helper()
+	return runSpecOn(t, path, sim.Config{Forget: true})
+}
+
+// runSpecOn is runExample against a simulator configured as cfg.
+func runSpecOn(t *testing.T, path string, cfg sim.Config) string {
+	t.Helper()
 	ctx := context.Background()
 	loaded, err := specfile.Load(path)
 	if err != nil {
@@ -125,7 +131,7 @@ func runExample(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	// The spec's simulator latency only slows the test: latency_ms is masked, and the answers do not depend on it.
-	h, err := sim.New(sim.Config{Forget: true})
+	h, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

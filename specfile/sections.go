@@ -233,6 +233,7 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("outage", func(s *experiment.SimulatorSettings) **experiment.SimulatorOutage { return &s.Outage }, outageKeys.decodePtr),
 	field("batch_time", func(s *experiment.SimulatorSettings) *experiment.Duration { return &s.BatchTime }, (*decoder).duration),
 	field("batch_enqueued_tokens", func(s *experiment.SimulatorSettings) *int { return &s.BatchEnqueuedTokens }, (*decoder).integer),
+	field("sampling", func(s *experiment.SimulatorSettings) *string { return &s.Sampling }, (*decoder).str),
 }
 
 var outageKeys = table[experiment.SimulatorOutage]{
