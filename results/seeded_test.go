@@ -1,6 +1,7 @@
 package results_test
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -18,13 +19,18 @@ import (
 // seededSpec is a spec of 300 cells (30 items × 10 personas, the one seed seed) at temperature 1 on the
 // simulator, with option probabilities recorded; perCell is its run.seed_per_cell.
 func seededSpec(seed int64, perCell bool) string {
+	return seededSpecOf("{id: sim, name: sim-model, provider: sim, params: {temperature: 1, max_tokens: 16}, answer: {mode: logprobs}}", seed, perCell)
+}
+
+// seededSpecOf is seededSpec with the model model (a flow mapping).
+func seededSpecOf(model string, seed int64, perCell bool) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `name: seeded
 seeds: [%d]
-models: [{id: sim, name: sim-model, provider: sim, params: {temperature: 1, max_tokens: 16}, answer: {mode: logprobs}}]
-run: {seed_per_cell: %t}
+models: [%s]
+run: {seed_per_cell: %t, on_error: ignore}
 personas:
-`, seed, perCell)
+`, seed, model, perCell)
 	for p := range 10 {
 		fmt.Fprintf(&sb, "  - {id: p%d, attributes: {name: Person%d, age: %d}}\n", p, p, 20+5*p)
 	}
@@ -53,7 +59,19 @@ const (
 // agreement runs spec on a simulator that samples as llama.cpp does, and returns how many cells wrote their
 // likeliest option (by the recorded distribution), the expected number if the cells were independent draws
 // (Σ p_max) and its variance (Σ p_max (1 - p_max), a Poisson binomial's), and each cell's p_max and agreement.
+// Every one of the 300 cells must have written an option and recorded a distribution.
 func agreement(t *testing.T, spec string) (agree int, mean, variance float64, pmax []float64, agrees []bool) {
+	t.Helper()
+	agree, mean, variance, pmax, agrees, skipped := agreementOf(t, spec)
+	if skipped > 0 || len(pmax) != 300 {
+		t.Fatalf("%d cells counted, %d without a written option or distribution; want 300 and 0", len(pmax), skipped)
+	}
+	return agree, mean, variance, pmax, agrees
+}
+
+// agreementOf is agreement over the cells that wrote an option and recorded a distribution; skipped counts the
+// others (a real model may write something that is no option).
+func agreementOf(t *testing.T, spec string) (agree int, mean, variance float64, pmax []float64, agrees []bool, skipped int) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "seeded.yaml")
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
@@ -67,7 +85,11 @@ func agreement(t *testing.T, spec string) (agree int, mean, variance float64, pm
 	defer f.Close()
 	if err := results.ReadJSONL(f, func(r results.Row) error {
 		if r.Status != "ok" || r.TopAgrees == nil || len(r.Probs) != 5 {
-			return fmt.Errorf("cell %s: status %s, top_agrees %v, %d probabilities", r.CellID, r.Status, r.TopAgrees, len(r.Probs))
+			if skipped == 0 {
+				t.Logf("cell %s counts not: status %s, raw %q, error %s %s, %d probabilities", r.CellID, r.Status, r.Raw, r.ErrorClass, r.ErrorMessage, len(r.Probs))
+			}
+			skipped++
+			return nil
 		}
 		p := slices.Max(r.Probs)
 		pmax, agrees = append(pmax, p), append(agrees, *r.TopAgrees)
@@ -80,10 +102,7 @@ func agreement(t *testing.T, spec string) (agree int, mean, variance float64, pm
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(pmax) != 300 {
-		t.Fatalf("%d cells, want 300", len(pmax))
-	}
-	return agree, mean, variance, pmax, agrees
+	return agree, mean, variance, pmax, agrees, skipped
 }
 
 // threshold reports whether agreement is a threshold in p_max, both sides non-empty: every agreeing cell's
@@ -128,5 +147,35 @@ func TestSeedPerCellMakesDrawsIndependent(t *testing.T) {
 	}
 	if threshold(pmax, agrees) {
 		t.Errorf("seed_per_cell true: agreement is a threshold in p_max, as under one shared draw")
+	}
+}
+
+// TestSeedPerCellAgainstLlamaCpp is TestSeedPerCellMakesDrawsIndependent's measurement against a llama.cpp
+// server at SILICO_LLAMA_URL (its /v1 base URL; model name SILICO_LLAMA_MODEL, default tiny-llama). It is a
+// measurement, not a property of this code: it logs the counts, and fails only when one seed sent to every cell
+// looks like independent draws while a seed per cell does not.
+func TestSeedPerCellAgainstLlamaCpp(t *testing.T) {
+	url := os.Getenv("SILICO_LLAMA_URL")
+	if url == "" {
+		t.Skip("SILICO_LLAMA_URL is not set")
+	}
+	name := cmp.Or(os.Getenv("SILICO_LLAMA_MODEL"), "tiny-llama")
+	model := fmt.Sprintf("{id: llama, name: %s, base_url: %q, params: {temperature: 1, max_tokens: 1}, answer: {mode: logprobs}, max_concurrency: 4}", name, url)
+	z := distuv.UnitNormal.Quantile(1 - 0.001/2)
+	outside := map[bool]int{}
+	for _, c := range []struct {
+		seed    int64
+		perCell bool
+	}{{1, false}, {2, false}, {1, true}, {2, true}} {
+		agree, mean, variance, pmax, _, skipped := agreementOf(t, seededSpecOf(model, c.seed, c.perCell))
+		half := z * math.Sqrt(variance)
+		t.Logf("llama.cpp, seed %d, seed_per_cell %t: %d of %d cells wrote their likeliest option (%d without an option); independent draws: %.1f ± %.1f (99.9 %%)",
+			c.seed, c.perCell, agree, len(pmax), skipped, mean, half)
+		if math.Abs(float64(agree)-mean) > half {
+			outside[c.perCell]++
+		}
+	}
+	if outside[false] == 0 && outside[true] > 0 {
+		t.Errorf("one seed per pass looks independent and a seed per cell does not: %v", outside)
 	}
 }
