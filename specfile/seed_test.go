@@ -96,3 +96,16 @@ func TestSeedPerCellDefaults(t *testing.T) {
 		t.Errorf("seed_per_cell: sometimes: err %v, want seeds.yaml:10 run.seed_per_cell: want true or false", err)
 	}
 }
+
+// TestSimulatorSampling: simulator.sampling takes hash or seeded, and a typo is placed and named.
+func TestSimulatorSampling(t *testing.T) {
+	s, err := Parse([]byte(seedSpec("")+"simulator: {sampling: seeded}\n"), "seeds.yaml", "")
+	if err != nil || s.Simulator == nil || s.Simulator.Sampling != experiment.SimSamplingSeeded {
+		t.Fatalf("sampling: seeded: %v, %v", s, err)
+	}
+	_, err = Parse([]byte(seedSpec("")+"simulator: {sampling: seedy}\n"), "seeds.yaml", "")
+	if err == nil || !strings.Contains(err.Error(), "seeds.yaml:10") || !strings.Contains(err.Error(), "simulator.sampling") ||
+		!strings.Contains(err.Error(), `did you mean "seeded"`) || !strings.Contains(err.Error(), "hash") {
+		t.Errorf("sampling: seedy: err %v, want seeds.yaml:10 simulator.sampling with a hint and the accepted values", err)
+	}
+}
