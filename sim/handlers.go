@@ -176,7 +176,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, &rec, "messages", "'messages' must contain at least one message")
 		return
 	}
-	rec.Ignored = req.ignoredParams()
+	rec.Ignored = req.ignoredParams(s.cfg.Sampling == SamplingSeeded)
 	opts, param, err := parseChatOptions(&req)
 	rec.Logprobs, rec.ResponseFormat = req.Logprobs, opts.format.kind
 	if err != nil {

@@ -94,6 +94,11 @@ func TestSeededSampling(t *testing.T) {
 	if code != http.StatusBadRequest || json.Unmarshal(raw, &e) != nil || e.Error.Param != "temperature" {
 		t.Errorf("temperature \"hot\": status %d, %s; want 400 naming temperature", code, raw)
 	}
+	for _, r := range seeded.Requests() {
+		if strings.Contains(r.Ignored, "temperature") {
+			t.Fatalf("request %+v: temperature logged as ignored, but seeded sampling acts on it", r)
+		}
+	}
 	if _, err := New(Config{Sampling: "seedy"}); err == nil || !strings.Contains(err.Error(), "seeded") {
 		t.Errorf("sampling seedy: err %v, want one naming the accepted values", err)
 	}

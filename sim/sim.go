@@ -200,7 +200,8 @@ type Request struct {
 	Logprobs       bool   `json:"logprobs,omitempty"`
 	ResponseFormat string `json:"response_format,omitempty"`
 	// Ignored are the parameters the simulator accepted without acting on them (sampling parameters such as
-	// temperature, presence_penalty, logit_bias or top_k), as "name=value" pairs joined by spaces.
+	// temperature, presence_penalty, logit_bias or top_k; temperature not under seeded sampling), as
+	// "name=value" pairs joined by spaces.
 	Ignored string `json:"ignored,omitempty"`
 	// Done is when the handler finished, by Config.Now: its response was written and flushed to the connection,
 	// the connection was about to be closed without one (hang, drop), or the handler noticed that the client had
