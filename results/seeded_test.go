@@ -1,6 +1,7 @@
 package results_test
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/specfile"
 )
 
 // seededSpec is a spec of 300 cells (30 items × 10 personas, the one seed seed) at temperature 1 on the
@@ -177,5 +179,45 @@ func TestSeedPerCellAgainstLlamaCpp(t *testing.T) {
 	}
 	if outside[false] == 0 && outside[true] > 0 {
 		t.Errorf("one seed per pass looks independent and a seed per cell does not: %v", outside)
+	}
+}
+
+// TestOldInputKeepsOldSeeds: a workflow input without run.seed_per_cell (what an older release sent, and what a
+// run it started saved) sends every cell of a pass the pass's seed; the same spec resolved from a file today
+// sends each cell its own.
+func TestOldInputKeepsOldSeeds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seeded.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(seededSpec(lowSeed, true), "seed_per_cell: true, ", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := specfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, canonical, err := loaded.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = `"seed_per_cell":true`
+	if bytes.Count(canonical, []byte(key)) != 1 {
+		t.Fatalf("the resolved spec of a file without the key does not say %s once: %s", key, canonical)
+	}
+	seeds := func(input []byte) map[int64]int {
+		h, err := sim.New(sim.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runInput(t, input, h)
+		out := map[int64]int{}
+		for _, r := range h.Requests() {
+			out[r.Seed]++
+		}
+		return out
+	}
+	if old := seeds(bytes.Replace(canonical, []byte(","+key), nil, 1)); len(old) != 1 || old[lowSeed] != 300 {
+		t.Errorf("an input without seed_per_cell sent %d distinct seeds (%d cells sent %d), want %d to all 300 cells", len(old), old[lowSeed], lowSeed, lowSeed)
+	}
+	if cur := seeds(canonical); len(cur) != 300 {
+		t.Errorf("seed_per_cell true sent %d distinct seeds to 300 cells, want 300", len(cur))
 	}
 }

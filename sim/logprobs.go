@@ -128,7 +128,7 @@ func labelDistribution(r *rng, labels []string, chosen int) ([]candidate, []floa
 	shares := make([]float64, k)
 	for j, l := range labels {
 		shares[j] = z[j] / sum
-		pj := labelMass * shares[j]
+		pj := labelMass * z[j] / sum // not labelMass * shares[j]: the rounding of every answer before shares
 		vars := labelVariants(l)
 		add(vars[0], pj*primary)
 		w := make([]float64, len(vars)-1)
