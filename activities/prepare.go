@@ -80,7 +80,7 @@ func (pr *preparer) finish(c experiment.Cell, msgs []experiment.Message, pics pi
 	req := llm.Request{
 		Model:    pr.model.Name,
 		Messages: msgs,
-		Seed:     pr.spec.Seeds[c.Seed],
+		Seed:     pr.spec.CallSeed(c),
 		Params:   pr.spec.CallParams(c),
 		CellID:   pr.spec.CellID(c),
 	}

@@ -32,7 +32,7 @@ func TestPrepareBuildsTheRequestAndItsKeyOnce(t *testing.T) {
 		t.Fatalf("prepare: %+v", first)
 	}
 	c := spec.Cell(0)
-	if first.req.Seed != spec.Seeds[c.Seed] || first.req.CellID != spec.CellID(c) || first.req.Model != m.Name ||
+	if first.req.Seed != spec.CallSeed(c) || first.req.CellID != spec.CellID(c) || first.req.Model != m.Name ||
 		len(first.req.Messages) != len(first.msgs) {
 		t.Errorf("request %+v does not carry the cell's seed, id, model and messages", first.req)
 	}

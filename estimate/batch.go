@@ -63,7 +63,7 @@ func batchEstimate(spec *experiment.Spec, mi int) (*BatchEstimate, error) {
 				if err != nil {
 					return nil, fmt.Errorf("estimate: render %s: %w", spec.CellID(c), err)
 				}
-				line, err := requestLine(f, llm.Request{Model: m.Name, Messages: msgs, Seed: spec.Seeds[sd],
+				line, err := requestLine(f, llm.Request{Model: m.Name, Messages: msgs, Seed: spec.CallSeed(c),
 					Params: spec.CallParams(c), ImageDetail: imageDetail(spec, msgs)}, spec.CellID(c))
 				if err != nil {
 					return nil, fmt.Errorf("estimate: %s: %w", spec.CellID(c), err)

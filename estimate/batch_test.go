@@ -46,7 +46,7 @@ func TestBatchPriceAndCounts(t *testing.T) {
 			for p := range spec.Personas {
 				c := experiment.Cell{Seed: sd, Item: it, Persona: p}
 				msgs, _ := spec.Render(c, nil)
-				body, _ := llm.ChatBody(llm.Request{Model: "gpt-4o-mini", Messages: msgs, Seed: spec.Seeds[sd], Params: spec.Models[0].Params})
+				body, _ := llm.ChatBody(llm.Request{Model: "gpt-4o-mini", Messages: msgs, Seed: spec.CallSeed(c), Params: spec.Models[0].Params})
 				line, _ := batchformat.Line(wire.FormatOpenAI, batchformat.EndpointChat, spec.CellID(c), body)
 				want += int64(len(line))
 			}

@@ -21,7 +21,20 @@ type SimulatorSettings struct {
 	// whose input tokens and those of the model's batches in progress exceed it fails with token_limit_exceeded,
 	// as OpenAI's do (0: no limit).
 	BatchEnqueuedTokens int `json:"batch_enqueued_tokens,omitempty"`
+	// Sampling is how the simulator chooses a chat answer's option: SimSamplingHash (empty: the default; a hash
+	// of model, seed and messages) or SimSamplingSeeded (drawn from the option distribution its logprobs report,
+	// with a uniform that depends on the request's seed alone, as llama.cpp's server samples).
+	Sampling string `json:"sampling,omitempty"`
 }
+
+// Samplings of the simulator (SimulatorSettings.Sampling; package sim's Config.Sampling takes the same values).
+const (
+	SimSamplingHash   = "hash"
+	SimSamplingSeeded = "seeded"
+)
+
+// SimSamplings returns the accepted values of SimulatorSettings.Sampling ("" is SimSamplingHash).
+func SimSamplings() []string { return []string{SimSamplingHash, SimSamplingSeeded} }
 
 // SimulatorOutage is a provider outage: from After past the simulator's first model call, for For, every chat
 // and embeddings call fails as Kind says.

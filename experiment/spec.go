@@ -224,6 +224,11 @@ type RunSettings struct {
 	OnError string `json:"on_error,omitempty"`
 	// Cumulative gives each persona its own earlier questions and answers.
 	Cumulative bool `json:"cumulative,omitempty"`
+	// SeedPerCell sends each cell a seed of its own, derived from the spec's seed and the cell id (see
+	// CallSeed); false sends every cell of a pass the pass's seed. Nil (a spec saved or sent as a workflow input
+	// before the setting existed) means false, so such a run keeps its seeds when resumed; specfile.Parse
+	// resolves a spec file that does not set it to true.
+	SeedPerCell *bool `json:"seed_per_cell,omitempty"`
 	// CallTimeout bounds one model call (default 60s).
 	CallTimeout Duration `json:"call_timeout,omitempty"`
 	// MaxAttempts is how often one cell is tried against transient failures (server errors, transport errors,

@@ -179,6 +179,9 @@ func (s *Spec) checkSimulator(errs *Errors) {
 	if sim.BatchEnqueuedTokens < 0 {
 		errs.add("simulator.batch_enqueued_tokens", "%d is negative; want a number of tokens, or 0 for no limit", sim.BatchEnqueuedTokens)
 	}
+	if sim.Sampling != "" && !slices.Contains(SimSamplings(), sim.Sampling) {
+		errs.add("simulator.sampling", "unknown sampling %q%s; want %s", sim.Sampling, suggest.DidYouMean(sim.Sampling, SimSamplings()), oneOf(SimSamplings()))
+	}
 	nonNegative(errs, "simulator.rpm", sim.RPM, "requests per minute ≥ 0 (0: unlimited)")
 	nonNegative(errs, "simulator.tpm", sim.TPM, "tokens per minute ≥ 0 (0: unlimited)")
 	f := sim.Faults

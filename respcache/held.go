@@ -59,7 +59,7 @@ func Held(ctx context.Context, g Getter, spec *experiment.Spec) (map[string]int,
 			if err != nil {
 				return nil, fmt.Errorf("cache: render cell %s: %w", spec.CellID(c), err)
 			}
-			keys = append(keys, Key(endpoint, llm.Request{Model: m.Name, Messages: msgs, Seed: spec.Seeds[c.Seed], Params: spec.CallParams(c)}))
+			keys = append(keys, Key(endpoint, llm.Request{Model: m.Name, Messages: msgs, Seed: spec.CallSeed(c), Params: spec.CallParams(c)}))
 			cells = append(cells, c)
 			users = append(users, msgs[len(msgs)-1].Content)
 		}

@@ -112,20 +112,34 @@ func TestExamplesGolden(t *testing.T) {
 // returns the directory Export wrote.
 func runExample(t *testing.T, path string) string {
 	t.Helper()
-	ctx := context.Background()
+	return runSpecOn(t, path, sim.Config{Forget: true})
+}
+
+// runSpecOn is runExample against a simulator configured as cfg.
+func runSpecOn(t *testing.T, path string, cfg sim.Config) string {
+	t.Helper()
 	loaded, err := specfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, canonical, err := loaded.Canonical()
+	_, canonical, err := loaded.Canonical()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := spec.Validate(); err != nil {
+	// The spec's simulator latency only slows the test: latency_ms is masked, and the answers do not depend on it.
+	h, err := sim.New(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// The spec's simulator latency only slows the test: latency_ms is masked, and the answers do not depend on it.
-	h, err := sim.New(sim.Config{Forget: true})
+	return runInput(t, canonical, h)
+}
+
+// runInput runs the workflow input canonical (a resolved spec's JSON) as a worker would, against the simulator
+// h, and returns the directory Export wrote.
+func runInput(t *testing.T, canonical []byte, h *sim.Server) string {
+	t.Helper()
+	ctx := context.Background()
+	spec, err := specfile.ParseInput(canonical, "input")
 	if err != nil {
 		t.Fatal(err)
 	}

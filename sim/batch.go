@@ -207,7 +207,7 @@ func newBatches(cfg Config) (*batches, error) {
 	}
 	b.FailLines = fail
 	b.RejectLines = slices.Clone(b.RejectLines)
-	lines, err := New(Config{Models: cfg.Models, Now: cfg.Now, Forget: true, lineServer: true})
+	lines, err := New(Config{Models: cfg.Models, Now: cfg.Now, Forget: true, lineServer: true, Sampling: cfg.Sampling})
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ type fileConfig struct {
 	FailCells        []string `yaml:"fail_cells"`
 	RefuseJSONSchema bool     `yaml:"refuse_json_schema"`
 	ContextWindow    int      `yaml:"context_window"`
+	Sampling         string   `yaml:"sampling"`
 	FaultSeed        int64    `yaml:"fault_seed"`
 	HangFor          string   `yaml:"hang_for"`
 	// RateLimitRetryAfter is the Retry-After of the injected 429s.
@@ -57,6 +58,7 @@ type fileConfig struct {
 //	fail_cells: [gpt/1/q7/p3]
 //	refuse_json_schema: false
 //	context_window: 8192
+//	sampling: seeded
 //	fault_seed: 7
 //	hang_for: 5m
 //	rate_limit_retry_after: 1s
@@ -78,6 +80,7 @@ func LoadConfig(path string) (Config, error) {
 	cfg := Config{
 		RPM: fc.RPM, TPM: fc.TPM, Burst: fc.Burst, FaultSeed: fc.FaultSeed, Models: fc.Models,
 		Faults: Faults(fc.Faults), FailCells: fc.FailCells, RefuseJSONSchema: fc.RefuseJSONSchema, ContextWindow: fc.ContextWindow,
+		Sampling: fc.Sampling,
 	}
 	type duration struct {
 		field string

@@ -176,12 +176,19 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, &rec, "messages", "'messages' must contain at least one message")
 		return
 	}
-	rec.Ignored = req.ignoredParams()
+	rec.Ignored = req.ignoredParams(s.cfg.Sampling == SamplingSeeded)
 	opts, param, err := parseChatOptions(&req)
 	rec.Logprobs, rec.ResponseFormat = req.Logprobs, opts.format.kind
 	if err != nil {
 		s.badRequest(w, &rec, param, err.Error())
 		return
+	}
+	var temperature float64
+	if s.cfg.Sampling == SamplingSeeded {
+		if temperature, err = parseTemperature(req.Temperature); err != nil {
+			s.badRequest(w, &rec, "temperature", err.Error())
+			return
+		}
 	}
 	if s.cfg.RefuseJSONSchema && opts.format.kind == "json_schema" {
 		s.badRequest(w, &rec, "response_format", "the chat template of this server cannot apply response_format "+
@@ -224,10 +231,15 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	h := answerHash(req.Model, rec.Seed, msgs)
+	if s.cfg.Sampling == SamplingSeeded {
+		// The preference hash: answerHash without the seed (0 stands in), salted apart from seed 0's.
+		opts.seeded = &seededDraw{pref: mix64(answerHash(req.Model, 0, msgs) ^ preferenceSalt), seed: rec.Seed,
+			temperature: temperature}
+	}
 	choices := make([]chatChoice, opts.n)
 	completion := 0
 	for i := range choices {
-		c, k, err := choose(tc, choiceHash(h, i), msgs, opts, rec.Fault)
+		c, k, err := choose(tc, choiceHash(h, i), i, msgs, opts, rec.Fault)
 		if err != nil {
 			s.internalError(w, &rec, err)
 			return
@@ -282,6 +294,8 @@ type chatOptions struct {
 	format   responseFormat
 	// n is the number of choices.
 	n int
+	// seeded is set under seeded sampling (Config.Sampling); nil: the answer is the hash's.
+	seeded *seededDraw
 }
 
 // parseChatOptions checks the request's max_tokens, logprobs, top_logprobs, n and response_format as OpenAI
@@ -333,13 +347,25 @@ func choiceHash(h uint64, i int) uint64 {
 // choose writes one choice of the answer of hash h and returns it with its completion tokens: the reply to the
 // request's format, cut to max_tokens (finish_reason "length"), cut after its first token by the length fault,
 // withheld by the content_filter fault, with logprobs when asked for.
-func choose(tc *tokenCounter, h uint64, msgs []chatMessage, o chatOptions, fault string) (chatChoice, int, error) {
+// Under seeded sampling (o.seeded) the option is drawn as sampleOption says from the label distribution of the
+// request's preference hash, and that distribution is the one its logprobs report; i is the choice's index.
+func choose(tc *tokenCounter, h uint64, i int, msgs []chatMessage, o chatOptions, fault string) (chatChoice, int, error) {
 	c := chatChoice{Message: responseMessage{Role: "assistant"}, FinishReason: "stop"}
 	if fault == FaultContentFilter {
 		c.FinishReason = "content_filter"
 		return c, 0, nil
 	}
-	r := compose(h, msgs, o.format)
+	r := compose(h, msgs, o.format, -1)
+	var label []candidate
+	if d := o.seeded; d != nil && len(r.labels) > 0 {
+		// The preferred option is the one compose writes for the preference hash; the distribution is drawn
+		// from a stream of that hash alone, so neither depends on the seed.
+		pref := compose(d.pref, msgs, o.format, -1)
+		st := rng{state: mix64(d.pref ^ preferenceSalt)}
+		var shares []float64
+		label, shares = labelDistribution(&st, pref.labels, pref.chosen)
+		r = compose(h, msgs, o.format, sampleOption(shares, d.temperature, seededUniform(d.seed, i)))
+	}
 	limit := o.maxTokens
 	if fault == FaultLength {
 		limit, c.FinishReason = 1, "length"
@@ -366,7 +392,7 @@ func choose(tc *tokenCounter, h uint64, msgs []chatMessage, o chatOptions, fault
 			}
 		}
 		if o.logprobs {
-			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top)
+			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top, label)
 		}
 	}
 	c.Message.Content = &text

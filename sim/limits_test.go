@@ -345,6 +345,7 @@ faults: {rate_limit: 0.01, server_error_503: 0.02, hang: 0.001, length: 0.03, co
 fail_cells: [m/1/q7/p3, m/2/q7/p3]
 refuse_json_schema: true
 context_window: 2048
+sampling: seeded
 fault_seed: 7
 hang_for: 1m
 rate_limit_retry_after: 20s
@@ -365,7 +366,7 @@ outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}
 	if cfg.Latency != want.Latency || cfg.RPM != want.RPM || cfg.TPM != want.TPM || cfg.Burst != want.Burst ||
 		cfg.Faults != want.Faults || cfg.FaultSeed != want.FaultSeed || cfg.HangFor != want.HangFor ||
 		cfg.RateLimitRetryAfter != 20*time.Second || !cfg.RefuseJSONSchema || cfg.ContextWindow != 2048 ||
-		strings.Join(models, ",") != "gpt-4o-mini,text-embedding-3-small" {
+		cfg.Sampling != SamplingSeeded || strings.Join(models, ",") != "gpt-4o-mini,text-embedding-3-small" {
 		t.Errorf("LoadConfig = %+v (models %v), want %+v", cfg, models, want)
 	}
 

@@ -76,7 +76,10 @@ func labelVariants(label string) []string {
 // (at most 0.3 of its option's) outranks the label of an option at least as likely; in a disagreement the other
 // option is at most e^0.55 ≈ 1.73 times as likely as the chosen one, so its variants stay below 1.73 × 0.3 ≈ 0.52
 // of the chosen option's mass, under the chosen label's 0.7; and filler tokens stay below half the likeliest label.
-func labelDistribution(r *rng, labels []string, chosen int) []candidate {
+//
+// It also returns each option's share of the labels' mass (its label and variants, in the order of labels),
+// summing to 1: the distribution seeded sampling draws the written option from.
+func labelDistribution(r *rng, labels []string, chosen int) ([]candidate, []float64) {
 	k := len(labels)
 	z := make([]float64, k)
 	for j := range z {
@@ -122,8 +125,10 @@ func labelDistribution(r *rng, labels []string, chosen int) []candidate {
 		seen[tok] = len(out)
 		out = append(out, candidate{tok, p})
 	}
+	shares := make([]float64, k)
 	for j, l := range labels {
-		pj := labelMass * z[j] / sum
+		shares[j] = z[j] / sum
+		pj := labelMass * z[j] / sum // not labelMass * shares[j]: the rounding of every answer before shares
 		vars := labelVariants(l)
 		add(vars[0], pj*primary)
 		w := make([]float64, len(vars)-1)
@@ -140,7 +145,7 @@ func labelDistribution(r *rng, labels []string, chosen int) []candidate {
 	best := slices.MaxFunc(out, func(a, b candidate) int { return cmp.Compare(a.p, b.p) }).p
 	appendFiller(r, &out, seen, filler, best/2)
 	sortCandidates(out)
-	return out
+	return out, shares
 }
 
 // tokenDistribution returns the candidates at an ordinary position, likeliest first: the generated token with a
@@ -190,14 +195,19 @@ func sortCandidates(c []candidate) {
 // logprobsOf returns the logprobs of a choice whose tokens are pieces, with top alternatives at each position.
 // labelAt is the index of the label's token in pieces (-1: none), labels and chosen as in reply. h is the answer's
 // hash; each position draws from its own stream, so cutting a reply short leaves its first tokens' numbers alone.
-func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen, top int) *choiceLogprobs {
+// label, when not nil, is the label position's distribution (seeded sampling builds it before the option is
+// drawn), used instead of one drawn from h.
+func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen, top int, label []candidate) *choiceLogprobs {
 	lp := &choiceLogprobs{Content: make([]tokenLogprob, len(pieces))}
 	for i, tok := range pieces {
 		r := rng{state: mix64(fnvString(fnvUint64(h, uint64(i)), tok))}
 		var cands []candidate
-		if i == labelAt {
-			cands = labelDistribution(&r, labels, chosen)
-		} else {
+		switch {
+		case i == labelAt && label != nil:
+			cands = label
+		case i == labelAt:
+			cands, _ = labelDistribution(&r, labels, chosen)
+		default:
 			cands = tokenDistribution(&r, tok)
 		}
 		e := tokenLogprob{Token: tok, Bytes: bytesOf(tok), TopLogprobs: make([]topLogprob, 0, top)}

@@ -309,7 +309,7 @@ func TestLabelDistributionBounds(t *testing.T) {
 		for seed := range uint64(300) {
 			r := rng{state: mix64(seed*31 + uint64(k))}
 			chosen := int(seed) % k
-			cands := labelDistribution(&r, labels, chosen)
+			cands, _ := labelDistribution(&r, labels, chosen)
 			var sum float64
 			for _, c := range cands {
 				if !(c.p > 0) {

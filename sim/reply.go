@@ -54,8 +54,9 @@ func optionLabel(option string) string {
 // with the label mapped to the schema's enum when there is one: the enum value equal to the label, else the
 // value at the option's place when the enum lists as many values as the prompt lists options, else
 // enum[h mod len(enum)]. A reason, when the schema has one, follows the answer, so the label is always the
-// token after {"answer":".
-func compose(h uint64, msgs []chatMessage, f responseFormat) reply {
+// token after {"answer":". pick, when not negative, is the index in the reply's labels of the option to write
+// instead (seeded sampling's draw; the labels do not depend on h).
+func compose(h uint64, msgs []chatMessage, f responseFormat, pick int) reply {
 	last := lastUser(msgs)
 	var buf [maxEnumerators]span
 	spans := findOptions(last, buf[:0])
@@ -66,6 +67,9 @@ func compose(h uint64, msgs []chatMessage, f responseFormat) reply {
 	k := -1
 	if len(spans) > 0 {
 		k = int(h % uint64(len(spans)))
+		if pick >= 0 && pick < len(spans) {
+			k = pick
+		}
 	}
 	if !f.json() {
 		if k < 0 {
@@ -91,6 +95,9 @@ func compose(h uint64, msgs []chatMessage, f responseFormat) reply {
 		}
 		if c < 0 {
 			c = int(h % uint64(len(f.enum)))
+		}
+		if pick >= 0 && pick < len(f.enum) {
+			c = pick
 		}
 		answer, r.chosen = f.enum[c], c
 		r.labels = make([]string, len(f.enum))

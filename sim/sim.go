@@ -23,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 // CellHeader is the request header the runner sets to the id of the cell a call belongs to; it is recorded as
@@ -158,6 +160,9 @@ type Config struct {
 	Now func() time.Time
 	// Batch configures the batch APIs (/v1/files, /v1/batches, /v1/messages/batches). Optional.
 	Batch BatchConfig
+	// Sampling is how a chat answer's option is chosen: SamplingHash (the default, also "") or SamplingSeeded,
+	// which samples as llama.cpp's server does (see SamplingSeeded). It applies to batch lines too.
+	Sampling string
 
 	// lineServer marks the simulator that answers batch lines: it serves no batch APIs of its own.
 	lineServer bool
@@ -195,7 +200,8 @@ type Request struct {
 	Logprobs       bool   `json:"logprobs,omitempty"`
 	ResponseFormat string `json:"response_format,omitempty"`
 	// Ignored are the parameters the simulator accepted without acting on them (sampling parameters such as
-	// temperature, presence_penalty, logit_bias or top_k), as "name=value" pairs joined by spaces.
+	// temperature, presence_penalty, logit_bias or top_k; temperature not under seeded sampling), as
+	// "name=value" pairs joined by spaces.
 	Ignored string `json:"ignored,omitempty"`
 	// Done is when the handler finished, by Config.Now: its response was written and flushed to the connection,
 	// the connection was about to be closed without one (hang, drop), or the handler noticed that the client had
@@ -342,6 +348,9 @@ func (c Config) validate() error {
 	}
 	if c.Burst < 0 || c.Burst > 1000 {
 		errs = append(errs, fmt.Errorf("burst %v: want a fraction of one minute's limit in (0, 1000]", c.Burst))
+	}
+	if c.Sampling != "" && !slices.Contains(experiment.SimSamplings(), c.Sampling) {
+		errs = append(errs, fmt.Errorf("sampling %q: want %s or %s", c.Sampling, SamplingHash, SamplingSeeded))
 	}
 	if c.HangFor < 0 {
 		errs = append(errs, fmt.Errorf("hang_for %v: want >= 0", c.HangFor))

@@ -36,7 +36,8 @@ type chatRequest struct {
 	// N is the number of choices (default 1).
 	N *int `json:"n"`
 
-	// Parameters accepted and not acted on: the simulator's answers do not depend on sampling.
+	// Parameters accepted and not acted on: the simulator's answers do not depend on sampling, except on the
+	// temperature under seeded sampling (Config.Sampling).
 	Temperature      json.RawMessage `json:"temperature"`
 	TopP             json.RawMessage `json:"top_p"`
 	PresencePenalty  json.RawMessage `json:"presence_penalty"`
@@ -51,7 +52,8 @@ type chatRequest struct {
 
 // ignoredParams returns the parameters of r that the simulator accepts without acting on them, as
 // "name=value" pairs (values as sent, compacted) joined by spaces in the order of the API reference, or "".
-func (r *chatRequest) ignoredParams() string {
+// Under seeded sampling (seeded) temperature is acted on, so it is not listed.
+func (r *chatRequest) ignoredParams(seeded bool) string {
 	var sb strings.Builder
 	for _, p := range [...]struct {
 		name string
@@ -59,7 +61,7 @@ func (r *chatRequest) ignoredParams() string {
 	}{{"temperature", r.Temperature}, {"top_p", r.TopP}, {"presence_penalty", r.PresencePenalty},
 		{"frequency_penalty", r.FrequencyPenalty}, {"logit_bias", r.LogitBias}, {"reasoning_effort", r.ReasoningEffort},
 		{"stop", r.Stop}, {"top_k", r.TopK}, {"min_p", r.MinP}, {"repeat_penalty", r.RepeatPenalty}} {
-		if len(p.v) == 0 || string(p.v) == "null" {
+		if len(p.v) == 0 || string(p.v) == "null" || (seeded && p.name == "temperature") {
 			continue
 		}
 		if sb.Len() > 0 {

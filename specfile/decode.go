@@ -200,6 +200,14 @@ func (d *decoder) numberPtr(n *node, path string) *float64 {
 	return &v
 }
 
+func (d *decoder) booleanPtr(n *node, path string) *bool {
+	if n == nil {
+		return nil
+	}
+	v := d.boolean(n, path)
+	return &v
+}
+
 func (d *decoder) boolean(n *node, path string) bool {
 	if n == nil {
 		return false

@@ -38,8 +38,21 @@ func unwrapPathError(err error) string {
 // project's format (the JSON form of Spec plus conveniences: option maps, CSV personas and items, default prompt
 // and seeds) and the seed-000 framework's JSON (detected by prompt_template, demographic_profiles or parameters).
 // The result is resolved, defaulted and validated: parse → resolve → ApplyDefaults → Validate.
+//
+// A file that does not set run.seed_per_cell is resolved with true (a seed per cell, see
+// experiment.Spec.CallSeed). That default is a spec file's only, not ApplyDefaults': a spec that arrives as a
+// workflow input or is read back from a store (ParseInput, ParseSaved) without the key was resolved before the
+// setting existed, and keeps the seeds it was run with.
 func Parse(data []byte, filename, baseDir string) (*experiment.Spec, error) {
-	return parse(data, &decoder{file: filename, baseDir: baseDir}, nil)
+	s, err := parse(data, &decoder{file: filename, baseDir: baseDir}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.Run.SeedPerCell == nil {
+		perCell := true
+		s.Run.SeedPerCell = &perCell
+	}
+	return s, nil
 }
 
 // ParseInput reads a spec that arrived as a workflow input: exactly as Parse reads a file (the same keys, the

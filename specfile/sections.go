@@ -223,6 +223,7 @@ var runKeys = table[experiment.RunSettings]{
 	field("max_parallel_passes", func(r *experiment.RunSettings) *int { return &r.MaxParallelPasses }, (*decoder).integer),
 	field("on_error", func(r *experiment.RunSettings) *string { return &r.OnError }, (*decoder).str),
 	field("cumulative", func(r *experiment.RunSettings) *bool { return &r.Cumulative }, (*decoder).boolean),
+	field("seed_per_cell", func(r *experiment.RunSettings) **bool { return &r.SeedPerCell }, (*decoder).booleanPtr),
 	field("call_timeout", func(r *experiment.RunSettings) *experiment.Duration { return &r.CallTimeout }, (*decoder).duration),
 	field("max_attempts", func(r *experiment.RunSettings) *int { return &r.MaxAttempts }, (*decoder).integer),
 	field("stall_timeout", func(r *experiment.RunSettings) *experiment.Duration { return &r.StallTimeout }, (*decoder).duration),
@@ -242,6 +243,7 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("outage", func(s *experiment.SimulatorSettings) **experiment.SimulatorOutage { return &s.Outage }, outageKeys.decodePtr),
 	field("batch_time", func(s *experiment.SimulatorSettings) *experiment.Duration { return &s.BatchTime }, (*decoder).duration),
 	field("batch_enqueued_tokens", func(s *experiment.SimulatorSettings) *int { return &s.BatchEnqueuedTokens }, (*decoder).integer),
+	field("sampling", func(s *experiment.SimulatorSettings) *string { return &s.Sampling }, (*decoder).str),
 }
 
 var outageKeys = table[experiment.SimulatorOutage]{

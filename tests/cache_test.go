@@ -62,7 +62,7 @@ func cellKeys(spec *experiment.Spec) map[store.CacheKey]string {
 		if err != nil {
 			panic(err)
 		}
-		out[respcache.Key(respcache.Endpoint(m), llm.Request{Model: m.Name, Messages: msgs, Seed: spec.Seeds[c.Seed], Params: m.Params})] = spec.CellID(c)
+		out[respcache.Key(respcache.Endpoint(m), llm.Request{Model: m.Name, Messages: msgs, Seed: spec.CallSeed(c), Params: m.Params})] = spec.CellID(c)
 	}
 	return out
 }

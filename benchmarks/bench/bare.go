@@ -31,7 +31,7 @@ func BareRequests(spec *experiment.Spec) ([]openai.ChatCompletionRequest, error)
 		for _, x := range msgs {
 			om = append(om, openai.ChatCompletionMessage{Role: x.Role, Content: x.Content})
 		}
-		seed := int(spec.Seeds[c.Seed])
+		seed := int(spec.CallSeed(c))
 		req := openai.ChatCompletionRequest{Model: m.Name, Messages: om, Seed: &seed}
 		//lint:ignore SA1019 the same field llm sends to OpenAI-compatible servers.
 		req.MaxTokens = m.Params.MaxTokens

@@ -108,6 +108,8 @@ func newPromptCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "# cell %s\n", spec.CellID(c))
+			// The seed the call sends: the cell's own under run.seed_per_cell, else the spec's seed value.
+			fmt.Fprintf(out, "# seed %d\n", spec.CallSeed(c))
 			// The parameters the call sends with its answer mode's (logprobs, response_format), as JSON: what
 			// the response cache keys it by, besides the messages.
 			if params, err := json.Marshal(spec.CallParams(c)); err == nil && string(params) != "{}" {

@@ -10,7 +10,9 @@ func TestPromptPrintsTheCellsMessages(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"# cell sim/2/3/farmer", "[system]", "Mr Dube is 56 years old", "[user]", `"Am always prepared."`, "5. Very Accurate"} {
+	// The seed is the cell's own (run.seed_per_cell, a spec file's default): SHA-256 of
+	// "silico-cell-seed-v1\x002\x00sim/2/3/farmer", 8 bytes big-endian, low 31 bits (computed with Python's hashlib).
+	for _, want := range []string{"# cell sim/2/3/farmer", "# seed 1590742080\n", "[system]", "Mr Dube is 56 years old", "[user]", `"Am always prepared."`, "5. Very Accurate"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -251,6 +251,7 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 		cfg.FailCells = set.Faults.FailCells
 		cfg.Batch.ProcessingTime = time.Duration(set.BatchTime)
 		cfg.Batch.EnqueuedTokens = set.BatchEnqueuedTokens
+		cfg.Sampling = set.Sampling
 		if o := set.Outage; o != nil {
 			// This simulator owns its listener (sim.Serve below), so every kind applies, refuse included.
 			cfg.Outages = []sim.Outage{{After: time.Duration(o.After), For: time.Duration(o.For),
