@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -145,6 +146,8 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	// Back to version 5's layout: elapsed_ms a column of runs (and version 6's: no tries, no cell_carry; no
 	// run_state, which version 8 adds).
 	for _, q := range []string{
+		"ALTER TABLE cells DROP COLUMN served_model",
+		"ALTER TABLE cells DROP COLUMN system_fingerprint",
 		"DROP TABLE run_state",
 		"DROP TABLE cell_carry",
 		"ALTER TABLE cells DROP COLUMN tries",
@@ -204,6 +207,8 @@ func TestMigrateVersion6Tries(t *testing.T) {
 	}
 	// Back to version 6's layout: no tries column, no carry table, no run_state.
 	for _, q := range []string{
+		"ALTER TABLE cells DROP COLUMN served_model",
+		"ALTER TABLE cells DROP COLUMN system_fingerprint",
 		"DROP TABLE run_state",
 		"DROP TABLE cell_carry",
 		"ALTER TABLE cells DROP COLUMN tries",
@@ -258,6 +263,8 @@ func TestPostgresMigrateTries(t *testing.T) {
 	_ = s.Close()
 	// Back to step 4's layout.
 	for _, q := range []string{
+		"ALTER TABLE silico_cells DROP COLUMN served_model",
+		"ALTER TABLE silico_cells DROP COLUMN system_fingerprint",
 		"DROP TABLE silico_cell_carry",
 		"ALTER TABLE silico_cells DROP COLUMN tries",
 		"DROP TABLE silico_run_state",
@@ -295,7 +302,8 @@ func TestMigrateVersion7RunState(t *testing.T) {
 	if err := s.SaveRun(ctx, "r", []byte(`{"name":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP TABLE run_state", "PRAGMA user_version = 7"} {
+	for _, q := range []string{"DROP TABLE run_state", "ALTER TABLE cells DROP COLUMN served_model",
+		"ALTER TABLE cells DROP COLUMN system_fingerprint", "PRAGMA user_version = 7"} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -318,5 +326,79 @@ func TestMigrateVersion7RunState(t *testing.T) {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
 		t.Fatalf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+}
+
+// TestMigrateVersion8Provenance holds the 8 → 9 migration: the records of a version 8 file read with no served
+// model or fingerprint (unknown), and records with them are written and read back whole.
+func TestMigrateVersion8Provenance(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 0, Status: StatusOK, OptionID: "a", Raw: "A", Attempts: 1, Tries: 1}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ALTER TABLE cells DROP COLUMN served_model",
+		"ALTER TABLE cells DROP COLUMN system_fingerprint", "PRAGMA user_version = 8"} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = OpenSQLite(ctx, path); err != nil {
+		t.Fatalf("open a version 8 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	checkProvenanceMigrated(ctx, t, s, old)
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+}
+
+// TestPostgresMigrateProvenance holds PostgreSQL's last step as TestMigrateVersion8Provenance holds SQLite's.
+func TestPostgresMigrateProvenance(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgTestDSN(t)
+	s, err := OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 0, Status: StatusOK, OptionID: "a", Raw: "A", Attempts: 1, Tries: 1}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN served_model")
+	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN system_fingerprint")
+	// The last step records version len(pgMigrations).
+	pgExec(t, dsn, fmt.Sprintf("DELETE FROM silico_schema_version WHERE version >= %d", len(pgMigrations)))
+	if s, err = OpenPostgres(ctx, dsn); err != nil {
+		t.Fatalf("open a schema without provenance: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	checkProvenanceMigrated(ctx, t, s, old)
+}
+
+// checkProvenanceMigrated checks that old, written before the migration, reads back as it was, and that a
+// record with provenance is kept whole.
+func checkProvenanceMigrated(ctx context.Context, t *testing.T, s Store, old Record) {
+	t.Helper()
+	if got, err := s.Records(ctx, "run", 0, 1); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], old) {
+		t.Fatalf("record after migration = %+v, %v; want %+v", got, err, old)
+	}
+	rec := Record{Index: 1, Status: StatusOK, OptionID: "b", Raw: "B", Attempts: 1, Tries: 1,
+		ServedModel: "gpt-4o-mini-2024-07-18", SystemFingerprint: "fp_44709d6fcb"}
+	if err := s.Put(ctx, "run", []Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], rec) {
+		t.Fatalf("record with provenance = %+v, %v; want %+v", got, err, rec)
 	}
 }

@@ -93,6 +93,9 @@ var pgMigrations = []string{
 		state TEXT        NOT NULL,
 		at    TIMESTAMPTZ NOT NULL
 	);`,
+	// the model the provider says answered and its system fingerprint ('', unknown, in the rows already written)
+	`ALTER TABLE silico_cells ADD COLUMN served_model TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE silico_cells ADD COLUMN system_fingerprint TEXT NOT NULL DEFAULT '';`,
 }
 
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all

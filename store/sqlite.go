@@ -20,7 +20,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
-const schemaVersion = 8
+const schemaVersion = 9
 
 // migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
 var migrations = []string{
@@ -49,6 +49,10 @@ var migrations = []string{
 	   tries INTEGER NOT NULL, PRIMARY KEY (run, idx)) WITHOUT ROWID;`,
 	// 7 → 8: the state a starter last recorded for a run (see run_state in schema).
 	`CREATE TABLE run_state (run TEXT PRIMARY KEY, state TEXT NOT NULL, at TEXT NOT NULL);`,
+	// 8 → 9: the model the provider says answered and its system fingerprint (unknown, '', in the rows already
+	// written).
+	`ALTER TABLE cells ADD COLUMN served_model TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE cells ADD COLUMN system_fingerprint TEXT NOT NULL DEFAULT '';`,
 }
 
 // mmapSize is the most of a store's file that each connection maps into memory: none. Mapped pages count in the
@@ -103,6 +107,8 @@ CREATE TABLE IF NOT EXISTS cells (
 	probs             TEXT    NOT NULL DEFAULT '',
 	coverage          REAL    NOT NULL DEFAULT 0,
 	tries             INTEGER NOT NULL DEFAULT 0,
+	served_model      TEXT    NOT NULL DEFAULT '',
+	system_fingerprint TEXT   NOT NULL DEFAULT '',
 	PRIMARY KEY (run, idx)
 ) WITHOUT ROWID;
 -- cell_carry keeps the requests and tries of a failed cell whose record DeleteFailed removed (--retry-failed),
