@@ -21,6 +21,23 @@ type SimulatorSettings struct {
 	// whose input tokens and those of the model's batches in progress exceed it fails with token_limit_exceeded,
 	// as OpenAI's do (0: no limit).
 	BatchEnqueuedTokens int `json:"batch_enqueued_tokens,omitempty"`
+	// ServedModel is the model every answer says answered it, as a provider names the dated snapshot behind a
+	// name (empty: the name asked for followed by "-2026-01-01"), and SystemFingerprint the system_fingerprint
+	// of its OpenAI-shaped answers (empty: "fp_silico_sim").
+	ServedModel       string `json:"served_model,omitempty"`
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
+	// SnapshotChange answers the seeds from its from_seed on with another snapshot: a run answered by two
+	// served models, as when a provider moves a name to a new snapshot between runs.
+	SnapshotChange *SimulatorSnapshotChange `json:"snapshot_change,omitempty"`
+}
+
+// SimulatorSnapshotChange is the second snapshot of SimulatorSettings.SnapshotChange: the calls whose seed is
+// FromSeed or more are answered by ServedModel (empty: the name asked for followed by "-2026-02-01") with
+// SystemFingerprint (empty: "fp_silico_sim2").
+type SimulatorSnapshotChange struct {
+	FromSeed          int    `json:"from_seed"`
+	ServedModel       string `json:"served_model,omitempty"`
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
 }
 
 // SimulatorOutage is a provider outage: from After past the simulator's first model call, for For, every chat
