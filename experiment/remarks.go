@@ -35,7 +35,7 @@ const MinReasonTokens = 64
 // Remarks are what a valid spec asks for that will not happen as written, or that is likely a mistake, one
 // "field: remark" each: the seed of a model of provider anthropic, which is not sent, and the picture detail it
 // does not take; a base_url without a version in its path; a json_schema answer with a reason under a completion
-// cap too small for it. starter validate prints them as notes.
+// cap too small for it; several seeds at temperature 0 (GreedySeeds). starter validate prints them as notes.
 func (s *Spec) Remarks() []string {
 	var out []string
 	for i, m := range s.Models {
@@ -49,8 +49,24 @@ func (s *Spec) Remarks() []string {
 		if r := s.reasonRemark(p, m); r != "" {
 			out = append(out, r)
 		}
+		if r := s.GreedySeeds(m); r != "" {
+			out = append(out, p+".params.temperature: "+r)
+		}
 	}
 	return out
+}
+
+// GreedySeeds is the warning for model m of a spec with several seeds when m's temperature is 0, "" otherwise:
+// at temperature 0 every seed asks the model the same greedy question, so its seeds are not independent draws
+// and their agreement says nothing about how stable an answer is. Remarks, the summary's warnings and the
+// report give it.
+func (s *Spec) GreedySeeds(m Model) string {
+	if t := m.Params.Temperature; s.IsEmbed() || t == nil || *t != 0 || len(s.Seeds) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("model %s has %d seeds at temperature 0: every seed asks the same greedy question, so its "+
+		"answers are not independent draws (they differ only by the server's nondeterminism); use one seed, or a "+
+		"temperature above 0 to sample", m.ID, len(s.Seeds))
 }
 
 // versionSegment is a path segment naming an API version: v1, v2, v1beta, v1alpha1, ...
