@@ -169,7 +169,8 @@ type Config struct {
 	SystemFingerprint string
 	// SnapshotChange answers the calls of the seeds from its FromSeed on with another served model and
 	// fingerprint: a model name whose snapshot changed between the runs of its seeds. A function of the request
-	// alone, so a resumed or cached run reports what a fresh one would. Optional.
+	// alone, so a resumed or cached run reports what a fresh one would. Anthropic's requests carry no seed (seed
+	// 0), so it applies to them only from FromSeed 0. Optional.
 	SnapshotChange *SnapshotChange
 
 	// lineServer marks the simulator that answers batch lines: it serves no batch APIs of its own.
