@@ -242,7 +242,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	created := rec.Time.Unix()
 	served, fingerprint := s.cfg.provenance(req.Model, rec.Seed)
 	if strings.HasPrefix(r.URL.Path, "/v1beta/") {
-		fingerprint = "" // Gemini's OpenAI-compatible answers carry none, as its own answers (modelVersion only)
+		// Gemini's own answers (its batch lines) have a modelVersion and no fingerprint: its OpenAI-compatible
+		// path answers alike, so a cell's provenance does not depend on the way it was asked.
+		fingerprint = ""
 	}
 	if req.Stream {
 		// One choice (parseChatOptions refuses n > 1 with stream), sent without logprobs.

@@ -164,7 +164,8 @@ type Config struct {
 	// for followed by DefaultServedModelSuffix.
 	ServedModel string
 	// SystemFingerprint is the system_fingerprint of every OpenAI-shaped chat answer (the Anthropic and Gemini
-	// shapes have none, nor has the answer of Gemini's OpenAI-compatible path, as Gemini's own sends none).
+	// shapes have none, nor, so that a Gemini cell's provenance does not depend on whether it was asked
+	// synchronously or in a batch, has the answer of Gemini's OpenAI-compatible path).
 	// Optional: defaults to DefaultSystemFingerprint.
 	SystemFingerprint string
 	// SnapshotChange answers the calls of the seeds from its FromSeed on with another served model and
