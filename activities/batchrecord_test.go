@@ -5,8 +5,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/silicolab/silico/batchformat"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/specfile"
@@ -87,5 +89,59 @@ func TestBatchRecordMatchesSync(t *testing.T) {
 	got = batchResultOutcome(spec, c, wire.FormatAnthropic, ar, batchPricing{}, redact, 1, 0)
 	if got.Record == nil || got.Record.OptionID != "1" || got.Record.PromptTokens != 9 || got.Record.CostUSD != 0 {
 		t.Errorf("anthropic: %+v", got.Record)
+	}
+}
+
+// TestRecordKeepsProvenance: the record of an answer keeps the served model and fingerprint its provider sent,
+// from a batch line of each shape (redacted like the text) and from the response cache, which keeps those of the
+// call that produced the answer.
+func TestRecordKeepsProvenance(t *testing.T) {
+	spec, err := specfile.ParseInput([]byte(batchRecordSpec), "input")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := spec.Cell(0)
+	const key = "sk-test-SECRETSECRETSECRET1234"
+	redact := llm.Redactor(key)
+	openai := `{"id":"c","object":"chat.completion","model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_` + key + `",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"2"},"finish_reason":"stop"}],"usage":{"prompt_tokens":4,"completion_tokens":1}}`
+	or, err := batchformat.ParseOpenAI([]byte(openAILine(200, openai)), redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ant := `{"custom_id":"x","result":{"type":"succeeded","message":{"type":"message","model":"claude-x-20250514","content":[{"type":"text","text":"1"}],"usage":{"input_tokens":9,"output_tokens":1}}}}`
+	ar, err := batchformat.ParseAnthropic([]byte(ant), redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gem := `{"key":"x","response":{"candidates":[{"content":{"role":"model","parts":[{"text":"1"}]},"finishReason":"STOP"}],` +
+		`"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1},"modelVersion":"gemini-x-001"}}`
+	gr, err := batchformat.ParseGemini([]byte(gem), redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f         wire.BatchFormat
+		r         batchformat.Result
+		model, fp string
+	}{
+		{wire.FormatOpenAI, or, "gpt-4o-mini-2024-07-18", "fp_[REDACTED]"},
+		{wire.FormatAnthropic, ar, "claude-x-20250514", ""},
+		{wire.FormatGemini, gr, "gemini-x-001", ""},
+	} {
+		got := batchResultOutcome(spec, c, tc.f, tc.r, batchPricing{}, redact, 1, 0)
+		if got.Record == nil || got.Record.ServedModel != tc.model || got.Record.SystemFingerprint != tc.fp {
+			t.Errorf("%s: record %+v; want served by %q %q", tc.f, got.Record, tc.model, tc.fp)
+			continue
+		}
+		// Through the cache, as a later run reads it.
+		k := respcache.Key("sim", llm.Request{Model: "m"})
+		back, err := respcache.Read(respcache.Entry(k, "m", "run", *got.Answer, time.Now()), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec := answerRecord(spec, c, back, experiment.Price{}, false); rec.ServedModel != tc.model || rec.SystemFingerprint != tc.fp {
+			t.Errorf("%s: cached record served by %q %q, want %q %q", tc.f, rec.ServedModel, rec.SystemFingerprint, tc.model, tc.fp)
+		}
 	}
 }

@@ -114,6 +114,9 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, 
 		CompletionTokens: a.CompletionTokens,
 		FinishReason:     a.FinishReason,
 		Schema:           schema,
+		// The call's, or for a cached answer the call's that produced it (respcache.Answer keeps them).
+		ServedModel:       a.ServedModel,
+		SystemFingerprint: a.SystemFingerprint,
 	}
 	switch {
 	case a.FinishReason == llm.FinishContentFilter:

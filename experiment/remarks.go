@@ -41,7 +41,7 @@ const VerbalizedTokensPerOption = 8
 // "field: remark" each: the seed of a model of provider anthropic, which is not sent, and the picture detail it
 // does not take; a base_url without a version in its path; a json_schema answer with a reason under a completion
 // cap too small for it, and a verbalized answer under a cap too small for an item's object of probabilities
-// (VerbalizedTokensPerOption). starter validate prints them as notes.
+// (VerbalizedTokensPerOption); several seeds at temperature 0 (GreedySeeds). starter validate prints them as notes.
 func (s *Spec) Remarks() []string {
 	var out []string
 	for i, m := range s.Models {
@@ -58,8 +58,24 @@ func (s *Spec) Remarks() []string {
 		if r := s.verbalizedRemark(p, m); r != "" {
 			out = append(out, r)
 		}
+		if r := s.GreedySeeds(m); r != "" {
+			out = append(out, p+".params.temperature: "+r)
+		}
 	}
 	return out
+}
+
+// GreedySeeds is the warning for model m of a spec with several seeds when m's temperature is 0, "" otherwise:
+// at temperature 0 every seed asks the model the same greedy question, so its seeds are not independent draws
+// and their agreement says nothing about how stable an answer is. Remarks, the summary's warnings and the
+// report give it.
+func (s *Spec) GreedySeeds(m Model) string {
+	if t := m.Params.Temperature; s.IsEmbed() || t == nil || *t != 0 || len(s.Seeds) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("model %s has %d seeds at temperature 0: every seed asks the same greedy question, so its "+
+		"answers are not independent draws (they differ only by the server's nondeterminism); use one seed, or a "+
+		"temperature above 0 to sample", m.ID, len(s.Seeds))
 }
 
 // versionSegment is a path segment naming an API version: v1, v2, v1beta, v1alpha1, ...

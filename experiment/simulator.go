@@ -25,6 +25,23 @@ type SimulatorSettings struct {
 	// of model, seed and messages) or SimSamplingSeeded (drawn from the option distribution its logprobs report,
 	// with a uniform that depends on the request's seed alone, as llama.cpp's server samples).
 	Sampling string `json:"sampling,omitempty"`
+	// ServedModel is the model every answer says answered it, as a provider names the dated snapshot behind a
+	// name (empty: the name asked for followed by "-2026-01-01"), and SystemFingerprint the system_fingerprint
+	// of its OpenAI-shaped answers (empty: "fp_silico_sim").
+	ServedModel       string `json:"served_model,omitempty"`
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
+	// SnapshotChange answers the seeds from its from_seed on with another snapshot: a run answered by two
+	// served models, as when a provider moves a name to a new snapshot between runs.
+	SnapshotChange *SimulatorSnapshotChange `json:"snapshot_change,omitempty"`
+}
+
+// SimulatorSnapshotChange is the second snapshot of SimulatorSettings.SnapshotChange: the calls whose seed is
+// FromSeed or more are answered by ServedModel (empty: the name asked for followed by "-2026-02-01") with
+// SystemFingerprint (empty: "fp_silico_sim2").
+type SimulatorSnapshotChange struct {
+	FromSeed          int    `json:"from_seed"`
+	ServedModel       string `json:"served_model,omitempty"`
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
 }
 
 // Samplings of the simulator (SimulatorSettings.Sampling; package sim's Config.Sampling takes the same values).

@@ -121,6 +121,7 @@ func anthropicImage(u string) (*anthropicImageSource, error) {
 // anthropicResponse is the part of a Messages API answer silico reads.
 type anthropicResponse struct {
 	Type       string `json:"type"`
+	Model      string `json:"model"`
 	StopReason string `json:"stop_reason"`
 	Content    []struct {
 		Type string `json:"type"`
@@ -135,7 +136,7 @@ type anthropicResponse struct {
 }
 
 // AnthropicAnswer reads a Messages API answer (a message object): its text blocks joined, its usage (the
-// prompt cache's input tokens counted as prompt tokens) and its stop reason as a finish reason. A body that is not a message is a malformed body
+// prompt cache's input tokens counted as prompt tokens), its stop reason as a finish reason and its model as the served model. A body that is not a message is a malformed body
 // (errclass.Transport), as for an OpenAI-compatible answer.
 func AnthropicAnswer(body []byte) (Response, error) {
 	var r anthropicResponse
@@ -153,8 +154,11 @@ func AnthropicAnswer(body []byte) (Response, error) {
 		}
 	}
 	u := r.Usage
-	return Response{Text: sb.String(), PromptTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-		CompletionTokens: u.OutputTokens, FinishReason: anthropicFinish(r.StopReason)}, nil
+	out := Response{Text: sb.String(), PromptTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+		CompletionTokens: u.OutputTokens, FinishReason: anthropicFinish(r.StopReason)}
+	// Anthropic sends no fingerprint; its model is the snapshot that answered.
+	servedBy(&out, r.Model, "")
+	return out, nil
 }
 
 // anthropicFinish maps a Messages API stop reason onto the OpenAI finish reasons, so that a cut or refused answer

@@ -77,8 +77,7 @@ func (c *AnthropicClient) Chat(ctx context.Context, req Request) (Response, erro
 	if err != nil {
 		return Response{}, err
 	}
-	resp.Text = c.redact(resp.Text)
-	return resp, nil
+	return resp.Redacted(c.redact), nil
 }
 
 // CreateMessageBatch creates a Message Batch of body ({"requests": [...]}, batchformat.Encode) and returns the batch

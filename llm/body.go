@@ -52,7 +52,7 @@ func EmbedBody(req EmbedRequest) (json.RawMessage, error) {
 func Redactor(apiKey string) func(string) string { return redactor(apiKey) }
 
 // ChatAnswer reads a chat completion answer body, as Client.Chat reads one: the first choice's text and the
-// usage, the finish reason and the logprobs. A body that does not decode, or has no choices, is a malformed body (errclass.Transport). The text is not
+// usage, the finish reason, the logprobs and the provenance (model, system_fingerprint). A body that does not decode, or has no choices, is a malformed body (errclass.Transport). The text is not
 // redacted: the caller applies its Redactor with Response.Redacted.
 func ChatAnswer(body []byte) (Response, error) {
 	var r openai.ChatCompletionResponse
@@ -65,6 +65,7 @@ func ChatAnswer(body []byte) (Response, error) {
 	out := Response{Text: r.Choices[0].Message.Content, PromptTokens: r.Usage.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens}
 	choiceAnswer(&out, r.Choices[0])
+	servedBy(&out, r.Model, r.SystemFingerprint)
 	return out, nil
 }
 

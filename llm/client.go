@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -58,6 +60,37 @@ type Response struct {
 	// Logprobs are the first generated tokens with their alternatives, when the request asked for logprobs
 	// (at most MaxLogprobTokens of them); nil when the server sent none.
 	Logprobs []TokenLogprob
+	// ServedModel is the model the provider says answered (the response's model: often a dated snapshot of
+	// the name asked for; Gemini's modelVersion), and SystemFingerprint OpenAI's system_fingerprint, the
+	// backend configuration that answered. Both are cleaned by Provenance; empty when the provider sent none.
+	ServedModel, SystemFingerprint string
+}
+
+// MaxProvenance is the most bytes of a served model name or system fingerprint a response keeps: real ones are
+// a few dozen, and a longer string is no identifier but something else riding along.
+const MaxProvenance = 128
+
+// Provenance cleans a provider-sent identifier (a served model name, a system fingerprint) before it is kept:
+// surrounding space trimmed, every rune that is not a printable non-space character (control characters,
+// newlines, invalid UTF-8, spaces inside) dropped, and the result cut to at most MaxProvenance bytes on a rune
+// boundary. An identifier has no use for anything else, so nothing else can ride along into records and logs.
+func Provenance(s string) string {
+	var b strings.Builder
+	for _, r := range strings.TrimSpace(s) {
+		if r == utf8.RuneError || !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > MaxProvenance {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// servedBy sets out's provenance from what the provider sent, cleaned by Provenance.
+func servedBy(out *Response, model, fingerprint string) {
+	out.ServedModel, out.SystemFingerprint = Provenance(model), Provenance(fingerprint)
 }
 
 // The finish reasons silico tells apart. Anthropic's stop reasons are mapped onto them (see anthropicFinish).
@@ -103,10 +136,11 @@ func choiceAnswer(out *Response, c openai.ChatCompletionChoice) {
 	}
 }
 
-// Redacted is r with redact applied to every text the provider sent: the answer and the logprobs' tokens (a
-// server may echo anything, the Authorization header included).
+// Redacted is r with redact applied to every text the provider sent: the answer, the logprobs' tokens and the
+// provenance (a server may echo anything, the Authorization header included).
 func (r Response) Redacted(redact func(string) string) Response {
 	r.Text = redact(r.Text)
+	r.ServedModel, r.SystemFingerprint = redact(r.ServedModel), redact(r.SystemFingerprint)
 	for i := range r.Logprobs {
 		r.Logprobs[i].Token = redact(r.Logprobs[i].Token)
 		for j := range r.Logprobs[i].Top {
@@ -208,6 +242,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		RateLimit:        ParseRateLimit(capt.header),
 	}
 	choiceAnswer(&out, resp.Choices[0])
+	servedBy(&out, resp.Model, resp.SystemFingerprint)
 	// A server may echo the request (Authorization header included) in its answer.
 	return out.Redacted(c.redact), nil
 }

@@ -174,6 +174,8 @@ type geminiResponse struct {
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback"`
+	// ModelVersion is the model that answered, Gemini's counterpart of an OpenAI answer's model.
+	ModelVersion  string `json:"modelVersion"`
 	UsageMetadata *struct {
 		PromptTokenCount     int `json:"promptTokenCount"`
 		CandidatesTokenCount int `json:"candidatesTokenCount"`
@@ -183,7 +185,7 @@ type geminiResponse struct {
 
 // GeminiAnswer reads a GenerateContentResponse: the first candidate's text parts joined (thought parts left
 // out), its usage (the thinking tokens, which are billed as output, counted as completion tokens) and its finish
-// reason as an OpenAI finish reason. A prompt the API blocked, which gets no candidate, is an empty answer
+// reason as an OpenAI finish reason, and its modelVersion as the served model. A prompt the API blocked, which gets no candidate, is an empty answer
 // finished by the content filter, as an OpenAI-compatible server reports one. A body without usage is a
 // malformed body (errclass.Transport).
 func GeminiAnswer(body []byte) (Response, error) {
@@ -196,6 +198,7 @@ func GeminiAnswer(body []byte) (Response, error) {
 	}
 	u := r.UsageMetadata
 	out := Response{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+	servedBy(&out, r.ModelVersion, "")
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
 			out.FinishReason = FinishContentFilter

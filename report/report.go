@@ -11,6 +11,7 @@
 package report
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -23,6 +24,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/usage"
+	"github.com/silicolab/silico/wire"
 )
 
 // FileName is the name of the report in an output directory.
@@ -97,14 +99,35 @@ type view struct {
 	Latency     histogram
 	Attempts    histogram
 	Errors      []string
-	Low         float64
+	// Warnings are the summary's (a model answered by two served models, several seeds at temperature 0).
+	Warnings []string
+	Low      float64
 	// Embed is set for a kind: embed run: its cells are vectors, so the page has the overview, the vectors per
 	// model and the latencies, and says which files hold the vectors; EmbedTexts names where the texts came from.
 	Embed      bool
 	EmbedTexts string
 }
 
-type modelInfo struct{ ID, Name, Provider, Params string }
+// modelInfo is a row of the models table; Served lists the served models and fingerprints that answered the
+// model's cells, with their counts (see servedText).
+type modelInfo struct{ ID, Name, Provider, Params, Served string }
+
+// servedText writes a model's served models and fingerprints as the report shows them: "name · fingerprint
+// (cells)" each, most cells first, as summary.json lists them; "—" when the provider named none.
+func servedText(served []wire.Served) string {
+	if len(served) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(served))
+	for i, s := range served {
+		name := cmp.Or(s.ServedModel, "?")
+		if s.SystemFingerprint != "" {
+			name += " · " + s.SystemFingerprint
+		}
+		parts[i] = name + " (" + thousands(s.Cells) + ")"
+	}
+	return strings.Join(parts, ", ")
+}
 
 // fact is one headline number; Key names it for tests (data-key).
 type fact struct{ Label, Value, Key string }
@@ -114,14 +137,14 @@ func build(r *Run) view {
 	s := a.Spec
 	v := view{
 		Title: s.Name, RunID: a.RunID, Summary: s.Summary(), Description: s.Description,
-		Errors: a.Summary.Errors, Low: LowReliability,
+		Errors: a.Summary.Errors, Low: LowReliability, Warnings: a.Summary.Warnings,
 	}
 	seeds := make([]string, len(s.Seeds))
 	for i, sd := range s.Seeds {
 		seeds[i] = strconv.FormatInt(sd, 10)
 	}
 	v.Seeds = strings.Join(seeds, ", ")
-	for _, m := range s.Models {
+	for i, m := range s.Models {
 		var params []string
 		p := m.Params
 		if p.Temperature != nil {
@@ -137,7 +160,11 @@ func build(r *Run) view {
 		if provider == "" {
 			provider = "openai"
 		}
-		v.Models = append(v.Models, modelInfo{ID: m.ID, Name: m.Name, Provider: provider, Params: strings.Join(params, ", ")})
+		mi := modelInfo{ID: m.ID, Name: m.Name, Provider: provider, Params: strings.Join(params, ", "), Served: "—"}
+		if i < len(a.Summary.Models) {
+			mi.Served = servedText(a.Summary.Models[i].Served)
+		}
+		v.Models = append(v.Models, mi)
 	}
 	v.Batch = batchRows(a)
 	v.Facts = facts(a, len(v.Batch) > 0)

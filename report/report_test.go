@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"html"
 	"math"
 	"os"
@@ -427,5 +428,49 @@ func TestReportBatchSaving(t *testing.T) {
 	_, page := render(t)
 	if strings.Contains(page, "batch_saved_usd") || strings.Contains(page, "Batch pricing") {
 		t.Error("a run without batch models shows a batch saving")
+	}
+}
+
+// TestReportServedModels: the models table lists each model's served models and fingerprints with their
+// counts, and the report warns for a model answered by two served models and for seeds at temperature 0, as
+// summary.json does.
+func TestReportServedModels(t *testing.T) {
+	spec, src := fixedRun(t)
+	per := spec.NumCells() / 2
+	for i := range src {
+		switch {
+		case i >= per:
+			src[i].ServedModel, src[i].SystemFingerprint = "noisy-2026-01-01", "fp_n"
+		case i < 10:
+			src[i].ServedModel, src[i].SystemFingerprint = "m-2026-02-01", "fp_b"
+		default:
+			src[i].ServedModel, src[i].SystemFingerprint = "m-2026-01-01", "fp_a"
+		}
+	}
+	zero := 0.0
+	spec.Models[1].Params.Temperature = &zero
+	a, err := Analyze(context.Background(), src, spec, "served-run", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	kv := keyedValues(t, page)
+	first := spec.Models[0].ID
+	want := fmt.Sprintf("m-2026-01-01 · fp_a (%s), m-2026-02-01 · fp_b (10)", thousands(per-10))
+	if got := kv["served/"+first]; got != want {
+		t.Errorf("served/%s = %q, want %q", first, got, want)
+	}
+	if got := kv["served/noisy"]; got != fmt.Sprintf("noisy-2026-01-01 · fp_n (%s)", thousands(per)) {
+		t.Errorf("served/noisy = %q", got)
+	}
+	for _, w := range []string{"model " + first + " was answered by 2 served models (m-2026-01-01, m-2026-02-01)",
+		"model noisy has " + strconv.Itoa(len(spec.Seeds)) + " seeds at temperature 0"} {
+		if !strings.Contains(page, html.EscapeString(w)) {
+			t.Errorf("the report does not warn %q", w)
+		}
 	}
 }

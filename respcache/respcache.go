@@ -151,19 +151,24 @@ func Key(endpoint string, req llm.Request) store.CacheKey {
 }
 
 // Answer is what an entry keeps of a response: the model's text as it came (the record's raw answer), the usage
-// the provider reported, why generation stopped and the first tokens' logprobs (when asked for).
+// the provider reported, why generation stopped, the first tokens' logprobs (when asked for) and the
+// provenance of the call that produced it (the served model and system fingerprint, see llm.Response), so that
+// a cell answered from the cache names the model that actually answered, not the one that would answer now.
 type Answer struct {
-	Text             string
-	PromptTokens     int
-	CompletionTokens int
-	FinishReason     string
-	Logprobs         []llm.TokenLogprob
+	Text              string
+	PromptTokens      int
+	CompletionTokens  int
+	FinishReason      string
+	Logprobs          []llm.TokenLogprob
+	ServedModel       string
+	SystemFingerprint string
 }
 
 // AnswerOf is what the cache keeps of resp.
 func AnswerOf(resp llm.Response) Answer {
 	return Answer{Text: resp.Text, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
-		FinishReason: resp.FinishReason, Logprobs: resp.Logprobs}
+		FinishReason: resp.FinishReason, Logprobs: resp.Logprobs, ServedModel: resp.ServedModel,
+		SystemFingerprint: resp.SystemFingerprint}
 }
 
 // An entry's value is binary, so that validating and decoding a hit costs well under a microsecond:
@@ -175,12 +180,26 @@ func AnswerOf(resp llm.Response) Answer {
 //	2 (1 byte) | key | prompt tokens | completion tokens | finish reason length (uvarint) | finish reason |
 //	logprobs length (uvarint) | logprobs (JSON, or nothing) | text (the rest)
 //
-// The first layout stays for answers without either, so entries written before finish reasons existed still
-// read, as answers whose finish reason is unknown. The checksum is the SHA-256 of the value.
+// An answer with a served model or a system fingerprint is written in the third layout, the second's fields
+// followed by both:
+//
+//	3 (1 byte) | key | prompt tokens | completion tokens | finish reason length | finish reason |
+//	logprobs length | logprobs | served model length (uvarint) | served model |
+//	system fingerprint length (uvarint) | system fingerprint | text (the rest)
+//
+// The first layout stays for answers without any of these, so entries written before finish reasons existed
+// still read, as answers whose finish reason is unknown, and the second for answers without provenance, so
+// entries written before provenance was kept read as answers whose served model is unknown. A reader that
+// knows only the older layouts finds a first byte it does not know in a third-layout entry: ErrInvalid, a miss,
+// never an answer read without its provenance or with the provenance taken for text. The checksum is the
+// SHA-256 of the value.
 const headerSize = 1 + len(store.CacheKey{})
 
 // entryWithFinish is the first byte of the second layout.
 const entryWithFinish = 2
+
+// entryWithProvenance is the first byte of the third layout.
+const entryWithProvenance = 3
 
 // Entry is the cache entry of answer a to the request with key, from model, written by run at now.
 func Entry(key store.CacheKey, model, run string, a Answer, now time.Time) store.CacheEntry {
@@ -193,19 +212,25 @@ func Entry(key store.CacheKey, model, run string, a Answer, now time.Time) store
 		}
 	}
 	layout := byte(version)
-	if a.FinishReason != "" || lp != nil {
+	switch {
+	case a.ServedModel != "" || a.SystemFingerprint != "":
+		layout = entryWithProvenance
+	case a.FinishReason != "" || lp != nil:
 		layout = entryWithFinish
 	}
-	v := make([]byte, 0, headerSize+4*binary.MaxVarintLen64+len(a.FinishReason)+len(lp)+len(a.Text))
+	v := make([]byte, 0, headerSize+6*binary.MaxVarintLen64+len(a.FinishReason)+len(lp)+len(a.ServedModel)+
+		len(a.SystemFingerprint)+len(a.Text))
 	v = append(v, layout)
 	v = append(v, key[:]...)
 	v = binary.AppendUvarint(v, uint64(max(0, a.PromptTokens)))
 	v = binary.AppendUvarint(v, uint64(max(0, a.CompletionTokens)))
-	if layout == entryWithFinish {
-		v = binary.AppendUvarint(v, uint64(len(a.FinishReason)))
-		v = append(v, a.FinishReason...)
-		v = binary.AppendUvarint(v, uint64(len(lp)))
-		v = append(v, lp...)
+	if layout >= entryWithFinish {
+		v = appendCounted(v, []byte(a.FinishReason))
+		v = appendCounted(v, lp)
+	}
+	if layout == entryWithProvenance {
+		v = appendCounted(v, []byte(a.ServedModel))
+		v = appendCounted(v, []byte(a.SystemFingerprint))
 	}
 	v = append(v, a.Text...)
 	return store.CacheEntry{Key: key, Model: model, Value: v, Sum: sha256.Sum256(v), Run: run, Created: now.UTC()}
@@ -221,8 +246,8 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 		return Answer{}, err
 	}
 	layout := byte(version)
-	if len(e.Value) > 0 && e.Value[0] == entryWithFinish {
-		layout = entryWithFinish
+	if len(e.Value) > 0 && (e.Value[0] == entryWithFinish || e.Value[0] == entryWithProvenance) {
+		layout = e.Value[0]
 	}
 	v, err := body(e.Value, key, []byte{layout}, fmt.Sprintf("a version %d entry", version))
 	if err != nil {
@@ -237,7 +262,7 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 		return Answer{}, err
 	}
 	a := Answer{PromptTokens: int(prompt), CompletionTokens: int(completion)}
-	if layout == entryWithFinish {
+	if layout >= entryWithFinish {
 		var finish, lp []byte
 		if finish, v, err = counted(v, key, "finish reason"); err != nil {
 			return Answer{}, err
@@ -252,11 +277,27 @@ func Read(e store.CacheEntry, key store.CacheKey) (Answer, error) {
 			}
 		}
 	}
+	if layout == entryWithProvenance {
+		var served, fp []byte
+		if served, v, err = counted(v, key, "served model"); err != nil {
+			return Answer{}, err
+		}
+		if fp, v, err = counted(v, key, "system fingerprint"); err != nil {
+			return Answer{}, err
+		}
+		a.ServedModel, a.SystemFingerprint = string(served), string(fp)
+	}
 	if !utf8.Valid(v) {
 		return Answer{}, fmt.Errorf("%w %s: text is not UTF-8", ErrInvalid, key)
 	}
 	a.Text = string(v)
 	return a, nil
+}
+
+// appendCounted appends b's length as a uvarint and then b: a field counted reads back.
+func appendCounted(v, b []byte) []byte {
+	v = binary.AppendUvarint(v, uint64(len(b)))
+	return append(v, b...)
 }
 
 // counted reads a uvarint length and that many bytes from the front of b and returns them and the rest.

@@ -149,6 +149,44 @@ func TestEntryKeepsFinishReasonAndLogprobs(t *testing.T) {
 	}
 }
 
+// An answer with provenance keeps it through the cache (the third layout), an answer without it is written in
+// the older layouts as before (so entries of older versions and of this one read alike), an older reader finds a
+// first byte it refuses (it reads only the first two layouts, by their first byte: a miss, never a misread), and
+// a third-layout entry cut inside its provenance is invalid.
+func TestEntryKeepsProvenance(t *testing.T) {
+	k := Key("sim", baseRequest())
+	a := Answer{Text: "3. Neutral", PromptTokens: 40, CompletionTokens: 3, FinishReason: llm.FinishStop,
+		ServedModel: "gpt-4o-mini-2024-07-18", SystemFingerprint: "fp_44709d6fcb"}
+	e := Entry(k, "m", "run-1", a, time.Now())
+	if e.Value[0] != entryWithProvenance {
+		t.Fatalf("layout %d, want %d", e.Value[0], entryWithProvenance)
+	}
+	if e.Value[0] == version || e.Value[0] == entryWithFinish {
+		t.Fatalf("layout %d is one an older reader would decode without the provenance", e.Value[0])
+	}
+	got, err := Read(e, k)
+	if err != nil || !reflect.DeepEqual(got, a) {
+		t.Fatalf("Read = %+v, %v; want %+v", got, err, a)
+	}
+	onlyFP := Answer{Text: "3", SystemFingerprint: "fp_x"}
+	if got, err := Read(Entry(k, "m", "run-1", onlyFP, time.Now()), k); err != nil || !reflect.DeepEqual(got, onlyFP) {
+		t.Fatalf("Read of a fingerprint alone = %+v, %v", got, err)
+	}
+	old := a
+	old.ServedModel, old.SystemFingerprint = "", ""
+	if e2 := Entry(k, "m", "run-1", old, time.Now()); e2.Value[0] != entryWithFinish {
+		t.Fatalf("an answer without provenance has layout %d, want %d", e2.Value[0], entryWithFinish)
+	} else if got, err := Read(e2, k); err != nil || got.ServedModel != "" || got.Text != a.Text {
+		t.Fatalf("Read of the second layout = %+v, %v", got, err)
+	}
+	cut := e
+	cut.Value = e.Value[:headerSize+2+1+len(a.FinishReason)+1+1+3] // into the served model
+	cut.Sum = sumOf(cut.Value)
+	if _, err := Read(cut, k); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Read of an entry cut in its served model = %v, want ErrInvalid", err)
+	}
+}
+
 func TestReadValidatesTheEntry(t *testing.T) {
 	k := Key("sim", baseRequest())
 	a := Answer{Text: "3", PromptTokens: 40, CompletionTokens: 1}

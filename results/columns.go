@@ -69,6 +69,9 @@ var rowColumns = []rowColumn{
 	text("top_option", func(r *Row) *string { return &r.TopOption }),
 	optFloat("expected_score", func(r *Row) **float64 { return &r.ExpectedScore }),
 	optBool("top_agrees", func(r *Row) **bool { return &r.TopAgrees }),
+	// Cell facts, not run facts: a cached answer keeps the provenance of the call that produced it.
+	text("served_model", func(r *Row) *string { return &r.ServedModel }),
+	text("system_fingerprint", func(r *Row) *string { return &r.SystemFingerprint }),
 }
 
 // ofRun marks c a fact of one run (see rowColumn.run).

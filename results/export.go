@@ -2,6 +2,7 @@ package results
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -265,10 +266,14 @@ type summarizer struct {
 	seen   map[string]bool
 	// syncPrice is, for the models in batch mode that have a price, the price of their calls made synchronously.
 	syncPrice map[int]experiment.Price
+	spec      *experiment.Spec
+	// served counts the answered cells by model, served model and fingerprint (wire.ModelSummary.Served).
+	served map[servedKey]int
 }
 
 func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *summarizer {
 	z := &summarizer{
+		spec: spec,
 		s: wire.Summary{RunID: runID, Name: spec.Name, ElapsedSeconds: round(elapsed.Seconds(), 3),
 			Errors: []string{}, Models: make([]wire.ModelSummary, len(spec.Models))},
 		models: make(map[string]int, len(spec.Models)),
@@ -327,6 +332,13 @@ func (z *summarizer) add(r *Row) {
 		}
 		c.usage.Add(u)
 	}
+	if r.ServedModel != "" || r.SystemFingerprint != "" {
+		k := servedKey{mi, r.ServedModel, r.SystemFingerprint}
+		if z.served == nil {
+			z.served = map[servedKey]int{}
+		}
+		z.served[k]++
+	}
 	if r.ErrorClass != "" && len(z.s.Errors) < maxErrors {
 		e := r.ErrorClass + ": " + r.ErrorMessage
 		if !z.seen[e] {
@@ -341,7 +353,33 @@ func (z *summarizer) add(r *Row) {
 func (z *summarizer) summary() wire.Summary {
 	s := z.s
 	s.Models = append([]wire.ModelSummary(nil), z.s.Models...)
+	for k, n := range z.served {
+		m := &s.Models[k.model]
+		m.Served = append(m.Served, wire.Served{ServedModel: k.served, SystemFingerprint: k.fingerprint, Cells: n})
+	}
+	s.Warnings = nil
+	for i := range s.Models {
+		m := &s.Models[i]
+		slices.SortFunc(m.Served, func(a, b wire.Served) int {
+			return cmp.Or(cmp.Compare(b.Cells, a.Cells), cmp.Compare(a.ServedModel, b.ServedModel),
+				cmp.Compare(a.SystemFingerprint, b.SystemFingerprint))
+		})
+		if w := wire.ServedWarning(*m); w != "" {
+			s.Warnings = append(s.Warnings, w)
+		}
+	}
+	for _, m := range z.spec.Models {
+		if w := z.spec.GreedySeeds(m); w != "" {
+			s.Warnings = append(s.Warnings, w)
+		}
+	}
 	return s
+}
+
+// servedKey is a model's cells' served model and fingerprint, which the summary counts.
+type servedKey struct {
+	model               int
+	served, fingerprint string
 }
 
 // round rounds v to d decimals. The result prints (shortest form) as exactly d decimals or fewer.

@@ -91,6 +91,9 @@ type Row struct {
 	TopOption     string
 	ExpectedScore *float64
 	TopAgrees     *bool
+	// ServedModel is the model the provider says answered and SystemFingerprint OpenAI's system_fingerprint
+	// (see store.Record.ServedModel); empty when unknown.
+	ServedModel, SystemFingerprint string
 }
 
 // Header returns the CSV header: the column names in order, the same as the JSON keys (but probs, which
@@ -138,33 +141,35 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 	c := spec.Cell(r.Index)
 	item := &spec.Questionnaire.Items[c.Item]
 	row := Row{
-		RunID:            runID,
-		Index:            r.Index,
-		CellID:           spec.CellID(c),
-		Model:            spec.Models[c.Model].ID,
-		Seed:             spec.Seeds[c.Seed],
-		ItemID:           item.ID,
-		ItemText:         item.Text,
-		Scale:            item.Scale,
-		Reversed:         item.Reversed,
-		PersonaID:        spec.Personas[c.Persona].ID,
-		Status:           r.Status,
-		OptionID:         r.OptionID,
-		Raw:              r.Raw,
-		ErrorClass:       r.ErrorClass,
-		ErrorCode:        r.ErrorCode,
-		ErrorMessage:     r.ErrorMessage,
-		PromptTokens:     r.PromptTokens,
-		CompletionTokens: r.CompletionTokens,
-		CostUSD:          r.CostUSD,
-		LatencyMS:        r.LatencyMS,
-		Attempts:         r.Attempts,
-		Tries:            r.Tries,
-		Cached:           r.Cached,
-		ImageSHA256:      r.ImageSHA256,
-		FinishReason:     r.FinishReason,
-		Schema:           r.Schema,
-		ProbsSource:      spec.AnswerFor(spec.Models[c.Model]).ProbsSource(),
+		RunID:             runID,
+		Index:             r.Index,
+		CellID:            spec.CellID(c),
+		Model:             spec.Models[c.Model].ID,
+		Seed:              spec.Seeds[c.Seed],
+		ItemID:            item.ID,
+		ItemText:          item.Text,
+		Scale:             item.Scale,
+		Reversed:          item.Reversed,
+		PersonaID:         spec.Personas[c.Persona].ID,
+		Status:            r.Status,
+		OptionID:          r.OptionID,
+		Raw:               r.Raw,
+		ErrorClass:        r.ErrorClass,
+		ErrorCode:         r.ErrorCode,
+		ErrorMessage:      r.ErrorMessage,
+		PromptTokens:      r.PromptTokens,
+		CompletionTokens:  r.CompletionTokens,
+		CostUSD:           r.CostUSD,
+		LatencyMS:         r.LatencyMS,
+		Attempts:          r.Attempts,
+		Tries:             r.Tries,
+		Cached:            r.Cached,
+		ImageSHA256:       r.ImageSHA256,
+		FinishReason:      r.FinishReason,
+		Schema:            r.Schema,
+		ServedModel:       r.ServedModel,
+		SystemFingerprint: r.SystemFingerprint,
+		ProbsSource:       spec.AnswerFor(spec.Models[c.Model]).ProbsSource(),
 	}
 	if row.ProbsSource == experiment.ProbsFromVerbalized && len(r.Probs) > 0 {
 		row.ProbsSum = finite(r.ProbsSum)

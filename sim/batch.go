@@ -207,7 +207,9 @@ func newBatches(cfg Config) (*batches, error) {
 	}
 	b.FailLines = fail
 	b.RejectLines = slices.Clone(b.RejectLines)
-	lines, err := New(Config{Models: cfg.Models, Now: cfg.Now, Forget: true, lineServer: true, Sampling: cfg.Sampling})
+	// The lines are answered by the same snapshots as synchronous calls.
+	lines, err := New(Config{Models: cfg.Models, Now: cfg.Now, Forget: true, lineServer: true,
+		ServedModel: cfg.ServedModel, SystemFingerprint: cfg.SystemFingerprint, SnapshotChange: cfg.SnapshotChange, Sampling: cfg.Sampling})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,13 @@ type fileConfig struct {
 		Kind   string `yaml:"kind"`
 		Status int    `yaml:"status"`
 	} `yaml:"outages"`
+	ServedModel       string `yaml:"served_model"`
+	SystemFingerprint string `yaml:"system_fingerprint"`
+	SnapshotChange    *struct {
+		FromSeed          int64  `yaml:"from_seed"`
+		ServedModel       string `yaml:"served_model"`
+		SystemFingerprint string `yaml:"system_fingerprint"`
+	} `yaml:"snapshot_change"`
 }
 
 // LoadConfig reads a simulator config from a YAML or JSON file. Every field is optional; unknown fields are
@@ -64,6 +71,9 @@ type fileConfig struct {
 //	rate_limit_retry_after: 1s
 //	models: [gpt-4o-mini, text-embedding-3-small]
 //	outages: [{after: 10s, for: 90s, kind: status, status: 503}, {after: 5m, for: 20s, kind: refuse}]
+//	served_model: gpt-4o-mini-2024-07-18
+//	system_fingerprint: fp_44709d6fcb
+//	snapshot_change: {from_seed: 3, served_model: gpt-4o-mini-2025-01-01, system_fingerprint: fp_new}
 //
 // An outage's kind is status (a JSON error, status 503 unless given), html (an nginx error page, 502 unless
 // given) or refuse (connections refused: only where the simulator owns its listener, see Serve).
@@ -80,7 +90,11 @@ func LoadConfig(path string) (Config, error) {
 	cfg := Config{
 		RPM: fc.RPM, TPM: fc.TPM, Burst: fc.Burst, FaultSeed: fc.FaultSeed, Models: fc.Models,
 		Faults: Faults(fc.Faults), FailCells: fc.FailCells, RefuseJSONSchema: fc.RefuseJSONSchema, ContextWindow: fc.ContextWindow,
-		Sampling: fc.Sampling,
+		Sampling:    fc.Sampling,
+		ServedModel: fc.ServedModel, SystemFingerprint: fc.SystemFingerprint,
+	}
+	if c := fc.SnapshotChange; c != nil {
+		cfg.SnapshotChange = &SnapshotChange{FromSeed: c.FromSeed, ServedModel: c.ServedModel, SystemFingerprint: c.SystemFingerprint}
 	}
 	type duration struct {
 		field string

@@ -252,6 +252,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	id := "chatcmpl-sim" + strconv.FormatUint(n, 36)
 	created := rec.Time.Unix()
+	served, fingerprint := s.cfg.provenance(req.Model, rec.Seed)
+	if strings.HasPrefix(r.URL.Path, "/v1beta/") {
+		// Gemini's own answers (its batch lines) have a modelVersion and no fingerprint: its OpenAI-compatible
+		// path answers alike, so a cell's provenance does not depend on the way it was asked.
+		fingerprint = ""
+	}
 	if req.Stream {
 		// One choice (parseChatOptions refuses n > 1 with stream), sent without logprobs.
 		var text string
@@ -260,16 +266,16 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		s.send(rec, func() error {
-			return s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
-				SystemFingerprint: systemFingerprint}, text, choices[0].FinishReason, u, withUsage, malformed)
+			return s.stream(w, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: served,
+				SystemFingerprint: fingerprint}, text, choices[0].FinishReason, u, withUsage, malformed)
 		})
 		return
 	}
 	body, err := json.Marshal(chatResponse{
-		ID: id, Object: "chat.completion", Created: created, Model: req.Model,
+		ID: id, Object: "chat.completion", Created: created, Model: served,
 		Choices:           choices,
 		Usage:             u,
-		SystemFingerprint: systemFingerprint,
+		SystemFingerprint: fingerprint,
 	})
 	if err != nil {
 		s.internalError(w, &rec, fmt.Errorf("sim: encode response: %w", err))
@@ -398,8 +404,6 @@ func choose(tc *tokenCounter, h uint64, i int, msgs []chatMessage, o chatOptions
 	c.Message.Content = &text
 	return c, n, nil
 }
-
-const systemFingerprint = "fp_silico_sim"
 
 // stream sends the answer as server-sent events the way OpenAI does: a role chunk, content chunks of one word
 // each, a chunk with the finish reason, the usage chunk when asked for, and "data: [DONE]". A malformed stream

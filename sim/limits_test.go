@@ -351,6 +351,9 @@ hang_for: 1m
 rate_limit_retry_after: 20s
 models: [gpt-4o-mini, text-embedding-3-small]
 outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}, {after: 10m, for: 1m, kind: refuse}]
+served_model: snap-a
+system_fingerprint: fp_a
+snapshot_change: {from_seed: 3, served_model: snap-b}
 `)
 	cfg, err := LoadConfig(yml)
 	if err != nil {
@@ -374,6 +377,10 @@ outages: [{after: 10s, for: 90s}, {after: 5m, for: 20s, kind: html, status: 504}
 		{After: 5 * time.Minute, For: 20 * time.Second, Kind: OutageHTML, Status: 504},
 		{After: 10 * time.Minute, For: time.Minute, Kind: OutageRefuse}}); got != want {
 		t.Errorf("LoadConfig: outages %s, want %s", got, want)
+	}
+	if cfg.ServedModel != "snap-a" || cfg.SystemFingerprint != "fp_a" || cfg.SnapshotChange == nil ||
+		*cfg.SnapshotChange != (SnapshotChange{FromSeed: 3, ServedModel: "snap-b"}) {
+		t.Errorf("LoadConfig: served %q %q, change %+v", cfg.ServedModel, cfg.SystemFingerprint, cfg.SnapshotChange)
 	}
 
 	js := write("sim.json", `{"rpm": 60, "latency": {"fixed": "5ms"}}`)

@@ -690,11 +690,12 @@ func readStream(t *testing.T, ts *httptest.Server, body any) (content, finish st
 	return sb.String(), finish
 }
 
-// TestBatchLinesAnswerAsSync: batch lines with logprobs, a schema and max_tokens get the choices the synchronous
-// endpoint gives the same bodies.
+// TestBatchLinesAnswerAsSync: batch lines with logprobs, a schema and max_tokens get the choices, and the served
+// model and fingerprint (two snapshots, changed from seed 3 on), that the synchronous endpoint gives the same bodies.
 func TestBatchLinesAnswerAsSync(t *testing.T) {
 	clk := newFakeClock()
-	_, ts := newTestServer(t, Config{Now: clk.Now})
+	change := &SnapshotChange{FromSeed: 3}
+	_, ts := newTestServer(t, Config{Now: clk.Now, SnapshotChange: change})
 	c := newClient(ts)
 	var bodies [][]byte
 	for i := range 6 {
@@ -713,16 +714,19 @@ func TestBatchLinesAnswerAsSync(t *testing.T) {
 	if err != nil || got.Status != "completed" {
 		t.Fatalf("batch %+v, %v; want completed", got, err)
 	}
-	sync, err := New(Config{Now: clk.Now})
+	sync, err := New(Config{Now: clk.Now, SnapshotChange: change})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
+	served := map[string]bool{}
 	for _, l := range fileLines(t, c, got.OutputFileID) {
 		i := slices.Index(ids, l.CustomID)
 		var batch, want struct {
-			Choices json.RawMessage `json:"choices"`
-			Usage   usage           `json:"usage"`
+			Choices           json.RawMessage `json:"choices"`
+			Usage             usage           `json:"usage"`
+			Model             string          `json:"model"`
+			SystemFingerprint string          `json:"system_fingerprint"`
 		}
 		code, raw := chat(t, sync, json.RawMessage(bodies[i]))
 		if l.Response == nil || json.Unmarshal(l.Response.Body, &batch) != nil || code != http.StatusOK ||
@@ -732,10 +736,15 @@ func TestBatchLinesAnswerAsSync(t *testing.T) {
 		if !bytes.Equal(batch.Choices, want.Choices) || batch.Usage != want.Usage {
 			t.Errorf("line %s: batch %s %+v, sync %s %+v", l.CustomID, batch.Choices, batch.Usage, want.Choices, want.Usage)
 		}
+		if batch.Model != want.Model || batch.SystemFingerprint != want.SystemFingerprint || batch.Model == "" {
+			t.Errorf("line %s: batch served by %q %q, sync by %q %q", l.CustomID, batch.Model, batch.SystemFingerprint,
+				want.Model, want.SystemFingerprint)
+		}
+		served[batch.Model] = true
 		seen++
 	}
-	if seen != len(bodies) {
-		t.Errorf("%d output lines, want %d", seen, len(bodies))
+	if seen != len(bodies) || len(served) != 2 {
+		t.Errorf("%d output lines served by %v, want %d by two snapshots", seen, served, len(bodies))
 	}
 }
 

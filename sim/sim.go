@@ -164,8 +164,60 @@ type Config struct {
 	// which samples as llama.cpp's server does (see SamplingSeeded). It applies to batch lines too.
 	Sampling string
 
+	// ServedModel is the model every chat answer says answered it (its "model"; Anthropic's model, Gemini's
+	// modelVersion), as a provider names the dated snapshot behind a name. Optional: defaults to the name asked
+	// for followed by DefaultServedModelSuffix.
+	ServedModel string
+	// SystemFingerprint is the system_fingerprint of every OpenAI-shaped chat answer (the Anthropic and Gemini
+	// shapes have none, nor, so that a Gemini cell's provenance does not depend on whether it was asked
+	// synchronously or in a batch, has the answer of Gemini's OpenAI-compatible path).
+	// Optional: defaults to DefaultSystemFingerprint.
+	SystemFingerprint string
+	// SnapshotChange answers the calls of the seeds from its FromSeed on with another served model and
+	// fingerprint: a model name whose snapshot changed between the runs of its seeds. A function of the request
+	// alone, so a resumed or cached run reports what a fresh one would. Anthropic's requests carry no seed (seed
+	// 0), so it applies to them only from FromSeed 0. Optional.
+	SnapshotChange *SnapshotChange
+
 	// lineServer marks the simulator that answers batch lines: it serves no batch APIs of its own.
 	lineServer bool
+}
+
+// SnapshotChange is a second served model and fingerprint, for the calls whose seed is FromSeed or more.
+type SnapshotChange struct {
+	FromSeed int64
+	// ServedModel and SystemFingerprint replace Config's; empty ones default to the name asked for followed by
+	// DefaultChangedSuffix, and DefaultChangedFingerprint.
+	ServedModel, SystemFingerprint string
+}
+
+// The default provenance of the simulator's answers (see Config.ServedModel and Config.SnapshotChange).
+const (
+	DefaultServedModelSuffix  = "-2026-01-01"
+	DefaultSystemFingerprint  = "fp_silico_sim"
+	DefaultChangedSuffix      = "-2026-02-01"
+	DefaultChangedFingerprint = "fp_silico_sim2"
+)
+
+// provenance is the served model and fingerprint of a chat call for model with seed.
+func (c *Config) provenance(model string, seed int64) (served, fingerprint string) {
+	served, fingerprint = c.ServedModel, c.SystemFingerprint
+	if served == "" {
+		served = model + DefaultServedModelSuffix
+	}
+	if fingerprint == "" {
+		fingerprint = DefaultSystemFingerprint
+	}
+	if ch := c.SnapshotChange; ch != nil && seed >= ch.FromSeed {
+		served, fingerprint = ch.ServedModel, ch.SystemFingerprint
+		if served == "" {
+			served = model + DefaultChangedSuffix
+		}
+		if fingerprint == "" {
+			fingerprint = DefaultChangedFingerprint
+		}
+	}
+	return served, fingerprint
 }
 
 // DefaultModels returns the models /v1/models lists when Config.Models is empty.
@@ -285,6 +337,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Models = slices.Clone(cfg.Models)
 	cfg.FailCells = slices.Clone(cfg.FailCells)
+	if ch := cfg.SnapshotChange; ch != nil {
+		c := *ch // the caller's value may change; the simulator's may not
+		cfg.SnapshotChange = &c
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

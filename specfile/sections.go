@@ -244,6 +244,15 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("batch_time", func(s *experiment.SimulatorSettings) *experiment.Duration { return &s.BatchTime }, (*decoder).duration),
 	field("batch_enqueued_tokens", func(s *experiment.SimulatorSettings) *int { return &s.BatchEnqueuedTokens }, (*decoder).integer),
 	field("sampling", func(s *experiment.SimulatorSettings) *string { return &s.Sampling }, (*decoder).str),
+	field("served_model", func(s *experiment.SimulatorSettings) *string { return &s.ServedModel }, (*decoder).str),
+	field("system_fingerprint", func(s *experiment.SimulatorSettings) *string { return &s.SystemFingerprint }, (*decoder).str),
+	field("snapshot_change", func(s *experiment.SimulatorSettings) **experiment.SimulatorSnapshotChange { return &s.SnapshotChange }, snapshotKeys.decodePtr),
+}
+
+var snapshotKeys = table[experiment.SimulatorSnapshotChange]{
+	field("from_seed", func(c *experiment.SimulatorSnapshotChange) *int { return &c.FromSeed }, (*decoder).integer),
+	field("served_model", func(c *experiment.SimulatorSnapshotChange) *string { return &c.ServedModel }, (*decoder).str),
+	field("system_fingerprint", func(c *experiment.SimulatorSnapshotChange) *string { return &c.SystemFingerprint }, (*decoder).str),
 }
 
 var outageKeys = table[experiment.SimulatorOutage]{

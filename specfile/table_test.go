@@ -87,6 +87,7 @@ func TestTablesMatchJSONTags(t *testing.T) {
 	check(reflect.TypeFor[experiment.SimulatorSettings](), tableProblems(simulatorKeys))
 	check(reflect.TypeFor[experiment.SimulatorFaults](), tableProblems(faultKeys))
 	check(reflect.TypeFor[experiment.SimulatorOutage](), tableProblems(outageKeys))
+	check(reflect.TypeFor[experiment.SimulatorSnapshotChange](), tableProblems(snapshotKeys))
 	check(reflect.TypeFor[experiment.ImageSettings](), tableProblems(imageKeys))
 	check(reflect.TypeFor[experiment.EmbedSettings](), tableProblems(embedKeys))
 	check(reflect.TypeFor[experiment.EmbedInput](), tableProblems(embedInputKeys))

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -145,6 +146,8 @@ func TestMigrateVersion5Elapsed(t *testing.T) {
 	// Back to version 5's layout: elapsed_ms a column of runs (and version 6's: no tries, no cell_carry; no
 	// run_state, which version 8 adds; no probs_sum, which version 9 adds).
 	for _, q := range []string{
+		"ALTER TABLE cells DROP COLUMN served_model",
+		"ALTER TABLE cells DROP COLUMN system_fingerprint",
 		"ALTER TABLE cells DROP COLUMN probs_sum",
 		"DROP TABLE run_state",
 		"DROP TABLE cell_carry",
@@ -205,6 +208,8 @@ func TestMigrateVersion6Tries(t *testing.T) {
 	}
 	// Back to version 6's layout: no tries column, no carry table, no run_state.
 	for _, q := range []string{
+		"ALTER TABLE cells DROP COLUMN served_model",
+		"ALTER TABLE cells DROP COLUMN system_fingerprint",
 		"ALTER TABLE cells DROP COLUMN probs_sum",
 		"DROP TABLE run_state",
 		"DROP TABLE cell_carry",
@@ -264,6 +269,8 @@ func TestPostgresMigrateTries(t *testing.T) {
 		"ALTER TABLE silico_cells DROP COLUMN tries",
 		"DROP TABLE silico_run_state",
 		"ALTER TABLE silico_cells DROP COLUMN probs_sum",
+		"ALTER TABLE silico_cells DROP COLUMN served_model",
+		"ALTER TABLE silico_cells DROP COLUMN system_fingerprint",
 		"DELETE FROM silico_schema_version WHERE version >= 5",
 	} {
 		pgExec(t, dsn, q)
@@ -298,7 +305,7 @@ func TestMigrateVersion7RunState(t *testing.T) {
 	if err := s.SaveRun(ctx, "r", []byte(`{"name":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"ALTER TABLE cells DROP COLUMN probs_sum", "DROP TABLE run_state", "PRAGMA user_version = 7"} {
+	for _, q := range []string{"ALTER TABLE cells DROP COLUMN served_model", "ALTER TABLE cells DROP COLUMN system_fingerprint", "ALTER TABLE cells DROP COLUMN probs_sum", "DROP TABLE run_state", "PRAGMA user_version = 7"} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -337,7 +344,7 @@ func TestMigrateVersion8ProbsSum(t *testing.T) {
 	if err := s.Put(ctx, "run", []Record{old}); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"ALTER TABLE cells DROP COLUMN probs_sum", "PRAGMA user_version = 8"} {
+	for _, q := range []string{"ALTER TABLE cells DROP COLUMN served_model", "ALTER TABLE cells DROP COLUMN system_fingerprint", "ALTER TABLE cells DROP COLUMN probs_sum", "PRAGMA user_version = 8"} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -379,6 +386,8 @@ func TestPostgresMigrateProbsSum(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.Close()
+	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN served_model")
+	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN system_fingerprint")
 	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN probs_sum")
 	pgExec(t, dsn, "DELETE FROM silico_schema_version WHERE version >= 7")
 	if s, err = OpenPostgres(ctx, dsn); err != nil {
@@ -394,5 +403,79 @@ func TestPostgresMigrateProbsSum(t *testing.T) {
 	}
 	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || got[0].ProbsSum != 1.25 {
 		t.Fatalf("verbalized record = %+v, %v; want probs_sum 1.25", got, err)
+	}
+}
+
+// TestMigrateVersion9Provenance holds the 9 → 10 migration: the records of a version 9 file read with no served
+// model or fingerprint (unknown), and records with them are written and read back whole.
+func TestMigrateVersion9Provenance(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 0, Status: StatusOK, OptionID: "a", Raw: "A", Attempts: 1, Tries: 1}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ALTER TABLE cells DROP COLUMN served_model",
+		"ALTER TABLE cells DROP COLUMN system_fingerprint", "PRAGMA user_version = 9"} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = OpenSQLite(ctx, path); err != nil {
+		t.Fatalf("open a version 9 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	checkProvenanceMigrated(ctx, t, s, old)
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+}
+
+// TestPostgresMigrateProvenance holds PostgreSQL's last step as TestMigrateVersion9Provenance holds SQLite's.
+func TestPostgresMigrateProvenance(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgTestDSN(t)
+	s, err := OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Record{Index: 0, Status: StatusOK, OptionID: "a", Raw: "A", Attempts: 1, Tries: 1}
+	if err := s.Put(ctx, "run", []Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN served_model")
+	pgExec(t, dsn, "ALTER TABLE silico_cells DROP COLUMN system_fingerprint")
+	// The last step records version len(pgMigrations).
+	pgExec(t, dsn, fmt.Sprintf("DELETE FROM silico_schema_version WHERE version >= %d", len(pgMigrations)))
+	if s, err = OpenPostgres(ctx, dsn); err != nil {
+		t.Fatalf("open a schema without provenance: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	checkProvenanceMigrated(ctx, t, s, old)
+}
+
+// checkProvenanceMigrated checks that old, written before the migration, reads back as it was, and that a
+// record with provenance is kept whole.
+func checkProvenanceMigrated(ctx context.Context, t *testing.T, s Store, old Record) {
+	t.Helper()
+	if got, err := s.Records(ctx, "run", 0, 1); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], old) {
+		t.Fatalf("record after migration = %+v, %v; want %+v", got, err, old)
+	}
+	rec := Record{Index: 1, Status: StatusOK, OptionID: "b", Raw: "B", Attempts: 1, Tries: 1,
+		ServedModel: "gpt-4o-mini-2024-07-18", SystemFingerprint: "fp_44709d6fcb"}
+	if err := s.Put(ctx, "run", []Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Records(ctx, "run", 1, 2); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], rec) {
+		t.Fatalf("record with provenance = %+v, %v; want %+v", got, err, rec)
 	}
 }

@@ -95,6 +95,9 @@ var pgMigrations = []string{
 	);`,
 	// the raw sum of a verbalized answer's stated probabilities (0 in the rows already written: none was verbalized)
 	`ALTER TABLE silico_cells ADD COLUMN probs_sum DOUBLE PRECISION NOT NULL DEFAULT 0;`,
+	// the model the provider says answered and its system fingerprint ('', unknown, in the rows already written)
+	`ALTER TABLE silico_cells ADD COLUMN served_model TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE silico_cells ADD COLUMN system_fingerprint TEXT NOT NULL DEFAULT '';`,
 }
 
 // pgMigrateLock is the key of the advisory lock that serializes migrations: many workers started at once all

@@ -74,6 +74,12 @@ type Record struct {
 	// normalised them (any non-negative number; 1 when the model's numbers already summed to 1); zero under
 	// other modes and when the stated probabilities were unusable.
 	ProbsSum float64 `json:"probs_sum,omitempty"`
+	// ServedModel is the model the provider says answered (its response's model, e.g. a dated snapshot of the
+	// name asked for) and SystemFingerprint OpenAI's system_fingerprint, as llm.Provenance cleaned them. A
+	// cached answer keeps those of the call that produced it. Empty when the provider sent none, the call
+	// failed, or the record was written before the store kept them.
+	ServedModel       string `json:"served_model,omitempty"`
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
 }
 
 // Usage is what the record's call consumed. A cell answered from the response cache consumed nothing: its cost

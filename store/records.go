@@ -77,6 +77,8 @@ var recordColumns = []recordColumn{
 	realColumn("coverage", func(r *Record) *float64 { return &r.Coverage }),
 	intColumn("tries", func(r *Record) *int { return &r.Tries }).addsCarried(),
 	realColumn("probs_sum", func(r *Record) *float64 { return &r.ProbsSum }),
+	textColumn("served_model", func(r *Record) *string { return &r.ServedModel }),
+	textColumn("system_fingerprint", func(r *Record) *string { return &r.SystemFingerprint }),
 }
 
 // addsCarried marks c carried (see recordColumn.carried).

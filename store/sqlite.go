@@ -20,7 +20,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. OpenSQLite refuses a file written by a newer schema and
 // migrates an older one (see migrations).
-const schemaVersion = 9
+const schemaVersion = 10
 
 // migrations[v] brings a file of schema version v+1 to v+2. A new file gets the current schema at once.
 var migrations = []string{
@@ -52,6 +52,10 @@ var migrations = []string{
 	// 8 → 9: the raw sum of a verbalized answer's stated probabilities (0 in the rows already written: none
 	// was verbalized).
 	`ALTER TABLE cells ADD COLUMN probs_sum REAL NOT NULL DEFAULT 0;`,
+	// 9 → 10: the model the provider says answered and its system fingerprint (unknown, '', in the rows already
+	// written).
+	`ALTER TABLE cells ADD COLUMN served_model TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE cells ADD COLUMN system_fingerprint TEXT NOT NULL DEFAULT '';`,
 }
 
 // mmapSize is the most of a store's file that each connection maps into memory: none. Mapped pages count in the
@@ -108,6 +112,8 @@ CREATE TABLE IF NOT EXISTS cells (
 	tries             INTEGER NOT NULL DEFAULT 0,
 	-- probs_sum: the sum of a verbalized answer's stated probabilities before normalising; 0 otherwise.
 	probs_sum         REAL    NOT NULL DEFAULT 0,
+	served_model      TEXT    NOT NULL DEFAULT '',
+	system_fingerprint TEXT   NOT NULL DEFAULT '',
 	PRIMARY KEY (run, idx)
 ) WITHOUT ROWID;
 -- cell_carry keeps the requests and tries of a failed cell whose record DeleteFailed removed (--retry-failed),

@@ -47,7 +47,8 @@ func geminiQuickstart(t *testing.T, simURL string, sync bool) experiment.Spec {
 // same cell columns at half the cost, one batch per chunk, every request run once, and the key nowhere in the
 // histories.
 func TestGeminiBatchRunOnTemporal(t *testing.T) {
-	s := newStackWorkers(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second}}, 0)
+	s := newStackWorkers(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second},
+		SnapshotChange: &sim.SnapshotChange{FromSeed: 2}}, 0) // the quickstart's seeds are 1 and 2
 	s.batchWorkerEnv(t, func(k string) string {
 		if k == experiment.DefaultGeminiKeyEnv {
 			return geminiKey
@@ -73,6 +74,8 @@ func TestGeminiBatchRunOnTemporal(t *testing.T) {
 			t.Errorf("row %d:\n batch %v\n  sync %v", i, g, w)
 		}
 	}
+	checkTwoSnapshots(t, "sync", want, syncRes, 2)
+	checkTwoSnapshots(t, "batch", got, batchRes, 2)
 	if got, want := batchRes.Summary.CostUSD, syncRes.Summary.CostUSD/2; want == 0 || got < want*999999/1000000 || got > want*1000001/1000000 {
 		t.Errorf("batch cost %v, sync %v: want half", got, syncRes.Summary.CostUSD)
 	}

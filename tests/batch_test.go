@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,6 +63,38 @@ func (s *stack) batchWorkerEnv(t *testing.T, getenv func(string) string) func() 
 }
 
 // batchGrid is gridSpec in batch mode, chunks of at most maxRequests, polled every second.
+// checkTwoSnapshots checks that res's rows name the served models a simulator with a SnapshotChange from seed
+// from sent: every answered row one, the rows of the seeds below from one snapshot, the others another; and that
+// its summary warns of the two.
+func checkTwoSnapshots(t *testing.T, name string, rows []results.Row, res wire.Result, from int64) {
+	t.Helper()
+	before, after := map[string]int{}, map[string]int{}
+	for _, r := range rows {
+		if r.Status == "failed" {
+			continue
+		}
+		if r.ServedModel == "" {
+			t.Errorf("%s: row %d has no served model", name, r.Index)
+		}
+		if r.Seed < from {
+			before[r.ServedModel]++
+		} else {
+			after[r.ServedModel]++
+		}
+	}
+	if len(before) != 1 || len(after) != 1 {
+		t.Errorf("%s: served models %v before seed %d, %v from it; want one snapshot each, two in all", name, before, from, after)
+	}
+	for m := range before {
+		if after[m] > 0 {
+			t.Errorf("%s: snapshot %s served both", name, m)
+		}
+	}
+	if w := res.Summary.Warnings; len(w) != 1 || !strings.Contains(w[0], "was answered by 2 served models") {
+		t.Errorf("%s: warnings %q, want the two served models'", name, w)
+	}
+}
+
 func batchGrid(maxRequests int) experiment.Spec {
 	s := gridSpec(1, 2, 6, 5) // 2 passes of 30 cells
 	s.Run.Cache = experiment.CacheOff
@@ -75,8 +108,10 @@ func batchGrid(maxRequests int) experiment.Spec {
 // columns at half the cost, one batch per chunk, every cell run once. With -record-histories its history is the
 // replay test's batch.json.
 func TestBatchRunOnTemporal(t *testing.T) {
-	// Batches take two seconds, so the history has polls on timers.
-	s := newStackWorkers(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second}}, 0)
+	// Batches take two seconds, so the history has polls on timers. Seed 101 gets a second snapshot, which the
+	// cell columns of both runs must name alike (and seed 100 the first).
+	s := newStackWorkers(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second},
+		SnapshotChange: &sim.SnapshotChange{FromSeed: 101}}, 0)
 	s.batchWorker(t)
 	syncSpec := batchGrid(12)
 	syncSpec.Models[0].Batch = nil
@@ -97,6 +132,8 @@ func TestBatchRunOnTemporal(t *testing.T) {
 			t.Errorf("row %d:\n batch %v\n  sync %v", i, g, w)
 		}
 	}
+	checkTwoSnapshots(t, "sync", want, syncRes, 101)
+	checkTwoSnapshots(t, "batch", got, batchRes, 101)
 	if got, want := batchRes.Summary.CostUSD.Float(), syncRes.Summary.CostUSD.Float()/2; want == 0 || got < want*0.999999 || got > want*1.000001 {
 		t.Errorf("batch cost %v, sync %v: want half", got, syncRes.Summary.CostUSD)
 	}
@@ -198,7 +235,9 @@ func (l *loseFirstCreate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // size.
 func TestAnthropicBatchRunOnTemporal(t *testing.T) {
 	lose := &loseFirstCreate{}
-	s := newStackWrapped(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second}}, 0,
+	// Anthropic's requests carry no seed, so the snapshot change from seed 101 never applies: one served model.
+	s := newStackWrapped(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second},
+		SnapshotChange: &sim.SnapshotChange{FromSeed: 101}}, 0,
 		func(h http.Handler) http.Handler { lose.next = h; return lose })
 	const key = "ant-PLAIN-SECRET-0123456789" // no key pattern: only exact redaction would hide it
 	s.batchWorkerEnv(t, func(k string) string {
@@ -234,6 +273,16 @@ func TestAnthropicBatchRunOnTemporal(t *testing.T) {
 		if g, w := results.CellColumns(got[i]), results.CellColumns(want[i]); !reflect.DeepEqual(g, w) {
 			t.Errorf("row %d:\n batch %v\n  sync %v", i, g, w)
 		}
+	}
+	for _, rows := range [][]results.Row{got, want} {
+		for _, r := range rows {
+			if r.ServedModel != "sim-0"+sim.DefaultServedModelSuffix || r.SystemFingerprint != "" {
+				t.Fatalf("row %d served by %q %q, want the first snapshot without a fingerprint", r.Index, r.ServedModel, r.SystemFingerprint)
+			}
+		}
+	}
+	if len(syncRes.Summary.Warnings)+len(batchRes.Summary.Warnings) != 0 {
+		t.Errorf("warnings %q, %q; want none for one served model", syncRes.Summary.Warnings, batchRes.Summary.Warnings)
 	}
 	if got, want := batchRes.Summary.CostUSD.Float(), syncRes.Summary.CostUSD.Float()/2; want == 0 || got < want*0.999999 || got > want*1.000001 {
 		t.Errorf("batch cost %v, sync %v: want half", got, syncRes.Summary.CostUSD)

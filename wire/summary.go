@@ -1,6 +1,12 @@
 package wire
 
-import "github.com/silicolab/silico/usage"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/silicolab/silico/usage"
+)
 
 // Summary is summary.json, and the summary in ExportOutput and Result: counts, tokens and cost of a run, overall
 // and per model.
@@ -31,6 +37,41 @@ type Summary struct {
 	Models []ModelSummary `json:"models"`
 	// Outputs are the files Export writes for the run, summary.json last; empty for an embed run's summary.
 	Outputs []string `json:"outputs,omitempty"`
+	// Warnings are what makes the results weaker than they look, one sentence each: a model whose cells were
+	// answered by more than one served model (ServedWarning), several seeds at temperature 0
+	// (experiment.Spec.GreedySeeds). Absent when there is none.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Served counts the cells of a model answered by one served model with one system fingerprint (see
+// store.Record.ServedModel); either may be empty (the provider sent none).
+type Served struct {
+	ServedModel       string `json:"served_model"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	Cells             int    `json:"cells"`
+}
+
+// ServedModels are the distinct non-empty served models among served, in order of first appearance.
+func ServedModels(served []Served) []string {
+	var out []string
+	for _, s := range served {
+		if s.ServedModel != "" && !slices.Contains(out, s.ServedModel) {
+			out = append(out, s.ServedModel)
+		}
+	}
+	return out
+}
+
+// ServedWarning is the warning for model m when its cells were answered by more than one served model, ""
+// otherwise: its answers mix models (a name moved to a new snapshot during the run, or cached answers of an
+// older one were reused), so differences between its cells may be differences between models.
+func ServedWarning(m ModelSummary) string {
+	names := ServedModels(m.Served)
+	if len(names) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("model %s was answered by %d served models (%s): its cells mix models; compare them by the "+
+		"served_model column", m.Model, len(names), strings.Join(names, ", "))
 }
 
 // ModelSummary is the part of a Summary that concerns one model.
@@ -46,4 +87,8 @@ type ModelSummary struct {
 	ContentFiltered int `json:"content_filtered"`
 	usage.Usage
 	BatchSavedUSD usage.USD `json:"batch_saved_usd,omitempty"`
+	// Served are the model's answered cells by served model and system fingerprint, most cells first (ties by
+	// served model, then fingerprint); cells without either (failed, or recorded before they were kept) are
+	// not counted. Absent when there is none.
+	Served []Served `json:"served,omitempty"`
 }

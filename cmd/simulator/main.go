@@ -125,6 +125,11 @@ func defineFlags(fs *pflag.FlagSet, stdout, stderr io.Writer) func(ctx context.C
 	outageFor := fs.Duration("outage-for", 0, "length of the outage (0 = no outage)")
 	outageKind := fs.String("outage-kind", string(sim.OutageStatus), "how calls fail during the outage: status, html or refuse")
 	outageStatus := fs.Int("outage-status", 0, "HTTP status of the outage (status: 429, 500, 502, 503 (default) or 504; html: 500, 502 (default), 503 or 504)")
+	servedModel := fs.String("served-model", "", "the model every answer says answered it (default: the name asked for + "+sim.DefaultServedModelSuffix+")")
+	fingerprint := fs.String("system-fingerprint", "", "the system_fingerprint of every OpenAI-shaped answer (default "+sim.DefaultSystemFingerprint+")")
+	snapshotFrom := fs.Int64("snapshot-from-seed", 0, "answer the calls of this seed and above with a second snapshot (--snapshot-served-model, --snapshot-fingerprint)")
+	snapshotModel := fs.String("snapshot-served-model", "", "the second snapshot's served model (default: the name asked for + "+sim.DefaultChangedSuffix+")")
+	snapshotFP := fs.String("snapshot-fingerprint", "", "the second snapshot's system_fingerprint (default "+sim.DefaultChangedFingerprint+")")
 	grace := fs.Duration("grace", 5*time.Second, "how long calls in flight may take to finish after a stop signal")
 	models := fs.String("models", strings.Join(sim.DefaultModels(), ","), "comma-separated names listed by /v1/models")
 	return func(ctx context.Context) error {
@@ -171,6 +176,12 @@ func defineFlags(fs *pflag.FlagSet, stdout, stderr io.Writer) func(ctx context.C
 		apply("batch-reject-line", func() { cfg.Batch.RejectLines = *rejectLines })
 		apply("batch-drop-metadata", func() { cfg.Batch.DropMetadata = *dropMetadata })
 		apply("models", func() { cfg.Models = splitList(*models) })
+		apply("served-model", func() { cfg.ServedModel = *servedModel })
+		apply("system-fingerprint", func() { cfg.SystemFingerprint = *fingerprint })
+		// The snapshot flags describe one change together; any of them given replaces the config file's.
+		if given["snapshot-from-seed"] || given["snapshot-served-model"] || given["snapshot-fingerprint"] {
+			cfg.SnapshotChange = &sim.SnapshotChange{FromSeed: *snapshotFrom, ServedModel: *snapshotModel, SystemFingerprint: *snapshotFP}
+		}
 		// The outage flags describe one outage together; any of them given replaces the config file's outages.
 		if given["outage-after"] || given["outage-for"] || given["outage-kind"] || given["outage-status"] {
 			if *outageFor <= 0 {

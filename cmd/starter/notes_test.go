@@ -7,6 +7,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/specfile"
+	"github.com/silicolab/silico/wire"
 )
 
 func TestStartNotesSayWhatWouldFailAtStart(t *testing.T) {
@@ -37,5 +38,32 @@ func TestStartNotesSayWhatWouldFailAtStart(t *testing.T) {
 	env[llm.KeyEnvAllowVar] = "*_API_KEY,HF_TOKEN"
 	if strings.Contains(strings.Join(startNotes(spec, getenv), "\n"), "models[1].api_key_env: workers read only") {
 		t.Error("a variable the allow-list names still gets the allow-list note")
+	}
+}
+
+// TestStartNotesGreedySeeds: starter validate notes a model at temperature 0 in a spec of several seeds, and
+// only that model.
+func TestStartNotesGreedySeeds(t *testing.T) {
+	spec, err := specfile.Load(cliQuickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0.0
+	greedy := spec.Models[0]
+	greedy.ID, greedy.Params.Temperature = "greedy", &zero
+	spec.Models = append(spec.Models, greedy)
+	notes := startNotes(spec, func(string) string { return "" })
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "models[1].params.temperature: model greedy has 2 seeds at temperature 0") {
+		t.Errorf("notes %q; want one for the greedy model", notes)
+	}
+}
+
+// TestPrintSummaryWarnings: starter run's final lines end a run's summary with its warnings, one a line.
+func TestPrintSummaryWarnings(t *testing.T) {
+	var b strings.Builder
+	w := "model sim was answered by 2 served models (a, b): its cells mix models; compare them by the served_model column"
+	printSummary(&b, wire.Result{Summary: wire.Summary{Cells: 2, OK: 2, Errors: []string{}, Warnings: []string{w}}})
+	if !strings.Contains(b.String(), "\n  warning: "+w+"\n") {
+		t.Errorf("summary lines:\n%s\nwant the warning", b.String())
 	}
 }

@@ -468,6 +468,9 @@ func printSummary(w io.Writer, res wire.Result) {
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
 	if s.Kind == experiment.KindEmbed {
 		var sims []string
 		for _, m := range s.Models {

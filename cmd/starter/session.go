@@ -252,6 +252,10 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 		cfg.Batch.ProcessingTime = time.Duration(set.BatchTime)
 		cfg.Batch.EnqueuedTokens = set.BatchEnqueuedTokens
 		cfg.Sampling = set.Sampling
+		cfg.ServedModel, cfg.SystemFingerprint = set.ServedModel, set.SystemFingerprint
+		if c := set.SnapshotChange; c != nil {
+			cfg.SnapshotChange = &sim.SnapshotChange{FromSeed: int64(c.FromSeed), ServedModel: c.ServedModel, SystemFingerprint: c.SystemFingerprint}
+		}
 		if o := set.Outage; o != nil {
 			// This simulator owns its listener (sim.Serve below), so every kind applies, refuse included.
 			cfg.Outages = []sim.Outage{{After: time.Duration(o.After), For: time.Duration(o.For),

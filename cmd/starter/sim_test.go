@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -83,5 +84,28 @@ func TestStartSimRefuse(t *testing.T) {
 			t.Fatalf("dial %s: %v 10s into the outage, want ECONNREFUSED", s.sim.Addr(), err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The spec's simulator.served_model and system_fingerprint reach the simulator `starter run` starts; its
+// snapshot_change applies from its seed on (simChat sends none: seed 0).
+func TestStartSimServedModel(t *testing.T) {
+	served := func(set *experiment.SimulatorSettings) (string, string) {
+		t.Helper()
+		resp, body, err := simChat(startTestSim(t, set).simURL)
+		var r struct {
+			Model             string `json:"model"`
+			SystemFingerprint string `json:"system_fingerprint"`
+		}
+		if err != nil || resp.StatusCode != 200 || json.Unmarshal(body, &r) != nil {
+			t.Fatalf("chat: %v, %s (err %v)", resp, body, err)
+		}
+		return r.Model, r.SystemFingerprint
+	}
+	if m, fp := served(&experiment.SimulatorSettings{ServedModel: "snap-a", SystemFingerprint: "fp_a"}); m != "snap-a" || fp != "fp_a" {
+		t.Errorf("served by %q %q, want snap-a fp_a", m, fp)
+	}
+	if m, fp := served(&experiment.SimulatorSettings{SnapshotChange: &experiment.SimulatorSnapshotChange{ServedModel: "snap-b"}}); m != "snap-b" || fp != "fp_silico_sim2" {
+		t.Errorf("after the change served by %q %q, want snap-b fp_silico_sim2", m, fp)
 	}
 }
