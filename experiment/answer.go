@@ -86,7 +86,7 @@ func (s *Spec) AnswerFor(m Model) AnswerSettings {
 func (a AnswerSettings) Distributed() bool { return a.Logprobs || a.Mode == AnswerSamples }
 
 // CallParams are the parameters a call of cell c sends: its model's params with what its answer mode asks for
-// (logprobs, a response_format naming the item's options). Every request of the cell, its cache key and what
+// (logprobs, a response_format naming the item's options as the cell shows them). Every request of the cell, its cache key and what
 // `starter prompt` shows use them.
 func (s *Spec) CallParams(c Cell) Params {
 	m := s.Models[c.Model]
@@ -100,7 +100,7 @@ func (s *Spec) CallParams(c Cell) Params {
 		}
 	}
 	if a.Mode == AnswerJSONSchema && len(p.ResponseFormat) == 0 {
-		p.ResponseFormat = answerSchema(s.OptionsFor(c.Item), a.Reason)
+		p.ResponseFormat = answerSchema(s.Shown(c).Set, a.Reason)
 	}
 	return p
 }

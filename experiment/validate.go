@@ -155,6 +155,7 @@ func (s *Spec) check() Errors {
 	s.checkRun(&errs)
 	s.checkBatches(&errs)
 	s.checkAnswers(&errs)
+	s.checkOrders(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
 	s.checkReference(&errs)

@@ -177,6 +177,13 @@ var questionnaireKeys = table[experiment.Questionnaire]{
 	field("options", func(q *experiment.Questionnaire) *experiment.OptionSet { return &q.Options }, options),
 	field("scales", func(q *experiment.Questionnaire) *[]experiment.Scale { return &q.Scales }, (*decoder).scales),
 	field("items", func(q *experiment.Questionnaire) *[]experiment.Item { return &q.Items }, items),
+	field("order", func(q *experiment.Questionnaire) **experiment.OrderSettings { return &q.Order }, orderKeys.decodePtr),
+}
+
+var orderKeys = table[experiment.OrderSettings]{
+	field("mode", func(o *experiment.OrderSettings) *experiment.OrderMode { return &o.Mode }, text[experiment.OrderMode]),
+	field("pin", func(o *experiment.OrderSettings) *[]string { return &o.Pin }, (*decoder).strings),
+	field("seed", func(o *experiment.OrderSettings) **int64 { return &o.Seed }, (*decoder).seedPtr),
 }
 
 var optionSetKeys = table[experiment.OptionSet]{
@@ -204,6 +211,7 @@ var itemKeys = table[experiment.Item]{
 	field("scale", func(it *experiment.Item) *string { return &it.Scale }, (*decoder).str),
 	field("reversed", func(it *experiment.Item) *bool { return &it.Reversed }, (*decoder).boolean),
 	field("options", func(it *experiment.Item) **experiment.OptionSet { return &it.Options }, itemOptions),
+	field("order", func(it *experiment.Item) **experiment.OrderSettings { return &it.Order }, orderKeys.decodePtr),
 	field("images", func(it *experiment.Item) *[]string { return &it.Images }, (*decoder).images),
 	imageAlias(func(it *experiment.Item) *[]string { return &it.Images }),
 }
