@@ -190,10 +190,11 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if rows[0].Raw != nasty {
 		t.Fatalf("JSONL raw = %q, want %q", rows[0].Raw, nasty)
 	}
-	if got := recs[1][20:22]; !slices.Equal(got, []string{"0.00012345678", "1234.6"}) {
+	cost := slices.Index(Header(), "cost_usd")
+	if got := recs[1][cost : cost+2]; !slices.Equal(got, []string{"0.00012345678", "1234.6"}) {
 		t.Fatalf("cost, latency = %q, want 0.00012345678, 1234.6", got)
 	}
-	if got := recs[2][13]; got != "2" {
+	if got := recs[2][slices.Index(Header(), "score")]; got != "2" {
 		t.Fatalf("score of row 1 = %q, want 2", got)
 	}
 	if got := recs[1][13]; got != "" {
