@@ -197,7 +197,7 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if got := recs[2][slices.Index(Header(), "score")]; got != "2" {
 		t.Fatalf("score of row 1 = %q, want 2", got)
 	}
-	if got := recs[1][13]; got != "" {
+	if got := recs[1][slices.Index(Header(), "score")]; got != "" {
 		t.Fatalf("score of an unparsed row = %q, want empty", got)
 	}
 	// The JSONL keys are the CSV header, in order, with the same number formatting.
