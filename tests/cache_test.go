@@ -313,7 +313,7 @@ func TestABalancedRunSharesTheCacheWithThePlainRun(t *testing.T) {
 			t.Errorf("as-written cell %s differs from the plain run's:\n got %q\nwant %q", id, paid[id], cols)
 		}
 	}
-	reversed := 0
+	reversed, answered := 0, 0
 	for _, r := range readRows(t, rb.OutputDir) {
 		if !strings.HasSuffix(r.CellID, experiment.ReversedCellSuffix) {
 			continue
@@ -326,6 +326,14 @@ func TestABalancedRunSharesTheCacheWithThePlainRun(t *testing.T) {
 		if r.OptionID != "" && (r.ShownPosition == nil || shown[*r.ShownPosition-1] != r.OptionID) {
 			t.Errorf("cell %s: option %s at shown position %v of %v", r.CellID, r.OptionID, r.ShownPosition, shown)
 		}
+		// The simulator writes an option as shown ("1. Level 5"): the shown label 1, the canonical option 5.
+		if r.Status == store.StatusOK && !strings.Contains(r.Raw, "Level "+r.OptionID) {
+			t.Errorf("cell %s: answer %q recorded as option %s", r.CellID, r.Raw, r.OptionID)
+		}
+		answered += boolToInt(r.Status == store.StatusOK)
+	}
+	if answered == 0 {
+		t.Fatal("no reversed cell was answered")
 	}
 	if reversed != rp.Summary.Cells {
 		t.Fatalf("%d reversed rows, want %d", reversed, rp.Summary.Cells)
@@ -341,3 +349,10 @@ func TestABalancedRunSharesTheCacheWithThePlainRun(t *testing.T) {
 	}
 }
 
+
+func boolToInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
