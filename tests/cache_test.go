@@ -349,7 +349,6 @@ func TestABalancedRunSharesTheCacheWithThePlainRun(t *testing.T) {
 	}
 }
 
-
 func boolToInt(b bool) int {
 	if b {
 		return 1
