@@ -57,7 +57,10 @@ func (s *Spec) OrderFor(i int) OrderSettings {
 	return out
 }
 
-// numOrders is how many cells each (item, persona) has for its option orders: 2 under balanced, 1 otherwise.
+// Orders is how many cells each (item i, persona) has for its option orders: 2 under balanced, 1 otherwise.
+func (s *Spec) Orders(i int) int { return s.numOrders(i) }
+
+// numOrders is Orders.
 func (s *Spec) numOrders(i int) int {
 	if s.OrderFor(i).Mode == OrderBalanced {
 		return 2
