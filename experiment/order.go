@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -237,14 +238,7 @@ func (sh ShownOptions) CanonicalIDs() []string {
 	return out
 }
 
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+func containsString(list []string, s string) bool { return slices.Contains(list, s) }
 
 // checkOrder checks an order section at path against the option set it orders.
 func (s *Spec) checkOrder(errs *Errors, path string, o *OrderSettings, set OptionSet) {
@@ -263,9 +257,11 @@ func (s *Spec) checkOrder(errs *Errors, path string, o *OrderSettings, set Optio
 			found = found || opt.ID == id
 		}
 		if !found {
-			ids := make([]string, len(set.Options))
-			for k, opt := range set.Options {
-				ids[k] = opt.ID
+			var ids []string
+			for _, opt := range set.Options {
+				if !containsString(ids, opt.ID) {
+					ids = append(ids, opt.ID)
+				}
 			}
 			errs.add(fmt.Sprintf("%s.pin[%d]", path, i), "%q is no option id; want one of %s", id, strings.Join(ids, ", "))
 		}
@@ -280,7 +276,14 @@ func (s *Spec) checkOrders(errs *Errors) {
 		}
 		return
 	}
-	s.checkOrder(errs, "questionnaire.order", s.Questionnaire.Order, s.Questionnaire.Options)
+	// questionnaire.order may pin an option only some items' own sets have: it then pins it where it is.
+	all := s.Questionnaire.Options
+	for i := range s.Questionnaire.Items {
+		if o := s.Questionnaire.Items[i].Options; o != nil {
+			all.Options = append(slices.Clip(all.Options), o.Options...)
+		}
+	}
+	s.checkOrder(errs, "questionnaire.order", s.Questionnaire.Order, all)
 	for i := range s.Questionnaire.Items {
 		s.checkOrder(errs, fmt.Sprintf("questionnaire.items[%d].order", i), s.Questionnaire.Items[i].Order, s.OptionsFor(i))
 	}
