@@ -21,7 +21,23 @@ type SimulatorSettings struct {
 	// whose input tokens and those of the model's batches in progress exceed it fails with token_limit_exceeded,
 	// as OpenAI's do (0: no limit).
 	BatchEnqueuedTokens int `json:"batch_enqueued_tokens,omitempty"`
+	// PositionBias makes the simulated model favour the option at one place of the list as shown; nil: none.
+	PositionBias *SimulatorPositionBias `json:"position_bias,omitempty"`
 }
+
+// SimulatorPositionBias is a simulated order effect with a known size: with probability Strength (a function of
+// the request, as every answer of the simulator) the answer is the option shown at Position (first or last), and
+// the same share of the label's probability mass moves onto that option.
+type SimulatorPositionBias struct {
+	Position string  `json:"position"`
+	Strength float64 `json:"strength"`
+}
+
+// The positions of SimulatorPositionBias.
+const (
+	PositionFirst = "first"
+	PositionLast  = "last"
+)
 
 // SimulatorOutage is a provider outage: from After past the simulator's first model call, for For, every chat
 // and embeddings call fails as Kind says.

@@ -179,6 +179,14 @@ func (s *Spec) checkSimulator(errs *Errors) {
 	if sim.BatchEnqueuedTokens < 0 {
 		errs.add("simulator.batch_enqueued_tokens", "%d is negative; want a number of tokens, or 0 for no limit", sim.BatchEnqueuedTokens)
 	}
+	if b := sim.PositionBias; b != nil {
+		if b.Position != PositionFirst && b.Position != PositionLast {
+			errs.add("simulator.position_bias.position", "%q; want first or last (the option shown first or last)", b.Position)
+		}
+		if b.Strength < 0 || b.Strength > 1 || math.IsNaN(b.Strength) {
+			errs.add("simulator.position_bias.strength", "%v is out of range; want the share of answers moved to that position, from 0 to 1", b.Strength)
+		}
+	}
 	nonNegative(errs, "simulator.rpm", sim.RPM, "requests per minute ≥ 0 (0: unlimited)")
 	nonNegative(errs, "simulator.tpm", sim.TPM, "tokens per minute ≥ 0 (0: unlimited)")
 	f := sim.Faults

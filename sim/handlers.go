@@ -178,6 +178,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Ignored = req.ignoredParams()
 	opts, param, err := parseChatOptions(&req)
+	opts.bias = s.cfg.PositionBias
 	rec.Logprobs, rec.ResponseFormat = req.Logprobs, opts.format.kind
 	if err != nil {
 		s.badRequest(w, &rec, param, err.Error())
@@ -282,6 +283,8 @@ type chatOptions struct {
 	format   responseFormat
 	// n is the number of choices.
 	n int
+	// bias is the server's PositionBias.
+	bias PositionBias
 }
 
 // parseChatOptions checks the request's max_tokens, logprobs, top_logprobs, n and response_format as OpenAI
@@ -339,7 +342,7 @@ func choose(tc *tokenCounter, h uint64, msgs []chatMessage, o chatOptions, fault
 		c.FinishReason = "content_filter"
 		return c, 0, nil
 	}
-	r := compose(h, msgs, o.format)
+	r := compose(h, msgs, o.format, o.bias)
 	limit := o.maxTokens
 	if fault == FaultLength {
 		limit, c.FinishReason = 1, "length"
@@ -366,7 +369,7 @@ func choose(tc *tokenCounter, h uint64, msgs []chatMessage, o chatOptions, fault
 			}
 		}
 		if o.logprobs {
-			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top)
+			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top, o.bias)
 		}
 	}
 	c.Message.Content = &text

@@ -190,13 +190,18 @@ func sortCandidates(c []candidate) {
 // logprobsOf returns the logprobs of a choice whose tokens are pieces, with top alternatives at each position.
 // labelAt is the index of the label's token in pieces (-1: none), labels and chosen as in reply. h is the answer's
 // hash; each position draws from its own stream, so cutting a reply short leaves its first tokens' numbers alone.
-func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen, top int) *choiceLogprobs {
+//
+// A position bias moves its strength's share of the label position's mass onto the biased option's label.
+func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen, top int, bias PositionBias) *choiceLogprobs {
 	lp := &choiceLogprobs{Content: make([]tokenLogprob, len(pieces))}
 	for i, tok := range pieces {
 		r := rng{state: mix64(fnvString(fnvUint64(h, uint64(i)), tok))}
 		var cands []candidate
 		if i == labelAt {
 			cands = labelDistribution(&r, labels, chosen)
+			if bias.Strength > 0 && len(labels) >= 2 {
+				cands = biased(cands, labels[bias.index(len(labels))], bias.Strength)
+			}
 		} else {
 			cands = tokenDistribution(&r, tok)
 		}
@@ -212,6 +217,24 @@ func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen,
 		lp.Content[i] = e
 	}
 	return lp
+}
+
+// biased is the mixture (1 − strength) × cands + strength × all mass on label, likeliest first.
+func biased(cands []candidate, label string, strength float64) []candidate {
+	out := make([]candidate, len(cands), len(cands)+1)
+	found := false
+	for i, c := range cands {
+		out[i] = candidate{c.token, (1 - strength) * c.p}
+		if c.token == label {
+			out[i].p += strength
+			found = true
+		}
+	}
+	if !found {
+		out = append(out, candidate{label, strength})
+	}
+	sortCandidates(out)
+	return out
 }
 
 // bytesOf is s's bytes as the numbers OpenAI's bytes fields list.

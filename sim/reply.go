@@ -54,7 +54,9 @@ func optionLabel(option string) string {
 // value at the option's place when the enum lists as many values as the prompt lists options, else
 // enum[h mod len(enum)]. A reason, when the schema has one, follows the answer, so the label is always the
 // token after {"answer":".
-func compose(h uint64, msgs []chatMessage, f responseFormat) reply {
+//
+// Under a position bias, the answers its draw picks (see PositionBias) write the option at its position instead.
+func compose(h uint64, msgs []chatMessage, f responseFormat, bias PositionBias) reply {
 	last := lastUser(msgs)
 	var buf [maxEnumerators]span
 	spans := findOptions(last, buf[:0])
@@ -65,6 +67,9 @@ func compose(h uint64, msgs []chatMessage, f responseFormat) reply {
 	k := -1
 	if len(spans) > 0 {
 		k = int(h % uint64(len(spans)))
+		if b := bias.at(h, len(spans)); b >= 0 {
+			k = b
+		}
 	}
 	if !f.json() {
 		if k < 0 {

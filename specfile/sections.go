@@ -240,6 +240,12 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("outage", func(s *experiment.SimulatorSettings) **experiment.SimulatorOutage { return &s.Outage }, outageKeys.decodePtr),
 	field("batch_time", func(s *experiment.SimulatorSettings) *experiment.Duration { return &s.BatchTime }, (*decoder).duration),
 	field("batch_enqueued_tokens", func(s *experiment.SimulatorSettings) *int { return &s.BatchEnqueuedTokens }, (*decoder).integer),
+	field("position_bias", func(s *experiment.SimulatorSettings) **experiment.SimulatorPositionBias { return &s.PositionBias }, positionBiasKeys.decodePtr),
+}
+
+var positionBiasKeys = table[experiment.SimulatorPositionBias]{
+	field("position", func(b *experiment.SimulatorPositionBias) *string { return &b.Position }, (*decoder).str),
+	field("strength", func(b *experiment.SimulatorPositionBias) *float64 { return &b.Strength }, (*decoder).number),
 }
 
 var outageKeys = table[experiment.SimulatorOutage]{

@@ -251,6 +251,9 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 		cfg.FailCells = set.Faults.FailCells
 		cfg.Batch.ProcessingTime = time.Duration(set.BatchTime)
 		cfg.Batch.EnqueuedTokens = set.BatchEnqueuedTokens
+		if b := set.PositionBias; b != nil {
+			cfg.PositionBias = sim.PositionBias{Position: b.Position, Strength: b.Strength}
+		}
 		if o := set.Outage; o != nil {
 			// This simulator owns its listener (sim.Serve below), so every kind applies, refuse included.
 			cfg.Outages = []sim.Outage{{After: time.Duration(o.After), For: time.Duration(o.For),
