@@ -80,7 +80,7 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, 
 	// against that set, then mapped back to canonical ids and order, so analyses pool across orders.
 	shown := spec.Shown(c)
 	set := shown.Set
-	mode := spec.AnswerFor(spec.Models[c.Model])
+	mode := spec.CellAnswer(c)
 	text := a.Text
 	var schema string
 	if mode.Mode == experiment.AnswerJSONSchema {

@@ -223,3 +223,47 @@ func mustRender(t *testing.T, s *Spec, c Cell) string {
 	}
 	return b.String()
 }
+
+func TestVerbalizedProbesAreTheirOwnCells(t *testing.T) {
+	s := orderSpec(OrderBalanced)
+	plainIDs := map[int]string{}
+	for i := range s.NumCells() {
+		plainIDs[i] = s.CellID(s.Cell(i))
+	}
+	s.Run.Answer = &AnswerSettings{Modes: []AnswerMode{AnswerLogprobs, AnswerVerbalized}}
+	if s.Probes() != 2 || s.NumCells() != 2*len(plainIDs) {
+		t.Fatalf("Probes = %d, NumCells = %d; want 2 and %d", s.Probes(), s.NumCells(), 2*len(plainIDs))
+	}
+	seen := map[string]bool{}
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		if s.CellIndexOf(c) != i {
+			t.Fatalf("CellIndexOf(%+v) = %d, want %d", c, s.CellIndexOf(c), i)
+		}
+		id := s.CellID(c)
+		if seen[id] {
+			t.Fatalf("duplicate id %s", id)
+		}
+		seen[id] = true
+		a := s.CellAnswer(c)
+		switch c.Probe {
+		case 0:
+			if a.Mode != AnswerLogprobs || !a.Logprobs || strings.Contains(id, VerbalizedCellSuffix) {
+				t.Fatalf("probe 0 of %s answers %+v", id, a)
+			}
+		case 1:
+			if a.Mode != AnswerVerbalized || !strings.Contains(id, VerbalizedCellSuffix) {
+				t.Fatalf("probe 1 of %s answers %+v", id, a)
+			}
+		}
+	}
+	if !seen["m0/100/i0/p0/verbalized/rev"] || !seen["m0/100/i0/p0/rev"] {
+		t.Fatalf("ids %v lack the probe and order suffixes", seen)
+	}
+	s.Models[1].Answer = &AnswerSettings{Modes: []AnswerMode{AnswerText}}
+	errs := Errors{}
+	s.checkAnswers(&errs)
+	if !strings.Contains(errs.Error(), "every model or none") {
+		t.Fatalf("models with different probes are accepted: %v", errs)
+	}
+}

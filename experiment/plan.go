@@ -7,14 +7,16 @@ import (
 )
 
 // Cell is one model call of the grid. Its Index is its position in submission order: models (outer) → seeds →
-// items → personas → option orders (inner). Model, Seed, Item and Persona index the spec's slices; Order is 0,
-// or 1 for the reversed cell of an item whose order mode is balanced.
+// items → personas → probes → option orders (inner). Model, Seed, Item and Persona index the spec's slices;
+// Probe is 0, or 1 for the verbalized call of a cell whose answer.modes ask for one (Spec.Probes); Order is 0, or
+// 1 for the reversed cell of an item whose order mode is balanced.
 type Cell struct {
 	Index   int
 	Model   int
 	Seed    int
 	Item    int
 	Persona int
+	Probe   int
 	Order   int
 }
 
@@ -35,7 +37,7 @@ func (s *Spec) layout() layout {
 }
 
 func (s *Spec) computeLayout() layout {
-	items, p := len(s.Questionnaire.Items), len(s.Personas)
+	items, p := len(s.Questionnaire.Items), len(s.Personas)*s.Probes()
 	uniform := true
 	for i := range items {
 		if s.Questionnaire.Items[i].Order != nil && s.numOrders(i) != s.numOrders(0) {
@@ -106,20 +108,31 @@ func (s *Spec) Cell(i int) Cell {
 	sd, m := i3%len(s.Seeds), i3/len(s.Seeds)
 	it := l.item(r)
 	r -= l.start(it)
-	o := s.numOrders(it)
-	return Cell{Index: i, Model: m, Seed: sd, Item: it, Persona: r / o, Order: r % o}
+	o, pr := s.numOrders(it), s.Probes()
+	return Cell{Index: i, Model: m, Seed: sd, Item: it, Persona: r / (o * pr), Probe: r / o % pr, Order: r % o}
 }
 
-// CellIndex is the index of the cell (model, seed, item, persona, order): the inverse of Cell.
+// CellIndex is the index of the cell (model, seed, item, persona, order) of probe 0: the inverse of Cell.
 func (s *Spec) CellIndex(m, sd, it, p, order int) int {
-	l := s.layout()
-	return (m*len(s.Seeds)+sd)*l.start(len(s.Questionnaire.Items)) + l.start(it) + p*s.numOrders(it) + order
+	return s.CellIndexOf(Cell{Model: m, Seed: sd, Item: it, Persona: p, Order: order})
 }
 
-// CellID is the stable id of a cell: model/seed/item/persona, and /rev for the reversed cell of a balanced item.
+// CellIndexOf is the index of c (its Index aside): the inverse of Cell.
+func (s *Spec) CellIndexOf(c Cell) int {
+	l := s.layout()
+	o := s.numOrders(c.Item)
+	return (c.Model*len(s.Seeds)+c.Seed)*l.start(len(s.Questionnaire.Items)) + l.start(c.Item) +
+		(c.Persona*s.Probes()+c.Probe)*o + c.Order
+}
+
+// CellID is the stable id of a cell: model/seed/item/persona, then /verbalized for a verbalized probe and /rev
+// for the reversed cell of a balanced item.
 func (s *Spec) CellID(c Cell) string {
 	id := s.Models[c.Model].ID + "/" + strconv.FormatInt(s.Seeds[c.Seed], 10) + "/" +
 		s.Questionnaire.Items[c.Item].ID + "/" + s.Personas[c.Persona].ID
+	if c.Probe == 1 {
+		id += VerbalizedCellSuffix
+	}
 	if c.Order == 1 {
 		id += ReversedCellSuffix
 	}
@@ -148,7 +161,7 @@ func (s *Spec) Passes() []Pass {
 	l := s.layout()
 	perItem := l.perItem
 	if l.starts != nil {
-		perItem = 2 * len(s.Personas) // items differ in their orders: chunk by the larger
+		perItem = 2 * len(s.Personas) * s.Probes() // items differ in their orders: chunk by the larger
 	}
 	perSeed := l.start(len(s.Questionnaire.Items))
 	itemsPerChunk := len(s.Questionnaire.Items)

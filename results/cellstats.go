@@ -86,6 +86,11 @@ func (c *cellStats) add(r CellResult, index int) {
 	}
 	c.reach(index / c.seedCells)
 	cell := c.spec.Cell(index)
+	if cell.Probe != 0 {
+		// A verbalized probe is a second call about the same answer: it is not a second answer to count.
+		c.lat.add(r.LatencyMS, r.Attempts)
+		return
+	}
 	i, off := c.at(cell.Model, cell.Item, cell.Persona)
 	if r.Option >= 0 {
 		c.answers[off+int(r.Option)]++

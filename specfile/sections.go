@@ -130,6 +130,7 @@ var answerKeys = table[experiment.AnswerSettings]{
 	field("top_logprobs", func(a *experiment.AnswerSettings) *int { return &a.TopLogprobs }, (*decoder).integer),
 	field("prefix", func(a *experiment.AnswerSettings) *string { return &a.Prefix }, (*decoder).str),
 	field("reason", func(a *experiment.AnswerSettings) *bool { return &a.Reason }, (*decoder).boolean),
+	field("modes", func(a *experiment.AnswerSettings) *[]experiment.AnswerMode { return &a.Modes }, answerModes),
 }
 
 var priceKeys = table[experiment.Price]{
@@ -473,4 +474,13 @@ func (d *decoder) optionSet(n *node, src, res, delim string) *experiment.OptionS
 		d.errAt(inner, innerSrc, "want answer options: a list of {id, text, weight}, a mapping id → {text, weight}, or {options, delimiter, prepend_delimiter}; got %s", inner.describe())
 	}
 	return set
+}
+
+// answerModes reads answer.modes: a list of mode names (experiment.Validate checks them).
+func answerModes(d *decoder, n *node, path string) []experiment.AnswerMode {
+	var out []experiment.AnswerMode
+	for _, m := range d.strings(n, path) {
+		out = append(out, experiment.AnswerMode(m))
+	}
+	return out
 }
