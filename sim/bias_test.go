@@ -25,6 +25,7 @@ func TestPositionBiasIsRecoverable(t *testing.T) {
 		}
 		share := float64(hits) / n
 		got := (share - 1.0/k) / (1 - 1.0/k) // the inverse of share = β + (1 − β)/K
+		t.Logf("%+v: share %.4f, β recovered %.4f", tc.bias, share, got)
 		if math.Abs(got-tc.bias.Strength) > 0.02 {
 			t.Errorf("%+v: place %d answered %.3f of the time, β recovered %.3f; want %.2f ± 0.02", tc.bias, tc.place, share, got, tc.bias.Strength)
 		}
