@@ -150,7 +150,7 @@ func (p *pass) send(ctx context.Context, pc prepared, adm admission) (again bool
 		entry = &e
 	}
 	p.rec.record(rec, entry)
-	if len(r.resp.Logprobs) == 0 && r.resp.FinishReason != llm.FinishContentFilter && p.spec.AnswerFor(p.model).Logprobs {
+	if len(r.resp.Logprobs) == 0 && r.resp.FinishReason != llm.FinishContentFilter && p.spec.CellAnswer(pc.cell).Logprobs {
 		// The answer is kept (it was paid for), but every later call of this server would come without them too.
 		p.stop.fail(noLogprobs(p.model))
 	}

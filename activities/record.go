@@ -71,7 +71,7 @@ func (r *recorder) answerRecord(c experiment.Cell, a respcache.Answer) store.Rec
 // answerRecord is the record of cell c of spec answered with a, its cost at price when priced: one record for an
 // answer, whether a synchronous call, the response cache or a provider batch gave it.
 //
-// The written answer is matched to the item's options (under a json_schema answer, the JSON's "answer"); an
+// The written answer is matched to the item's options as the cell showed them (under a json_schema answer, the JSON's "answer"); an
 // answer the content filter withheld, or one cut at the completion cap before it named an option, is unparsed
 // with a class that says so. Where the model's answer mode reads logprobs, the record carries the distribution
 // over the options that the label token's alternatives give. Under mode verbalized the answer is the JSON object
@@ -79,8 +79,11 @@ func (r *recorder) answerRecord(c experiment.Cell, a respcache.Answer) store.Rec
 // its option is the most likely one (unparsed with candidates on a tie); an unusable statement is unparsed, its
 // schema invalid and its error_message saying why.
 func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, price experiment.Price, priced bool) store.Record {
-	set := spec.OptionsFor(c.Item)
-	mode := spec.AnswerFor(spec.Models[c.Model])
+	// The model read the options as the cell showed them: the answer is matched and its distribution read
+	// against that set, then mapped back to canonical ids and order, so analyses pool across orders.
+	shown := spec.Shown(c)
+	set := shown.Set
+	mode := spec.CellAnswer(c)
 	text := a.Text
 	var schema string
 	if mode.Mode == experiment.AnswerJSONSchema {
@@ -103,6 +106,14 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, 
 		}
 	} else {
 		m = experiment.Match(text, set)
+	}
+	if m.OptionID != "" {
+		m.OptionID, _ = shown.CanonicalID(m.OptionID)
+	}
+	for k, id := range m.Candidates {
+		if cid, ok := shown.CanonicalID(id); ok {
+			m.Candidates[k] = cid
+		}
 	}
 	rec := store.Record{
 		Index:            c.Index,
@@ -131,11 +142,11 @@ func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, 
 		rec.ErrorMessage = "verbalized answer unusable: " + statedErr.Error()
 	}
 	if stated.Probs != nil && rec.ErrorClass == "" {
-		rec.Probs, rec.Coverage, rec.ProbsSum = stated.Probs, stated.Coverage, statedSum
+		rec.Probs, rec.Coverage, rec.ProbsSum = shown.CanonicalProbs(stated.Probs), stated.Coverage, statedSum
 	}
 	if mode.Logprobs {
 		if d, ok := optionprobs.FromLogprobs(a.Logprobs, set, mode.Prefix); ok {
-			rec.Probs, rec.Coverage = d.Probs, d.Coverage
+			rec.Probs, rec.Coverage = shown.CanonicalProbs(d.Probs), d.Coverage
 		}
 	}
 	if priced {

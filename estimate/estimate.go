@@ -55,7 +55,7 @@ type ModelEstimate struct {
 	// Model is the model's id in the spec; Name the model name sent to the provider (it picks the tokenizer).
 	Model string `json:"model"`
 	Name  string `json:"name"`
-	// Cells is the number of cells: seeds × items × personas.
+	// Cells is the number of cells: seeds × items × personas × option orders (2 for a balanced item).
 	Cells int `json:"cells"`
 	// Cached is how many of them the response cache already answers (see WithCache); Calls the others, the calls
 	// the run will make. Tokens, cost and wall time are those of the calls.
@@ -140,7 +140,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		if err != nil {
 			return Estimate{}, err
 		}
-		me := ModelEstimate{Model: m.ID, Name: m.Name, Cells: seeds * items * personas}
+		me := ModelEstimate{Model: m.ID, Name: m.Name, Cells: seeds * spec.SeedCells()}
 		me.Calls = me.Cells
 		maxTok := m.Params.CompletionCap()
 		me.MaxCompletionTokens = me.Cells * maxTok
@@ -349,7 +349,9 @@ func (c *counter) grid(mi int) (*grid, error) {
 			for _, m := range msgs {
 				n += cost(m.Role, m.Content)
 			}
-			g.plain += n
+			// A balanced item's reversed cell shows the same texts in another order: as many tokens, give
+			// or take a relabelled enumeration.
+			g.plain += n * c.spec.Orders(it)
 			if c.spec.Run.Cumulative && len(msgs) > 0 {
 				g.history += userSoFar[p]
 				// The runner replays the last message of the plain prompt as the turn's user message.

@@ -3,6 +3,7 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/silicolab/silico/suggest"
@@ -39,6 +40,9 @@ const (
 	ProbsFromVerbalized = "verbalized"
 )
 
+// listModes are the modes answer.modes may list.
+var listModes = []string{string(AnswerText), string(AnswerLogprobs), string(AnswerVerbalized), string(AnswerSamples)}
+
 // DefaultTopLogprobs is how many alternatives per token the logprobs answer asks for.
 const DefaultTopLogprobs = MaxTopLogprobs
 
@@ -57,9 +61,13 @@ type AnswerSettings struct {
 	Prefix string `json:"prefix,omitempty"`
 	// Reason, with mode json_schema, adds a free-text "reason" after the answer.
 	Reason bool `json:"reason,omitempty"`
+	// Modes lists several answer modes at once (text, logprobs, verbalized, samples); with verbalized and another
+	// mode every cell has two calls, the probes of CellAnswer. A model's own modes replace run.answer's.
+	Modes []AnswerMode `json:"modes,omitempty"`
 }
 
-// AnswerFor returns the answer settings of model m: its own keys over run.answer's, defaults filled in.
+// AnswerFor returns the answer settings of model m: its own keys over run.answer's, defaults filled in; with
+// answer.modes, those of its main call (probe 0; see CellAnswer).
 func (s *Spec) AnswerFor(m Model) AnswerSettings {
 	var out AnswerSettings
 	for _, a := range []*AnswerSettings{s.Run.Answer, m.Answer} {
@@ -77,6 +85,21 @@ func (s *Spec) AnswerFor(m Model) AnswerSettings {
 			out.Prefix = a.Prefix
 		}
 		out.Reason = out.Reason || a.Reason
+		if len(a.Modes) > 0 {
+			out.Modes = a.Modes
+		}
+	}
+	if out.Mode == "" && len(out.Modes) > 0 {
+		// The main call of a list of modes: logprobs when listed (it reads the label token), else samples, or
+		// verbalized when it is the only one; samples needs nothing of the call beyond the text.
+		switch {
+		case slices.Contains(out.Modes, AnswerLogprobs):
+			out.Mode = AnswerLogprobs
+		case slices.Contains(out.Modes, AnswerSamples):
+			out.Mode = AnswerSamples
+		case len(out.Modes) == 1 && out.Modes[0] == AnswerVerbalized:
+			out.Mode = AnswerVerbalized
+		}
 	}
 	if out.Mode == "" {
 		out.Mode = AnswerText
@@ -109,13 +132,42 @@ func (a AnswerSettings) ProbsSource() string {
 // seeds).
 func (a AnswerSettings) Distributed() bool { return a.ProbsSource() != "" || a.Mode == AnswerSamples }
 
+// VerbalizedCellSuffix ends the id of a cell's verbalized probe.
+const VerbalizedCellSuffix = "/verbalized"
+
+// Probes is how many calls each cell position has for its answer modes: 2 when answer.modes lists verbalized
+// and another mode (the main call, then the verbalized one), 1 otherwise. Validation holds every model to the
+// same number, so the grid stays rectangular; this reads the first model's.
+func (s *Spec) Probes() int {
+	if len(s.Models) == 0 {
+		return 1
+	}
+	return s.AnswerFor(s.Models[0]).probes()
+}
+
+func (a AnswerSettings) probes() int {
+	if len(a.Modes) > 1 && slices.Contains(a.Modes, AnswerVerbalized) {
+		return 2
+	}
+	return 1
+}
+
+// CellAnswer returns the answer settings of cell c's call: probe 1 is the verbalized call, probe 0 the main call
+// with the model's settings (AnswerFor).
+func (s *Spec) CellAnswer(c Cell) AnswerSettings {
+	if c.Probe == 1 {
+		return AnswerSettings{Mode: AnswerVerbalized}
+	}
+	return s.AnswerFor(s.Models[c.Model])
+}
+
 // CallParams are the parameters a call of cell c sends: its model's params with what its answer mode asks for
-// (logprobs, a response_format naming the item's options). Every request of the cell, its cache key and what
+// (logprobs, a response_format naming the item's options as the cell shows them). Every request of the cell, its cache key and what
 // `starter prompt` shows use them.
 func (s *Spec) CallParams(c Cell) Params {
 	m := s.Models[c.Model]
 	p := m.Params
-	a := s.AnswerFor(m)
+	a := s.CellAnswer(c)
 	if a.Logprobs {
 		p.Logprobs = true
 		if p.TopLogprobs == nil {
@@ -124,10 +176,10 @@ func (s *Spec) CallParams(c Cell) Params {
 		}
 	}
 	if a.Mode == AnswerJSONSchema && len(p.ResponseFormat) == 0 {
-		p.ResponseFormat = answerSchema(s.OptionsFor(c.Item), a.Reason)
+		p.ResponseFormat = answerSchema(s.Shown(c).Set, a.Reason)
 	}
 	if a.Mode == AnswerVerbalized {
-		p.ResponseFormat = VerbalizedSchema(s.OptionsFor(c.Item))
+		p.ResponseFormat = VerbalizedSchema(s.Shown(c).Set)
 	}
 	return p
 }
@@ -194,6 +246,11 @@ func answerSchema(set OptionSet, reason bool) json.RawMessage {
 
 // checkAnswers checks run.answer against the models that take it and each model's own answer section.
 func (s *Spec) checkAnswers(errs *Errors) {
+	for i, m := range s.Models {
+		if n := s.AnswerFor(m).probes(); n != s.Probes() {
+			errs.add(fmt.Sprintf("models[%d].answer.modes", i), "%s has %d call(s) per cell and %s %d: a verbalized probe beside another mode must be asked of every model or none; give every model the same answer.modes", m.ID, n, s.Models[0].ID, s.Probes())
+		}
+	}
 	var inherit []Model
 	for _, m := range s.Models {
 		if m.Answer == nil {
@@ -214,6 +271,11 @@ func (s *Spec) checkAnswer(errs *Errors, path string, a *AnswerSettings, models 
 	if a.Mode != "" && !contains(answerModes, string(a.Mode)) {
 		errs.add(path+".mode", "unknown mode %q%s; want %s", a.Mode, suggest.DidYouMean(string(a.Mode), answerModes), oneOf(answerModes))
 		return
+	}
+	for i, md := range a.Modes {
+		if !contains(listModes, string(md)) {
+			errs.add(fmt.Sprintf("%s.modes[%d]", path, i), "unknown mode %q%s; want %s", md, suggest.DidYouMean(string(md), listModes), oneOf(listModes))
+		}
 	}
 	if a.TopLogprobs < 0 || a.TopLogprobs > MaxTopLogprobs {
 		errs.add(path+".top_logprobs", "%d is out of range; want alternatives per token from 1 to %d (0: %d)", a.TopLogprobs, MaxTopLogprobs, DefaultTopLogprobs)

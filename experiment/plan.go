@@ -2,17 +2,82 @@ package experiment
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 )
 
 // Cell is one model call of the grid. Its Index is its position in submission order: models (outer) → seeds →
-// items → personas (inner). Model, Seed, Item and Persona index the spec's slices.
+// items → personas → probes → option orders (inner). Model, Seed, Item and Persona index the spec's slices;
+// Probe is 0, or 1 for the verbalized call of a cell whose answer.modes ask for one (Spec.Probes); Order is 0, or
+// 1 for the reversed cell of an item whose order mode is balanced.
 type Cell struct {
 	Index   int
 	Model   int
 	Seed    int
 	Item    int
 	Persona int
+	Probe   int
+	Order   int
+}
+
+// layout is where each item's cells start in a (model, seed) block. An item has personas × orders cells (orders:
+// 2 under balanced, else 1). When every item has as many, starts is nil and perItem is that number; otherwise
+// starts holds each item's first offset and, last, the block's size.
+type layout struct {
+	perItem int
+	starts  []int
+}
+
+// layout returns the spec's item layout: the one Validate compiled when it still matches, or a fresh one.
+func (s *Spec) layout() layout {
+	if s.rt.fresh(s) {
+		return s.rt.layout
+	}
+	return s.computeLayout()
+}
+
+func (s *Spec) computeLayout() layout {
+	items, p := len(s.Questionnaire.Items), len(s.Personas)*s.Probes()
+	uniform := true
+	for i := range items {
+		if s.Questionnaire.Items[i].Order != nil && s.numOrders(i) != s.numOrders(0) {
+			uniform = false
+			break
+		}
+	}
+	if items == 0 || uniform {
+		o := 1
+		if items > 0 {
+			o = s.numOrders(0)
+		}
+		return layout{perItem: p * o}
+	}
+	starts := make([]int, items+1)
+	for i := range items {
+		starts[i+1] = starts[i] + p*s.numOrders(i)
+	}
+	return layout{starts: starts}
+}
+
+// start is the offset of item it's first cell in a (model, seed) block; start(len(items)) is the block's size.
+func (l layout) start(it int) int {
+	if l.starts == nil {
+		return it * l.perItem
+	}
+	return l.starts[it]
+}
+
+// item is the item whose cells hold offset r of a (model, seed) block.
+func (l layout) item(r int) int {
+	if l.starts == nil {
+		return r / l.perItem
+	}
+	return sort.Search(len(l.starts)-1, func(i int) bool { return l.starts[i+1] > r })
+}
+
+// SeedCells is the number of cells of one (model, seed) of a chat spec.
+func (s *Spec) SeedCells() int {
+	return s.layout().start(len(s.Questionnaire.Items))
 }
 
 // NumCells is the number of model calls of the grid.
@@ -20,7 +85,10 @@ func (s *Spec) NumCells() int {
 	if s.IsEmbed() {
 		return len(s.Models) * s.numEmbedTexts()
 	}
-	return len(s.Models) * len(s.Seeds) * len(s.Questionnaire.Items) * len(s.Personas)
+	if len(s.Personas) == 0 {
+		return 0
+	}
+	return len(s.Models) * len(s.Seeds) * s.SeedCells()
 }
 
 // Cell returns the cell at index i of submission order. It panics when i is out of range, and for a kind: embed
@@ -34,16 +102,41 @@ func (s *Spec) Cell(i int) Cell {
 		panic(fmt.Sprintf("experiment: Cell(%d) of a spec with %d personas, %d items and %d seeds: a kind: embed "+
 			"spec's cells are (model, text), see EmbedCell", i, len(s.Personas), len(s.Questionnaire.Items), len(s.Seeds)))
 	}
-	p, i2 := i%len(s.Personas), i/len(s.Personas)
-	it, i3 := i2%len(s.Questionnaire.Items), i2/len(s.Questionnaire.Items)
+	l := s.layout()
+	block := l.start(len(s.Questionnaire.Items))
+	r, i3 := i%block, i/block
 	sd, m := i3%len(s.Seeds), i3/len(s.Seeds)
-	return Cell{Index: i, Model: m, Seed: sd, Item: it, Persona: p}
+	it := l.item(r)
+	r -= l.start(it)
+	o, pr := s.numOrders(it), s.Probes()
+	return Cell{Index: i, Model: m, Seed: sd, Item: it, Persona: r / (o * pr), Probe: r / o % pr, Order: r % o}
 }
 
-// CellID is the stable id of a cell: model/seed/item/persona.
+// CellIndex is the index of the cell (model, seed, item, persona, order) of probe 0: the inverse of Cell.
+func (s *Spec) CellIndex(m, sd, it, p, order int) int {
+	return s.CellIndexOf(Cell{Model: m, Seed: sd, Item: it, Persona: p, Order: order})
+}
+
+// CellIndexOf is the index of c (its Index aside): the inverse of Cell.
+func (s *Spec) CellIndexOf(c Cell) int {
+	l := s.layout()
+	o := s.numOrders(c.Item)
+	return (c.Model*len(s.Seeds)+c.Seed)*l.start(len(s.Questionnaire.Items)) + l.start(c.Item) +
+		(c.Persona*s.Probes()+c.Probe)*o + c.Order
+}
+
+// CellID is the stable id of a cell: model/seed/item/persona, then /verbalized for a verbalized probe and /rev
+// for the reversed cell of a balanced item.
 func (s *Spec) CellID(c Cell) string {
-	return s.Models[c.Model].ID + "/" + strconv.FormatInt(s.Seeds[c.Seed], 10) + "/" +
+	id := s.Models[c.Model].ID + "/" + strconv.FormatInt(s.Seeds[c.Seed], 10) + "/" +
 		s.Questionnaire.Items[c.Item].ID + "/" + s.Personas[c.Persona].ID
+	if c.Probe == 1 {
+		id += VerbalizedCellSuffix
+	}
+	if c.Order == 1 {
+		id += ReversedCellSuffix
+	}
+	return id
 }
 
 // Pass is a contiguous range [Start, End) of cells of one (model, seed), run by one RunSeedPass activity.
@@ -65,8 +158,12 @@ func (s *Spec) Passes() []Pass {
 	if s.IsEmbed() {
 		return s.embedPasses()
 	}
-	perItem := len(s.Personas)
-	perSeed := len(s.Questionnaire.Items) * perItem
+	l := s.layout()
+	perItem := l.perItem
+	if l.starts != nil {
+		perItem = 2 * len(s.Personas) * s.Probes() // items differ in their orders: chunk by the larger
+	}
+	perSeed := l.start(len(s.Questionnaire.Items))
 	itemsPerChunk := len(s.Questionnaire.Items)
 	if !s.Run.Cumulative {
 		chunk := s.Run.ChunkSize
@@ -86,7 +183,7 @@ func (s *Spec) Passes() []Pass {
 			base := (m*len(s.Seeds) + sd) * perSeed
 			for it := 0; it < len(s.Questionnaire.Items); it += step {
 				end := min(it+step, len(s.Questionnaire.Items))
-				out = append(out, Pass{Index: len(out), Model: m, Seed: sd, Start: base + it*perItem, End: base + end*perItem})
+				out = append(out, Pass{Index: len(out), Model: m, Seed: sd, Start: base + l.start(it), End: base + l.start(end)})
 			}
 		}
 	}

@@ -33,6 +33,8 @@ type SimulatorSettings struct {
 	// SnapshotChange answers the seeds from its from_seed on with another snapshot: a run answered by two
 	// served models, as when a provider moves a name to a new snapshot between runs.
 	SnapshotChange *SimulatorSnapshotChange `json:"snapshot_change,omitempty"`
+	// PositionBias makes the simulated model favour the option at one place of the list as shown; nil: none.
+	PositionBias *SimulatorPositionBias `json:"position_bias,omitempty"`
 }
 
 // SimulatorSnapshotChange is the second snapshot of SimulatorSettings.SnapshotChange: the calls whose seed is
@@ -52,6 +54,20 @@ const (
 
 // SimSamplings returns the accepted values of SimulatorSettings.Sampling ("" is SimSamplingHash).
 func SimSamplings() []string { return []string{SimSamplingHash, SimSamplingSeeded} }
+
+// SimulatorPositionBias is a simulated order effect with a known size: with probability Strength (a function of
+// the request, as every answer of the simulator) the answer is the option shown at Position (first or last), and
+// the same share of the label's probability mass moves onto that option.
+type SimulatorPositionBias struct {
+	Position string  `json:"position"`
+	Strength float64 `json:"strength"`
+}
+
+// The positions of SimulatorPositionBias.
+const (
+	PositionFirst = "first"
+	PositionLast  = "last"
+)
 
 // SimulatorOutage is a provider outage: from After past the simulator's first model call, for For, every chat
 // and embeddings call fails as Kind says.

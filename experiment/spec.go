@@ -175,6 +175,8 @@ type Questionnaire struct {
 	Options OptionSet `json:"options"`
 	Scales  []Scale   `json:"scales,omitempty"`
 	Items   []Item    `json:"items"`
+	// Order is how every item's options are ordered when shown (see OrderSettings); nil: as written.
+	Order *OrderSettings `json:"order,omitempty"`
 }
 
 // OptionSet is an ordered list of answer options and how {answer_options} joins them.
@@ -210,6 +212,8 @@ type Item struct {
 	Reversed bool `json:"reversed,omitempty"`
 	// Options replace the questionnaire's default options for this item.
 	Options *OptionSet `json:"options,omitempty"`
+	// Order replaces questionnaire.order for this item (see OrderSettings); nil: the questionnaire's.
+	Order *OrderSettings `json:"order,omitempty"`
 	// Images are the pictures the item shows, as Persona.Images.
 	Images []string `json:"images,omitempty"`
 }

@@ -157,6 +157,8 @@ type compiled struct {
 	items    []Item
 	personas []Persona
 	prompt   *Prompt
+	order    *OrderSettings
+	layout   layout
 
 	chat        bool
 	roles       []string
@@ -169,7 +171,8 @@ type compiled struct {
 
 func (c *compiled) fresh(s *Spec) bool {
 	return c != nil && sameSlice(c.items, s.Questionnaire.Items) && sameSlice(c.personas, s.Personas) &&
-		c.prompt == &s.Prompt && c.instruction == s.Questionnaire.Instruction
+		c.prompt == &s.Prompt && c.instruction == s.Questionnaire.Instruction &&
+		c.order == s.Questionnaire.Order
 }
 
 func sameSlice[T any](a, b []T) bool {
@@ -187,7 +190,8 @@ func (s *Spec) effectivePrompt() Prompt {
 // compile parses every template of the spec. Errors name the field of the template at fault.
 func (s *Spec) compile() (*compiled, Errors) {
 	var errs Errors
-	c := &compiled{items: s.Questionnaire.Items, personas: s.Personas, prompt: &s.Prompt, instruction: s.Questionnaire.Instruction}
+	c := &compiled{items: s.Questionnaire.Items, personas: s.Personas, prompt: &s.Prompt, instruction: s.Questionnaire.Instruction,
+		order: s.Questionnaire.Order, layout: s.computeLayout()}
 	p := s.effectivePrompt()
 	switch p.Type {
 	case PromptChat:
@@ -260,20 +264,21 @@ func (o OptionSet) Render() string {
 	return b.String()
 }
 
-func (c *compiled) render(t template, item, persona int) string {
+// render fills template t for item and persona, opts standing for {answer_options}.
+func (c *compiled) render(t template, item, persona int, opts string) string {
 	n := 0
 	for _, seg := range t {
-		n += len(c.value(seg, item, persona))
+		n += len(c.value(seg, item, persona, opts))
 	}
 	var b strings.Builder
 	b.Grow(n)
 	for _, seg := range t {
-		b.WriteString(c.value(seg, item, persona))
+		b.WriteString(c.value(seg, item, persona, opts))
 	}
 	return b.String()
 }
 
-func (c *compiled) value(seg segment, item, persona int) string {
+func (c *compiled) value(seg segment, item, persona int, opts string) string {
 	switch seg.kind {
 	case segInstruction:
 		return c.instruction
@@ -282,7 +287,7 @@ func (c *compiled) value(seg segment, item, persona int) string {
 	case segQuestion:
 		return c.questions[item]
 	case segOptions:
-		return c.options[item]
+		return opts
 	default:
 		return seg.text
 	}
@@ -318,10 +323,15 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 	if c.Item < 0 || c.Item >= len(rt.questions) || c.Persona < 0 || c.Persona >= len(rt.personaDesc) {
 		return nil, fmt.Errorf("experiment: render: cell %+v out of range", c)
 	}
+	// Items shown as written share the rendering compiled once; any other order renders the cell's own.
+	opts := rt.options[c.Item]
+	if s.OrderFor(c.Item).Mode != OrderAsWritten {
+		opts = s.Shown(c).Set.Render()
+	}
 	if len(history) == 0 {
 		out := make([]Message, len(rt.msgs))
 		for i, t := range rt.msgs {
-			out[i] = Message{Role: rt.roles[i], Content: rt.render(t, c.Item, c.Persona)}
+			out[i] = Message{Role: rt.roles[i], Content: rt.render(t, c.Item, c.Persona, opts)}
 		}
 		rt.attachImages(out, 0, c)
 		s.instruct(c, out)
@@ -331,12 +341,12 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 		return nil, fmt.Errorf("experiment: render: a history needs a chat prompt that starts with a system message")
 	}
 	out := make([]Message, 0, len(rt.msgs)+2*len(history))
-	out = append(out, Message{Role: RoleSystem, Content: rt.render(rt.msgs[0], c.Item, c.Persona)})
+	out = append(out, Message{Role: RoleSystem, Content: rt.render(rt.msgs[0], c.Item, c.Persona, opts)})
 	for _, h := range history {
 		out = append(out, Message{Role: RoleUser, Content: h.User}, Message{Role: RoleAssistant, Content: h.Assistant})
 	}
 	for i := 1; i < len(rt.msgs); i++ {
-		out = append(out, Message{Role: rt.roles[i], Content: rt.render(rt.msgs[i], c.Item, c.Persona)})
+		out = append(out, Message{Role: rt.roles[i], Content: rt.render(rt.msgs[i], c.Item, c.Persona, opts)})
 	}
 	rt.attachImages(out, 2*len(history), c)
 	s.instruct(c, out)

@@ -155,6 +155,7 @@ func (s *Spec) check() Errors {
 	s.checkRun(&errs)
 	s.checkBatches(&errs)
 	s.checkAnswers(&errs)
+	s.checkOrders(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
 	s.checkReference(&errs)
@@ -181,6 +182,14 @@ func (s *Spec) checkSimulator(errs *Errors) {
 	}
 	if sim.Sampling != "" && !slices.Contains(SimSamplings(), sim.Sampling) {
 		errs.add("simulator.sampling", "unknown sampling %q%s; want %s", sim.Sampling, suggest.DidYouMean(sim.Sampling, SimSamplings()), oneOf(SimSamplings()))
+	}
+	if b := sim.PositionBias; b != nil {
+		if b.Position != PositionFirst && b.Position != PositionLast {
+			errs.add("simulator.position_bias.position", "%q; want first or last (the option shown first or last)", b.Position)
+		}
+		if b.Strength < 0 || b.Strength > 1 || math.IsNaN(b.Strength) {
+			errs.add("simulator.position_bias.strength", "%v is out of range; want the share of answers moved to that position, from 0 to 1", b.Strength)
+		}
 	}
 	nonNegative(errs, "simulator.rpm", sim.RPM, "requests per minute ≥ 0 (0: unlimited)")
 	nonNegative(errs, "simulator.tpm", sim.TPM, "tokens per minute ≥ 0 (0: unlimited)")

@@ -229,11 +229,10 @@ func (an *analyzer) finish(keepScales bool) *Analysis {
 	return a
 }
 
-// Index is the cell index of (model, seed, item, persona), all indexes into the spec's slices: the inverse of
-// experiment.Spec.Cell.
+// Index is the cell index of (model, seed, item, persona), all indexes into the spec's slices, in the options'
+// written order (a balanced item's other cell is the next index): experiment.Spec.CellIndex.
 func (a *Analysis) Index(m, sd, it, p int) int {
-	s := a.Spec
-	return ((m*len(s.Seeds)+sd)*len(s.Questionnaire.Items)+it)*len(s.Personas) + p
+	return a.Spec.CellIndex(m, sd, it, p, 0)
 }
 
 // ScaleScore returns the score of scale k for (model m, persona p, seed sd): Scales is in that order.

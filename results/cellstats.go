@@ -19,7 +19,8 @@ type cellStats struct {
 	answers   []uint32
 	scoreSum  []int64 // per (model, item, persona): the sum over seeds of the scores
 	scored    []int32
-	perBlock  int // cells of one (model, seed): items × personas
+	perBlock  int // (item, persona) pairs of one (model, seed): items × personas
+	seedCells int // cells of one (model, seed): spec.SeedCells
 	block     int // the (model, seed) block in blockScore, -1 before the first cell
 	blockDone func(block int, score []int32, has []bool, expected []float64)
 	// blockScore and blockHas are the scores of the current block by item × persona, blockExpected its expected
@@ -59,6 +60,10 @@ func newCellStats(spec *experiment.Spec, blockDone func(block int, score []int32
 	c.scoreSum = make([]int64, mp*len(spec.Questionnaire.Items))
 	c.scored = make([]int32, len(c.scoreSum))
 	c.perBlock = len(spec.Questionnaire.Items) * len(spec.Personas)
+	c.seedCells = 0
+	if c.perBlock > 0 {
+		c.seedCells = spec.SeedCells()
+	}
 	c.blockScore = make([]int32, c.perBlock)
 	c.blockHas = make([]bool, c.perBlock)
 	c.blockExpected = make([]float64, c.perBlock)
@@ -79,11 +84,24 @@ func (c *cellStats) add(r CellResult, index int) {
 	if c.perBlock == 0 {
 		return
 	}
-	c.reach(index / c.perBlock)
+	c.reach(index / c.seedCells)
 	cell := c.spec.Cell(index)
+	if cell.Probe != 0 {
+		// A verbalized probe is a second call about the same answer: it is not a second answer to count.
+		c.lat.add(r.LatencyMS, r.Attempts)
+		return
+	}
 	i, off := c.at(cell.Model, cell.Item, cell.Persona)
 	if r.Option >= 0 {
 		c.answers[off+int(r.Option)]++
+	}
+	// Per-seed blocks hold one answer per (item, persona): a balanced item's reversed cell counts in the
+	// distributions and means (above and below) but leaves the block's score to the cell shown as written.
+	if cell.Order != 0 {
+		c.scoreSum[i] += int64(r.Score) * int64(boolInt(r.Scored))
+		c.scored[i] += int32(boolInt(r.Scored))
+		c.lat.add(r.LatencyMS, r.Attempts)
+		return
 	}
 	if e := r.Expected; e == e { // not NaN
 		c.blockExpected[cell.Item*len(c.spec.Personas)+cell.Persona] = e
@@ -178,4 +196,11 @@ func optionOffsets(spec *experiment.Spec) (off []int, size int) {
 		size += len(spec.OptionsFor(it).Options)
 	}
 	return off, size
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

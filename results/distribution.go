@@ -97,6 +97,9 @@ func (d *distAccumulator) at(m, it, p int) (cell, off int) {
 // add adds the row's distribution; option is the index of its written answer (-1 for none).
 func (d *distAccumulator) add(r *Row, option int) {
 	c := d.spec.Cell(r.Index)
+	if c.Probe != 0 {
+		return // a verbalized probe restates the cell's answer: it is not another one
+	}
 	k := len(d.spec.OptionsFor(c.Item).Options)
 	p, fromProbs, ok := cellPMF(r, option, k)
 	if !ok {

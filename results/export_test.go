@@ -181,7 +181,8 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	for i, r := range rows {
 		want := r.Values()
 		// encoding/csv reads \r\n inside a quoted field as \n.
-		want[14] = strings.ReplaceAll(want[14], "\r\n", "\n")
+		raw := slices.Index(Header(), "raw")
+		want[raw] = strings.ReplaceAll(want[raw], "\r\n", "\n")
 		if !slices.Equal(recs[i+1], want) {
 			t.Fatalf("CSV row %d = %q, want %q", i, recs[i+1], want)
 		}
@@ -189,13 +190,14 @@ func TestExportCSVMatchesJSONLAndEscapes(t *testing.T) {
 	if rows[0].Raw != nasty {
 		t.Fatalf("JSONL raw = %q, want %q", rows[0].Raw, nasty)
 	}
-	if got := recs[1][20:22]; !slices.Equal(got, []string{"0.00012345678", "1234.6"}) {
+	cost := slices.Index(Header(), "cost_usd")
+	if got := recs[1][cost : cost+2]; !slices.Equal(got, []string{"0.00012345678", "1234.6"}) {
 		t.Fatalf("cost, latency = %q, want 0.00012345678, 1234.6", got)
 	}
-	if got := recs[2][13]; got != "2" {
+	if got := recs[2][slices.Index(Header(), "score")]; got != "2" {
 		t.Fatalf("score of row 1 = %q, want 2", got)
 	}
-	if got := recs[1][13]; got != "" {
+	if got := recs[1][slices.Index(Header(), "score")]; got != "" {
 		t.Fatalf("score of an unparsed row = %q, want empty", got)
 	}
 	// The JSONL keys are the CSV header, in order, with the same number formatting.

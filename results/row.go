@@ -27,25 +27,34 @@ import (
 	"github.com/silicolab/silico/usage"
 )
 
+// ShownDelimiter joins the option ids of the shown column.
+const ShownDelimiter = "|"
+
 // notRunMessage is the error message of a cell that has no record.
 const notRunMessage = "no result recorded"
 
 // Row is one output row: a cell of the grid and what its call produced. Its columns (names, formatting, JSON
 // form) are the table rowColumns, in field order.
 type Row struct {
-	RunID      string
-	Index      int
-	CellID     string
-	Model      string
-	Seed       int64
-	ItemID     string
-	ItemText   string
-	Scale      string
-	Reversed   bool
-	PersonaID  string
-	Status     string
-	OptionID   string
-	OptionText string
+	RunID     string
+	Index     int
+	CellID    string
+	Model     string
+	Seed      int64
+	ItemID    string
+	ItemText  string
+	Scale     string
+	Reversed  bool
+	PersonaID string
+	// Order is the order the cell showed its options in: as_written, reversed or shuffled.
+	Order string
+	// Shown are the canonical ids of the options in the order the cell showed them, joined with '|'.
+	Shown string
+	// ShownPosition is the 1-based position at which the cell showed its written answer; nil without one.
+	ShownPosition *int
+	Status        string
+	OptionID      string
+	OptionText    string
 	// Score is the option's weight, reversed where the item is; nil when the cell has none (not ok, or an
 	// option ignored for scale). Empty in CSV, null in JSON.
 	Score      *int
@@ -173,6 +182,11 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 	}
 	if row.ProbsSource == experiment.ProbsFromVerbalized && len(r.Probs) > 0 {
 		row.ProbsSum = finite(r.ProbsSum)
+	}
+	shown := spec.Shown(c)
+	row.Order, row.Shown = string(shown.Order), strings.Join(shown.CanonicalIDs(), ShownDelimiter)
+	if k := shown.Position(r.OptionID); k > 0 && r.OptionID != "" {
+		row.ShownPosition = &k
 	}
 	opts := spec.OptionsFor(c.Item).Options
 	if r.OptionID != "" {

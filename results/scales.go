@@ -106,6 +106,9 @@ func (a *scaleAccumulator) group(model, persona, seed, k int) int {
 
 func (a *scaleAccumulator) add(r *Row) {
 	c := a.spec.Cell(r.Index)
+	if c.Probe != 0 {
+		return // a verbalized probe restates the cell's answer: it is not another one
+	}
 	k := a.itemScale[c.Item]
 	if k < 0 {
 		return

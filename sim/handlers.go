@@ -178,6 +178,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Ignored = req.ignoredParams(s.cfg.Sampling == SamplingSeeded)
 	opts, param, err := parseChatOptions(&req)
+	opts.bias = s.cfg.PositionBias
 	rec.Logprobs, rec.ResponseFormat = req.Logprobs, opts.format.kind
 	if err != nil {
 		s.badRequest(w, &rec, param, err.Error())
@@ -302,6 +303,8 @@ type chatOptions struct {
 	n int
 	// seeded is set under seeded sampling (Config.Sampling); nil: the answer is the hash's.
 	seeded *seededDraw
+	// bias is the server's PositionBias.
+	bias PositionBias
 }
 
 // parseChatOptions checks the request's max_tokens, logprobs, top_logprobs, n and response_format as OpenAI
@@ -361,16 +364,25 @@ func choose(tc *tokenCounter, h uint64, i int, msgs []chatMessage, o chatOptions
 		c.FinishReason = "content_filter"
 		return c, 0, nil
 	}
-	r := compose(h, msgs, o.format, -1)
+	r := compose(h, msgs, o.format, -1, o.bias)
 	var label []candidate
 	if d := o.seeded; d != nil && len(r.labels) > 0 {
 		// The preferred option is the one compose writes for the preference hash; the distribution is drawn
-		// from a stream of that hash alone, so neither depends on the seed.
-		pref := compose(d.pref, msgs, o.format, -1)
+		// from a stream of that hash alone, so neither depends on the seed. A position bias moves its share of
+		// that distribution (and of the options' shares the draw reads) onto its option before the draw.
+		pref := compose(d.pref, msgs, o.format, -1, PositionBias{})
 		st := rng{state: mix64(d.pref ^ preferenceSalt)}
 		var shares []float64
 		label, shares = labelDistribution(&st, pref.labels, pref.chosen)
-		r = compose(h, msgs, o.format, sampleOption(shares, d.temperature, seededUniform(d.seed, i)))
+		if o.bias.Strength > 0 && len(pref.labels) >= 2 {
+			b := o.bias.index(len(pref.labels))
+			label = biased(label, pref.labels[b], o.bias.Strength)
+			for j := range shares {
+				shares[j] *= 1 - o.bias.Strength
+			}
+			shares[b] += o.bias.Strength
+		}
+		r = compose(h, msgs, o.format, sampleOption(shares, d.temperature, seededUniform(d.seed, i)), PositionBias{})
 	}
 	limit := o.maxTokens
 	if fault == FaultLength {
@@ -398,7 +410,7 @@ func choose(tc *tokenCounter, h uint64, i int, msgs []chatMessage, o chatOptions
 			}
 		}
 		if o.logprobs {
-			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top, label)
+			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top, label, o.bias)
 		}
 	}
 	c.Message.Content = &text

@@ -196,8 +196,9 @@ func sortCandidates(c []candidate) {
 // labelAt is the index of the label's token in pieces (-1: none), labels and chosen as in reply. h is the answer's
 // hash; each position draws from its own stream, so cutting a reply short leaves its first tokens' numbers alone.
 // label, when not nil, is the label position's distribution (seeded sampling builds it before the option is
-// drawn), used instead of one drawn from h.
-func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen, top int, label []candidate) *choiceLogprobs {
+// drawn, its position bias applied), used instead of one drawn from h. Otherwise a position bias moves its
+// strength's share of the label position's mass onto the biased option's label.
+func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen, top int, label []candidate, bias PositionBias) *choiceLogprobs {
 	lp := &choiceLogprobs{Content: make([]tokenLogprob, len(pieces))}
 	for i, tok := range pieces {
 		r := rng{state: mix64(fnvString(fnvUint64(h, uint64(i)), tok))}
@@ -207,6 +208,9 @@ func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen,
 			cands = label
 		case i == labelAt:
 			cands, _ = labelDistribution(&r, labels, chosen)
+			if bias.Strength > 0 && len(labels) >= 2 {
+				cands = biased(cands, labels[bias.index(len(labels))], bias.Strength)
+			}
 		default:
 			cands = tokenDistribution(&r, tok)
 		}
@@ -222,6 +226,24 @@ func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen,
 		lp.Content[i] = e
 	}
 	return lp
+}
+
+// biased is the mixture (1 − strength) × cands + strength × all mass on label, likeliest first.
+func biased(cands []candidate, label string, strength float64) []candidate {
+	out := make([]candidate, len(cands), len(cands)+1)
+	found := false
+	for i, c := range cands {
+		out[i] = candidate{c.token, (1 - strength) * c.p}
+		if c.token == label {
+			out[i].p += strength
+			found = true
+		}
+	}
+	if !found {
+		out = append(out, candidate{label, strength})
+	}
+	sortCandidates(out)
+	return out
 }
 
 // bytesOf is s's bytes as the numbers OpenAI's bytes fields list.

@@ -55,8 +55,9 @@ func optionLabel(option string) string {
 // value at the option's place when the enum lists as many values as the prompt lists options, else
 // enum[h mod len(enum)]. A reason, when the schema has one, follows the answer, so the label is always the
 // token after {"answer":". pick, when not negative, is the index in the reply's labels of the option to write
-// instead (seeded sampling's draw; the labels do not depend on h).
-func compose(h uint64, msgs []chatMessage, f responseFormat, pick int) reply {
+// instead (seeded sampling's draw; the labels do not depend on h). Otherwise, under a position bias, the answers
+// its draw picks (see PositionBias) write the option at its position instead.
+func compose(h uint64, msgs []chatMessage, f responseFormat, pick int, bias PositionBias) reply {
 	last := lastUser(msgs)
 	var buf [maxEnumerators]span
 	spans := findOptions(last, buf[:0])
@@ -69,6 +70,8 @@ func compose(h uint64, msgs []chatMessage, f responseFormat, pick int) reply {
 		k = int(h % uint64(len(spans)))
 		if pick >= 0 && pick < len(spans) {
 			k = pick
+		} else if b := bias.at(h, len(spans)); b >= 0 {
+			k = b
 		}
 	}
 	if !f.json() {

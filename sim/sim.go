@@ -178,6 +178,8 @@ type Config struct {
 	// alone, so a resumed or cached run reports what a fresh one would. Anthropic's requests carry no seed (seed
 	// 0), so it applies to them only from FromSeed 0. Optional.
 	SnapshotChange *SnapshotChange
+	// PositionBias makes answers favour an option by its place in the prompt's list. Optional: none.
+	PositionBias PositionBias
 
 	// lineServer marks the simulator that answers batch lines: it serves no batch APIs of its own.
 	lineServer bool
@@ -218,6 +220,48 @@ func (c *Config) provenance(model string, seed int64) (served, fingerprint strin
 		}
 	}
 	return served, fingerprint
+}
+
+// PositionBias is a simulated preference for the option at one place of the prompt's list: with probability
+// Strength (a function of the request's answer hash, like every choice of the simulator) the answer is the option
+// at Position, whatever the hash chose otherwise; and the label position's distribution is the mixture
+// (1 − Strength) × its own + Strength × all mass on that option's label. Over many requests the option at
+// Position is then answered with probability Strength + (1 − Strength)/K for K options, so a known Strength can be
+// recovered from the answers or from the probabilities.
+type PositionBias struct {
+	// Position is BiasFirst or BiasLast: the first or the last option listed.
+	Position string
+	// Strength is in [0, 1]; 0: no bias.
+	Strength float64
+}
+
+// The positions of PositionBias.
+const (
+	BiasFirst = "first"
+	BiasLast  = "last"
+)
+
+// biasSalt separates the position-bias draw from every other use of an answer's hash.
+const biasSalt = 0x706f736974696f6e
+
+// at returns the biased position among n options for the answer of hash h, or -1 when this answer is not biased.
+func (b PositionBias) at(h uint64, n int) int {
+	if b.Strength <= 0 || n < 2 {
+		return -1
+	}
+	r := rng{state: mix64(h ^ biasSalt)}
+	if r.uniform() >= b.Strength {
+		return -1
+	}
+	return b.index(n)
+}
+
+// index is the shown index of Position among n options.
+func (b PositionBias) index(n int) int {
+	if b.Position == BiasLast {
+		return n - 1
+	}
+	return 0
 }
 
 // DefaultModels returns the models /v1/models lists when Config.Models is empty.
@@ -393,6 +437,9 @@ func New(cfg Config) (*Server, error) {
 
 func (c Config) validate() error {
 	var errs []error
+	if b := c.PositionBias; b.Strength < 0 || b.Strength > 1 || (b.Strength > 0 && b.Position != BiasFirst && b.Position != BiasLast) {
+		errs = append(errs, fmt.Errorf("position_bias {position: %q, strength: %v}: want position first or last and a strength from 0 to 1", b.Position, b.Strength))
+	}
 	if c.Latency.Fixed < 0 || c.Latency.Jitter < 0 {
 		errs = append(errs, fmt.Errorf("latency %v ± %v: want durations >= 0", c.Latency.Fixed, c.Latency.Jitter))
 	}

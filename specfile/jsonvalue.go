@@ -34,6 +34,22 @@ func (d *decoder) int64Ptr(n *node, path string) *int64 {
 	return &v
 }
 
+// seedPtr reads one seed (a whole number or a numeric string, as seeds takes them) that may be absent (nil).
+func (d *decoder) seedPtr(n *node, path string) *int64 {
+	if n == nil {
+		return nil
+	}
+	if n.kind == kindSeq {
+		d.errAt(n, path, "want one seed, a whole number such as 7, got %s", n.describe())
+		return nil
+	}
+	v := d.seeds(n, path)
+	if len(v) != 1 {
+		return nil
+	}
+	return &v[0]
+}
+
 // logitBias reads a mapping of token ids to whole-number biases; experiment.Validate checks ids and ranges.
 func (d *decoder) logitBias(n *node, path string) map[string]int {
 	if n.kind != kindMap {

@@ -140,6 +140,7 @@ var answerKeys = table[experiment.AnswerSettings]{
 	field("top_logprobs", func(a *experiment.AnswerSettings) *int { return &a.TopLogprobs }, (*decoder).integer),
 	field("prefix", func(a *experiment.AnswerSettings) *string { return &a.Prefix }, (*decoder).str),
 	field("reason", func(a *experiment.AnswerSettings) *bool { return &a.Reason }, (*decoder).boolean),
+	field("modes", func(a *experiment.AnswerSettings) *[]experiment.AnswerMode { return &a.Modes }, answerModes),
 }
 
 var priceKeys = table[experiment.Price]{
@@ -187,6 +188,13 @@ var questionnaireKeys = table[experiment.Questionnaire]{
 	field("options", func(q *experiment.Questionnaire) *experiment.OptionSet { return &q.Options }, options),
 	field("scales", func(q *experiment.Questionnaire) *[]experiment.Scale { return &q.Scales }, (*decoder).scales),
 	field("items", func(q *experiment.Questionnaire) *[]experiment.Item { return &q.Items }, items),
+	field("order", func(q *experiment.Questionnaire) **experiment.OrderSettings { return &q.Order }, orderKeys.decodePtr),
+}
+
+var orderKeys = table[experiment.OrderSettings]{
+	field("mode", func(o *experiment.OrderSettings) *experiment.OrderMode { return &o.Mode }, text[experiment.OrderMode]),
+	field("pin", func(o *experiment.OrderSettings) *[]string { return &o.Pin }, (*decoder).strings),
+	field("seed", func(o *experiment.OrderSettings) **int64 { return &o.Seed }, (*decoder).seedPtr),
 }
 
 var optionSetKeys = table[experiment.OptionSet]{
@@ -214,6 +222,7 @@ var itemKeys = table[experiment.Item]{
 	field("scale", func(it *experiment.Item) *string { return &it.Scale }, (*decoder).str),
 	field("reversed", func(it *experiment.Item) *bool { return &it.Reversed }, (*decoder).boolean),
 	field("options", func(it *experiment.Item) **experiment.OptionSet { return &it.Options }, itemOptions),
+	field("order", func(it *experiment.Item) **experiment.OrderSettings { return &it.Order }, orderKeys.decodePtr),
 	field("images", func(it *experiment.Item) *[]string { return &it.Images }, (*decoder).images),
 	imageAlias(func(it *experiment.Item) *[]string { return &it.Images }),
 }
@@ -247,12 +256,18 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("served_model", func(s *experiment.SimulatorSettings) *string { return &s.ServedModel }, (*decoder).str),
 	field("system_fingerprint", func(s *experiment.SimulatorSettings) *string { return &s.SystemFingerprint }, (*decoder).str),
 	field("snapshot_change", func(s *experiment.SimulatorSettings) **experiment.SimulatorSnapshotChange { return &s.SnapshotChange }, snapshotKeys.decodePtr),
+	field("position_bias", func(s *experiment.SimulatorSettings) **experiment.SimulatorPositionBias { return &s.PositionBias }, positionBiasKeys.decodePtr),
 }
 
 var snapshotKeys = table[experiment.SimulatorSnapshotChange]{
 	field("from_seed", func(c *experiment.SimulatorSnapshotChange) *int { return &c.FromSeed }, (*decoder).integer),
 	field("served_model", func(c *experiment.SimulatorSnapshotChange) *string { return &c.ServedModel }, (*decoder).str),
 	field("system_fingerprint", func(c *experiment.SimulatorSnapshotChange) *string { return &c.SystemFingerprint }, (*decoder).str),
+}
+
+var positionBiasKeys = table[experiment.SimulatorPositionBias]{
+	field("position", func(b *experiment.SimulatorPositionBias) *string { return &b.Position }, (*decoder).str),
+	field("strength", func(b *experiment.SimulatorPositionBias) *float64 { return &b.Strength }, (*decoder).number),
 }
 
 var outageKeys = table[experiment.SimulatorOutage]{
@@ -480,4 +495,13 @@ func (d *decoder) optionSet(n *node, src, res, delim string) *experiment.OptionS
 		d.errAt(inner, innerSrc, "want answer options: a list of {id, text, weight}, a mapping id → {text, weight}, or {options, delimiter, prepend_delimiter}; got %s", inner.describe())
 	}
 	return set
+}
+
+// answerModes reads answer.modes: a list of mode names (experiment.Validate checks them).
+func answerModes(d *decoder, n *node, path string) []experiment.AnswerMode {
+	var out []experiment.AnswerMode
+	for _, m := range d.strings(n, path) {
+		out = append(out, experiment.AnswerMode(m))
+	}
+	return out
 }

@@ -93,6 +93,8 @@ func TestTablesMatchJSONTags(t *testing.T) {
 	check(reflect.TypeFor[experiment.EmbedInput](), tableProblems(embedInputKeys))
 	check(reflect.TypeFor[experiment.BatchSettings](), tableProblems(batchKeys))
 	check(reflect.TypeFor[experiment.AnswerSettings](), tableProblems(answerKeys))
+	check(reflect.TypeFor[experiment.OrderSettings](), tableProblems(orderKeys))
+	check(reflect.TypeFor[experiment.SimulatorPositionBias](), tableProblems(positionBiasKeys))
 	check(reflect.TypeFor[experiment.Reference](), tableProblems(referenceKeys))
 	check(reflect.TypeFor[experiment.ReferenceCounts](), tableProblems(referenceCountKeys))
 	check(reflect.TypeFor[experiment.ReferenceScale](), tableProblems(referenceScaleKeys))

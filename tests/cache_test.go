@@ -285,3 +285,73 @@ func TestTwoRunsAtOnceShareTheCache(t *testing.T) {
 		t.Fatal("the two runs' cell columns differ")
 	}
 }
+
+// TestABalancedRunSharesTheCacheWithThePlainRun runs a plain grid, then the same grid with balanced option
+// order: the balanced run's as-written cells keep the plain cells' ids and prompts, so the cache answers them
+// with identical cell columns and only the reversed cells (/rev) are asked; a third run of the balanced spec is
+// all cache and gives every cell's columns as the run that paid for them. Every reversed cell's written answer
+// is a canonical id at the shown position the row names.
+func TestABalancedRunSharesTheCacheWithThePlainRun(t *testing.T) {
+	s := newStack(t, sim.Config{})
+	plain := gridSpec(1, 2, 3, 2)
+	rp := s.run(t, "balanced-plain", plain)
+	balanced := gridSpec(1, 2, 3, 2)
+	balanced.Questionnaire.Order = &experiment.OrderSettings{Mode: experiment.OrderBalanced}
+	before := len(s.sim.Requests())
+	rb := s.run(t, "balanced-paid", balanced)
+	if rb.Summary.Cells != 2*rp.Summary.Cells || rb.Summary.Cached != rp.Summary.Cells {
+		t.Fatalf("balanced run %+v: want %d cells, %d of them cached", rb.Summary, 2*rp.Summary.Cells, rp.Summary.Cells)
+	}
+	for c, n := range requestedCells(s, before) {
+		if !strings.HasSuffix(c, experiment.ReversedCellSuffix) || n != 1 {
+			t.Errorf("the balanced run asked cell %s %d times; want each reversed cell once, no other", c, n)
+		}
+	}
+	first, paid := rowsByCell(t, rp.OutputDir), rowsByCell(t, rb.OutputDir)
+	for id, cols := range first {
+		if !slices.Equal(paid[id], cols) {
+			t.Errorf("as-written cell %s differs from the plain run's:\n got %q\nwant %q", id, paid[id], cols)
+		}
+	}
+	reversed, answered := 0, 0
+	for _, r := range readRows(t, rb.OutputDir) {
+		if !strings.HasSuffix(r.CellID, experiment.ReversedCellSuffix) {
+			continue
+		}
+		reversed++
+		shown := strings.Split(r.Shown, results.ShownDelimiter)
+		if r.Order != string(experiment.OrderReversed) || !slices.Equal(shown, []string{"5", "4", "3", "2", "1"}) {
+			t.Errorf("cell %s: order %q shown %q, want reversed 5|4|3|2|1", r.CellID, r.Order, r.Shown)
+		}
+		if r.OptionID != "" && (r.ShownPosition == nil || shown[*r.ShownPosition-1] != r.OptionID) {
+			t.Errorf("cell %s: option %s at shown position %v of %v", r.CellID, r.OptionID, r.ShownPosition, shown)
+		}
+		// The simulator writes an option as shown ("1. Level 5"): the shown label 1, the canonical option 5.
+		if r.Status == store.StatusOK && !strings.Contains(r.Raw, "Level "+r.OptionID) {
+			t.Errorf("cell %s: answer %q recorded as option %s", r.CellID, r.Raw, r.OptionID)
+		}
+		answered += boolToInt(r.Status == store.StatusOK)
+	}
+	if answered == 0 {
+		t.Fatal("no reversed cell was answered")
+	}
+	if reversed != rp.Summary.Cells {
+		t.Fatalf("%d reversed rows, want %d", reversed, rp.Summary.Cells)
+	}
+	again := s.run(t, "balanced-cached", balanced)
+	if again.Summary.Cached != again.Summary.Cells {
+		t.Fatalf("rerun %+v: want every cell from the cache", again.Summary)
+	}
+	for id, cols := range rowsByCell(t, again.OutputDir) {
+		if !slices.Equal(cols, paid[id]) {
+			t.Errorf("cell %s from the cache differs from the run that paid for it:\n got %q\nwant %q", id, cols, paid[id])
+		}
+	}
+}
+
+func boolToInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
@@ -20,8 +21,16 @@ import (
 
 // TestRetryFailedAsksOnlyTheFailedCells runs a grid in which some cells fail for good, then a retry execution of
 // the same run: it must request exactly the failed cells, answer them, and leave the other records as they were;
-// a retried cell's attempts and tries add its second request and try to the first.
+// a retried cell's attempts and tries add its second request and try to the first. The balanced grid (each cell
+// also asked with its options reversed, ids /rev) retries the same way.
 func TestRetryFailedAsksOnlyTheFailedCells(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { retryFailedAsksOnlyTheFailedCells(t, 1) })
+	t.Run("balanced", func(t *testing.T) { retryFailedAsksOnlyTheFailedCells(t, 2) })
+}
+
+// retryFailedAsksOnlyTheFailedCells is TestRetryFailedAsksOnlyTheFailedCells with orders option orders per cell
+// (1: as written, 2: balanced).
+func retryFailedAsksOnlyTheFailedCells(t *testing.T, orders int) {
 	var failing atomic.Bool
 	failing.Store(true)
 	var mu = make(chan struct{}, 1)
@@ -43,10 +52,14 @@ func TestRetryFailedAsksOnlyTheFailedCells(t *testing.T) {
 		})
 	}
 	s := newStackWrapped(t, sim.Config{}, 1, wrap)
-	spec := gridSpec(1, 2, 6, 3) // 36 cells, 12 of them on items 2 and 5
+	spec := gridSpec(1, 2, 6, 3) // 36 cells × orders, a third of them on items 2 and 5
+	if orders == 2 {
+		spec.Questionnaire.Order = &experiment.OrderSettings{Mode: experiment.OrderBalanced}
+	}
+	cells, failed := 36*orders, 12*orders
 	first := s.run(t, "retry-run", spec)
-	if first.Summary.Failed != 12 {
-		t.Fatalf("first run: %d failed, want 12", first.Summary.Failed)
+	if first.Summary.Failed != failed {
+		t.Fatalf("first run: %d failed, want %d", first.Summary.Failed, failed)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -69,14 +82,14 @@ func TestRetryFailedAsksOnlyTheFailedCells(t *testing.T) {
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Summary.Failed != 0 || res.Summary.OK+res.Summary.Unparsed != 36 {
+	if res.Summary.Failed != 0 || res.Summary.OK+res.Summary.Unparsed != cells {
 		t.Errorf("after the retry: %+v, want every cell answered", res.Summary)
 	}
 	mu <- struct{}{}
 	again := append([]string(nil), requested...)
 	<-mu
-	if len(again) != 12 {
-		t.Errorf("the retry sent %d requests, want the 12 failed cells: %v", len(again), again)
+	if len(again) != failed {
+		t.Errorf("the retry sent %d requests, want the %d failed cells: %v", len(again), failed, again)
 	}
 	for _, c := range again {
 		if !strings.Contains(c, "/2/") && !strings.Contains(c, "/5/") {

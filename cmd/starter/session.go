@@ -256,6 +256,9 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 		if c := set.SnapshotChange; c != nil {
 			cfg.SnapshotChange = &sim.SnapshotChange{FromSeed: int64(c.FromSeed), ServedModel: c.ServedModel, SystemFingerprint: c.SystemFingerprint}
 		}
+		if b := set.PositionBias; b != nil {
+			cfg.PositionBias = sim.PositionBias{Position: b.Position, Strength: b.Strength}
+		}
 		if o := set.Outage; o != nil {
 			// This simulator owns its listener (sim.Serve below), so every kind applies, refuse included.
 			cfg.Outages = []sim.Outage{{After: time.Duration(o.After), For: time.Duration(o.For),

@@ -1,0 +1,269 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// likert is a five-point set whose ids are the enumerations its texts start with, and a pinned "don't know".
+func likert() OptionSet {
+	var set OptionSet
+	for w := 1; w <= 5; w++ {
+		set.Options = append(set.Options, Option{ID: fmt.Sprint(w), Text: fmt.Sprintf("%d. Level %d", w, w), Weight: w})
+	}
+	set.Options = append(set.Options, Option{ID: "dk", Text: "Don't know", IgnoredForScale: true})
+	return set
+}
+
+func orderSpec(mode OrderMode, pin ...string) *Spec {
+	s := gridSpec(2, 2, 3, 2)
+	s.Questionnaire.Options = likert()
+	s.Questionnaire.Order = &OrderSettings{Mode: mode, Pin: pin}
+	return s
+}
+
+func TestBalancedDoublesTheCellsAndKeepsTheWrittenCellsIDs(t *testing.T) {
+	plain := gridSpec(2, 2, 3, 2)
+	s := orderSpec(OrderBalanced)
+	if got, want := s.NumCells(), 2*plain.NumCells(); got != want {
+		t.Fatalf("NumCells = %d, want %d", got, want)
+	}
+	ids := map[string]bool{}
+	var written []string
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		if c.Index != i || c.Order != i%2 {
+			t.Fatalf("Cell(%d) = %+v: the order is the innermost dimension", i, c)
+		}
+		if got := s.CellIndex(c.Model, c.Seed, c.Item, c.Persona, c.Order); got != i {
+			t.Fatalf("CellIndex(%+v) = %d", c, got)
+		}
+		id := s.CellID(c)
+		if ids[id] {
+			t.Fatalf("duplicate cell id %s", id)
+		}
+		ids[id] = true
+		if c.Order == 0 {
+			written = append(written, id)
+		} else if !strings.HasSuffix(id, ReversedCellSuffix) {
+			t.Fatalf("reversed cell id %s lacks %s", id, ReversedCellSuffix)
+		}
+	}
+	var want []string
+	for i := range plain.NumCells() {
+		want = append(want, plain.CellID(plain.Cell(i)))
+	}
+	if !slices.Equal(written, want) {
+		t.Fatalf("as-written cell ids %v, want the plain grid's %v", written, want)
+	}
+	// Passes still cover the grid at item boundaries.
+	s.Run.ChunkSize = 4
+	end := 0
+	for _, p := range s.Passes() {
+		if p.Start != end || s.Cell(p.Start).Persona != 0 || s.Cell(p.Start).Order != 0 {
+			t.Fatalf("pass %+v does not start at an item boundary after %d", p, end)
+		}
+		end = p.End
+	}
+	if end != s.NumCells() {
+		t.Fatalf("passes end at %d of %d", end, s.NumCells())
+	}
+}
+
+func TestAnItemsOwnOrderChangesOnlyItsCells(t *testing.T) {
+	s := gridSpec(1, 2, 3, 2)
+	s.Questionnaire.Options = likert()
+	s.Questionnaire.Items[1].Order = &OrderSettings{Mode: OrderBalanced}
+	if got := s.NumCells(); got != 2*(2+4+2) {
+		t.Fatalf("NumCells = %d, want 16", got)
+	}
+	var got []string
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		if s.CellIndex(c.Model, c.Seed, c.Item, c.Persona, c.Order) != i {
+			t.Fatalf("CellIndex does not invert Cell(%d) = %+v", i, c)
+		}
+		got = append(got, s.CellID(c))
+	}
+	want := "m0/100/i0/p0 m0/100/i0/p1 m0/100/i1/p0 m0/100/i1/p0/rev m0/100/i1/p1 m0/100/i1/p1/rev m0/100/i2/p0 m0/100/i2/p1"
+	if strings.Join(got[:8], " ") != want {
+		t.Fatalf("ids %v, want %s", got[:8], want)
+	}
+}
+
+func TestDefaultSpecIsTodays(t *testing.T) {
+	s := gridSpec(1, 1, 2, 2)
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"order"`) {
+		t.Fatalf("a spec without order encodes an order key, which changes its hash and run id: %s", b)
+	}
+	sh := s.Shown(s.Cell(0))
+	if sh.Order != OrderAsWritten || !slices.Equal(sh.Perm, []int{}) && len(sh.Perm) != 0 {
+		t.Fatalf("Shown = %+v", sh)
+	}
+}
+
+func TestReversedRelabelsAndMapsBack(t *testing.T) {
+	s := orderSpec(OrderReversed, "dk")
+	c := s.Cell(0)
+	sh := s.Shown(c)
+	var texts, ids []string
+	for _, o := range sh.Set.Options {
+		texts, ids = append(texts, o.Text), append(ids, o.ID)
+	}
+	if want := []string{"1. Level 5", "2. Level 4", "3. Level 3", "4. Level 2", "5. Level 1", "Don't know"}; !slices.Equal(texts, want) {
+		t.Fatalf("shown texts %q, want %q", texts, want)
+	}
+	if want := []string{"1", "2", "3", "4", "5", "dk"}; !slices.Equal(ids, want) {
+		t.Fatalf("shown ids %q, want %q", ids, want)
+	}
+	if want := []string{"5", "4", "3", "2", "1", "dk"}; !slices.Equal(sh.CanonicalIDs(), want) {
+		t.Fatalf("canonical ids %q, want %q", sh.CanonicalIDs(), want)
+	}
+	// The model answers "1" having read "1. Level 5": that is canonical option 5, shown first.
+	m := Match("1", sh.Set)
+	id, ok := sh.CanonicalID(m.OptionID)
+	if !ok || id != "5" || sh.Position("5") != 1 {
+		t.Fatalf("answer 1 maps to %q (%v), position of 5 is %d; want 5 at 1", id, ok, sh.Position("5"))
+	}
+	if got := sh.CanonicalProbs([]float64{.5, .2, .1, .1, .05, .05}); !slices.Equal(got, []float64{.05, .1, .1, .2, .5, .05}) {
+		t.Fatalf("CanonicalProbs = %v", got)
+	}
+	if !strings.Contains(mustRender(t, s, c), "1. Level 5\n2. Level 4") {
+		t.Fatalf("render does not show the reversed options:\n%s", mustRender(t, s, c))
+	}
+}
+
+func TestLetterIDsRelabel(t *testing.T) {
+	s := gridSpec(1, 1, 1, 1)
+	s.Questionnaire.Options = OptionSet{Options: []Option{
+		{ID: "A", Text: "A) Agree", Weight: 3}, {ID: "B", Text: "B) Unsure", Weight: 2}, {ID: "C", Text: "C) Disagree", Weight: 1}}}
+	s.Questionnaire.Order = &OrderSettings{Mode: OrderReversed}
+	sh := s.Shown(s.Cell(0))
+	if got := sh.Set.Options[0]; got.ID != "A" || got.Text != "A) Disagree" {
+		t.Fatalf("first shown option %+v, want A) Disagree with id A", got)
+	}
+	if id, _ := sh.CanonicalID(Match("A)", sh.Set).OptionID); id != "C" {
+		t.Fatalf("answer A) maps to %q, want C", id)
+	}
+}
+
+func TestShuffledIsAPureFunctionOfSeedAndCell(t *testing.T) {
+	s := orderSpec(OrderShuffled, "dk")
+	perms := map[string]bool{}
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		a, b := s.Shown(c), orderSpec(OrderShuffled, "dk").Shown(c)
+		if !slices.Equal(a.Perm, b.Perm) {
+			t.Fatalf("cell %d: %v then %v from the same spec", i, a.Perm, b.Perm)
+		}
+		if a.Perm[5] != 5 {
+			t.Fatalf("cell %d: pinned dk moved: %v", i, a.Perm)
+		}
+		sorted := slices.Clone(a.Perm)
+		slices.Sort(sorted)
+		if !slices.Equal(sorted, []int{0, 1, 2, 3, 4, 5}) {
+			t.Fatalf("cell %d: %v is no permutation", i, a.Perm)
+		}
+		perms[fmt.Sprint(a.Perm)] = true
+	}
+	if len(perms) < s.NumCells()/2 {
+		t.Fatalf("%d cells share %d permutations: they do not differ across cells", s.NumCells(), len(perms))
+	}
+	// An explicit order seed gives other permutations than the cells' seeds.
+	seeded := orderSpec(OrderShuffled, "dk")
+	seven := int64(7)
+	seeded.Questionnaire.Order.Seed = &seven
+	same := 0
+	for i := range s.NumCells() {
+		if slices.Equal(s.Shown(s.Cell(i)).Perm, seeded.Shown(seeded.Cell(i)).Perm) {
+			same++
+		}
+	}
+	if same == s.NumCells() {
+		t.Fatal("order.seed changes no permutation")
+	}
+}
+
+func TestOrderValidation(t *testing.T) {
+	s := orderSpec("backwards", "nope")
+	s.Run.Cumulative = true
+	errs := Errors{}
+	s.checkOrders(&errs)
+	msg := errs.Error()
+	for _, want := range []string{"questionnaire.order.mode", "unknown mode \"backwards\"", "questionnaire.order.pin[0]", "\"nope\" is no option id"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("errors %q lack %q", msg, want)
+		}
+	}
+	s = orderSpec(OrderBalanced)
+	s.Run.Cumulative = true
+	errs = Errors{}
+	s.checkOrders(&errs)
+	if !strings.Contains(errs.Error(), "run.cumulative") {
+		t.Errorf("balanced under run.cumulative is accepted: %v", errs)
+	}
+}
+
+func mustRender(t *testing.T, s *Spec, c Cell) string {
+	t.Helper()
+	msgs, err := s.Render(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Content)
+	}
+	return b.String()
+}
+
+func TestVerbalizedProbesAreTheirOwnCells(t *testing.T) {
+	s := orderSpec(OrderBalanced)
+	plainIDs := map[int]string{}
+	for i := range s.NumCells() {
+		plainIDs[i] = s.CellID(s.Cell(i))
+	}
+	s.Run.Answer = &AnswerSettings{Modes: []AnswerMode{AnswerLogprobs, AnswerVerbalized}}
+	if s.Probes() != 2 || s.NumCells() != 2*len(plainIDs) {
+		t.Fatalf("Probes = %d, NumCells = %d; want 2 and %d", s.Probes(), s.NumCells(), 2*len(plainIDs))
+	}
+	seen := map[string]bool{}
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		if s.CellIndexOf(c) != i {
+			t.Fatalf("CellIndexOf(%+v) = %d, want %d", c, s.CellIndexOf(c), i)
+		}
+		id := s.CellID(c)
+		if seen[id] {
+			t.Fatalf("duplicate id %s", id)
+		}
+		seen[id] = true
+		a := s.CellAnswer(c)
+		switch c.Probe {
+		case 0:
+			if a.Mode != AnswerLogprobs || !a.Logprobs || strings.Contains(id, VerbalizedCellSuffix) {
+				t.Fatalf("probe 0 of %s answers %+v", id, a)
+			}
+		case 1:
+			if a.Mode != AnswerVerbalized || !strings.Contains(id, VerbalizedCellSuffix) {
+				t.Fatalf("probe 1 of %s answers %+v", id, a)
+			}
+		}
+	}
+	if !seen["m0/100/i0/p0/verbalized/rev"] || !seen["m0/100/i0/p0/rev"] {
+		t.Fatalf("ids %v lack the probe and order suffixes", seen)
+	}
+	s.Models[1].Answer = &AnswerSettings{Modes: []AnswerMode{AnswerText}}
+	errs := Errors{}
+	s.checkAnswers(&errs)
+	if !strings.Contains(errs.Error(), "every model or none") {
+		t.Fatalf("models with different probes are accepted: %v", errs)
+	}
+}
