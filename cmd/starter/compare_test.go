@@ -67,7 +67,7 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("header %s", got)
 	}
 	last := rows[len(rows)-1]
-	if last[0] != "sim" || last[1] != compare.AllItems || last[3] != "200" {
+	if last[0] != "sim" || last[1] != "sim" || last[2] != compare.AllItems || last[4] != "200" {
 		t.Errorf("last row %v, want sim's all row over 200 matched cells", last)
 	}
 	page, err := os.ReadFile(filepath.Join(out, compare.HTMLFile))
