@@ -208,24 +208,7 @@ func TestCompareMatchesIndependentFigures(t *testing.T) {
 	}
 	want := comparetest.Independent(t, filepath.Join(dir, "run-a", results.CSVFile), filepath.Join(dir, "run-b", results.CSVFile),
 		opt.Samples, opt.Seed, nil, nil)
-	if len(want) != len(c.Rows) {
-		t.Fatalf("%d rows, independently %d", len(c.Rows), len(want))
-	}
-	cols := Header()
-	for i, r := range c.Rows {
-		got := r.Values()
-		for j, name := range cols {
-			w := want[i][name]
-			if got[j] == w {
-				continue
-			}
-			g, err1 := strconv.ParseFloat(got[j], 64)
-			f, err2 := strconv.ParseFloat(w, 64)
-			if err1 != nil || err2 != nil || math.Abs(g-f) > 1e-12 {
-				t.Errorf("%s/%s %s = %q, independently %q", r.Model, r.Item, name, got[j], w)
-			}
-		}
-	}
+	sameFigures(t, c, want)
 	// A rerun gives the same intervals; another seed others.
 	again, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
 	other, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), Options{Samples: 500, Seed: 8})
@@ -307,5 +290,151 @@ func TestReadmeListsTheColumns(t *testing.T) {
 	}
 	if want := Header()[4:]; !slices.Equal(listed, want) {
 		t.Errorf("README lists the columns\n%v\nwant\n%v", listed, want)
+	}
+}
+
+// reseed is spec with other seeds and, when model is not "", its first model renamed: a spec whose cell ids
+// share nothing with spec's.
+func reseed(t *testing.T, seeds []int64, model string) *experiment.Spec {
+	spec := testSpec(t)
+	spec.Seeds = seeds
+	if model != "" {
+		spec.Models[0].ID = model
+	}
+	return spec
+}
+
+// TestCompareOtherSeeds: runs whose seeds (and a model id) differ pair by position. The same records under other
+// seeds compare as a run with itself does, and two different runs give the figures computed independently from
+// their results.csv with the cell ids rebuilt under that pairing.
+func TestCompareOtherSeeds(t *testing.T) {
+	spec := testSpec(t)
+	other := reseed(t, []int64{11, 12}, "llama")
+	recs := fakeRun(spec, 1)
+	c, err := Compare(side(t, spec, "a", recs), side(t, other, "b", recs), Options{Samples: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Pairing.String(), "models by position (sim=llama), seeds by position (1=11, 2=12)"; got != want {
+		t.Errorf("pairing %q, want %q", got, want)
+	}
+	for _, r := range c.Rows {
+		if r.OnlyA != 0 || r.OnlyB != 0 || r.Shift == nil || *r.Shift != 0 || r.Agreement == nil || *r.Agreement != 1 || r.Kappa == nil || *r.Kappa != 1 {
+			t.Fatalf("%s/%s: only %d/%d, shift %s, agreement %s, κ %s; want a run beside itself",
+				r.Label(), r.Item, r.OnlyA, r.OnlyB, show(r.Shift), show(r.Agreement), show(r.Kappa))
+		}
+	}
+	if r := c.Rows[0]; r.Model != "sim" || r.ModelB != "llama" || r.seeds != "1=11 2=12" {
+		t.Errorf("first row pairs %s with %s, seeds %q", r.Model, r.ModelB, r.seeds)
+	}
+
+	ctx := context.Background()
+	ra, rb := fakeRun(spec, 1), fakeRun(other, 2)
+	dir := t.TempDir()
+	if _, err := results.Export(ctx, ra, spec, "a", filepath.Join(dir, "a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Export(ctx, rb, other, "b", filepath.Join(dir, "b"), 0); err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{Samples: 300, Seed: 5}
+	c, err = Compare(side(t, spec, "a", ra), side(t, other, "b", rb), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := comparetest.Independent(t, filepath.Join(dir, "a", results.CSVFile), filepath.Join(dir, "b", results.CSVFile),
+		opt.Samples, opt.Seed, map[string]string{"sim": "llama"}, map[string]string{"1": "11", "2": "12"})
+	sameFigures(t, c, want)
+}
+
+// sameFigures checks c's rows against rows computed independently, numbers to 1e-12.
+func sameFigures(t *testing.T, c *Comparison, want []map[string]string) {
+	t.Helper()
+	if len(want) != len(c.Rows) {
+		t.Fatalf("%d rows, independently %d", len(c.Rows), len(want))
+	}
+	cols := Header()
+	for i, r := range c.Rows {
+		got := r.Values()
+		for j, name := range cols {
+			w := want[i][name]
+			if got[j] == w {
+				continue
+			}
+			g, err1 := strconv.ParseFloat(got[j], 64)
+			f, err2 := strconv.ParseFloat(w, 64)
+			if err1 != nil || err2 != nil || math.Abs(g-f) > 1e-12 {
+				t.Errorf("%s/%s %s = %q, independently %q", r.Label(), r.Item, name, got[j], w)
+			}
+		}
+	}
+}
+
+// TestCompareNoIntervals: samples 0 (analysis.bootstrap.samples: 0) leaves the intervals empty, the rest as it is.
+func TestCompareNoIntervals(t *testing.T) {
+	spec := testSpec(t)
+	a, b := side(t, spec, "a", fakeRun(spec, 1)), side(t, spec, "b", fakeRun(spec, 2))
+	zero := 0
+	spec.Analysis.Bootstrap.Samples = &zero
+	c, err := Compare(a, b, SpecOptions(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Rows {
+		if r.ShiftLo != nil || r.ShiftHi != nil || r.Shift == nil {
+			t.Fatalf("%s/%s: interval [%s, %s], shift %s; want no interval and a shift", r.Label(), r.Item, show(r.ShiftLo), show(r.ShiftHi), show(r.Shift))
+		}
+	}
+	var b2 bytes.Buffer
+	if err := WriteSummary(&b2, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b2.String(), "no bootstrap intervals") {
+		t.Errorf("summary does not say the intervals are off:\n%s", b2.String())
+	}
+	if n, seed := SpecOptions(testSpec(t)).Samples, SpecOptions(testSpec(t)).Seed; n != experiment.DefaultBootstrapSamples || seed != experiment.DefaultBootstrapSeed {
+		t.Errorf("a spec without analysis: %d samples, seed %d; want experiment's defaults", n, seed)
+	}
+}
+
+func TestPairModels(t *testing.T) {
+	for _, tc := range []struct {
+		a, b  []string
+		named string
+		want  []ModelPair
+		by    string
+		err   string
+	}{
+		{a: []string{"x", "y"}, b: []string{"y", "x"}, want: []ModelPair{{"x", "x"}, {"y", "y"}}, by: ByID},
+		{a: []string{"x", "y"}, b: []string{"p", "q"}, want: []ModelPair{{"x", "p"}, {"y", "q"}}, by: ByPosition},
+		{a: []string{"x"}, b: []string{"x", "q"}, err: "--models A_MODEL=B_MODEL"},
+		{a: []string{"x", "w"}, b: []string{"y", "x"}, named: "x=y", want: []ModelPair{{"x", "y"}, {"w", ""}, {"", "x"}}, by: ByHand},
+		{a: []string{"x", "w"}, b: []string{"w", "q", "z"}, named: "x=q", want: []ModelPair{{"x", "q"}, {"w", "w"}, {"", "z"}}, by: ByHand},
+		{a: []string{"x"}, b: []string{"y"}, named: "z=y", err: `run A has no model "z"`},
+		{a: []string{"x", "w"}, b: []string{"y"}, named: "x=y,w=y", err: `model "y" of run B is named in two pairs`},
+	} {
+		var named []ModelPair
+		if tc.named != "" {
+			var err error
+			if named, err = ParseModelPairs(tc.named); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, by, err := PairModels(tc.a, tc.b, named)
+		if tc.err != "" {
+			if !errors.Is(err, ErrUnpaired) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v %v %q: err %v, want ErrUnpaired saying %q", tc.a, tc.b, tc.named, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || by != tc.by || !slices.Equal(got, tc.want) {
+			t.Errorf("%v %v %q: %v by %s (%v), want %v by %s", tc.a, tc.b, tc.named, got, by, err, tc.want, tc.by)
+		}
+	}
+	if _, err := ParseModelPairs("x=y,z"); err == nil || !strings.Contains(err.Error(), "A_MODEL=B_MODEL") {
+		t.Errorf("ParseModelPairs(x=y,z): err %v", err)
+	}
+	if _, err := Pair(testSpec(t), reseed(t, []int64{1, 2, 3}, ""), nil); !errors.Is(err, ErrUnpaired) || !strings.Contains(err.Error(), "seeds") {
+		t.Errorf("seeds [1 2] vs [1 2 3]: err %v, want ErrUnpaired about seeds", err)
 	}
 }
