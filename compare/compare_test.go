@@ -345,6 +345,25 @@ func TestCompareOtherSeeds(t *testing.T) {
 	want := comparetest.Independent(t, filepath.Join(dir, "a", results.CSVFile), filepath.Join(dir, "b", results.CSVFile),
 		opt.Samples, opt.Seed, map[string]string{"sim": "llama"}, map[string]string{"1": "11", "2": "12"})
 	sameFigures(t, c, want)
+
+	// The fingerprints differ between the two runs (fakeRun's depend on its seed): the summary and the page say so.
+	var sum, page bytes.Buffer
+	if err := WriteSummary(&sum, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, c, Describe(side(t, spec, "a", ra)), Describe(side(t, other, "b", rb))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum.String(), "system fingerprint A fp_1 fp_2 · B fp_2 fp_3 fp_4 — CHANGED") ||
+		!strings.Contains(sum.String(), "served model A served-sim · B served-llama — CHANGED") ||
+		!strings.Contains(sum.String(), "cells paired: models by position (sim=llama), seeds by position (1=11, 2=12)") {
+		t.Errorf("summary lacks the pairing or the changed provenance:\n%s", sum.String())
+	}
+	for _, want := range []string{`data-key="sim=llama/all/fingerprint_changed"`, `data-key="sim=llama/all/served_changed"`, `seeds by position (1=11, 2=12)`} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("compare.html lacks %s", want)
+		}
+	}
 }
 
 // sameFigures checks c's rows against rows computed independently, numbers to 1e-12.
