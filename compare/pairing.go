@@ -66,6 +66,9 @@ func (p Pairing) String() string {
 		}
 	}
 	out := "models by " + p.ModelsBy
+	if p.ModelsBy == ByHand {
+		out = "models as named"
+	}
 	if len(ms) > 0 {
 		out += " (" + strings.Join(ms, ", ") + ")"
 	}
