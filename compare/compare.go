@@ -24,12 +24,6 @@ import (
 	"github.com/silicolab/silico/store"
 )
 
-// Defaults of the bootstrap of the score shift: DefaultSamples resamples, the generator seeded with DefaultSeed.
-const (
-	DefaultSamples = 1000
-	DefaultSeed    = 1
-)
-
 // AllItems is the item column of a model's row over all its items.
 const AllItems = "all"
 
@@ -42,23 +36,22 @@ const (
 // ErrNoCommonCells is returned when no cell has a record in both runs.
 var ErrNoCommonCells = errors.New("compare: the runs have no cell in common")
 
-// Options are the bootstrap's parameters. Zero values take the defaults.
+// Options are the bootstrap's parameters and any model pairs named by hand. SpecOptions gives the bootstrap
+// settings of a spec (analysis.bootstrap, its defaults in package experiment).
 type Options struct {
-	// Samples is the number of bootstrap resamples (DefaultSamples when 0).
+	// Samples is the number of bootstrap resamples; 0 turns the intervals off.
 	Samples int
-	// Seed seeds the resampling (DefaultSeed when 0); each row's draws are a pure function of (Seed, model,
-	// item), so a rerun gives the same intervals and rows do not depend on each other.
-	Seed uint64
+	// Seed seeds the resampling; each row's draws are a pure function of (Seed, model, item), so a rerun gives
+	// the same intervals and rows do not depend on each other.
+	Seed int64
+	// Models, when not empty, pairs models by hand (see PairModels).
+	Models []ModelPair
 }
 
-func (o Options) withDefaults() Options {
-	if o.Samples <= 0 {
-		o.Samples = DefaultSamples
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
-	}
-	return o
+// SpecOptions are the bootstrap settings of spec s: its analysis.bootstrap, defaults filled in.
+func SpecOptions(s *experiment.Spec) Options {
+	n, seed := s.Analysis.Bootstrap.Resolve()
+	return Options{Samples: n, Seed: seed}
 }
 
 // Side is one run as compared: its id, its spec and what each of its recorded cells answered.
@@ -85,7 +78,9 @@ type cell struct {
 	// score is the expected score of pmf (results.ExpectedScore): Σ p·score over the scored options, reversed
 	// items reversed; for a cell without probabilities the written option's score. nil without one.
 	score *float64
-	// served and fingerprint are what the provider said it served the cell with; see provenance.
+	// seed is the cell's seed value (an entry of the spec's seeds).
+	seed int64
+	// served and fingerprint are what the provider said it served the cell with.
 	served, fingerprint string
 }
 
@@ -112,7 +107,7 @@ func Load(ctx context.Context, src results.Source, spec *experiment.Spec, id str
 		}
 		row := results.BuildRow(spec, id, r)
 		it := spec.Cell(r.Index).Item
-		c := &cell{model: row.Model, item: row.ItemID, persona: row.PersonaID, options: opts[it], spec: spec, it: it}
+		c := &cell{model: row.Model, seed: row.Seed, item: row.ItemID, persona: row.PersonaID, options: opts[it], spec: spec, it: it}
 		if row.Status == store.StatusOK {
 			c.option = row.OptionID
 		}
@@ -120,7 +115,7 @@ func Load(ctx context.Context, src results.Source, spec *experiment.Spec, id str
 			c.pmf = p
 			c.score = results.ExpectedScore(spec, it, p)
 		}
-		c.served, c.fingerprint = provenance(row)
+		c.served, c.fingerprint = row.ServedModel, row.SystemFingerprint
 		if _, dup := s.cells[row.CellID]; !dup {
 			s.order = append(s.order, row.CellID)
 		}
@@ -133,30 +128,23 @@ func Load(ctx context.Context, src results.Source, spec *experiment.Spec, id str
 	return s, nil
 }
 
-// provenance is the model the provider says served the row and its system fingerprint.
-//
-// MERGE POINT: results.Row does not carry served_model and system_fingerprint yet. Once it does, return
-// r.ServedModel, r.SystemFingerprint here; compare.csv's served_model_a/_b and system_fingerprint_a/_b columns
-// then fill with no other change.
-func provenance(r results.Row) (served, fingerprint string) {
-	_ = r
-	return "", ""
-}
-
-// Comparison is the result of Compare: per model, one Row per item with a cell recorded in either run, then a row
-// over all its items (Scope ScopeModel, Item AllItems); models and items in A's spec order, then those only B's
-// spec has.
+// Comparison is the result of Compare: per model pair, one Row per item with a cell recorded in either run,
+// then a row over all its items (Scope ScopeModel, Item AllItems); model pairs in A's spec order, then the models
+// only B has, items in A's spec order, then those only B's spec has.
 type Comparison struct {
 	A, B    string
 	Options Options
+	Pairing Pairing
 	Rows    []Row
 }
 
 // Row is one line of compare.csv. Pointers are nil where the statistic is undefined (see docs/architecture.md).
 type Row struct {
-	Model string
-	Item  string
-	Scope string
+	// Model is the model id in run A and ModelB its partner's in run B (see Pairing); either is "" for a model
+	// with no partner.
+	Model, ModelB string
+	Item          string
+	Scope         string
 	// Matched cells have a record in both runs; OnlyA and OnlyB in one of them only.
 	Matched, OnlyA, OnlyB int
 	// Distributions: matched cells with an answer distribution in both runs; W1 and JSD between the two runs'
@@ -180,10 +168,14 @@ type Row struct {
 	Agreement       *float64
 	Kappa           *float64
 	// ServedA, ServedB, FingerprintA and FingerprintB are the distinct served models and system fingerprints of
-	// the row's matched cells in each run, space-separated in order of first appearance (empty until the
-	// results carry them: see provenance).
-	ServedA, ServedB           string
-	FingerprintA, FingerprintB string
+	// the row's matched cells in each run, space-separated in order of first appearance; empty where the
+	// provider said none. ServedChanged and FingerprintChanged say whether the two runs' sets of distinct values
+	// differ, nil when either run has none (unknown, not unchanged).
+	ServedA, ServedB                  string
+	FingerprintA, FingerprintB        string
+	ServedChanged, FingerprintChanged *bool
+	// seeds are the seed pairs as compare.csv writes them.
+	seeds string
 	// chance is κ's chance agreement p_e over the Answered cells of an item row.
 	chance float64
 }
@@ -211,69 +203,126 @@ func pooledKappa(items []Row) *float64 {
 // pair is a matched cell: its record in A and in B.
 type pair struct{ a, b *cell }
 
-// Compare sets run b beside run a. It fails with ErrNoCommonCells when no cell has a record in both, and when a
-// matched item has other options in b than in a (the distributions would not be over the same options).
+// Label names the row's model pair (ModelPair.Label).
+func (r Row) Label() string { return ModelPair{r.Model, r.ModelB}.Label() }
+
+// matchKey is what a cell of A and a cell of B share when they are set side by side: their model pair and seed
+// pair (indices into the Pairing) and their item and persona ids.
+type matchKey struct {
+	model, seed   int
+	item, persona string
+}
+
+// keys maps each cell id of s to its matchKey under the pairing (side picks A's or B's ids); cells of a model or
+// seed with no partner have none.
+func keys(s *Side, p Pairing, sideB bool) map[string]matchKey {
+	model, seed := map[string]int{}, map[int64]int{}
+	for i, m := range p.Models {
+		id := m.A
+		if sideB {
+			id = m.B
+		}
+		if id != "" {
+			model[id] = i
+		}
+	}
+	for i, sd := range p.Seeds {
+		if sideB {
+			seed[sd.B] = i
+		} else {
+			seed[sd.A] = i
+		}
+	}
+	out := make(map[string]matchKey, len(s.cells))
+	for id, c := range s.cells {
+		m, ok1 := model[c.model]
+		sd, ok2 := seed[c.seed]
+		if ok1 && ok2 {
+			out[id] = matchKey{m, sd, c.item, c.persona}
+		}
+	}
+	return out
+}
+
+// Compare sets run b beside run a, their cells paired by Pair (opt.Models the pairs named). It fails when the
+// models or seeds cannot be paired, with ErrNoCommonCells when no cell has a partner, and when a matched item has
+// other options in b than in a (the distributions would not be over the same options).
 func Compare(a, b *Side, opt Options) (*Comparison, error) {
-	opt = opt.withDefaults()
-	type key struct{ model, item string }
+	pairing, err := Pair(a.Spec, b.Spec, opt.Models)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		model int
+		item  string
+	}
 	pairs := map[key][]pair{}
 	onlyA, onlyB := map[key]int{}, map[key]int{}
+	ka, kb := keys(a, pairing, false), keys(b, pairing, true)
+	inB := make(map[matchKey]string, len(kb))
+	for id, k := range kb {
+		inB[k] = id
+	}
+	// A model with no partner has no key: its cells are only in its run, under its pair's index.
+	pairOf := func(s *Side, id string, sideB bool) int {
+		m := s.cells[id].model
+		return slices.IndexFunc(pairing.Models, func(p ModelPair) bool { return (sideB && p.B == m) || (!sideB && p.A == m) })
+	}
+	matchedB := map[string]bool{}
 	matched := 0
 	for _, id := range a.order {
 		ca := a.cells[id]
-		k := key{ca.model, ca.item}
-		cb, ok := b.cells[id]
-		if !ok {
-			onlyA[k]++
+		k, ok := ka[id]
+		idB, found := inB[k]
+		if !ok || !found {
+			onlyA[key{pairOf(a, id, false), ca.item}]++
 			continue
 		}
+		cb := b.cells[idB]
 		if !slices.Equal(ca.options, cb.options) {
 			return nil, fmt.Errorf("compare: item %s has options %v in run %s but %v in run %s: the answers are not over "+
 				"the same options", ca.item, ca.options, a.ID, cb.options, b.ID)
 		}
-		pairs[k] = append(pairs[k], pair{ca, cb})
+		pairs[key{k.model, ca.item}] = append(pairs[key{k.model, ca.item}], pair{ca, cb})
+		matchedB[idB] = true
 		matched++
 	}
 	for _, id := range b.order {
-		if _, ok := a.cells[id]; !ok {
-			cb := b.cells[id]
-			onlyB[key{cb.model, cb.item}]++
+		if !matchedB[id] {
+			onlyB[key{pairOf(b, id, true), b.cells[id].item}]++
 		}
 	}
 	if matched == 0 {
-		return nil, fmt.Errorf("%w: %s has %d recorded cells, %s %d, and no cell id (model/seed/item/persona) is in both",
-			ErrNoCommonCells, a.ID, len(a.order), b.ID, len(b.order))
+		return nil, fmt.Errorf("%w: %s has %d recorded cells, %s %d, and no cell is in both (%s; items and personas by id)",
+			ErrNoCommonCells, a.ID, len(a.order), b.ID, len(b.order), pairing)
 	}
-	out := &Comparison{A: a.ID, B: b.ID, Options: opt}
-	// Models and items in A's spec order, then those only B's spec has.
-	var models, items []string
+	out := &Comparison{A: a.ID, B: b.ID, Options: opt, Pairing: pairing}
+	seeds := pairing.SeedPairs(" ")
+	// Items in A's spec order, then those only B's spec has.
+	var items []string
 	for _, s := range []*experiment.Spec{a.Spec, b.Spec} {
-		for _, m := range s.Models {
-			if !slices.Contains(models, m.ID) {
-				models = append(models, m.ID)
-			}
-		}
 		for _, it := range s.Questionnaire.Items {
 			if !slices.Contains(items, it.ID) {
 				items = append(items, it.ID)
 			}
 		}
 	}
-	for _, m := range models {
-		all := Row{Model: m, Item: AllItems, Scope: ScopeModel}
+	for mi, mp := range pairing.Models {
+		all := Row{Model: mp.A, ModelB: mp.B, Item: AllItems, Scope: ScopeModel, seeds: seeds}
+		label := mp.Label()
 		var allPairs []pair
 		var w1s, jsds []float64
 		seen := false
 		itemRows := 0
 		for _, it := range items {
-			k := key{m, it}
+			k := key{mi, it}
 			ps := pairs[k]
 			if len(ps) == 0 && onlyA[k] == 0 && onlyB[k] == 0 {
 				continue
 			}
 			seen = true
-			r := Row{Model: m, Item: it, Scope: ScopeItem, OnlyA: onlyA[k], OnlyB: onlyB[k]}
-			r.fill(ps, opt, m, it)
+			r := Row{Model: mp.A, ModelB: mp.B, Item: it, Scope: ScopeItem, OnlyA: onlyA[k], OnlyB: onlyB[k], seeds: seeds}
+			r.fill(ps, opt, label, it)
 			itemRows++
 			r.distances(ps)
 			if r.W1 != nil {
@@ -291,7 +340,7 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 		if !seen {
 			continue
 		}
-		all.fill(allPairs, opt, m, AllItems)
+		all.fill(allPairs, opt, label, AllItems)
 		all.Kappa = pooledKappa(out.Rows[len(out.Rows)-itemRows:])
 		all.Items = len(w1s)
 		all.W1, all.JSD = mean(w1s), mean(jsds)
@@ -302,7 +351,7 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 
 // fill sets the counts, the score statistics and the agreement of r from its matched cells ps, κ over the
 // written options (which a model's row replaces with pooledKappa).
-func (r *Row) fill(ps []pair, opt Options, model, item string) {
+func (r *Row) fill(ps []pair, opt Options, label, item string) {
 	r.Matched = len(ps)
 	var x [][]float64
 	var sa, sb, diffs []float64
@@ -338,6 +387,7 @@ func (r *Row) fill(ps []pair, opt Options, model, item string) {
 	}
 	r.ServedA, r.ServedB = strings.Join(servedA, " "), strings.Join(servedB, " ")
 	r.FingerprintA, r.FingerprintB = strings.Join(fpA, " "), strings.Join(fpB, " ")
+	r.ServedChanged, r.FingerprintChanged = changed(servedA, servedB), changed(fpA, fpB)
 	if r.Answered > 0 {
 		r.Agreement = ptr(float64(r.Agree) / float64(r.Answered))
 		if pe, err := psychometrics.ChanceAgreement(ca, cb); err == nil {
@@ -355,7 +405,7 @@ func (r *Row) fill(ps []pair, opt Options, model, item string) {
 	if v, err := psychometrics.ICC21(x); err == nil {
 		r.ICC = ptr(v)
 	}
-	if lo, hi, ok := bootstrap(cluster, opt, model, item); ok {
+	if lo, hi, ok := bootstrap(cluster, opt, label, item); ok {
 		r.ShiftLo, r.ShiftHi = &lo, &hi
 	}
 }
@@ -394,10 +444,10 @@ func (r *Row) distances(ps []pair) {
 
 // bootstrap is the 95 % percentile interval of the mean difference over Samples resamples of the personas with
 // replacement (each resample draws as many personas as there are, and its mean is over all the cells of the
-// personas drawn), the generator a PCG seeded with (Seed, FNV-1a of model NUL item). ok is false for fewer than
-// two personas, whose resamples cannot vary by persona.
+// personas drawn), the generator a PCG seeded with (Seed, FNV-1a of the model pair's label NUL item). ok is false
+// with no resamples (intervals off) and for fewer than two personas, whose resamples cannot vary by persona.
 func bootstrap(cluster [][]float64, opt Options, model, item string) (lo, hi float64, ok bool) {
-	if len(cluster) < 2 {
+	if len(cluster) < 2 || opt.Samples <= 0 {
 		return 0, 0, false
 	}
 	sums := make([]float64, len(cluster))
@@ -410,7 +460,7 @@ func bootstrap(cluster [][]float64, opt Options, model, item string) (lo, hi flo
 	h.Write([]byte(model))
 	h.Write([]byte{0})
 	h.Write([]byte(item))
-	rng := rand.New(rand.NewPCG(opt.Seed, h.Sum64()))
+	rng := rand.New(rand.NewPCG(uint64(opt.Seed), h.Sum64()))
 	means := make([]float64, opt.Samples)
 	for s := range means {
 		var sum float64
@@ -468,4 +518,14 @@ func addDistinct(list []string, v string) []string {
 		return list
 	}
 	return append(list, v)
+}
+
+// changed is whether the distinct values a and b differ as sets, nil when either is empty (the provider said
+// nothing: unknown).
+func changed(a, b []string) *bool {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	c := !sameSet(a, b)
+	return &c
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/silicolab/silico/compare/comparetest"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
@@ -66,7 +66,8 @@ func fakeRun(spec *experiment.Spec, seed uint64) sliceSource {
 		if rng.Float64() < 0.35 {
 			k = rng.IntN(len(opts))
 		}
-		r := store.Record{Index: i, Status: store.StatusOK, OptionID: opts[k].ID, Raw: opts[k].Text, Attempts: 1}
+		r := store.Record{Index: i, Status: store.StatusOK, OptionID: opts[k].ID, Raw: opts[k].Text, Attempts: 1,
+			ServedModel: "served-" + spec.Models[c.Model].ID, SystemFingerprint: "fp_" + strconv.Itoa(int(seed)+i%int(seed+1))}
 		switch u := rng.Float64(); {
 		case u < 0.04:
 			r = store.Record{Index: i, Status: store.StatusFailed, ErrorClass: "Server", ErrorMessage: "boom", Attempts: 3}
@@ -106,7 +107,7 @@ func TestCompareWithItself(t *testing.T) {
 	spec := testSpec(t)
 	recs := fakeRun(spec, 1)
 	a := side(t, spec, "run-a", recs)
-	c, err := Compare(a, a, Options{})
+	c, err := Compare(a, a, Options{Samples: 200, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,25 +206,9 @@ func TestCompareMatchesIndependentFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := independent(t, filepath.Join(dir, "run-a", results.CSVFile), filepath.Join(dir, "run-b", results.CSVFile), opt)
-	if len(want) != len(c.Rows) {
-		t.Fatalf("%d rows, independently %d", len(c.Rows), len(want))
-	}
-	cols := Header()
-	for i, r := range c.Rows {
-		got := r.Values()
-		for j, name := range cols {
-			w := want[i][name]
-			if got[j] == w {
-				continue
-			}
-			g, err1 := strconv.ParseFloat(got[j], 64)
-			f, err2 := strconv.ParseFloat(w, 64)
-			if err1 != nil || err2 != nil || math.Abs(g-f) > 1e-12 {
-				t.Errorf("%s/%s %s = %q, independently %q", r.Model, r.Item, name, got[j], w)
-			}
-		}
-	}
+	want := comparetest.Independent(t, filepath.Join(dir, "run-a", results.CSVFile), filepath.Join(dir, "run-b", results.CSVFile),
+		opt.Samples, opt.Seed, nil, nil)
+	sameFigures(t, c, want)
 	// A rerun gives the same intervals; another seed others.
 	again, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
 	other, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), Options{Samples: 500, Seed: 8})
@@ -237,276 +222,6 @@ func TestCompareMatchesIndependentFigures(t *testing.T) {
 	if !differ {
 		t.Error("seed 8 gave the intervals of seed 7")
 	}
-}
-
-// csvCell is what the independent computation reads of a results.csv row.
-type csvCell struct {
-	model, item, persona, option string
-	answered                     bool
-	pmf                          []float64
-	score                        *float64
-}
-
-// readRun reads a results.csv: the recorded cells (NotRun rows are cells without a record) by cell id, the
-// cell ids in order.
-func readRun(t *testing.T, path string) (map[string]csvCell, []string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
-	out := map[string]csvCell{}
-	var order []string
-	for _, r := range rows[1:] {
-		if r[col["error_class"]] == "NotRun" {
-			continue
-		}
-		c := csvCell{model: r[col["model"]], item: r[col["item_id"]], persona: r[col["persona_id"]]}
-		if r[col["status"]] == "ok" {
-			c.option, c.answered = r[col["option_id"]], true
-		}
-		var p []float64
-		for _, o := range []string{"1", "2", "3", "4", "5"} {
-			if v := r[col["p_"+o]]; v != "" {
-				f, _ := strconv.ParseFloat(v, 64)
-				p = append(p, f)
-			}
-		}
-		score := func(name string) *float64 {
-			if v := r[col[name]]; v != "" {
-				f, _ := strconv.ParseFloat(v, 64)
-				return &f
-			}
-			return nil
-		}
-		switch {
-		case len(p) == 5:
-			var s float64
-			for _, v := range p {
-				s += v
-			}
-			for k := range p {
-				p[k] /= s
-			}
-			c.pmf, c.score = p, score("expected_score")
-		case c.answered:
-			c.pmf = make([]float64, 5)
-			k, _ := strconv.Atoi(c.option)
-			c.pmf[k-1] = 1
-			c.score = score("score")
-		}
-		out[r[col["cell_id"]]] = c
-		order = append(order, r[col["cell_id"]])
-	}
-	return out, order
-}
-
-// independent computes compare.csv's rows from two results.csv files, as docs/architecture.md defines them.
-func independent(t *testing.T, pathA, pathB string, opt Options) []map[string]string {
-	a, orderA := readRun(t, pathA)
-	b, _ := readRun(t, pathB)
-	type group struct {
-		pairs        [][2]csvCell
-		onlyA, onlyB int
-	}
-	groups := map[[2]string]*group{}
-	get := func(m, it string) *group {
-		if groups[[2]string{m, it}] == nil {
-			groups[[2]string{m, it}] = &group{}
-		}
-		return groups[[2]string{m, it}]
-	}
-	for _, id := range orderA {
-		ca := a[id]
-		if cb, ok := b[id]; ok {
-			g := get(ca.model, ca.item)
-			g.pairs = append(g.pairs, [2]csvCell{ca, cb})
-		} else {
-			get(ca.model, ca.item).onlyA++
-		}
-	}
-	for id, cb := range b {
-		if _, ok := a[id]; !ok {
-			get(cb.model, cb.item).onlyB++
-		}
-	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	var out []map[string]string
-	for _, m := range []string{"sim", "probs"} {
-		var all [][2]csvCell
-		allRow := map[string]string{"model": m, "item": "all", "scope": "model"}
-		var w1s, jsds []float64
-		onlyA, onlyB, dists := 0, 0, 0
-		for it := 1; it <= 50; it++ {
-			item := strconv.Itoa(it)
-			g := groups[[2]string{m, item}]
-			if g == nil {
-				t.Fatalf("no cells of %s/%s", m, item)
-			}
-			row := figures(g.pairs, opt, m, item)
-			row["model"], row["item"], row["scope"] = m, item, "item"
-			row["only_a"], row["only_b"] = strconv.Itoa(g.onlyA), strconv.Itoa(g.onlyB)
-			// Distances between the mean pmfs over the cells with one in both runs.
-			pa, pb := make([]float64, 5), make([]float64, 5)
-			n := 0
-			for _, p := range g.pairs {
-				if p[0].pmf == nil || p[1].pmf == nil {
-					continue
-				}
-				n++
-				for k := range 5 {
-					pa[k] += p[0].pmf[k]
-					pb[k] += p[1].pmf[k]
-				}
-			}
-			row["distributions"], row["items"] = strconv.Itoa(n), "0"
-			if n > 0 {
-				var w1, jsd, ca, cb float64
-				for k := range 5 {
-					pa[k] /= float64(n)
-					pb[k] /= float64(n)
-				}
-				for k := range 4 {
-					ca += pa[k]
-					cb += pb[k]
-					w1 += math.Abs(ca - cb)
-				}
-				for k := range 5 {
-					mk := (pa[k] + pb[k]) / 2
-					if pa[k] > 0 {
-						jsd += pa[k] * math.Log2(pa[k]/mk) / 2
-					}
-					if pb[k] > 0 {
-						jsd += pb[k] * math.Log2(pb[k]/mk) / 2
-					}
-				}
-				row["w1"], row["jsd"] = f(w1), f(jsd)
-				w1s, jsds = append(w1s, w1), append(jsds, jsd)
-			}
-			out = append(out, row)
-			all = append(all, g.pairs...)
-			onlyA, onlyB, dists = onlyA+g.onlyA, onlyB+g.onlyB, dists+n
-		}
-		for k, v := range figures(all, opt, m, "all") {
-			allRow[k] = v
-		}
-		allRow["only_a"], allRow["only_b"], allRow["distributions"] = strconv.Itoa(onlyA), strconv.Itoa(onlyB), strconv.Itoa(dists)
-		allRow["items"] = strconv.Itoa(len(w1s))
-		var sw, sj float64
-		for i := range w1s {
-			sw += w1s[i]
-			sj += jsds[i]
-		}
-		allRow["w1"], allRow["jsd"] = f(sw/float64(len(w1s))), f(sj/float64(len(jsds)))
-		out = append(out, allRow)
-	}
-	return out
-}
-
-// figures are the counts, score statistics and agreement of a set of matched cells, κ's chance
-// agreement taken within each item, weighted by its answered cells (as for a model's row).
-func figures(pairs [][2]csvCell, opt Options, model, item string) map[string]string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	row := map[string]string{"matched": strconv.Itoa(len(pairs))}
-	// Agreement and κ.
-	answered, agree := 0, 0
-	na, nb := map[string]float64{}, map[string]float64{} // answers per item/option
-	perItem := map[string]float64{}
-	for _, p := range pairs {
-		if !p[0].answered || !p[1].answered {
-			continue
-		}
-		answered++
-		if p[0].option == p[1].option {
-			agree++
-		}
-		na[p[0].item+"/"+p[0].option]++
-		nb[p[1].item+"/"+p[1].option]++
-		perItem[p[0].item]++
-	}
-	row["answered"], row["agree"] = strconv.Itoa(answered), strconv.Itoa(agree)
-	if answered > 0 {
-		n := float64(answered)
-		po := float64(agree) / n
-		// Within an item: p_e,i = Σ_k (a_ik/n_i)(b_ik/n_i); pooled: Σ_i n_i p_e,i / n.
-		var pe float64
-		for k, v := range na {
-			ni := perItem[strings.SplitN(k, "/", 2)[0]]
-			pe += ni * (v / ni) * (nb[k] / ni)
-		}
-		pe /= n
-		row["agreement"] = f(po)
-		if pe < 1 {
-			row["kappa"] = f((po - pe) / (1 - pe))
-		}
-	}
-	// Scores: shift, means, ICC(2,1) from its two-way ANOVA, bootstrap over personas.
-	var xa, xb []float64
-	var personas []string
-	byPersona := map[string][]float64{}
-	for _, p := range pairs {
-		if p[0].score == nil || p[1].score == nil {
-			continue
-		}
-		xa, xb = append(xa, *p[0].score), append(xb, *p[1].score)
-		if _, ok := byPersona[p[0].persona]; !ok {
-			personas = append(personas, p[0].persona)
-		}
-		byPersona[p[0].persona] = append(byPersona[p[0].persona], *p[1].score-*p[0].score)
-	}
-	n := float64(len(xa))
-	row["scored"], row["personas"] = strconv.Itoa(len(xa)), strconv.Itoa(len(personas))
-	var ma, mb, md float64
-	for i := range xa {
-		ma += xa[i] / n
-		mb += xb[i] / n
-	}
-	for i := range xa {
-		md += xb[i] - xa[i]
-	}
-	md /= n
-	row["mean_a"], row["mean_b"], row["shift"] = f(ma), f(mb), f(md)
-	g := (ma + mb) / 2
-	var ssr, sse float64
-	for i := range xa {
-		ri := (xa[i] + xb[i]) / 2
-		ssr += 2 * (ri - g) * (ri - g)
-		sse += (xa[i]-ri-ma+g)*(xa[i]-ri-ma+g) + (xb[i]-ri-mb+g)*(xb[i]-ri-mb+g)
-	}
-	msr, msc, mse := ssr/(n-1), n*((ma-g)*(ma-g)+(mb-g)*(mb-g)), sse/(n-1)
-	row["icc"] = f((msr - mse) / (msr + mse + 2*(msc-mse)/n))
-	h := fnv.New64a()
-	h.Write([]byte(model + "\x00" + item))
-	rng := rand.New(rand.NewPCG(opt.Seed, h.Sum64()))
-	means := make([]float64, opt.Samples)
-	for s := range means {
-		var sum float64
-		cells := 0
-		for range personas {
-			d := byPersona[personas[rng.IntN(len(personas))]]
-			for _, v := range d {
-				sum += v
-			}
-			cells += len(d)
-		}
-		means[s] = sum / float64(cells)
-	}
-	slices.Sort(means)
-	b := float64(opt.Samples)
-	row["shift_lo"], row["shift_hi"] = f(means[int(math.Ceil(0.025*b))-1]), f(means[int(math.Ceil(0.975*b))-1])
-	for _, k := range []string{"served_model_a", "served_model_b", "system_fingerprint_a", "system_fingerprint_b"} {
-		row[k] = ""
-	}
-	return row
 }
 
 func show(v *float64) string {
@@ -547,7 +262,7 @@ func TestWriteHTML(t *testing.T) {
 	}
 }
 
-// TestReadmeListsTheColumns: README's list of compare.csv's columns is Header() after model, item and scope, in
+// TestReadmeListsTheColumns: README's list of compare.csv's columns is Header() after model, model_b, item and scope, in
 // order, so the docs cannot drift from the table columns.
 func TestReadmeListsTheColumns(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
@@ -573,7 +288,172 @@ func TestReadmeListsTheColumns(t *testing.T) {
 			listed = append(listed, strings.Trim(strings.TrimSpace(strings.TrimPrefix(f, "- ")), "`"))
 		}
 	}
-	if want := Header()[3:]; !slices.Equal(listed, want) {
+	if want := Header()[4:]; !slices.Equal(listed, want) {
 		t.Errorf("README lists the columns\n%v\nwant\n%v", listed, want)
+	}
+}
+
+// reseed is spec with other seeds and, when model is not "", its first model renamed: a spec whose cell ids
+// share nothing with spec's.
+func reseed(t *testing.T, seeds []int64, model string) *experiment.Spec {
+	spec := testSpec(t)
+	spec.Seeds = seeds
+	if model != "" {
+		spec.Models[0].ID = model
+	}
+	return spec
+}
+
+// TestCompareOtherSeeds: runs whose seeds (and a model id) differ pair by position. The same records under other
+// seeds compare as a run with itself does, and two different runs give the figures computed independently from
+// their results.csv with the cell ids rebuilt under that pairing.
+func TestCompareOtherSeeds(t *testing.T) {
+	spec := testSpec(t)
+	other := reseed(t, []int64{11, 12}, "llama")
+	recs := fakeRun(spec, 1)
+	c, err := Compare(side(t, spec, "a", recs), side(t, other, "b", recs), Options{Samples: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Pairing.String(), "models by position (sim=llama), seeds by position (1=11, 2=12)"; got != want {
+		t.Errorf("pairing %q, want %q", got, want)
+	}
+	for _, r := range c.Rows {
+		if r.OnlyA != 0 || r.OnlyB != 0 || r.Shift == nil || *r.Shift != 0 || r.Agreement == nil || *r.Agreement != 1 || r.Kappa == nil || *r.Kappa != 1 {
+			t.Fatalf("%s/%s: only %d/%d, shift %s, agreement %s, κ %s; want a run beside itself",
+				r.Label(), r.Item, r.OnlyA, r.OnlyB, show(r.Shift), show(r.Agreement), show(r.Kappa))
+		}
+	}
+	if r := c.Rows[0]; r.Model != "sim" || r.ModelB != "llama" || r.seeds != "1=11 2=12" {
+		t.Errorf("first row pairs %s with %s, seeds %q", r.Model, r.ModelB, r.seeds)
+	}
+
+	ctx := context.Background()
+	ra, rb := fakeRun(spec, 1), fakeRun(other, 2)
+	dir := t.TempDir()
+	if _, err := results.Export(ctx, ra, spec, "a", filepath.Join(dir, "a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Export(ctx, rb, other, "b", filepath.Join(dir, "b"), 0); err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{Samples: 300, Seed: 5}
+	c, err = Compare(side(t, spec, "a", ra), side(t, other, "b", rb), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := comparetest.Independent(t, filepath.Join(dir, "a", results.CSVFile), filepath.Join(dir, "b", results.CSVFile),
+		opt.Samples, opt.Seed, map[string]string{"sim": "llama"}, map[string]string{"1": "11", "2": "12"})
+	sameFigures(t, c, want)
+
+	// The fingerprints differ between the two runs (fakeRun's depend on its seed): the summary and the page say so.
+	var sum, page bytes.Buffer
+	if err := WriteSummary(&sum, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, c, Describe(side(t, spec, "a", ra)), Describe(side(t, other, "b", rb))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum.String(), "system fingerprint A fp_1 fp_2 · B fp_2 fp_3 fp_4 — CHANGED") ||
+		!strings.Contains(sum.String(), "served model A served-sim · B served-llama — CHANGED") ||
+		!strings.Contains(sum.String(), "cells paired: models by position (sim=llama), seeds by position (1=11, 2=12)") {
+		t.Errorf("summary lacks the pairing or the changed provenance:\n%s", sum.String())
+	}
+	for _, want := range []string{`data-key="sim=llama/all/fingerprint_changed"`, `data-key="sim=llama/all/served_changed"`, `seeds by position (1=11, 2=12)`} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("compare.html lacks %s", want)
+		}
+	}
+}
+
+// sameFigures checks c's rows against rows computed independently, numbers to 1e-12.
+func sameFigures(t *testing.T, c *Comparison, want []map[string]string) {
+	t.Helper()
+	if len(want) != len(c.Rows) {
+		t.Fatalf("%d rows, independently %d", len(c.Rows), len(want))
+	}
+	cols := Header()
+	for i, r := range c.Rows {
+		got := r.Values()
+		for j, name := range cols {
+			w := want[i][name]
+			if got[j] == w {
+				continue
+			}
+			g, err1 := strconv.ParseFloat(got[j], 64)
+			f, err2 := strconv.ParseFloat(w, 64)
+			if err1 != nil || err2 != nil || math.Abs(g-f) > 1e-12 {
+				t.Errorf("%s/%s %s = %q, independently %q", r.Label(), r.Item, name, got[j], w)
+			}
+		}
+	}
+}
+
+// TestCompareNoIntervals: samples 0 (analysis.bootstrap.samples: 0) leaves the intervals empty, the rest as it is.
+func TestCompareNoIntervals(t *testing.T) {
+	spec := testSpec(t)
+	a, b := side(t, spec, "a", fakeRun(spec, 1)), side(t, spec, "b", fakeRun(spec, 2))
+	zero := 0
+	spec.Analysis.Bootstrap.Samples = &zero
+	c, err := Compare(a, b, SpecOptions(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Rows {
+		if r.ShiftLo != nil || r.ShiftHi != nil || r.Shift == nil {
+			t.Fatalf("%s/%s: interval [%s, %s], shift %s; want no interval and a shift", r.Label(), r.Item, show(r.ShiftLo), show(r.ShiftHi), show(r.Shift))
+		}
+	}
+	var b2 bytes.Buffer
+	if err := WriteSummary(&b2, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b2.String(), "no bootstrap intervals") {
+		t.Errorf("summary does not say the intervals are off:\n%s", b2.String())
+	}
+	if n, seed := SpecOptions(testSpec(t)).Samples, SpecOptions(testSpec(t)).Seed; n != experiment.DefaultBootstrapSamples || seed != experiment.DefaultBootstrapSeed {
+		t.Errorf("a spec without analysis: %d samples, seed %d; want experiment's defaults", n, seed)
+	}
+}
+
+func TestPairModels(t *testing.T) {
+	for _, tc := range []struct {
+		a, b  []string
+		named string
+		want  []ModelPair
+		by    string
+		err   string
+	}{
+		{a: []string{"x", "y"}, b: []string{"y", "x"}, want: []ModelPair{{"x", "x"}, {"y", "y"}}, by: ByID},
+		{a: []string{"x", "y"}, b: []string{"p", "q"}, want: []ModelPair{{"x", "p"}, {"y", "q"}}, by: ByPosition},
+		{a: []string{"x"}, b: []string{"x", "q"}, err: "--models A_MODEL=B_MODEL"},
+		{a: []string{"x", "w"}, b: []string{"y", "x"}, named: "x=y", want: []ModelPair{{"x", "y"}, {"w", ""}, {"", "x"}}, by: ByHand},
+		{a: []string{"x", "w"}, b: []string{"w", "q", "z"}, named: "x=q", want: []ModelPair{{"x", "q"}, {"w", "w"}, {"", "z"}}, by: ByHand},
+		{a: []string{"x"}, b: []string{"y"}, named: "z=y", err: `run A has no model "z"`},
+		{a: []string{"x", "w"}, b: []string{"y"}, named: "x=y,w=y", err: `model "y" of run B is named in two pairs`},
+	} {
+		var named []ModelPair
+		if tc.named != "" {
+			var err error
+			if named, err = ParseModelPairs(tc.named); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, by, err := PairModels(tc.a, tc.b, named)
+		if tc.err != "" {
+			if !errors.Is(err, ErrUnpaired) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v %v %q: err %v, want ErrUnpaired saying %q", tc.a, tc.b, tc.named, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || by != tc.by || !slices.Equal(got, tc.want) {
+			t.Errorf("%v %v %q: %v by %s (%v), want %v by %s", tc.a, tc.b, tc.named, got, by, err, tc.want, tc.by)
+		}
+	}
+	if _, err := ParseModelPairs("x=y,z"); err == nil || !strings.Contains(err.Error(), "A_MODEL=B_MODEL") {
+		t.Errorf("ParseModelPairs(x=y,z): err %v", err)
+	}
+	if _, err := Pair(testSpec(t), reseed(t, []int64{1, 2, 3}, ""), nil); !errors.Is(err, ErrUnpaired) || !strings.Contains(err.Error(), "seeds") {
+		t.Errorf("seeds [1 2] vs [1 2 3]: err %v, want ErrUnpaired about seeds", err)
 	}
 }

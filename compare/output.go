@@ -35,9 +35,20 @@ func count(f func(*Row) int) func(*Row) string {
 	return func(r *Row) string { return strconv.Itoa(f(r)) }
 }
 
+// flag writes true or false, empty for unknown.
+func flag(f func(*Row) *bool) func(*Row) string {
+	return func(r *Row) string {
+		if v := f(r); v != nil {
+			return strconv.FormatBool(*v)
+		}
+		return ""
+	}
+}
+
 // columns are compare.csv's columns, in order.
 var columns = []column{
 	{"model", func(r *Row) string { return r.Model }},
+	{"model_b", func(r *Row) string { return r.ModelB }},
 	{"item", func(r *Row) string { return r.Item }},
 	{"scope", func(r *Row) string { return r.Scope }},
 	{"matched", count(func(r *Row) int { return r.Matched })},
@@ -59,11 +70,13 @@ var columns = []column{
 	{"agree", count(func(r *Row) int { return r.Agree })},
 	{"agreement", num(func(r *Row) *float64 { return r.Agreement })},
 	{"kappa", num(func(r *Row) *float64 { return r.Kappa })},
-	// Filled once results rows carry served_model and system_fingerprint (see provenance).
+	{"seeds", func(r *Row) string { return r.seeds }},
 	{"served_model_a", func(r *Row) string { return r.ServedA }},
 	{"served_model_b", func(r *Row) string { return r.ServedB }},
+	{"served_changed", flag(func(r *Row) *bool { return r.ServedChanged })},
 	{"system_fingerprint_a", func(r *Row) string { return r.FingerprintA }},
 	{"system_fingerprint_b", func(r *Row) string { return r.FingerprintB }},
+	{"fingerprint_changed", flag(func(r *Row) *bool { return r.FingerprintChanged })},
 }
 
 // Header is compare.csv's header.
@@ -113,12 +126,12 @@ func WriteCSV(w io.Writer, c *Comparison) error {
 // Largest is how many items the summary and the page name as the largest shifts of a model.
 const Largest = 3
 
-// largestShifts are the item rows of model m with the largest |shift|, at most n, largest first (ties in item
-// order).
+// largestShifts are the item rows of the model pair labelled m with the largest |shift|, at most n, largest
+// first (ties in item order).
 func (c *Comparison) largestShifts(m string, n int) []Row {
 	var rows []Row
 	for _, r := range c.Rows {
-		if r.Model == m && r.Scope == ScopeItem && r.Shift != nil {
+		if r.Label() == m && r.Scope == ScopeItem && r.Shift != nil {
 			rows = append(rows, r)
 		}
 	}
@@ -142,12 +155,22 @@ func (c *Comparison) modelRows() []Row {
 func WriteSummary(w io.Writer, c *Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (A) vs %s (B)\n", c.A, c.B)
+	fmt.Fprintf(&b, "  cells paired: %s; items and personas by id\n", c.Pairing)
+	if c.Options.Samples == 0 {
+		b.WriteString("  no bootstrap intervals (analysis.bootstrap.samples: 0 in run A's spec)\n")
+	}
 	for _, r := range c.modelRows() {
-		fmt.Fprintf(&b, "  %s: %d matched cells, %d only in A, %d only in B\n", r.Model, r.Matched, r.OnlyA, r.OnlyB)
+		fmt.Fprintf(&b, "  %s: %d matched cells, %d only in A, %d only in B\n", r.Label(), r.Matched, r.OnlyA, r.OnlyB)
 		fmt.Fprintf(&b, "    agreement %s of %d answered · κ %s · ICC(2,1) %s · mean W1 %s · mean JSD %s\n",
 			short(r.Agreement), r.Answered, short(r.Kappa), short(r.ICC), short(r.W1), short(r.JSD))
 		fmt.Fprintf(&b, "    shift B − A %s%s over %d scored cells\n", signed(r.Shift), interval(r), r.Scored)
-		if top := c.largestShifts(r.Model, Largest); len(top) > 0 {
+		if r.ServedA != "" || r.ServedB != "" {
+			fmt.Fprintf(&b, "    served model A %s · B %s%s\n", orDash(r.ServedA), orDash(r.ServedB), changedNote(r.ServedChanged))
+		}
+		if r.FingerprintA != "" || r.FingerprintB != "" {
+			fmt.Fprintf(&b, "    system fingerprint A %s · B %s%s\n", orDash(r.FingerprintA), orDash(r.FingerprintB), changedNote(r.FingerprintChanged))
+		}
+		if top := c.largestShifts(r.Label(), Largest); len(top) > 0 {
 			parts := make([]string, len(top))
 			for i, t := range top {
 				parts[i] = t.Item + " " + signed(t.Shift) + interval(t)
@@ -157,6 +180,21 @@ func WriteSummary(w io.Writer, c *Comparison) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// changedNote marks a provenance line whose values differ between the runs: the drift signal.
+func changedNote(c *bool) string {
+	if c != nil && *c {
+		return " — CHANGED"
+	}
+	return ""
 }
 
 // short writes a statistic with 3 decimals, "—" when undefined.
@@ -190,14 +228,15 @@ func interval(r Row) string {
 var templates embed.FS
 
 // page is compare.html, parsed beside the report's templates: the same head, style and policy.
-var page = template.Must(report.Page(templates, "compare.html.tmpl", template.FuncMap{"signed": signed}))
+var page = template.Must(report.Page(templates, "compare.html.tmpl", template.FuncMap{"signed": signed, "deref": func(b *bool) bool { return *b }}))
 
 // htmlView is what compare.html shows.
 type htmlView struct {
 	Title      string
 	A, B       SideInfo
 	Samples    int
-	Seed       uint64
+	Seed       int64
+	Pairing    string
 	Models     []modelView
 	Provenance bool
 }
@@ -213,14 +252,15 @@ type modelView struct {
 
 // WriteHTML writes c as compare.html to w; a and b describe the two runs.
 func WriteHTML(w io.Writer, c *Comparison, a, b SideInfo) error {
-	v := htmlView{Title: a.Name + " vs " + b.Name, A: a, B: b, Samples: c.Options.Samples, Seed: c.Options.Seed}
+	v := htmlView{Title: a.Name + " vs " + b.Name, A: a, B: b, Samples: c.Options.Samples, Seed: c.Options.Seed,
+		Pairing: c.Pairing.String()}
 	if a.Name == b.Name {
 		v.Title = a.Name + ": two runs"
 	}
 	for _, all := range c.modelRows() {
-		mv := modelView{All: all, Largest: c.largestShifts(all.Model, Largest)}
+		mv := modelView{All: all, Largest: c.largestShifts(all.Label(), Largest)}
 		for _, r := range c.Rows {
-			if r.Model == all.Model && r.Scope == ScopeItem {
+			if r.Label() == all.Label() && r.Scope == ScopeItem {
 				mv.Items = append(mv.Items, r)
 			}
 			v.Provenance = v.Provenance || r.ServedA != "" || r.ServedB != "" || r.FingerprintA != "" || r.FingerprintB != ""

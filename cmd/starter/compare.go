@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,24 +20,37 @@ func newCompareCmd() *cobra.Command {
 	var (
 		conn   connFlags
 		output string
+		models string
 	)
 	cmd := &cobra.Command{
-		Use:   "compare RUN_A RUN_B [--output DIR]",
+		Use:   "compare RUN_A RUN_B [--output DIR] [--models A_MODEL=B_MODEL,...]",
 		Short: "Set two runs side by side: compare.csv, compare.html and a summary",
 		Long: `Compare reads two runs from the results store (--store or SILICO_STORE, default .silico/results.db) and
-matches their cells by cell id (model id / seed / item / persona): a retest of one spec (run it again with
---new), the same spec weeks later (drift), or two models given the same model id in two specs. Per model and
-item, and per model over all its items, it writes the W1 and Jensen–Shannon distances between the two runs'
-answer distributions, the mean score shift B − A with a 95% bootstrap interval over personas (1000 resamples,
-seed 1), the exact agreement of the written answers, Cohen's κ, the ICC(2,1) of the cells' expected scores, and
-the cells matched and only in one run. Each of RUN_A and RUN_B is a run id, a unique prefix of one, or a spec
+sets their cells side by side: a retest of one spec (run it again with --new), the same spec weeks later
+(drift), other seeds, or model A against model B. Cells pair by item id and persona id; models pair by id when
+both specs list the same model ids, else by position (A's first with B's first...), or as --models names them
+(models it does not name pair by id where they can); seeds pair by value when both specs list the same seeds,
+else by position. The summary, compare.csv and compare.html say the pairing. Per model pair and item, and per
+model pair over all its items, it writes the W1 and Jensen–Shannon distances between the two runs' answer
+distributions, the mean score shift B − A with a 95% bootstrap interval over personas (resamples and seed from
+run A's spec's analysis.bootstrap), the exact agreement of the written answers, Cohen's κ, the ICC(2,1) of the
+cells' expected scores, the cells matched and only in one run, and the served models and system fingerprints
+of each run with whether they changed. Each of RUN_A and RUN_B is a run id, a unique prefix of one, or a spec
 file (its run). It writes compare.csv and compare.html to DIR (default out/<A>-vs-<B>) and prints a summary per
-model. It needs no Temporal server and no network.`,
+model pair. It needs no Temporal server and no network.`,
 		Example: `  starter compare silico-ipip-50-quickstart-3f2a silico-ipip-50-quickstart-3f2a-20260301T101500
-  starter compare examples/quickstart/experiment.yaml silico-ipip-50-quickstart-3f2a-2026 -o out/retest`,
+  starter compare examples/quickstart/experiment.yaml silico-ipip-50-quickstart-3f2a-2026 -o out/retest
+  starter compare run-gpt run-llama --models gpt-4o=llama-3-8b`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			var pairs []compare.ModelPair
+			if models != "" {
+				var err error
+				if pairs, err = compare.ParseModelPairs(models); err != nil {
+					return withCode(exitUsage, fmt.Errorf("--models: %w", err))
+				}
+			}
 			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
 				// Opening a SQLite path that does not exist would create an empty store.
 				if _, err := os.Stat(dsn); err != nil {
@@ -54,7 +68,12 @@ model. It needs no Temporal server and no network.`,
 					return err
 				}
 			}
-			c, err := compare.Compare(sides[0], sides[1], compare.Options{Samples: compare.DefaultSamples, Seed: compare.DefaultSeed})
+			opt := compare.SpecOptions(sides[0].Spec)
+			opt.Models = pairs
+			c, err := compare.Compare(sides[0], sides[1], opt)
+			if errors.Is(err, compare.ErrUnpaired) {
+				return withCode(exitUsage, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -75,6 +94,7 @@ model. It needs no Temporal server and no network.`,
 	}
 	conn.store.buildFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output directory (default "+experiment.DefaultOutputRoot+"/<A>-vs-<B>)")
+	cmd.Flags().StringVar(&models, "models", "", "pair models by hand: A_MODEL=B_MODEL,... (default: by id, else by position)")
 	acceptUnused(cmd.Flags(), "compare")
 	return cmd
 }

@@ -39,6 +39,20 @@ func TestCompareCommand(t *testing.T) {
 		late[i].Index += 500
 	}
 	storeRun(t, dsn, "elsewhere", spec, late)
+	// A spec with a second model: one model against two cannot be paired by position.
+	two, err := specfile.Load(cliQuickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := two.Models[0]
+	m.ID = "other"
+	two.Models = append(two.Models, m)
+	// Its second model's cells answer as the first run's: they are the ones --models sim=other pairs.
+	second := answers(0)
+	for i := range second {
+		second[i].Index += two.NumCells() / 2
+	}
+	storeRun(t, dsn, "two-models", two, second)
 
 	out := filepath.Join(dir, "cmp")
 	code, stdout, errOut := runCLI(t, "compare", cliQuickstart, "retest-1", "--store", dsn, "-o", out)
@@ -67,7 +81,7 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("header %s", got)
 	}
 	last := rows[len(rows)-1]
-	if last[0] != "sim" || last[1] != compare.AllItems || last[3] != "200" {
+	if last[0] != "sim" || last[1] != "sim" || last[2] != compare.AllItems || last[4] != "200" {
 		t.Errorf("last row %v, want sim's all row over 200 matched cells", last)
 	}
 	page, err := os.ReadFile(filepath.Join(out, compare.HTMLFile))
@@ -88,11 +102,18 @@ func TestCompareCommand(t *testing.T) {
 		{[]string{"retest", "retest-1"}, exitUsage, `"retest" names 2 runs`},
 		{[]string{"retest-1", "elsewhere"}, exitError, "no cell in common"},
 		{[]string{"retest-1"}, exitUsage, ""},
+		{[]string{"retest-1", "two-models"}, exitUsage, "name the pairs instead (--models A_MODEL=B_MODEL,...)"},
+		{[]string{"retest-1", "two-models", "--models", "sim"}, exitUsage, "--models: model pair \"sim\": want A_MODEL=B_MODEL"},
+		{[]string{"retest-1", "two-models", "--models", "sim=nope"}, exitUsage, `run B has no model "nope"`},
 	} {
 		code, _, errOut := runCLI(t, append(append([]string{"compare"}, tc.args...), "--store", dsn, "-o", filepath.Join(dir, "x"))...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("compare %v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.want)
 		}
+	}
+	code, stdout, errOut = runCLI(t, "compare", "retest-1", "two-models", "--models", "sim=other", "--store", dsn, "-o", filepath.Join(dir, "named"))
+	if code != exitOK || !strings.Contains(stdout, "models as named (sim=other, sim only in B)") || !strings.Contains(stdout, "sim=other: 200 matched cells") {
+		t.Errorf("compare --models sim=other: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); !os.IsNotExist(err) {
 		t.Errorf("a failed compare created its output directory (stat: %v)", err)
