@@ -162,7 +162,7 @@ func relabel(o, at Option) Option {
 		o.ID = at.ID
 		if !strings.EqualFold(at.ID, enumOf(ae)) {
 			// The position's own id is no enumeration: take the enumeration, in the case the text writes it.
-			o.ID = strings.Trim(ae, "()[].):]-, \t")
+			o.ID = strings.Trim(ae, "()[].:-, \t")
 		}
 	}
 	o.Text = ae + orest
