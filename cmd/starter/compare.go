@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -51,15 +50,9 @@ model pair. It needs no Temporal server and no network.`,
 					return withCode(exitUsage, fmt.Errorf("--models: %w", err))
 				}
 			}
-			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
-				// Opening a SQLite path that does not exist would create an empty store.
-				if _, err := os.Stat(dsn); err != nil {
-					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
-				}
-			}
-			st, err := store.Open(ctx, conn.dsn())
+			st, err := conn.openExisting(ctx)
 			if err != nil {
-				return fmt.Errorf("open results store: %w", err)
+				return err
 			}
 			defer st.Close()
 			var sides [2]*compare.Side

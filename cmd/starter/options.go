@@ -171,6 +171,21 @@ func (f *connFlags) embedded() bool { return f.client.address == "" }
 // dsn is the results store's DSN (storeOptions.dsn).
 func (f *connFlags) dsn() string { return f.store.dsn() }
 
+// openExisting opens the results store the flags name, refusing a SQLite path with no file: opening it would
+// create an empty store, and a command that reads runs would then report that none exists.
+func (f *connFlags) openExisting(ctx context.Context) (store.Store, error) {
+	if dsn := f.dsn(); !store.IsPostgres(dsn) {
+		if _, err := os.Stat(dsn); err != nil {
+			return nil, fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
+		}
+	}
+	st, err := store.Open(ctx, f.dsn())
+	if err != nil {
+		return nil, fmt.Errorf("open results store: %w", err)
+	}
+	return st, nil
+}
+
 // storeNamed reports whether the results store is known to be the workers' one: always in embedded mode (this
 // process is the worker); with --address only when --store or store.EnvDSN names it, since the default file is
 // this machine's.

@@ -16,7 +16,6 @@ import (
 	"github.com/silicolab/silico/report"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
-	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -37,15 +36,9 @@ one there. A run still in progress reports what has finished.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if dsn := conn.dsn(); !store.IsPostgres(dsn) {
-				// Opening a SQLite path that does not exist would create an empty store.
-				if _, err := os.Stat(dsn); err != nil {
-					return fmt.Errorf("no results store at %s (set --store, SILICO_STORE or --state-dir): %w", dsn, err)
-				}
-			}
-			st, err := store.Open(ctx, conn.dsn())
+			st, err := conn.openExisting(ctx)
 			if err != nil {
-				return fmt.Errorf("open results store: %w", err)
+				return err
 			}
 			defer st.Close()
 			id, _, err := resolveRun(ctx, st, args[0])
