@@ -53,6 +53,12 @@ func runArgs(t *testing.T, reqLog string, extra ...string) []string {
 // runOK runs the starter to completion in dir and returns the verb and run id it printed.
 func runOK(t *testing.T, bin, dir, reqLog string) (verb, id string) {
 	t.Helper()
+	return runOKCells(t, bin, dir, reqLog, 1000)
+}
+
+// runOKCells is runOK for a spec of the given number of cells.
+func runOKCells(t *testing.T, bin, dir, reqLog string, cells int) (verb, id string) {
+	t.Helper()
 	start := time.Now()
 	p := startProc(t, dir, bin, runArgs(t, reqLog)...)
 	if code := p.wait(t, 90*time.Second); code != 0 {
@@ -62,24 +68,55 @@ func runOK(t *testing.T, bin, dir, reqLog string) (verb, id string) {
 	if m == nil {
 		t.Fatalf("no \"Started/Attached to run ID\" line:\n%s", p.dump())
 	}
-	if !strings.Contains(p.stdout.String(), "Done: 1000 cells") {
-		t.Fatalf("run did not report 1000 cells:\n%s", p.dump())
+	if !strings.Contains(p.stdout.String(), fmt.Sprintf("Done: %d cells", cells)) {
+		t.Fatalf("run did not report %d cells:\n%s", cells, p.dump())
 	}
 	t.Logf("%s run %s in %s: %s", m[1], m[2], dir, time.Since(start).Round(time.Millisecond))
 	return m[1], m[2]
 }
 
-// TestKillMidRunResumes is the kill -9 case: a run killed mid-way and run again finishes, requests none of
-// the cells it had recorded before the kill, and writes the same cell columns as an uninterrupted run.
-func TestKillMidRunResumes(t *testing.T) {
-	bin := starterBin(t)
+// balancedCopy is quickstartCopy with the options shown both as written and reversed: every cell twice, 2,000.
+func balancedCopy(t *testing.T) string {
+	t.Helper()
 	dir := quickstartCopy(t)
+	path := filepath.Join(dir, "experiment.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const items = "  items: {file: ipip50.csv}"
+	if !strings.Contains(string(b), items) {
+		t.Fatalf("quickstart spec no longer contains %q; update the test", items)
+	}
+	s := strings.Replace(string(b), items, "  order: {mode: balanced}\n"+items, 1)
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestKillMidRunResumes kills the starter with SIGKILL mid-run, runs the same command again, and requires the
+// resumed run to ask no recorded cell again and to write the cell columns of an uninterrupted run: for the
+// quickstart as written and for it with balanced option order (whose reversed cells are mapped back).
+func TestKillMidRunResumes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		copy  func(*testing.T) string
+		cells int
+	}{{"as_written", quickstartCopy, 1000}, {"balanced", balancedCopy, 2000}} {
+		t.Run(tc.name, func(t *testing.T) { killMidRunResumes(t, tc.copy, tc.cells) })
+	}
+}
+
+func killMidRunResumes(t *testing.T, copySpec func(*testing.T) string, cells int) {
+	bin := starterBin(t)
+	dir := copySpec(t)
 	spec, err := specfile.Load(filepath.Join(dir, "experiment.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.NumCells() != 1000 {
-		t.Fatalf("quickstart has %d cells, want 1000", spec.NumCells())
+	if spec.NumCells() != cells {
+		t.Fatalf("spec has %d cells, want %d", spec.NumCells(), cells)
 	}
 
 	// 1. Start, wait until about 300 calls were made, kill -9.
@@ -124,13 +161,13 @@ func TestKillMidRunResumes(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if len(before) == 0 || len(before) >= 1000 {
+	if len(before) == 0 || len(before) >= cells {
 		t.Fatalf("%d cells recorded before the kill, want some but not all: the kill was not mid-run", len(before))
 	}
 	t.Logf("%d cells recorded before the kill", len(before))
 
 	// 3. The same command again attaches to the run and finishes it.
-	verb, id2 := runOK(t, bin, dir, "req2.jsonl")
+	verb, id2 := runOKCells(t, bin, dir, "req2.jsonl", cells)
 	if verb != "Attached to" || id2 != id {
 		t.Fatalf("rerun: %q run %s, want \"Attached to\" run %s", verb, id2, id)
 	}
@@ -144,13 +181,13 @@ func TestKillMidRunResumes(t *testing.T) {
 		t.Errorf("%d cells recorded before the kill were requested again after it, e.g. %v", len(again), firstKeys(again, 5))
 	}
 	got := cellColumns(t, filepath.Join(dir, "out", id))
-	if len(got) != 1000 {
-		t.Fatalf("resumed run wrote %d rows, want 1000", len(got))
+	if len(got) != cells {
+		t.Fatalf("resumed run wrote %d rows, want %d", len(got), cells)
 	}
 
 	// 4. An uninterrupted run of the same spec, in its own directory, writes the same cell columns.
-	base := quickstartCopy(t)
-	verb, idb := runOK(t, bin, base, "req.jsonl")
+	base := copySpec(t)
+	verb, idb := runOKCells(t, bin, base, "req.jsonl", cells)
 	if verb != "Started" || idb != id {
 		t.Fatalf("uninterrupted run: %q run %s, want \"Started\" run %s", verb, idb, id)
 	}
