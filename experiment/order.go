@@ -286,5 +286,38 @@ func (s *Spec) checkOrders(errs *Errors) {
 	s.checkOrder(errs, "questionnaire.order", s.Questionnaire.Order, all)
 	for i := range s.Questionnaire.Items {
 		s.checkOrder(errs, fmt.Sprintf("questionnaire.items[%d].order", i), s.Questionnaire.Items[i].Order, s.OptionsFor(i))
+		s.checkRelabel(errs, i)
 	}
+}
+
+// checkRelabel refuses an item whose options move while some of the moving ones start with an enumeration and
+// others do not: a moved option takes the enumeration of the place it is shown at only when both it and that
+// place's written option have one, so a mix would show two options with one label ("1. Agree" moved below a plain
+// "Don't know" keeps its "1.", and so does the option shown first).
+func (s *Spec) checkRelabel(errs *Errors, i int) {
+	o := s.OrderFor(i)
+	if o.Mode == OrderAsWritten {
+		return
+	}
+	var enumerated, plain []string
+	for _, opt := range s.OptionsFor(i).Options {
+		if slices.Contains(o.Pin, opt.ID) {
+			continue
+		}
+		if _, _, ok := splitEnum(opt.Text); ok {
+			enumerated = append(enumerated, opt.ID)
+		} else {
+			plain = append(plain, opt.ID)
+		}
+	}
+	if len(enumerated) == 0 || len(plain) == 0 {
+		return
+	}
+	path := "questionnaire.order"
+	if s.Questionnaire.Items[i].Order != nil {
+		path = fmt.Sprintf("questionnaire.items[%d].order", i)
+	}
+	errs.add(path, "item %s: options %s start with an enumeration (\"1. ...\") and %s do not, so under mode %s a moved "+
+		"option could show another's label; pin the plain ones (pin: [%s]) or write every option's text alike",
+		s.Questionnaire.Items[i].ID, strings.Join(enumerated, ", "), strings.Join(plain, ", "), o.Mode, strings.Join(plain, ", "))
 }

@@ -267,3 +267,18 @@ func TestVerbalizedProbesAreTheirOwnCells(t *testing.T) {
 		t.Fatalf("models with different probes are accepted: %v", errs)
 	}
 }
+
+// TestMixedEnumerationsMustBePinned: an item whose moving options mix enumerated and plain texts is refused under
+// a mode that moves them, naming the plain ones to pin; pinned, or as written, it is accepted.
+func TestMixedEnumerationsMustBePinned(t *testing.T) {
+	err := orderSpec(OrderReversed).Validate()
+	if err == nil || !strings.Contains(err.Error(), "pin: [dk]") {
+		t.Fatalf("reversed with a plain \"Don't know\": %v, want a refusal naming pin: [dk]", err)
+	}
+	if err := orderSpec(OrderReversed, "dk").Validate(); err != nil {
+		t.Errorf("pinned: %v", err)
+	}
+	if err := orderSpec(OrderAsWritten).Validate(); err != nil {
+		t.Errorf("as written: %v", err)
+	}
+}
