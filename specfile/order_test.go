@@ -10,7 +10,7 @@ func TestOrderKeys(t *testing.T) {
 	doc := "name: o\nmodels: [{name: m}]\npersonas: [{id: p}]\nquestionnaire:\n" +
 		"  options: [{id: \"1\", text: \"1. No\"}, {id: \"2\", text: \"2. Yes\"}, {id: x, text: Don't know}]\n" +
 		"  order: {mode: balanced, pin: [x], seed: 7}\n" +
-		"  items: [Q1, {text: Q2, order: {mode: shuffled}}]\n"
+		"  items: [Q1, {text: Q2, order: {mode: shuffled, pin: [x]}}]\n"
 	s, err := Parse([]byte(doc), "o.yaml", ".")
 	if err != nil {
 		t.Fatal(err)
