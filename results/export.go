@@ -123,7 +123,8 @@ type Source interface {
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
 // per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv,
 // agreement.csv and distributions.csv (see Analysis), reference.csv and reference_scales.csv when the spec has a
-// human reference, and summary.json. A cell with no record is written as failed with error class
+// human reference, order_bias.csv, variance.csv and modes.csv when the spec calls for them (AnalysisFiles), and
+// summary.json. A cell with no record is written as failed with error class
 // NotRun. Records are streamed from src, never all held in memory, and the analysis keeps nothing per cell: its
 // sums and counts are per (model, item, persona), per (model, persona, seed, scale), or per (model, seed) block.
 //
