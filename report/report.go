@@ -54,6 +54,7 @@ var funcs = template.FuncMap{
 	"add":    func(a, b float64) float64 { return a + b },
 	"half":   func(v float64) float64 { return v / 2 },
 	"list":   func(h ...histogram) []histogram { return h },
+	"iv":     interval,
 }
 
 var page = parsePage()
@@ -91,6 +92,8 @@ type view struct {
 	Dists       []distTable
 	HasRef      bool
 	RefScales   []refScaleRow
+	// Order has a table per model when the run varied option order (order_bias.csv), none otherwise.
+	Order       []orderTable
 	Scales      []scaleChart
 	Heatmaps    []heatmap
 	Reliability []relRow
@@ -188,6 +191,7 @@ func build(r *Run) view {
 		v.HasRef = s.Reference != nil
 		v.RefScales = refScaleRows(a)
 	}
+	v.Order = orderTables(r.order)
 	v.Scales = scaleCharts(a)
 	v.Heatmaps = heatmaps(a)
 	v.Reliability, v.Items = relRows(a)

@@ -19,7 +19,7 @@ type designSums struct {
 
 func newDesignSums(spec *experiment.Spec) *designSums {
 	d := &designSums{spec: spec}
-	if writesOrderBias(spec) || writesVariance(spec) {
+	if VariesOrder(spec) || writesVariance(spec) {
 		n, seed := spec.Analysis.Bootstrap.Resolve()
 		d.design = design.New(design.Bootstrap{Samples: n, Seed: seed})
 	}
@@ -29,22 +29,34 @@ func newDesignSums(spec *experiment.Spec) *designSums {
 	return d
 }
 
-// add counts the row r of cell c. Only the main call (probe 0) of a cell with a score is a design observation:
-// the verbalized probe asks the same question again and would count the cell twice.
+// add counts the row r of cell c.
 func (d *designSums) add(c experiment.Cell, r *Row) error {
 	if d.modes != nil {
 		d.modes.Add(c, r, probeModes(d.spec, c))
 	}
-	if d.design == nil || c.Probe != 0 || r.Score == nil || r.ShownPosition == nil {
+	if d.design == nil {
 		return nil
 	}
-	return d.design.Add(design.Observation{
+	if o, ok := DesignObservation(c, r); ok {
+		return d.design.Add(o)
+	}
+	return nil
+}
+
+// DesignObservation returns the design observation of row r of cell c, and false when the row is none. Only the
+// main call (probe 0) of a cell with a score and a shown position is one: the verbalized probe asks the same
+// question again and would count the cell twice.
+func DesignObservation(c experiment.Cell, r *Row) (design.Observation, bool) {
+	if c.Probe != 0 || r.Score == nil || r.ShownPosition == nil {
+		return design.Observation{}, false
+	}
+	return design.Observation{
 		Model: r.Model, Scale: r.Scale, Item: r.ItemID, Persona: r.PersonaID, Seed: r.Seed,
 		Order: r.Order,
 		// Variant and PromptVariant stay empty until the grid has wording and prompt variants.
 		Position: *r.ShownPosition, K: strings.Count(r.Shown, ShownDelimiter) + 1,
 		Score: float64(*r.Score), Expected: r.ExpectedScore, Probs: r.Probs,
-	})
+	}, true
 }
 
 // probeModes are the answer modes whose distributions cell c's call gives: the verbalized probe gives

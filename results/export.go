@@ -54,7 +54,7 @@ func AnalysisFiles(spec *experiment.Spec) []string {
 	if spec != nil && spec.Reference != nil {
 		out = append(out, ReferenceFile, ReferenceScalesFile)
 	}
-	if writesOrderBias(spec) {
+	if VariesOrder(spec) {
 		out = append(out, OrderBiasFile)
 	}
 	if writesVariance(spec) {
@@ -66,10 +66,10 @@ func AnalysisFiles(spec *experiment.Spec) []string {
 	return out
 }
 
-// writesOrderBias says whether Export writes order_bias.csv for spec: when some item's options are shown in
+// VariesOrder says whether Export writes order_bias.csv for spec (and the report shows option order): when some item's options are shown in
 // another order than as written (reversed, balanced or shuffled). A run that never moves an option has no
 // order contrast to measure; its shown position is its written one.
-func writesOrderBias(spec *experiment.Spec) bool {
+func VariesOrder(spec *experiment.Spec) bool {
 	if spec == nil {
 		return false
 	}
