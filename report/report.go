@@ -89,9 +89,9 @@ type view struct {
 	Probs, Cut bool
 	// Dists has a table per model when the run has probabilities or a human reference, none otherwise;
 	// HasRef says there is a reference, RefScales its model × scale reliabilities.
-	Dists       []distTable
-	HasRef      bool
-	RefScales   []refScaleRow
+	Dists     []distTable
+	HasRef    bool
+	RefScales []refScaleRow
 	// Order has a table per model when the run varied option order (order_bias.csv), none otherwise.
 	Order       []orderTable
 	Scales      []scaleChart
