@@ -15,7 +15,7 @@ import (
 	"github.com/silicolab/silico/store"
 )
 
-// orderRun is the quickstart with every item balanced, each cell answering the option shown first one time in
+// orderRun is the quickstart, with a second model, with every item balanced, each cell answering the option shown first one time in
 // three and otherwise an option drawn from its index.
 func orderRun(t *testing.T) (*experiment.Spec, sliceSource) {
 	t.Helper()
@@ -24,6 +24,9 @@ func orderRun(t *testing.T) (*experiment.Spec, sliceSource) {
 		t.Fatal(err)
 	}
 	spec.Questionnaire.Order = &experiment.OrderSettings{Mode: experiment.OrderBalanced}
+	second := spec.Models[0]
+	second.ID, second.Name = "second", "second-model"
+	spec.Models = append(spec.Models, second)
 	recs := make(sliceSource, spec.NumCells())
 	for i := range recs {
 		c := spec.Cell(i)
