@@ -1,7 +1,7 @@
 // Package report renders a run (its results.Analysis, see Analyze) as one self-contained HTML page: the spec in
 // brief, cost, tokens and time, parse rates, scale score distributions, item × persona answer heatmaps, the
-// answer distributions per item beside a human reference's, reliability (the humans' too), seed agreement, and
-// latency and attempt histograms.
+// answer distributions per item beside a human reference's, option order bias (runs that varied the order),
+// reliability (the humans' too), seed agreement, and latency and attempt histograms.
 //
 // The page has no scripts and loads nothing: its style is inlined and every chart is SVG written by
 // html/template from positions computed here. That is deliberate. The page must open offline and in
