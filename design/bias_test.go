@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 // simulate draws cells from the simulator's position-bias model: with probability beta the answer is the option
@@ -15,14 +17,14 @@ func simulate(seed uint64, beta float64, personas, k int) []Observation {
 	var obs []Observation
 	for p := range personas {
 		for it := range 4 {
-			for _, order := range []string{OrderAsWritten, OrderReversed} {
+			for _, order := range []string{string(experiment.OrderAsWritten), string(experiment.OrderReversed)} {
 				for s := range 3 {
 					pos := 1 + r.IntN(k)
 					if r.Float64() < beta {
 						pos = 1
 					}
 					c := pos - 1 // canonical index of the answer
-					if order == OrderReversed {
+					if order == string(experiment.OrderReversed) {
 						c = k - pos
 					}
 					obs = append(obs, Observation{Model: "sim", Scale: "S", Item: fmt.Sprintf("i%d", it),
@@ -111,7 +113,7 @@ func TestNoIntervalsWithoutSamples(t *testing.T) {
 // and is not counted.
 func TestAddRefusesUnusableObservations(t *testing.T) {
 	a := New(Bootstrap{})
-	good := Observation{Model: "m", Scale: "S", Item: "i", Persona: "p", Order: OrderAsWritten, Position: 1, K: 5, Score: 1}
+	good := Observation{Model: "m", Scale: "S", Item: "i", Persona: "p", Order: string(experiment.OrderAsWritten), Position: 1, K: 5, Score: 1}
 	for _, o := range []Observation{
 		{Model: "m", Item: "i", Persona: "p", Position: 0, K: 5},
 		{Model: "m", Item: "i", Persona: "p", Position: 6, K: 5},

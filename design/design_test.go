@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/observations.csv and testdata/resamples.csv (then run testdata/make_design.R)")
@@ -37,10 +39,10 @@ func synthetic() []Observation {
 	}{{"a1", "A", 5, false}, {"a2", "A", 5, true}, {"a3", "A", 5, false}, {"b1", "B", 4, false}, {"b2", "B", 4, true}}
 	var obs []Observation
 	for _, model := range []string{"m1", "m2", "m3"} {
-		orders := []string{OrderAsWritten, OrderReversed}
+		orders := []string{string(experiment.OrderAsWritten), string(experiment.OrderReversed)}
 		pvs := []string{""}
 		if model == "m2" {
-			orders = append(orders, OrderShuffled)
+			orders = append(orders, string(experiment.OrderShuffled))
 			pvs = []string{"pv1", "pv2"}
 		}
 		for p := 1; p <= 10; p++ {
@@ -79,9 +81,9 @@ func draw(r *rand.Rand, model, scale, item, persona string, seed int64, order, v
 		shown[i] = i
 	}
 	switch order {
-	case OrderReversed:
+	case string(experiment.OrderReversed):
 		slices.Reverse(shown)
-	case OrderShuffled:
+	case string(experiment.OrderShuffled):
 		r.Shuffle(k, func(i, j int) { shown[i], shown[j] = shown[j], shown[i] })
 	}
 	var c int
@@ -271,7 +273,7 @@ func goOrderBias(rows []OrderBiasRow) map[string]string {
 		for k, s := range r.PositionShares {
 			out[key+"share_"+strconv.Itoa(k+1)] = num(s)
 		}
-		for j, o := range []string{OrderAsWritten, OrderReversed, OrderShuffled} {
+		for j, o := range []string{string(experiment.OrderAsWritten), string(experiment.OrderReversed), string(experiment.OrderShuffled)} {
 			out[key+"mean_"+o] = Num(r.MeanOrder[j])
 			out[key+"expected_"+o] = Num(r.MeanExpected[j])
 		}

@@ -15,16 +15,6 @@ import (
 	"math"
 )
 
-// The order labels of the grid. Observations may carry any label; these are the ones the statistics compare.
-const (
-	// OrderAsWritten shows the options in the order the questionnaire lists them.
-	OrderAsWritten = "as_written"
-	// OrderReversed shows them last to first.
-	OrderReversed = "reversed"
-	// OrderShuffled shows them in a seeded random order.
-	OrderShuffled = "shuffled"
-)
-
 // Observation is one answered cell: where it lies in the grid, where its answer was shown and what it scores.
 type Observation struct {
 	Model   string
@@ -32,7 +22,8 @@ type Observation struct {
 	Item    string
 	Persona string
 	Seed    int64
-	// Order is the cell's option order label (OrderAsWritten, OrderReversed, OrderShuffled).
+	// Order is the order the cell showed its options in, as results.csv's order column writes it: one of
+	// experiment's OrderAsWritten, OrderReversed, OrderShuffled (a balanced item's cells are one of the first two).
 	Order string
 	// Variant is the item wording variant, PromptVariant the prompt variant; empty when the grid has none.
 	Variant       string

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/silicolab/silico/experiment"
 )
 
 // AllItems is the item label of the order-bias row that pools every item of a model.
@@ -17,11 +19,11 @@ const nOrders = 3
 // orderIndex returns the column of an order label among the reported orders, or -1.
 func orderIndex(label string) int {
 	switch label {
-	case OrderAsWritten:
+	case string(experiment.OrderAsWritten):
 		return 0
-	case OrderReversed:
+	case string(experiment.OrderReversed):
 		return 1
-	case OrderShuffled:
+	case string(experiment.OrderShuffled):
 		return 2
 	}
 	return -1

@@ -42,6 +42,24 @@ func TestReportInChromium(t *testing.T) {
 		dir, _ := render(t)
 		openInChromium(t, bin, dir, "", nil)
 	})
+	t.Run("order", func(t *testing.T) {
+		spec, recs := orderRun(t)
+		dir, _ := renderRun(t, spec, recs)
+		openInChromium(t, bin, dir, "-order", func(bctx context.Context) {
+			// Each model's all-items line is shown; its item lines are folded away.
+			all, err := chromedp.Run(bctx, chromedp.Evaluate[int](`[...document.querySelectorAll("#order ~ div.scroll td[data-key$='/all/first_bias']")].filter(e => e.checkVisibility()).length`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			items, err := chromedp.Run(bctx, chromedp.Evaluate[int](`[...document.querySelectorAll("#order ~ details td[data-key$='/first_bias']")].filter(e => e.checkVisibility()).length`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if all != 2 || items != 0 {
+				t.Errorf("%d all-items lines and %d item lines visible; want 2 and 0 (folded)", all, items)
+			}
+		})
+	})
 	t.Run("distributions", func(t *testing.T) {
 		dir, _ := renderRun(t, distSpec(t), distRecords())
 		openInChromium(t, bin, dir, "-distributions", func(bctx context.Context) {

@@ -1,7 +1,7 @@
 // Package report renders a run (its results.Analysis, see Analyze) as one self-contained HTML page: the spec in
 // brief, cost, tokens and time, parse rates, scale score distributions, item × persona answer heatmaps, the
-// answer distributions per item beside a human reference's, reliability (the humans' too), seed agreement, and
-// latency and attempt histograms.
+// answer distributions per item beside a human reference's, option order bias (runs that varied the order),
+// reliability (the humans' too), seed agreement, and latency and attempt histograms.
 //
 // The page has no scripts and loads nothing: its style is inlined and every chart is SVG written by
 // html/template from positions computed here. That is deliberate. The page must open offline and in
@@ -54,6 +54,7 @@ var funcs = template.FuncMap{
 	"add":    func(a, b float64) float64 { return a + b },
 	"half":   func(v float64) float64 { return v / 2 },
 	"list":   func(h ...histogram) []histogram { return h },
+	"iv":     interval,
 }
 
 var page = parsePage()
@@ -88,9 +89,11 @@ type view struct {
 	Probs, Cut bool
 	// Dists has a table per model when the run has probabilities or a human reference, none otherwise;
 	// HasRef says there is a reference, RefScales its model × scale reliabilities.
-	Dists       []distTable
-	HasRef      bool
-	RefScales   []refScaleRow
+	Dists     []distTable
+	HasRef    bool
+	RefScales []refScaleRow
+	// Order has a table per model when the run varied option order (order_bias.csv), none otherwise.
+	Order       []orderTable
 	Scales      []scaleChart
 	Heatmaps    []heatmap
 	Reliability []relRow
@@ -188,6 +191,7 @@ func build(r *Run) view {
 		v.HasRef = s.Reference != nil
 		v.RefScales = refScaleRows(a)
 	}
+	v.Order = orderTables(r.order)
 	v.Scales = scaleCharts(a)
 	v.Heatmaps = heatmaps(a)
 	v.Reliability, v.Items = relRows(a)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/silicolab/silico/design"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
@@ -38,6 +39,12 @@ const (
 	// when the spec has one.
 	ReferenceFile       = "reference.csv"
 	ReferenceScalesFile = "reference_scales.csv"
+	// OrderBiasFile holds how the shown position of the options moves the answers (design.OrderBias); written
+	// only when some item's options are shown in another order than as written.
+	OrderBiasFile = "order_bias.csv"
+	// VarianceFile splits each model × scale's score variance over the factors of the grid (design.Variance);
+	// written when some item has a scale.
+	VarianceFile = "variance.csv"
 )
 
 // AnalysisFiles returns the names of the analysis outputs Export writes for spec besides results.jsonl,
@@ -47,7 +54,57 @@ func AnalysisFiles(spec *experiment.Spec) []string {
 	if spec != nil && spec.Reference != nil {
 		out = append(out, ReferenceFile, ReferenceScalesFile)
 	}
+	if VariesOrder(spec) {
+		out = append(out, OrderBiasFile)
+	}
+	if writesVariance(spec) {
+		out = append(out, VarianceFile)
+	}
+	if writesModes(spec) {
+		out = append(out, ModesFile)
+	}
 	return out
+}
+
+// VariesOrder says whether Export writes order_bias.csv for spec (and the report shows option order): when some item's options are shown in
+// another order than as written (reversed, balanced or shuffled). A run that never moves an option has no
+// order contrast to measure; its shown position is its written one.
+func VariesOrder(spec *experiment.Spec) bool {
+	if spec == nil {
+		return false
+	}
+	for i := range spec.Questionnaire.Items {
+		if spec.OrderFor(i).Mode != experiment.OrderAsWritten {
+			return true
+		}
+	}
+	return false
+}
+
+// writesVariance says whether Export writes variance.csv for spec: when some item has a scale.
+func writesVariance(spec *experiment.Spec) bool {
+	if spec == nil {
+		return false
+	}
+	for _, it := range spec.Questionnaire.Items {
+		if it.Scale != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// writesModes says whether Export writes modes.csv for spec: when some model's answer lists two or more modes.
+func writesModes(spec *experiment.Spec) bool {
+	if spec == nil {
+		return false
+	}
+	for _, m := range spec.Models {
+		if len(spec.AnswerFor(m).Modes) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // OutputFiles returns the names of every file Export writes for spec, summary.json last.
@@ -66,7 +123,8 @@ type Source interface {
 // Export writes the outputs of a run into dir (created if needed): results.jsonl and results.csv with one row
 // per cell of spec in submission order, scales.csv (see ScaleScores), reliability.csv, items.csv,
 // agreement.csv and distributions.csv (see Analysis), reference.csv and reference_scales.csv when the spec has a
-// human reference, and summary.json. A cell with no record is written as failed with error class
+// human reference, order_bias.csv, variance.csv and modes.csv when the spec calls for them (AnalysisFiles), and
+// summary.json. A cell with no record is written as failed with error class
 // NotRun. Records are streamed from src, never all held in memory, and the analysis keeps nothing per cell: its
 // sums and counts are per (model, item, persona), per (model, persona, seed, scale), or per (model, seed) block.
 //
@@ -111,6 +169,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
 	}
 	an := newAnalyzer(spec, runID, elapsed)
+	dz := newDesignSums(spec)
 	var line []byte // one results.jsonl line, its buffer reused from row to row
 	emit := func(r store.Record) error {
 		row := BuildRow(spec, runID, r)
@@ -126,6 +185,9 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 			return fmt.Errorf("%s: %w", CSVFile, err)
 		}
 		an.add(&row)
+		if err := dz.add(spec.Cell(r.Index), &row); err != nil {
+			return fmt.Errorf("cell %d: %w", r.Index, err)
+		}
 		return nil
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {
@@ -145,6 +207,15 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		DistributionsFile:   func(w io.Writer) error { return writeDistributions(w, runID, a.Distributions()) },
 		ReferenceFile:       func(w io.Writer) error { return writeReference(w, runID, a.Reference) },
 		ReferenceScalesFile: func(w io.Writer) error { return writeReferenceScales(w, runID, a.ReferenceScales) },
+		OrderBiasFile:       func(w io.Writer) error { return design.WriteOrderBias(w, runID, dz.design.OrderBias()) },
+		VarianceFile: func(w io.Writer) error {
+			rows, err := dz.design.Variance()
+			if err != nil {
+				return err
+			}
+			return design.WriteVariance(w, runID, rows)
+		},
+		ModesFile: func(w io.Writer) error { return WriteModes(w, runID, CompareModes(spec, dz.modes.Dists())) },
 	}
 	for name, f := range side {
 		if err := writers[name](f.w); err != nil {

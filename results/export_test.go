@@ -280,7 +280,7 @@ func TestSummaryCountsAndFirstDistinctErrors(t *testing.T) {
 			{Model: "m2", Cells: 12, OK: 2, Failed: 10, Usage: usage.Usage{PromptTokens: 160, CompletionTokens: 6, CostUSD: usage.Dollars(0.000025)}},
 		},
 		Outputs: []string{"results.jsonl", "results.csv", "scales.csv", "reliability.csv", "items.csv", "agreement.csv",
-			"distributions.csv", "summary.json"},
+			"distributions.csv", "variance.csv", "summary.json"},
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("wire.Summary =\n%+v\nwant\n%+v", s, want)

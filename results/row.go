@@ -178,7 +178,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		Schema:            r.Schema,
 		ServedModel:       r.ServedModel,
 		SystemFingerprint: r.SystemFingerprint,
-		ProbsSource:       spec.AnswerFor(spec.Models[c.Model]).ProbsSource(),
+		ProbsSource:       spec.CellAnswer(c).ProbsSource(),
 	}
 	if row.ProbsSource == experiment.ProbsFromVerbalized && len(r.Probs) > 0 {
 		row.ProbsSum = finite(r.ProbsSum)

@@ -156,7 +156,8 @@ func newExportCmd() *cobra.Command {
 		Long: `Export reads the run's results from the results store (--store or SILICO_STORE: a SQLite file, default
 .silico/results.db, or a postgres:// URL) and writes results.jsonl, results.csv, scales.csv, reliability.csv,
 items.csv, agreement.csv, distributions.csv (reference.csv and reference_scales.csv when the spec has a human
-reference) and summary.json to DIR. It needs no Temporal server; a run still in progress exports
+reference; order_bias.csv when some item's option order is not as written; variance.csv when items have scales;
+modes.csv when a model answers in several modes) and summary.json to DIR. It needs no Temporal server; a run still in progress exports
 what has finished, the rest marked NotRun.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
