@@ -84,6 +84,8 @@ for (sc in unique(items$scale)) {
 # The expected scores per seed, as results.csv writes them (every digit).
 res <- read.csv(file.path(args[1], "results.csv"), colClasses = "character")
 res$expected_score <- as.numeric(ifelse(res$expected_score == "", NA, res$expected_score))
+# reliability.csv is computed on the cells that show the options as written (a balanced run asks each twice).
+if (!is.null(res$order)) res <- res[res$order %in% c("", "as_written"), ]
 for (m in unique(res$model)) for (sd in unique(res$seed)) for (sc in unique(items$scale)) {
   part <- res[res$model == m & res$seed == sd & res$scale == sc, ]
   its <- items$id[items$scale == sc]
