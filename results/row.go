@@ -198,7 +198,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		}
 	}
 	if r.Status == store.StatusOK {
-		if s, ok := spec.Score(c.Item, r.OptionID); ok {
+		if s, ok := spec.CellScore(c, r.OptionID); ok {
 			row.Score = &s
 		}
 	}
