@@ -163,6 +163,7 @@ type compiled struct {
 
 	// prompts are the compiled prompts: the spec's, then each prompt variant's.
 	prompts     []compiledPrompt
+	hasVariants bool // some item has wording variants
 	instruction string
 	personaDesc []string
 	options     []string // per item
@@ -235,6 +236,7 @@ func (s *Spec) compile() (*compiled, Errors) {
 			c.options[i] = it.Options.Render()
 		}
 		c.questions[i] = it.Text
+		c.hasVariants = c.hasVariants || len(it.Variants) > 0
 	}
 	return c, errs
 }

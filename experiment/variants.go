@@ -39,6 +39,9 @@ func (s *Spec) NumPromptVariants() int { return 1 + len(s.PromptVariants) }
 
 // HasVariants says whether some item has wording variants.
 func (s *Spec) HasVariants() bool {
+	if s.rt.fresh(s) {
+		return s.rt.hasVariants // a row per cell asks: an item bank is not walked every time
+	}
 	for i := range s.Questionnaire.Items {
 		if len(s.Questionnaire.Items[i].Variants) > 0 {
 			return true
