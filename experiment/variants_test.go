@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,16 @@ func TestVariantValidation(t *testing.T) {
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "questionnaire.items[1].variants: run.cumulative") ||
 		!strings.Contains(err.Error(), "prompt_variants: run.cumulative") {
 		t.Errorf("cumulative with variants: %v", err)
+	}
+}
+
+// TestNoVariantsKeepsJSON: a spec without variants serialises without their keys, so its hash and run id stay.
+func TestNoVariantsKeepsJSON(t *testing.T) {
+	b, err := json.Marshal(gridSpec(1, 1, 2, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "variants") {
+		t.Errorf("a spec without variants serialises them: %s", b)
 	}
 }

@@ -59,7 +59,8 @@ type Row struct {
 	Status        string
 	OptionID      string
 	OptionText    string
-	// Score is the option's weight, reversed where the item is; nil when the cell has none (not ok, or an
+	// Score is the option's weight, reversed where the item is (a negated wording variant: where it is not, see
+	// experiment.Spec.CellScore); nil when the cell has none (not ok, or an
 	// option ignored for scale). Empty in CSV, null in JSON.
 	Score      *int
 	Raw        string
