@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/silicolab/silico/results"
@@ -40,7 +41,8 @@ func TestVariantsOnTheSimulator(t *testing.T) {
 	if err := os.WriteFile(path, []byte(variantsSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(runExample(t, path), results.CSVFile))
+	dir := runExample(t, path)
+	f, err := os.Open(filepath.Join(dir, results.CSVFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,4 +86,33 @@ func TestVariantsOnTheSimulator(t *testing.T) {
 			t.Errorf("row %d (%s) answered %s scores %s, want %s", k, r[id], r[option], r[score], keyed)
 		}
 	}
+	// The per-item pools hold the original wording and prompt only: one cell per (item, persona).
+	for it, n := range distributionCells(t, dir) {
+		if n != "1" {
+			t.Errorf("distributions.csv pools %s cells of item %s, want 1 (the original)", n, it)
+		}
+	}
+}
+
+// distributionCells reads the n_cells column of distributions.csv in dir: how many cells each (model, item, persona)
+// pools.
+func distributionCells(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, results.DistributionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, n := slices.Index(recs[0], "item_id"), slices.Index(recs[0], "n_cells")
+	if item < 0 || n < 0 {
+		t.Fatalf("distributions.csv header %v", recs[0])
+	}
+	out := map[string]string{}
+	for _, r := range recs[1:] {
+		out[r[item]] = r[n]
+	}
+	return out
 }
