@@ -56,20 +56,24 @@ func batchEstimate(spec *experiment.Spec, mi int) (*BatchEstimate, error) {
 	sizes := make([]batchformat.Item, 0, items*personas)
 	for sd := range spec.Seeds {
 		sizes = sizes[:0]
-		for it := range items {
-			for p := range personas {
-				c := experiment.Cell{Model: mi, Seed: sd, Item: it, Persona: p}
-				msgs, err := spec.Render(c, nil)
-				if err != nil {
-					return nil, fmt.Errorf("estimate: render %s: %w", spec.CellID(c), err)
+		for pv := range spec.NumPromptVariants() {
+			for it := range items {
+				for v := range spec.Variants(it) {
+					for p := range personas {
+						c := experiment.Cell{Model: mi, Seed: sd, PromptVariant: pv, Item: it, Variant: v, Persona: p}
+						msgs, err := spec.Render(c, nil)
+						if err != nil {
+							return nil, fmt.Errorf("estimate: render %s: %w", spec.CellID(c), err)
+						}
+						line, err := requestLine(f, llm.Request{Model: m.Name, Messages: msgs, Seed: spec.CallSeed(c),
+							Params: spec.CallParams(c), ImageDetail: imageDetail(spec, msgs)}, spec.CellID(c))
+						if err != nil {
+							return nil, fmt.Errorf("estimate: %s: %w", spec.CellID(c), err)
+						}
+						sizes = append(sizes, batchformat.Item{Bytes: len(line)})
+						be.Bytes += int64(len(line))
+					}
 				}
-				line, err := requestLine(f, llm.Request{Model: m.Name, Messages: msgs, Seed: spec.CallSeed(c),
-					Params: spec.CallParams(c), ImageDetail: imageDetail(spec, msgs)}, spec.CellID(c))
-				if err != nil {
-					return nil, fmt.Errorf("estimate: %s: %w", spec.CellID(c), err)
-				}
-				sizes = append(sizes, batchformat.Item{Bytes: len(line)})
-				be.Bytes += int64(len(line))
 			}
 		}
 		chunks, err := batchformat.Split(f, sizes, lim)

@@ -303,7 +303,7 @@ type counter struct {
 
 // grid holds the token counts of a spec's prompts under one encoding, summed over one seed.
 type grid struct {
-	// plain is the sum over (item, persona) of the prompt without history.
+	// plain is the sum over the cells of one (model, seed) of the prompt without history.
 	plain int
 	// history is, in cumulative mode, the sum over (item k, persona) of the user messages of items 0..k-1.
 	history int
@@ -339,23 +339,30 @@ func (c *counter) grid(mi int) (*grid, error) {
 	items, personas := len(c.spec.Questionnaire.Items), len(c.spec.Personas)
 	// userSoFar[p] is the cost of persona p's user messages of the items before the current one.
 	userSoFar := make([]int, personas)
-	for it := range items {
-		for p := range personas {
-			msgs, err := c.spec.Render(experiment.Cell{Model: mi, Item: it, Persona: p}, nil)
-			if err != nil {
-				return nil, fmt.Errorf("estimate: render item %d persona %d: %w", it, p, err)
-			}
-			n := base
-			for _, m := range msgs {
-				n += cost(m.Role, m.Content)
-			}
-			// A balanced item's reversed cell shows the same texts in another order: as many tokens, give
-			// or take a relabelled enumeration.
-			g.plain += n * c.spec.Orders(it)
-			if c.spec.Run.Cumulative && len(msgs) > 0 {
-				g.history += userSoFar[p]
-				// The runner replays the last message of the plain prompt as the turn's user message.
-				userSoFar[p] += cost(experiment.RoleUser, msgs[len(msgs)-1].Content)
+	// Every wording and prompt variant is a cell of its own text (Validate refuses them under run.cumulative,
+	// so the history below only ever sees the original).
+	for pv := range c.spec.NumPromptVariants() {
+		for it := range items {
+			for v := range c.spec.Variants(it) {
+				for p := range personas {
+					cell := experiment.Cell{Model: mi, PromptVariant: pv, Item: it, Variant: v, Persona: p}
+					msgs, err := c.spec.Render(cell, nil)
+					if err != nil {
+						return nil, fmt.Errorf("estimate: render item %d persona %d: %w", it, p, err)
+					}
+					n := base
+					for _, m := range msgs {
+						n += cost(m.Role, m.Content)
+					}
+					// A balanced item's reversed cell shows the same texts in another order: as many tokens,
+					// give or take a relabelled enumeration.
+					g.plain += n * c.spec.Orders(it)
+					if c.spec.Run.Cumulative && len(msgs) > 0 {
+						g.history += userSoFar[p]
+						// The runner replays the last message of the plain prompt as the turn's user message.
+						userSoFar[p] += cost(experiment.RoleUser, msgs[len(msgs)-1].Content)
+					}
+				}
 			}
 		}
 	}

@@ -168,8 +168,9 @@ func (rt *compiled) attachImages(out []Message, shift int, c Cell) {
 		return // Validate refuses pictures with a prompt that has no user message
 	}
 	at := last
-	for i, t := range rt.msgs {
-		if rt.roles[i] == RoleUser && t.has(segPersona) {
+	pr := &rt.prompts[c.PromptVariant]
+	for i, t := range pr.msgs {
+		if pr.roles[i] == RoleUser && t.has(segPersona) {
 			if i > 0 {
 				i += shift
 			}

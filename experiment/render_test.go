@@ -142,7 +142,7 @@ func TestTemplateParsing(t *testing.T) {
 			continue
 		}
 		c := &compiled{questions: []string{"Q"}, options: []string{"O"}, personaDesc: []string{"P"}}
-		if got := c.render(tmpl, 0, 0, c.options[0]); got != tc.want {
+		if got := c.render(tmpl, c.questions[0], 0, c.options[0]); got != tc.want {
 			t.Errorf("render(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}

@@ -10,7 +10,13 @@ func (s *Spec) OptionsFor(i int) OptionSet {
 
 // Score is the score of answering item i with option id: the option's weight, or min+max-weight over the item's
 // scored options when the item is reversed. ok is false for an unknown option and for one ignored for scale.
+// Only the item's own wording is keyed so: a cell of a wording variant is scored by CellScore.
 func (s *Spec) Score(i int, id string) (score int, ok bool) {
+	return s.score(i, id, s.Questionnaire.Items[i].Reversed)
+}
+
+// score is the score of answering item i with option id, reversed or not.
+func (s *Spec) score(i int, id string, reversed bool) (score int, ok bool) {
 	opts := s.OptionsFor(i).Options
 	var chosen *Option
 	lo, hi, seen := 0, 0, false
@@ -33,7 +39,7 @@ func (s *Spec) Score(i int, id string) (score int, ok bool) {
 	if chosen == nil || chosen.IgnoredForScale {
 		return 0, false
 	}
-	if s.Questionnaire.Items[i].Reversed {
+	if reversed {
 		return lo + hi - chosen.Weight, true
 	}
 	return chosen.Weight, true

@@ -19,13 +19,16 @@ type Spec struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// Kind is chat (default: models answer the questionnaire) or embed (models embed texts; see Embed).
-	Kind          string        `json:"kind,omitempty"`
-	Seeds         []int64       `json:"seeds"`
-	Models        []Model       `json:"models"`
-	Prompt        Prompt        `json:"prompt"`
-	Personas      []Persona     `json:"personas"`
-	Questionnaire Questionnaire `json:"questionnaire"`
-	Run           RunSettings   `json:"run"`
+	Kind   string  `json:"kind,omitempty"`
+	Seeds  []int64 `json:"seeds"`
+	Models []Model `json:"models"`
+	Prompt Prompt  `json:"prompt"`
+	// PromptVariants are other prompts every cell is also asked in (see PromptVariant); Prompt is variant
+	// "original".
+	PromptVariants []PromptVariant `json:"prompt_variants,omitempty"`
+	Personas       []Persona       `json:"personas"`
+	Questionnaire  Questionnaire   `json:"questionnaire"`
+	Run            RunSettings     `json:"run"`
 	// BudgetUSD stops the run when the next call could exceed it. Zero means no budget.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Simulator configures the built-in simulator for models with provider "sim" (in-process runs only).
@@ -216,6 +219,8 @@ type Item struct {
 	Order *OrderSettings `json:"order,omitempty"`
 	// Images are the pictures the item shows, as Persona.Images.
 	Images []string `json:"images,omitempty"`
+	// Variants are other wordings the item is also asked in (see Variant); Text is variant "original".
+	Variants []Variant `json:"variants,omitempty"`
 }
 
 // RunSettings say how the grid runs. Zero values mean the defaults noted.

@@ -157,21 +157,29 @@ type compiled struct {
 	items    []Item
 	personas []Persona
 	prompt   *Prompt
+	variants []PromptVariant
 	order    *OrderSettings
 	layout   layout
 
-	chat        bool
-	roles       []string
-	msgs        []template
+	// prompts are the compiled prompts: the spec's, then each prompt variant's.
+	prompts     []compiledPrompt
+	hasVariants bool // some item has wording variants
 	instruction string
 	personaDesc []string
 	options     []string // per item
 	questions   []string // per item
 }
 
+// compiledPrompt is one prompt's parsed messages.
+type compiledPrompt struct {
+	chat  bool
+	roles []string
+	msgs  []template
+}
+
 func (c *compiled) fresh(s *Spec) bool {
 	return c != nil && sameSlice(c.items, s.Questionnaire.Items) && sameSlice(c.personas, s.Personas) &&
-		c.prompt == &s.Prompt && c.instruction == s.Questionnaire.Instruction &&
+		c.prompt == &s.Prompt && sameSlice(c.variants, s.PromptVariants) && c.instruction == s.Questionnaire.Instruction &&
 		c.order == s.Questionnaire.Order
 }
 
@@ -190,27 +198,11 @@ func (s *Spec) effectivePrompt() Prompt {
 // compile parses every template of the spec. Errors name the field of the template at fault.
 func (s *Spec) compile() (*compiled, Errors) {
 	var errs Errors
-	c := &compiled{items: s.Questionnaire.Items, personas: s.Personas, prompt: &s.Prompt, instruction: s.Questionnaire.Instruction,
-		order: s.Questionnaire.Order, layout: s.computeLayout()}
-	p := s.effectivePrompt()
-	switch p.Type {
-	case PromptChat:
-		c.chat = true
-		for i, m := range p.Messages {
-			t, err := parsePromptTemplate(m.Content)
-			if err != nil {
-				errs.add(fmt.Sprintf("prompt.messages[%d].content", i), "%v", err)
-			}
-			c.roles = append(c.roles, m.Role)
-			c.msgs = append(c.msgs, t)
-		}
-	case PromptNormal:
-		t, err := parsePromptTemplate(p.Template)
-		if err != nil {
-			errs.add("prompt.template", "%v", err)
-		}
-		c.roles = []string{RoleUser}
-		c.msgs = []template{t}
+	c := &compiled{items: s.Questionnaire.Items, personas: s.Personas, prompt: &s.Prompt, variants: s.PromptVariants,
+		instruction: s.Questionnaire.Instruction, order: s.Questionnaire.Order, layout: s.computeLayout()}
+	c.prompts = append(c.prompts, compilePrompt(&errs, "prompt", s.effectivePrompt()))
+	for k, v := range s.PromptVariants {
+		c.prompts = append(c.prompts, compilePrompt(&errs, fmt.Sprintf("prompt_variants[%d]", k), v.Prompt()))
 	}
 	c.personaDesc = make([]string, len(s.Personas))
 	for i, per := range s.Personas {
@@ -244,8 +236,34 @@ func (s *Spec) compile() (*compiled, Errors) {
 			c.options[i] = it.Options.Render()
 		}
 		c.questions[i] = it.Text
+		c.hasVariants = c.hasVariants || len(it.Variants) > 0
 	}
 	return c, errs
+}
+
+// compilePrompt parses prompt p, whose fields are at path.
+func compilePrompt(errs *Errors, path string, p Prompt) compiledPrompt {
+	var cp compiledPrompt
+	switch p.Type {
+	case PromptChat:
+		cp.chat = true
+		for i, m := range p.Messages {
+			t, err := parsePromptTemplate(m.Content)
+			if err != nil {
+				errs.add(fmt.Sprintf("%s.messages[%d].content", path, i), "%v", err)
+			}
+			cp.roles = append(cp.roles, m.Role)
+			cp.msgs = append(cp.msgs, t)
+		}
+	case PromptNormal:
+		t, err := parsePromptTemplate(p.Template)
+		if err != nil {
+			errs.add(path+".template", "%v", err)
+		}
+		cp.roles = []string{RoleUser}
+		cp.msgs = []template{t}
+	}
+	return cp
 }
 
 // Render joins the option texts with the delimiter ("\n" when empty), as {answer_options} shows them.
@@ -264,28 +282,28 @@ func (o OptionSet) Render() string {
 	return b.String()
 }
 
-// render fills template t for item and persona, opts standing for {answer_options}.
-func (c *compiled) render(t template, item, persona int, opts string) string {
+// render fills template t for a question and persona, opts standing for {answer_options}.
+func (c *compiled) render(t template, question string, persona int, opts string) string {
 	n := 0
 	for _, seg := range t {
-		n += len(c.value(seg, item, persona, opts))
+		n += len(c.value(seg, question, persona, opts))
 	}
 	var b strings.Builder
 	b.Grow(n)
 	for _, seg := range t {
-		b.WriteString(c.value(seg, item, persona, opts))
+		b.WriteString(c.value(seg, question, persona, opts))
 	}
 	return b.String()
 }
 
-func (c *compiled) value(seg segment, item, persona int, opts string) string {
+func (c *compiled) value(seg segment, question string, persona int, opts string) string {
 	switch seg.kind {
 	case segInstruction:
 		return c.instruction
 	case segPersona:
 		return c.personaDesc[persona]
 	case segQuestion:
-		return c.questions[item]
+		return question
 	case segOptions:
 		return opts
 	default:
@@ -320,33 +338,41 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Item < 0 || c.Item >= len(rt.questions) || c.Persona < 0 || c.Persona >= len(rt.personaDesc) {
+	if c.Item < 0 || c.Item >= len(rt.questions) || c.Persona < 0 || c.Persona >= len(rt.personaDesc) ||
+		c.Variant < 0 || c.Variant > len(s.Questionnaire.Items[c.Item].Variants) ||
+		c.PromptVariant < 0 || c.PromptVariant >= len(rt.prompts) {
 		return nil, fmt.Errorf("experiment: render: cell %+v out of range", c)
 	}
+	// A variant's {question} is its own text; the item's is compiled once.
+	q := rt.questions[c.Item]
+	if c.Variant > 0 {
+		q = s.Questionnaire.Items[c.Item].Variants[c.Variant-1].Text
+	}
+	pr := &rt.prompts[c.PromptVariant]
 	// Items shown as written share the rendering compiled once; any other order renders the cell's own.
 	opts := rt.options[c.Item]
 	if s.OrderFor(c.Item).Mode != OrderAsWritten {
 		opts = s.Shown(c).Set.Render()
 	}
 	if len(history) == 0 {
-		out := make([]Message, len(rt.msgs))
-		for i, t := range rt.msgs {
-			out[i] = Message{Role: rt.roles[i], Content: rt.render(t, c.Item, c.Persona, opts)}
+		out := make([]Message, len(pr.msgs))
+		for i, t := range pr.msgs {
+			out[i] = Message{Role: pr.roles[i], Content: rt.render(t, q, c.Persona, opts)}
 		}
 		rt.attachImages(out, 0, c)
 		s.instruct(c, out)
 		return out, nil
 	}
-	if !rt.chat || len(rt.msgs) < 2 || rt.roles[0] != RoleSystem {
+	if !pr.chat || len(pr.msgs) < 2 || pr.roles[0] != RoleSystem {
 		return nil, fmt.Errorf("experiment: render: a history needs a chat prompt that starts with a system message")
 	}
-	out := make([]Message, 0, len(rt.msgs)+2*len(history))
-	out = append(out, Message{Role: RoleSystem, Content: rt.render(rt.msgs[0], c.Item, c.Persona, opts)})
+	out := make([]Message, 0, len(pr.msgs)+2*len(history))
+	out = append(out, Message{Role: RoleSystem, Content: rt.render(pr.msgs[0], q, c.Persona, opts)})
 	for _, h := range history {
 		out = append(out, Message{Role: RoleUser, Content: h.User}, Message{Role: RoleAssistant, Content: h.Assistant})
 	}
-	for i := 1; i < len(rt.msgs); i++ {
-		out = append(out, Message{Role: rt.roles[i], Content: rt.render(rt.msgs[i], c.Item, c.Persona, opts)})
+	for i := 1; i < len(pr.msgs); i++ {
+		out = append(out, Message{Role: pr.roles[i], Content: rt.render(pr.msgs[i], q, c.Persona, opts)})
 	}
 	rt.attachImages(out, 2*len(history), c)
 	s.instruct(c, out)

@@ -156,6 +156,7 @@ func (s *Spec) check() Errors {
 	s.checkBatches(&errs)
 	s.checkAnswers(&errs)
 	s.checkOrders(&errs)
+	s.checkVariants(&errs)
 	s.checkSimulator(&errs)
 	s.checkImages(&errs)
 	s.checkReference(&errs)
@@ -314,36 +315,40 @@ func redact(s string) string {
 }
 
 func (s *Spec) checkPrompt(errs *Errors) {
-	p := s.effectivePrompt()
+	s.checkPromptAt(errs, "prompt", s.effectivePrompt())
+}
+
+// checkPromptAt checks prompt p, whose fields are at path.
+func (s *Spec) checkPromptAt(errs *Errors, path string, p Prompt) {
 	switch p.Type {
 	case PromptChat:
 		if p.Template != "" {
-			errs.add("prompt.template", "a chat prompt takes messages, not a template; use type \"normal\" for a single template")
+			errs.add(path+".template", "a chat prompt takes messages, not a template; use type \"normal\" for a single template")
 		}
 		if len(p.Messages) == 0 {
-			errs.add("prompt.messages", "empty: a chat prompt needs messages, at least one with role \"user\"")
+			errs.add(path+".messages", "empty: a chat prompt needs messages, at least one with role \"user\"")
 		}
 		users := 0
 		for i, m := range p.Messages {
 			if !contains(roles, m.Role) {
-				errs.add(fmt.Sprintf("prompt.messages[%d].role", i), "unknown role %q%s; want %s", m.Role, suggest.DidYouMean(m.Role, roles), oneOf(roles))
+				errs.add(fmt.Sprintf("%s.messages[%d].role", path, i), "unknown role %q%s; want %s", m.Role, suggest.DidYouMean(m.Role, roles), oneOf(roles))
 			}
 			if m.Role == RoleUser {
 				users++
 			}
 		}
 		if len(p.Messages) > 0 && users == 0 {
-			errs.add("prompt.messages", "no message with role \"user\"; a chat prompt needs one")
+			errs.add(path+".messages", "no message with role \"user\"; a chat prompt needs one")
 		}
 	case PromptNormal:
 		if len(p.Messages) > 0 {
-			errs.add("prompt.messages", "a normal prompt takes a template, not messages; use type \"chat\" for messages")
+			errs.add(path+".messages", "a normal prompt takes a template, not messages; use type \"chat\" for messages")
 		}
 		if strings.TrimSpace(p.Template) == "" {
-			errs.add("prompt.template", "missing: a normal prompt needs a template, e.g. \"{question}\\n{answer_options}\"")
+			errs.add(path+".template", "missing: a normal prompt needs a template, e.g. \"{question}\\n{answer_options}\"")
 		}
 	default:
-		errs.add("prompt.type", "unknown prompt type %q%s; want %s", p.Type, suggest.DidYouMean(p.Type, prompts), oneOf(prompts))
+		errs.add(path+".type", "unknown prompt type %q%s; want %s", p.Type, suggest.DidYouMean(p.Type, prompts), oneOf(prompts))
 	}
 }
 

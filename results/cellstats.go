@@ -86,8 +86,9 @@ func (c *cellStats) add(r CellResult, index int) {
 	}
 	c.reach(index / c.seedCells)
 	cell := c.spec.Cell(index)
-	if cell.Probe != 0 {
-		// A verbalized probe is a second call about the same answer: it is not a second answer to count.
+	if cell.Probe != 0 || cell.Variant != 0 || cell.PromptVariant != 0 {
+		// A verbalized probe is a second call about the same answer: it is not a second answer to count. A
+		// wording or prompt variant asks another question: the per-item statistics pool the original only.
 		c.lat.add(r.LatencyMS, r.Attempts)
 		return
 	}

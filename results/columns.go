@@ -43,6 +43,8 @@ var rowColumns = []rowColumn{
 	text("scale", func(r *Row) *string { return &r.Scale }),
 	boolean("reversed", func(r *Row) *bool { return &r.Reversed }),
 	text("persona_id", func(r *Row) *string { return &r.PersonaID }),
+	text("variant", func(r *Row) *string { return &r.Variant }),
+	text("prompt_variant", func(r *Row) *string { return &r.PromptVariant }),
 	text("order", func(r *Row) *string { return &r.Order }),
 	text("shown", func(r *Row) *string { return &r.Shown }),
 	optInteger("shown_position", func(r *Row) **int { return &r.ShownPosition }),

@@ -52,8 +52,7 @@ func DesignObservation(c experiment.Cell, r *Row) (design.Observation, bool) {
 	}
 	return design.Observation{
 		Model: r.Model, Scale: r.Scale, Item: r.ItemID, Persona: r.PersonaID, Seed: r.Seed,
-		Order: r.Order,
-		// Variant and PromptVariant stay empty until the grid has wording and prompt variants.
+		Order: r.Order, Variant: r.Variant, PromptVariant: r.PromptVariant,
 		Position: *r.ShownPosition, K: strings.Count(r.Shown, ShownDelimiter) + 1,
 		Score: float64(*r.Score), Expected: r.ExpectedScore, Probs: r.Probs,
 	}, true

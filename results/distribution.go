@@ -100,6 +100,9 @@ func (d *distAccumulator) add(r *Row, option int) {
 	if c.Probe != 0 {
 		return // a verbalized probe restates the cell's answer: it is not another one
 	}
+	if c.Variant != 0 || c.PromptVariant != 0 {
+		return // a wording or prompt variant asks another question: per-item pools hold the original only
+	}
 	k := len(d.spec.OptionsFor(c.Item).Options)
 	p, fromProbs, ok := cellPMF(r, option, k)
 	if !ok {

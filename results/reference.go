@@ -176,14 +176,21 @@ func scoredPMF(s *experiment.Spec, it int, p []float64) []float64 {
 }
 
 // expectedScore is Σ p_k · score_k over item it's scored options, divided by their mass (the spec's scoring:
-// reverse-keyed items reversed); nil without p or without mass on a scored option.
+// reverse-keyed items reversed); nil without p or without mass on a scored option. It keys the item's own
+// wording; expectedCellScore keys a cell's.
 func expectedScore(s *experiment.Spec, it int, p []float64) *float64 {
+	return expectedCellScore(s, experiment.Cell{Item: it}, p)
+}
+
+// expectedCellScore is expectedScore with cell c's scoring (a negated wording variant keyed opposite).
+func expectedCellScore(s *experiment.Spec, c experiment.Cell, p []float64) *float64 {
+	it := c.Item
 	if p == nil {
 		return nil
 	}
 	var sum, mass float64
 	for k, o := range s.OptionsFor(it).Options {
-		v, ok := s.Score(it, o.ID)
+		v, ok := s.CellScore(c, o.ID)
 		if !ok {
 			continue
 		}

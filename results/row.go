@@ -46,6 +46,10 @@ type Row struct {
 	Scale     string
 	Reversed  bool
 	PersonaID string
+	// Variant is the id of the wording the cell asked (experiment.OriginalVariant for the item's own text)
+	// and PromptVariant that of its prompt; each is empty when the spec has no such variants.
+	Variant       string
+	PromptVariant string
 	// Order is the order the cell showed its options in: as_written, reversed or shuffled.
 	Order string
 	// Shown are the canonical ids of the options in the order the cell showed them, joined with '|'.
@@ -55,7 +59,8 @@ type Row struct {
 	Status        string
 	OptionID      string
 	OptionText    string
-	// Score is the option's weight, reversed where the item is; nil when the cell has none (not ok, or an
+	// Score is the option's weight, reversed where the item is (a negated wording variant: where it is not, see
+	// experiment.Spec.CellScore); nil when the cell has none (not ok, or an
 	// option ignored for scale). Empty in CSV, null in JSON.
 	Score      *int
 	Raw        string
@@ -183,6 +188,13 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 	if row.ProbsSource == experiment.ProbsFromVerbalized && len(r.Probs) > 0 {
 		row.ProbsSum = finite(r.ProbsSum)
 	}
+	if spec.HasVariants() {
+		row.Variant = spec.VariantID(c)
+		row.ItemText = spec.QuestionText(c)
+	}
+	if len(spec.PromptVariants) > 0 {
+		row.PromptVariant = spec.PromptVariantID(c)
+	}
 	shown := spec.Shown(c)
 	row.Order, row.Shown = string(shown.Order), strings.Join(shown.CanonicalIDs(), ShownDelimiter)
 	if k := shown.Position(r.OptionID); k > 0 && r.OptionID != "" {
@@ -198,7 +210,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		}
 	}
 	if r.Status == store.StatusOK {
-		if s, ok := spec.Score(c.Item, r.OptionID); ok {
+		if s, ok := spec.CellScore(c, r.OptionID); ok {
 			row.Score = &s
 		}
 	}
@@ -216,7 +228,7 @@ func BuildRow(spec *experiment.Spec, runID string, r store.Record) Row {
 		if h, err := psychometrics.Entropy(r.Probs); err == nil {
 			row.Entropy = &h
 		}
-		row.ExpectedScore = expectedScore(spec, c.Item, r.Probs)
+		row.ExpectedScore = expectedCellScore(spec, c, r.Probs)
 		if r.Status == store.StatusOK && r.OptionID != "" {
 			agrees := row.TopOption == r.OptionID
 			row.TopAgrees = &agrees

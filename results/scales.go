@@ -109,6 +109,9 @@ func (a *scaleAccumulator) add(r *Row) {
 	if c.Probe != 0 {
 		return // a verbalized probe restates the cell's answer: it is not another one
 	}
+	if c.Variant != 0 || c.PromptVariant != 0 {
+		return // a wording or prompt variant asks another question: per-item pools hold the original only
+	}
 	k := a.itemScale[c.Item]
 	if k < 0 {
 		return

@@ -18,6 +18,7 @@ var specKeys = table[experiment.Spec]{
 	field("seeds", func(s *experiment.Spec) *[]int64 { return &s.Seeds }, (*decoder).seeds),
 	field("models", func(s *experiment.Spec) *[]experiment.Model { return &s.Models }, listOf(modelKeys, "models")),
 	field("prompt", func(s *experiment.Spec) *experiment.Prompt { return &s.Prompt }, prompt),
+	field("prompt_variants", func(s *experiment.Spec) *[]experiment.PromptVariant { return &s.PromptVariants }, promptVariants),
 	field("personas", func(s *experiment.Spec) *[]experiment.Persona { return &s.Personas }, personas),
 	field("questionnaire", func(s *experiment.Spec) *experiment.Questionnaire { return &s.Questionnaire }, questionnaire),
 	field("run", func(s *experiment.Spec) *experiment.RunSettings { return &s.Run }, runKeys.decode),
@@ -225,6 +226,20 @@ var itemKeys = table[experiment.Item]{
 	field("order", func(it *experiment.Item) **experiment.OrderSettings { return &it.Order }, orderKeys.decodePtr),
 	field("images", func(it *experiment.Item) *[]string { return &it.Images }, (*decoder).images),
 	imageAlias(func(it *experiment.Item) *[]string { return &it.Images }),
+	field("variants", func(it *experiment.Item) *[]experiment.Variant { return &it.Variants }, listOf(variantKeys, "variants")),
+}
+
+var variantKeys = table[experiment.Variant]{
+	field("id", func(v *experiment.Variant) *string { return &v.ID }, (*decoder).str),
+	field("text", func(v *experiment.Variant) *string { return &v.Text }, (*decoder).str),
+	field("reversed", func(v *experiment.Variant) *bool { return &v.Reversed }, (*decoder).boolean),
+}
+
+var promptVariantKeys = table[experiment.PromptVariant]{
+	field("id", func(p *experiment.PromptVariant) *string { return &p.ID }, (*decoder).str),
+	field("type", func(p *experiment.PromptVariant) *string { return &p.Type }, (*decoder).str),
+	field("template", func(p *experiment.PromptVariant) *string { return &p.Template }, (*decoder).str),
+	field("messages", func(p *experiment.PromptVariant) *[]experiment.Message { return &p.Messages }, messages),
 }
 
 var runKeys = table[experiment.RunSettings]{
@@ -312,6 +327,20 @@ func prompt(d *decoder, n *node, path string) experiment.Prompt {
 		}
 	}
 	return p
+}
+
+// promptVariants reads the prompt variants; a variant without a type takes it from its keys, as prompt does.
+func promptVariants(d *decoder, n *node, path string) []experiment.PromptVariant {
+	out := listOf(promptVariantKeys, "prompt variants")(d, n, path)
+	for i := range out {
+		if out[i].Type == "" {
+			out[i].Type = experiment.PromptChat
+			if out[i].Template != "" {
+				out[i].Type = experiment.PromptNormal
+			}
+		}
+	}
+	return out
 }
 
 // messages reads chat messages; an entry that is not a mapping is reported and left out.

@@ -94,6 +94,8 @@ func TestTablesMatchJSONTags(t *testing.T) {
 	check(reflect.TypeFor[experiment.BatchSettings](), tableProblems(batchKeys))
 	check(reflect.TypeFor[experiment.AnswerSettings](), tableProblems(answerKeys))
 	check(reflect.TypeFor[experiment.OrderSettings](), tableProblems(orderKeys))
+	check(reflect.TypeFor[experiment.Variant](), tableProblems(variantKeys))
+	check(reflect.TypeFor[experiment.PromptVariant](), tableProblems(promptVariantKeys))
 	check(reflect.TypeFor[experiment.SimulatorPositionBias](), tableProblems(positionBiasKeys))
 	check(reflect.TypeFor[experiment.Reference](), tableProblems(referenceKeys))
 	check(reflect.TypeFor[experiment.ReferenceCounts](), tableProblems(referenceCountKeys))
