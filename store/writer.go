@@ -59,7 +59,8 @@ type Writer struct {
 	// added numbers the records added so far; committed is the number of them that are durable. Records
 	// commit in the order they were added, so "record n is durable" is "committed >= n".
 	added, committed uint64
-	// progress is closed (and replaced) after every commit attempt, waking Flush and a blocked Add.
+	// progress is closed (and replaced) when the loop takes the pending records and after every commit attempt,
+	// waking a blocked Add and Flush (which checks again what it waits for).
 	progress  chan struct{}
 	err       error // first commit error, sticky
 	closed    bool
@@ -111,6 +112,12 @@ func (w *Writer) loop() {
 			}
 			batch, seq, closed := w.pending, w.added, w.closed
 			w.pending = Batch{}
+			if !batch.empty() {
+				// Taking the records makes room: an Add blocked at MaxPending may go on now, not only once
+				// this commit ends.
+				close(w.progress)
+				w.progress = make(chan struct{})
+			}
 			w.mu.Unlock()
 			if batch.empty() {
 				if closed {
