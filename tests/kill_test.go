@@ -50,13 +50,8 @@ func runArgs(t *testing.T, reqLog string, extra ...string) []string {
 		"--port", "0", "--ui-port", strconv.Itoa(freePort(t)), "--progress-every", "1s"}, extra...)
 }
 
-// runOK runs the starter to completion in dir and returns the verb and run id it printed.
-func runOK(t *testing.T, bin, dir, reqLog string) (verb, id string) {
-	t.Helper()
-	return runOKCells(t, bin, dir, reqLog, 1000)
-}
-
-// runOKCells is runOK for a spec of the given number of cells.
+// runOKCells runs the starter to completion in dir, checks it reported cells cells done, and returns the verb
+// and run id it printed.
 func runOKCells(t *testing.T, bin, dir, reqLog string, cells int) (verb, id string) {
 	t.Helper()
 	start := time.Now()
