@@ -33,6 +33,9 @@ func geminiQuickstart(t *testing.T, simURL string, sync bool) experiment.Spec {
 		t.Fatal(err)
 	}
 	spec.Run.Cache = experiment.CacheOff // the batch run must ask the provider, not the sync run's answers
+	// The simulator's snapshot_change goes by the seed a request carries: send the spec's seeds as they are.
+	off := false
+	spec.Run.SeedPerCell = &off
 	m := &spec.Models[0]
 	m.Provider, m.BaseURL, m.APIKeyEnv = experiment.ProviderGemini, geminiBase(simURL), experiment.DefaultGeminiKeyEnv
 	if !sync {

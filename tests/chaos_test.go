@@ -121,8 +121,14 @@ func TestChaosAcrossWorkers(t *testing.T) {
 }
 
 // writeSpecJSON writes spec to dir/spec.json, the file startDetached runs.
+// Without run.seed_per_cell the spec gets it as a spec file would (true), as specInput gives it, so a run of the
+// file and one started with specInput send the same seeds however the file is read.
 func writeSpecJSON(t *testing.T, dir string, spec experiment.Spec) {
 	t.Helper()
+	if spec.Run.SeedPerCell == nil {
+		on := true
+		spec.Run.SeedPerCell = &on
+	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -317,8 +317,14 @@ func withTimeout(t *testing.T, d time.Duration) context.Context {
 }
 
 // specInput is the workflow input that starts a run of spec.
+// A spec built in Go without run.seed_per_cell gets it as a spec file would (true), so that a run of it and a
+// run of the same spec written to a file and started by the starter send the same seeds.
 func specInput(t *testing.T, spec experiment.Spec) wire.Input {
 	t.Helper()
+	if spec.Run.SeedPerCell == nil {
+		on := true
+		spec.Run.SeedPerCell = &on
+	}
 	in, err := wire.NewInput(&spec, "", "")
 	if err != nil {
 		t.Fatal(err)
