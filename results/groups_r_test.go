@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +85,28 @@ func sameNumber(got, want string) bool {
 	g, err1 := strconv.ParseFloat(got, 64)
 	w, err2 := strconv.ParseFloat(want, 64)
 	return err1 == nil && err2 == nil && math.Abs(g-w) <= 1e-9
+}
+
+// runYAML writes spec to a file of its own and runs it as runExample does, returning the output directory.
+func runYAML(t *testing.T, spec string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "experiment.yaml")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return runExample(t, path)
+}
+
+// columnOf returns the index of each named column of recs' header, failing the test for one it lacks.
+func columnOf(t *testing.T, recs [][]string) func(name string) int {
+	return func(name string) int {
+		t.Helper()
+		i := slices.Index(recs[0], name)
+		if i < 0 {
+			t.Fatalf("no column %s in %v", name, recs[0])
+		}
+		return i
+	}
 }
 
 func readAll(t *testing.T, path string) [][]string {

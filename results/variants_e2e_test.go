@@ -1,12 +1,9 @@
 package results_test
 
 import (
-	"encoding/csv"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/silicolab/silico/results"
@@ -37,27 +34,9 @@ prompt_variants:
 // cell is a row, variant and prompt_variant name what it asked, item_text is the wording asked, and the negated
 // wording's score is its option's weight keyed opposite.
 func TestVariantsOnTheSimulator(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "experiment.yaml")
-	if err := os.WriteFile(path, []byte(variantsSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := runExample(t, path)
-	f, err := os.Open(filepath.Join(dir, results.CSVFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := func(name string) int {
-		i := slices.Index(recs[0], name)
-		if i < 0 {
-			t.Fatalf("results.csv has no column %s: %v", name, recs[0])
-		}
-		return i
-	}
+	dir := runYAML(t, variantsSpec)
+	recs := readAll(t, filepath.Join(dir, results.CSVFile))
+	col := columnOf(t, recs)
 	id, v, pv, text, option, score := col("cell_id"), col("variant"), col("prompt_variant"), col("item_text"), col("option_id"), col("score")
 	want := [][4]string{
 		{"sim/1/i1/p1", "original", "original", "I like parties."},
@@ -98,14 +77,7 @@ func TestVariantsOnTheSimulator(t *testing.T) {
 // pools.
 func distributionCells(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, results.DistributionsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readAll(t, filepath.Join(dir, results.DistributionsFile))
 	item, n := slices.Index(recs[0], "item_id"), slices.Index(recs[0], "n_cells")
 	if item < 0 || n < 0 {
 		t.Fatalf("distributions.csv header %v", recs[0])

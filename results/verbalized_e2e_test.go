@@ -1,11 +1,8 @@
 package results_test
 
 import (
-	"encoding/csv"
 	"math"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,26 +45,8 @@ run:
 // raw sum in probs_sum, probs_source verbalized, and the written answer its most likely option; some raw sums
 // differ from 1, so the normalisation is exercised.
 func TestVerbalizedOnTheSimulator(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "experiment.yaml")
-	if err := os.WriteFile(path, []byte(verbalizedSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(runExample(t, path), results.CSVFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := func(name string) int {
-		i := slices.Index(recs[0], name)
-		if i < 0 {
-			t.Fatalf("results.csv has no column %s: %v", name, recs[0])
-		}
-		return i
-	}
+	recs := readAll(t, filepath.Join(runYAML(t, verbalizedSpec), results.CSVFile))
+	col := columnOf(t, recs)
 	status, option, source, sum, schema := col("status"), col("option_id"), col("probs_source"), col("probs_sum"), col("schema")
 	ps := []int{col("p_1"), col("p_2"), col("p_3")}
 	if len(recs) != 1+12 {
