@@ -109,7 +109,7 @@ func (s *Spec) Shown(c Cell) ShownOptions {
 	// free are the positions of unpinned options: the permutation moves options among them only.
 	var free []int
 	for k, o := range set.Options {
-		if !containsString(ord.Pin, o.ID) {
+		if !slices.Contains(ord.Pin, o.ID) {
 			free = append(free, k)
 		}
 	}
@@ -238,8 +238,6 @@ func (sh ShownOptions) CanonicalIDs() []string {
 	return out
 }
 
-func containsString(list []string, s string) bool { return slices.Contains(list, s) }
-
 // checkOrder checks an order section at path against the option set it orders.
 func (s *Spec) checkOrder(errs *Errors, path string, o *OrderSettings, set OptionSet) {
 	if o == nil {
@@ -259,7 +257,7 @@ func (s *Spec) checkOrder(errs *Errors, path string, o *OrderSettings, set Optio
 		if !found {
 			var ids []string
 			for _, opt := range set.Options {
-				if !containsString(ids, opt.ID) {
+				if !slices.Contains(ids, opt.ID) {
 					ids = append(ids, opt.ID)
 				}
 			}
