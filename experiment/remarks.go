@@ -122,10 +122,7 @@ func (s *Spec) reasonRemark(p string, m Model) string {
 	if capped >= MinReasonTokens {
 		return ""
 	}
-	field := p + ".params.max_tokens"
-	if m.Params.MaxCompletionTokens > 0 {
-		field = p + ".params.max_completion_tokens"
-	}
+	field := capField(p, m)
 	return fmt.Sprintf("%s: %d tokens is little for a json_schema answer with a reason: {\"answer\":\"<id>\",\"reason\":\"...\"} "+
 		"takes 7 to 10 tokens before the reason starts, so answers whose reason runs longer are cut at the cap "+
 		"(finish_reason length), their JSON unclosed and the reason lost; give at least %d (e.g. 256), or remove reason: true",
@@ -147,11 +144,16 @@ func (s *Spec) verbalizedRemark(p string, m Model) string {
 	if capped >= need {
 		return ""
 	}
-	field := p + ".params.max_tokens"
-	if m.Params.MaxCompletionTokens > 0 {
-		field = p + ".params.max_completion_tokens"
-	}
+	field := capField(p, m)
 	return fmt.Sprintf("%s: %d tokens is little for a verbalized answer: an object of %d probabilities takes up to %d tokens, "+
 		"so answers may be cut at the cap (finish_reason length, unparsed as Truncated); give at least %d",
 		field, capped, most, need, need)
+}
+
+// capField is the path of model m's completion cap (at p): max_completion_tokens when it sets one, else max_tokens.
+func capField(p string, m Model) string {
+	if m.Params.MaxCompletionTokens > 0 {
+		return p + ".params.max_completion_tokens"
+	}
+	return p + ".params.max_tokens"
 }
