@@ -282,3 +282,25 @@ func TestMixedEnumerationsMustBePinned(t *testing.T) {
 		t.Errorf("as written: %v", err)
 	}
 }
+
+// TestTheVerbalizedProbeIsInstructed: under answer.modes the verbalized probe's last user message asks for the
+// probabilities (naming the ids the cell shows), and the main call's does not.
+func TestTheVerbalizedProbeIsInstructed(t *testing.T) {
+	s := orderSpec(OrderBalanced, "dk")
+	s.Run.Answer = &AnswerSettings{Modes: []AnswerMode{AnswerLogprobs, AnswerVerbalized}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		msgs, err := s.Render(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := msgs[len(msgs)-1].Content
+		asked := strings.HasSuffix(last, "\n\n"+VerbalizedInstruction(s.Shown(c).Set))
+		if asked != (c.Probe == 1) {
+			t.Fatalf("cell %s (probe %d): instruction appended %v; its last message:\n%s", s.CellID(c), c.Probe, asked, last)
+		}
+	}
+}

@@ -383,12 +383,13 @@ func (s *Spec) Render(c Cell, history []Turn) ([]Message, error) {
 // mode verbalized, VerbalizedInstruction after a blank line (the schema alone constrains the output, but a server
 // that compiles it to a grammar never shows the model what the numbers mean). Other modes add nothing.
 func (s *Spec) instruct(c Cell, out []Message) {
-	if s.AnswerFor(s.Models[c.Model]).Mode != AnswerVerbalized {
+	if s.CellAnswer(c).Mode != AnswerVerbalized {
 		return
 	}
 	for i := len(out) - 1; i >= 0; i-- {
 		if out[i].Role == RoleUser {
-			out[i].Content += "\n\n" + VerbalizedInstruction(s.OptionsFor(c.Item))
+			// The ids the cell shows, as its schema lists them (CallParams).
+			out[i].Content += "\n\n" + VerbalizedInstruction(s.Shown(c).Set)
 			return
 		}
 	}
