@@ -62,7 +62,6 @@ func (s *stack) batchWorkerEnv(t *testing.T, getenv func(string) string) func() 
 	return w.Stop
 }
 
-// batchGrid is gridSpec in batch mode, chunks of at most maxRequests, polled every second.
 // checkTwoSnapshots checks that res's rows name the served models a simulator with a SnapshotChange from seed
 // from sent: every answered row one, the rows of the seeds below from one snapshot, the others another; and that
 // its summary warns of the two.
@@ -95,8 +94,12 @@ func checkTwoSnapshots(t *testing.T, name string, rows []results.Row, res wire.R
 	}
 }
 
+// batchGrid is gridSpec in batch mode, chunks of at most maxRequests, polled every second.
 func batchGrid(maxRequests int) experiment.Spec {
 	s := gridSpec(1, 2, 6, 5) // 2 passes of 30 cells
+	// The simulator's snapshot change goes by the seed a request carries: one seed per (model, seed) pass here.
+	off := false
+	s.Run.SeedPerCell = &off
 	s.Run.Cache = experiment.CacheOff
 	s.Models[0].Price = &experiment.Price{InputPerMTok: 1, OutputPerMTok: 2}
 	s.Models[0].Batch = &experiment.BatchSettings{Mode: experiment.BatchBatch, MaxRequests: maxRequests,

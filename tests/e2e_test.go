@@ -140,7 +140,11 @@ func gridSpec(models, seeds, items, personas int) experiment.Spec {
 	return experimenttest.Grid(models, seeds, items, personas, experimenttest.Name("e2e grid"), experimenttest.FirstSeed(100),
 		experimenttest.Statements(), experimenttest.Model(func(i int, m *experiment.Model) {
 			m.Name, m.Provider, m.Params = fmt.Sprintf("sim-%d", i), "sim", experiment.Params{MaxTokens: 16}
-		}), experimenttest.Edit(func(s *experiment.Spec) { s.Questionnaire.Name = "e2e" }), experimenttest.Defaults())
+		}), experimenttest.Edit(func(s *experiment.Spec) {
+			// As a spec file gets it, so the caller's copy (to compute cache keys or sent seeds) and the run agree.
+			on := true
+			s.Questionnaire.Name, s.Run.SeedPerCell = "e2e", &on
+		}), experimenttest.Defaults())
 }
 
 func (s *stack) run(t *testing.T, id string, spec experiment.Spec) wire.Result {
