@@ -25,8 +25,10 @@ var referenceForms = []string{ReferenceAnswers, ReferenceCountsForm}
 // Reference is a human reference sample the models' answer distributions are compared with (reference.csv and
 // reference_scales.csv). A spec file names a CSV file; the starter reads it when it loads the spec and inlines
 // what the analysis needs — the counts of every option per item and group and, for raw answers, each scale's
-// reliability among the humans — so a resolved spec carries them and no worker reads a file. A few hundred
-// numbers stand for any number of respondents, which keeps the spec small enough for a workflow input.
+// reliability among the humans and the respondents themselves (Respondents: resampling and weights need them)
+// — so a resolved spec carries them and no worker reads a file. A file of counts stays a few hundred numbers
+// for any number of people; a file of answers adds a row per respondent, and a spec too large for a workflow
+// input is saved in the results store and referred to by digest.
 type Reference struct {
 	// File is the CSV file the reference was read from, relative to the spec; kept to say where it came from.
 	File string `json:"file,omitempty"`
@@ -41,6 +43,53 @@ type Reference struct {
 	Counts []ReferenceCounts `json:"counts,omitempty"`
 	// Scales is the humans' reliability per scale and group (answers form only: counts carry no respondents).
 	Scales []ReferenceScale `json:"scales,omitempty"`
+	// Weight is the column of a file of answers that holds each respondent's survey weight; empty: every
+	// respondent weighs 1.
+	Weight string `json:"weight,omitempty"`
+	// Respondents are the people of a file of answers, one by one (answers form only): what the human side of
+	// every resampled or weighted figure needs, which counts cannot give.
+	Respondents *Respondents `json:"respondents,omitempty"`
+}
+
+// Respondents are the people of a file of answers in file order: their answers, their values of the group
+// columns and their weights. One respondent is a small row of numbers, so a few thousand of them stay well inside
+// a workflow input; a larger spec is saved in the results store and referred to by digest.
+type Respondents struct {
+	// Items are the ids of the questionnaire's items the file has a column for, in questionnaire order.
+	Items []string `json:"items"`
+	// Answers[r][j] is respondent r's option on Items[j], as an index into that item's options (Spec.OptionsFor
+	// order); -1 where the answer is missing.
+	Answers [][]int `json:"answers"`
+	// Groups[r][g] is respondent r's value of Reference.Groups[g] (surrounding spaces trimmed), "" where missing.
+	// Empty without groups.
+	Groups [][]string `json:"groups,omitempty"`
+	// Weights[r] is respondent r's survey weight, a finite number > 0; nil: every respondent weighs 1.
+	Weights []float64 `json:"weights,omitempty"`
+}
+
+// Len is the number of respondents.
+func (r *Respondents) Len() int { return len(r.Answers) }
+
+// Weight is respondent i's weight: Weights[i], or 1 without weights.
+func (r *Respondents) Weight(i int) float64 {
+	if r.Weights == nil {
+		return 1
+	}
+	return r.Weights[i]
+}
+
+// InGroup reports whether respondent i belongs to the group label of a reference whose group columns are
+// columns: everyone belongs to GroupAll, and to "column=value" when their value of column is value.
+func (r *Respondents) InGroup(columns []string, i int, label string) bool {
+	if label == GroupAll {
+		return true
+	}
+	col, val, ok := SplitGroup(label)
+	if !ok {
+		return false
+	}
+	g := slices.Index(columns, col)
+	return g >= 0 && g < len(r.Groups[i]) && r.Groups[i][g] == val
 }
 
 // ReferenceCounts is how many people of one group gave each answer to one item.
@@ -183,6 +232,9 @@ func (s *Spec) checkReference(errs *Errors) {
 			}
 		}
 	}
+	if r.Respondents != nil {
+		s.checkRespondents(errs, items, ids)
+	}
 	seenScale := map[key]int{}
 	for i, sc := range r.Scales {
 		p := fmt.Sprintf("reference.scales[%d]", i)
@@ -202,5 +254,73 @@ func (s *Spec) checkReference(errs *Errors) {
 				errs.add(p, "alpha and omega_total must be finite numbers or null")
 			}
 		}
+	}
+}
+
+// checkRespondents validates a reference's respondents: known items in questionnaire order, answers that index
+// the item's options, a value per group column and a positive finite weight per respondent.
+func (s *Spec) checkRespondents(errs *Errors, items map[string]int, ids []string) {
+	r := s.Reference
+	rs := r.Respondents
+	if r.Form != ReferenceAnswers {
+		errs.add("reference.respondents", "only a file of answers has respondents; this reference's form is %q", r.Form)
+	}
+	idx := make([]int, len(rs.Items))
+	last := -1
+	for j, id := range rs.Items {
+		it, ok := items[id]
+		switch {
+		case !ok:
+			errs.add(fmt.Sprintf("reference.respondents.items[%d]", j), "unknown item %q%s; the questionnaire's items: %s", id,
+				suggest.DidYouMean(id, ids), strings.Join(ids, ", "))
+		case it <= last:
+			errs.add(fmt.Sprintf("reference.respondents.items[%d]", j), "item %q out of questionnaire order (or twice)", id)
+		}
+		idx[j], last = it, max(last, it)
+	}
+	if rs.Groups != nil && len(rs.Groups) != len(rs.Answers) {
+		errs.add("reference.respondents.groups", "%d rows of group values for %d respondents; want one row per respondent", len(rs.Groups), len(rs.Answers))
+	}
+	if rs.Weights != nil && len(rs.Weights) != len(rs.Answers) {
+		errs.add("reference.respondents.weights", "%d weights for %d respondents; want one per respondent", len(rs.Weights), len(rs.Answers))
+	}
+	const maxListed = 5 // a systematic mistake would otherwise repeat once per respondent
+	bad := 0
+	report := func(path, format string, args ...any) {
+		if bad++; bad <= maxListed {
+			errs.add(path, format, args...)
+		}
+	}
+	for i, a := range rs.Answers {
+		p := fmt.Sprintf("reference.respondents.answers[%d]", i)
+		if len(a) != len(rs.Items) {
+			report(p, "%d answers for %d items; want one per item of reference.respondents.items (-1: missing)", len(a), len(rs.Items))
+			continue
+		}
+		for j, k := range a {
+			if _, ok := items[rs.Items[j]]; !ok {
+				continue
+			}
+			if n := len(s.OptionsFor(idx[j]).Options); k < -1 || k >= n {
+				report(fmt.Sprintf("%s[%d]", p, j), "%d is not an option of item %q: want 0..%d, or -1 for no answer", k, rs.Items[j], n-1)
+			}
+		}
+		if rs.Groups != nil && i < len(rs.Groups) && len(rs.Groups[i]) != len(r.Groups) {
+			report(fmt.Sprintf("reference.respondents.groups[%d]", i), "%d values for %d group columns (%s)", len(rs.Groups[i]), len(r.Groups), strings.Join(r.Groups, ", "))
+		}
+		if rs.Weights != nil && i < len(rs.Weights) {
+			if w := rs.Weights[i]; !(w > 0) || math.IsInf(w, 0) {
+				report(fmt.Sprintf("reference.respondents.weights[%d]", i), "weight %v: want a finite number > 0", w)
+			}
+		}
+	}
+	if bad > maxListed {
+		errs.add("reference.respondents", "%d more mistakes in the respondents not listed", bad-maxListed)
+	}
+	if rs.Groups == nil && len(r.Groups) > 0 && len(rs.Answers) > 0 {
+		errs.add("reference.respondents.groups", "missing: the reference has group columns (%s); want each respondent's values", strings.Join(r.Groups, ", "))
+	}
+	if rs.Weights != nil && r.Weight == "" {
+		errs.add("reference.weight", "missing: the respondents have weights; name the column they came from")
 	}
 }

@@ -258,6 +258,15 @@ func (d *decoder) integers(n *node, path string) []int {
 	return out
 }
 
+// numbers reads a list of numbers.
+func (d *decoder) numbers(n *node, path string) []float64 {
+	var out []float64
+	for i, e := range d.list(n, path, "numbers") {
+		out = append(out, d.number(e, index(path, i)))
+	}
+	return out
+}
+
 // seeds reads a list of integers or numeric strings (or one of them).
 func (d *decoder) seeds(n *node, path string) []int64 {
 	if n == nil {

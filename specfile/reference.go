@@ -103,6 +103,19 @@ func (rr *refReader) answers(groups *node) {
 	nItems := len(rr.spec.Questionnaire.Items)
 	inFile := make([]bool, nItems)
 	known := slices.Concat(rr.itemIDs, ref.Groups)
+	weightCol := -1
+	if ref.Weight != "" {
+		weightCol = slices.Index(t.header, ref.Weight)
+		if weightCol < 0 {
+			e := &experiment.Error{File: rr.d.file, Field: "reference.weight",
+				Msg: fmt.Sprintf("no column %q in %s (columns: %s)%s", ref.Weight, t.name, strings.Join(t.header, ", "), suggest.DidYouMean(ref.Weight, t.header))}
+			if w := rr.d.referenceNode.get("weight"); w != nil {
+				e.Line, e.Column = w.where()
+			}
+			rr.d.errs = append(rr.d.errs, e)
+			return
+		}
+	}
 	for c, h := range t.header {
 		if it, ok := rr.itemIdx[h]; ok {
 			if inFile[it] {
@@ -115,6 +128,9 @@ func (rr *refReader) answers(groups *node) {
 		}
 		if g := slices.Index(ref.Groups, h); g >= 0 {
 			groupCol[g] = c
+			continue
+		}
+		if c == weightCol {
 			continue
 		}
 		rr.fail(1, t.headerCols[c], "column %q is neither an item id of the questionnaire nor a group of reference.groups%s; "+
@@ -140,10 +156,12 @@ func (rr *refReader) answers(groups *node) {
 	if rr.errs > 0 || missingGroup {
 		return
 	}
-	var absent []string
+	var absent, present []string
 	for it, ok := range inFile {
 		if !ok {
 			absent = append(absent, rr.spec.Questionnaire.Items[it].ID)
+		} else {
+			present = append(present, rr.spec.Questionnaire.Items[it].ID)
 		}
 	}
 	if len(absent) > 0 {
@@ -154,6 +172,7 @@ func (rr *refReader) answers(groups *node) {
 	// answer[r][it] is respondent r's option index on item it, -1 when missing; group[r][g] its value of group g.
 	answer := make([][]int16, len(t.rows))
 	group := make([][]string, len(t.rows))
+	var weights []float64
 	values := make([]map[string]bool, len(ref.Groups))
 	for g := range values {
 		values[g] = map[string]bool{}
@@ -168,6 +187,14 @@ func (rr *refReader) answers(groups *node) {
 			if k, ok := rr.option(it, v, t.lines[r], t.cols[r][c]); ok {
 				answer[r][it] = int16(k)
 			}
+		}
+		if weightCol >= 0 {
+			v := strings.TrimSpace(row[weightCol])
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(w > 0) || math.IsInf(w, 0) {
+				rr.fail(t.lines[r], t.cols[r][weightCol], "weight %q in column %s: want a finite number > 0 for every respondent", v, ref.Weight)
+			}
+			weights = append(weights, w)
 		}
 		group[r] = make([]string, len(ref.Groups))
 		for g, c := range groupCol {
@@ -184,6 +211,7 @@ func (rr *refReader) answers(groups *node) {
 	if rr.errs > 0 {
 		return
 	}
+	rr.respondents(answer, group, weights, inFile, present)
 	labels := []string{experiment.GroupAll}
 	member := []func(r int) bool{func(int) bool { return true }}
 	for g, col := range ref.Groups {
@@ -212,6 +240,25 @@ func (rr *refReader) answers(groups *node) {
 		}
 	}
 	rr.reliability(answer, labels, member, inFile)
+}
+
+// respondents inlines the file's people into ref.Respondents: each one's answers on the items the file has
+// (present, in questionnaire order), group values and weights.
+func (rr *refReader) respondents(answer [][]int16, group [][]string, weights []float64, inFile []bool, present []string) {
+	rs := &experiment.Respondents{Items: present, Answers: make([][]int, len(answer)), Weights: weights}
+	if len(rr.ref.Groups) > 0 {
+		rs.Groups = group
+	}
+	for r, a := range answer {
+		row := make([]int, 0, len(present))
+		for it, ok := range inFile {
+			if ok {
+				row = append(row, int(a[it]))
+			}
+		}
+		rs.Answers[r] = row
+	}
+	rr.ref.Respondents = rs
 }
 
 // reliability fills ref.Scales: for every scale and group the reliability of the people's answers on the scale's

@@ -224,6 +224,59 @@ func TestReferenceAnswersSmall(t *testing.T) {
 	}
 }
 
+// TestReferenceRespondents: a file of answers inlines its people one by one (answers as option indices on the
+// items the file has, group values, weights), which the resolved spec carries through JSON and validation
+// refuses when they do not fit the questionnaire.
+func TestReferenceRespondents(t *testing.T) {
+	s, err := refSpec(t, "{file: human.csv, groups: [sex], weight: w}", "w,i2,sex\n0.5,2,f\n2,, m \n1.25,1,NA\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &experiment.Respondents{Items: []string{"i2"}, Answers: [][]int{{1}, {-1}, {0}},
+		Groups: [][]string{{"f"}, {"m"}, {""}}, Weights: []float64{0.5, 2, 1.25}}
+	if !reflect.DeepEqual(s.Reference.Respondents, want) || s.Reference.Weight != "w" {
+		t.Fatalf("respondents %+v, weight %q\nwant %+v", s.Reference.Respondents, s.Reference.Weight, want)
+	}
+	if rs := s.Reference.Respondents; !rs.InGroup(s.Reference.Groups, 1, "sex=m") || rs.InGroup(s.Reference.Groups, 2, "sex=f") ||
+		!rs.InGroup(s.Reference.Groups, 2, experiment.GroupAll) || rs.Weight(1) != 2 {
+		t.Fatal("InGroup or Weight disagree with the file")
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseInput(b, "input")
+	if err != nil {
+		t.Fatalf("ParseInput of the resolved spec: %v", err)
+	}
+	if !reflect.DeepEqual(back.Reference, s.Reference) {
+		t.Fatalf("reference changed through JSON:\n%+v\n%+v", back.Reference.Respondents, s.Reference.Respondents)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*experiment.Respondents)
+		want string
+	}{
+		{"option out of range", func(r *experiment.Respondents) { r.Answers[0][0] = 2 }, "reference.respondents.answers[0][0]: 2 is not an option of item \"i2\""},
+		{"short row", func(r *experiment.Respondents) { r.Answers[1] = nil }, "reference.respondents.answers[1]: 0 answers for 1 items"},
+		{"unknown item", func(r *experiment.Respondents) { r.Items[0] = "i9" }, "reference.respondents.items[0]: unknown item \"i9\""},
+		{"bad weight", func(r *experiment.Respondents) { r.Weights[2] = -1 }, "reference.respondents.weights[2]: weight -1"},
+		{"weights short", func(r *experiment.Respondents) { r.Weights = r.Weights[:1] }, "1 weights for 3 respondents"},
+		{"group values", func(r *experiment.Respondents) { r.Groups[0] = nil }, "reference.respondents.groups[0]: 0 values for 1 group columns"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad, err := ParseInput(b, "input")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(bad.Reference.Respondents)
+			if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("validation error %v\nwant it to contain %s", err, c.want)
+			}
+		})
+	}
+}
+
 // TestReferenceErrors: every mistake in a reference file is reported at its line and column, saying what
 // would be accepted.
 func TestReferenceErrors(t *testing.T) {
@@ -243,6 +296,9 @@ func TestReferenceErrors(t *testing.T) {
 		{"duplicate count", "{file: human.csv}", "item_id,option_id,count\ni1,1,3\ni1,1,2\n", []string{`human.csv:3:1: reference.file: item i1, option 1, group all again (line 2 has it)`}},
 		{"no all", "{file: human.csv, groups: [sex]}", "item_id,option_id,count,group\ni1,1,3,sex=f\n", []string{`human.csv:2:1: reference.file: item i1 has counts for groups but none for the whole sample`}},
 		{"unknown count column", "{file: human.csv}", "item_id,option_id,count,gruop\n", []string{`human.csv:1:25: reference.file: unknown column "gruop" in a file of counts (did you mean "group"?)`}},
+		{"bad weight", "{file: human.csv, weight: w}", "i1,i2,w\n1,2,0.5\n2,1,0\n1,1,x\n2,2,\n",
+			[]string{`human.csv:3:5: reference.file: weight "0" in column w`, `human.csv:4:5: reference.file: weight "x"`, `human.csv:5:5: reference.file: weight ""`}},
+		{"no weight column", "{file: human.csv, weight: wt}", "i1,i2,w\n1,2,0.5\n", []string{`spec.yaml:38:38: reference.weight: no column "wt" in `, `(columns: i1, i2, w) (did you mean "w"?)`}},
 		{"no file", "{groups: [sex]}", "", []string{`reference: missing file`}},
 		{"not a file", "{file: nowhere.csv}", "", []string{`reference.file: cannot read`}},
 	} {

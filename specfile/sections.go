@@ -47,6 +47,26 @@ var referenceKeys = table[experiment.Reference]{
 	field("form", func(r *experiment.Reference) *string { return &r.Form }, (*decoder).str),
 	field("counts", func(r *experiment.Reference) *[]experiment.ReferenceCounts { return &r.Counts }, listOf(referenceCountKeys, "reference counts")),
 	field("scales", func(r *experiment.Reference) *[]experiment.ReferenceScale { return &r.Scales }, listOf(referenceScaleKeys, "reference scales")),
+	field("weight", func(r *experiment.Reference) *string { return &r.Weight }, (*decoder).str),
+	field("respondents", func(r *experiment.Reference) **experiment.Respondents { return &r.Respondents }, respondentKeys.decodePtr),
+}
+
+var respondentKeys = table[experiment.Respondents]{
+	field("items", func(r *experiment.Respondents) *[]string { return &r.Items }, (*decoder).strings),
+	field("answers", func(r *experiment.Respondents) *[][]int { return &r.Answers }, rowsOf((*decoder).integers, "rows of whole numbers")),
+	field("groups", func(r *experiment.Respondents) *[][]string { return &r.Groups }, rowsOf((*decoder).strings, "rows of strings")),
+	field("weights", func(r *experiment.Respondents) *[]float64 { return &r.Weights }, (*decoder).numbers),
+}
+
+// rowsOf decodes a list of lists, each with row.
+func rowsOf[T any](row func(*decoder, *node, string) []T, what string) func(*decoder, *node, string) [][]T {
+	return func(d *decoder, n *node, path string) [][]T {
+		var out [][]T
+		for i, e := range d.list(n, path, what) {
+			out = append(out, row(d, e, index(path, i)))
+		}
+		return out
+	}
 }
 
 var referenceCountKeys = table[experiment.ReferenceCounts]{
@@ -68,7 +88,7 @@ var referenceScaleKeys = table[experiment.ReferenceScale]{
 // once the whole spec is decoded: its item and option ids are resolved against the questionnaire.
 func reference(d *decoder, n *node, path string) *experiment.Reference {
 	r := referenceKeys.decodePtr(d, n, path)
-	if r != nil && r.File != "" && len(r.Counts) == 0 && len(r.Scales) == 0 {
+	if r != nil && r.File != "" && len(r.Counts) == 0 && len(r.Scales) == 0 && r.Respondents == nil {
 		d.referenceNode = n
 	}
 	return r

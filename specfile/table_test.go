@@ -100,6 +100,7 @@ func TestTablesMatchJSONTags(t *testing.T) {
 	check(reflect.TypeFor[experiment.Reference](), tableProblems(referenceKeys))
 	check(reflect.TypeFor[experiment.ReferenceCounts](), tableProblems(referenceCountKeys))
 	check(reflect.TypeFor[experiment.ReferenceScale](), tableProblems(referenceScaleKeys))
+	check(reflect.TypeFor[experiment.Respondents](), tableProblems(respondentKeys))
 	check(reflect.TypeFor[experiment.AnalysisSettings](), tableProblems(analysisKeys))
 	check(reflect.TypeFor[experiment.BootstrapSettings](), tableProblems(bootstrapKeys))
 
