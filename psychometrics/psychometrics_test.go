@@ -20,9 +20,15 @@ type refCase struct {
 	items  map[string]map[string]float64 // stat → item → value
 }
 
+// readCSV reads testdata/name, or name itself when it is an absolute path or already starts with testdata/
+// (a file a test wrote into its own temporary directory, or one named by its directory).
 func readCSV(t *testing.T, name string) [][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
+	path := name
+	if !filepath.IsAbs(name) && !strings.HasPrefix(name, "testdata"+string(filepath.Separator)) {
+		path = filepath.Join("testdata", name)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
