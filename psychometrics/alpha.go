@@ -54,13 +54,18 @@ func ComputeAlphaWeighted(x [][]float64, w []float64) (Alpha, error) {
 	if err := checkWeights(x, w); err != nil {
 		return Alpha{}, err
 	}
+	return alphaFrom(x, w, newPairTable(x, w, allColumns(x)))
+}
+
+// alphaFrom is ComputeAlphaWeighted on checked weights, t the pairTable of all of x's columns.
+func alphaFrom(x [][]float64, w []float64, t pairTable) (Alpha, error) {
 	if len(x) == 0 {
 		return Alpha{}, ErrTooFewItems
 	}
 	cols := len(x[0])
 	var a Alpha
 	for c := range cols {
-		if v := columnVariance(x, w, c); math.IsNaN(v) || v <= 0 {
+		if v := t.variance(c); math.IsNaN(v) || v <= 0 {
 			a.Dropped = append(a.Dropped, c)
 			continue
 		}
@@ -81,8 +86,7 @@ func ComputeAlphaWeighted(x [][]float64, w []float64) (Alpha, error) {
 	if k < 2 {
 		return a, ErrTooFewItems
 	}
-	cAll := pairwiseCov(x, w, cols)
-	cm := sub(cAll, a.Items)
+	cm := t.cov(a.Items)
 	rm := cov2cor(cm)
 	a.Raw, a.Std, a.AverageR = alphaOf(cm, rm)
 	a.ItemRest = make([]float64, k)
@@ -111,14 +115,4 @@ func alphaOf(c, r [][]float64) (raw, std, avr float64) {
 	std = (1 - n/sumR) * (n / (n - 1))
 	avr = (sumR - n) / (n * (n - 1))
 	return raw, std, avr
-}
-
-// columnVariance is the (weighted) sample variance of column c over its present values, NaN with fewer than
-// two.
-func columnVariance(x [][]float64, w []float64, c int) float64 {
-	p := pairwise(x, w, c, c)
-	if p.n < 2 {
-		return math.NaN()
-	}
-	return p.sxx / p.divisor()
 }

@@ -100,7 +100,7 @@ func Covariances(x [][]float64, w []float64) ([][]float64, error) {
 	if err := checkWeights(x, w); err != nil {
 		return nil, err
 	}
-	return pairwiseCov(x, w, columns(x)), nil
+	return newPairTable(x, w, allColumns(x)).cov(nil), nil
 }
 
 // Correlations is the item correlation matrix of x weighted as Covariances is, pairwise: entry (i, j) is the
@@ -112,20 +112,59 @@ func Correlations(x [][]float64, w []float64) ([][]float64, error) {
 	if err := checkWeights(x, w); err != nil {
 		return nil, err
 	}
-	return pairwiseCor(x, w, columns(x)), nil
+	return newPairTable(x, w, allColumns(x)).cor(nil), nil
 }
 
-func columns(x [][]float64) int {
+// allColumns lists the columns of x: 0 … len(x[0])−1.
+func allColumns(x [][]float64) []int {
 	if len(x) == 0 {
-		return 0
+		return nil
 	}
-	return len(x[0])
+	cols := make([]int, len(x[0]))
+	for c := range cols {
+		cols[c] = c
+	}
+	return cols
 }
 
-// pairwiseCov is Covariances without the check of w.
-func pairwiseCov(x [][]float64, w []float64, cols int) [][]float64 {
-	return symmetric(cols, func(i, j int) float64 {
-		p := pairwise(x, w, i, j)
+// pairTable holds the pairSums of every pair of some columns of a data matrix, so that the covariances, the
+// correlations and the column variances of one matrix come from one pass per pair. Entry [a][b], a <= b, is
+// the pair of the table's columns a and b (positions in the cols it was built from).
+type pairTable [][]pairSums
+
+func newPairTable(x [][]float64, w []float64, cols []int) pairTable {
+	t := make(pairTable, len(cols))
+	for a, i := range cols {
+		t[a] = make([]pairSums, len(cols))
+		for b := a; b < len(cols); b++ {
+			t[a][b] = pairwise(x, w, i, cols[b])
+		}
+	}
+	return t
+}
+
+func (t pairTable) at(a, b int) pairSums {
+	if a > b {
+		a, b = b, a
+	}
+	return t[a][b]
+}
+
+// variance is the (weighted) sample variance of the table's column a over its present values, NaN with fewer
+// than two.
+func (t pairTable) variance(a int) float64 {
+	p := t.at(a, a)
+	if p.n < 2 {
+		return math.NaN()
+	}
+	return p.sxx / p.divisor()
+}
+
+// cov is the covariance matrix of the table's columns idx (nil: all), NaN where fewer than two rows share a
+// pair.
+func (t pairTable) cov(idx []int) [][]float64 {
+	return t.matrix(idx, func(a, b int) float64 {
+		p := t.at(a, b)
 		if p.n < 2 {
 			return math.NaN()
 		}
@@ -133,15 +172,15 @@ func pairwiseCov(x [][]float64, w []float64, cols int) [][]float64 {
 	})
 }
 
-// pairwiseCor is Correlations without the check of w. Each entry uses the standard deviations of the pair's
-// rows (unlike cov2cor of pairwiseCov, which divides by each column's own standard deviation).
-func pairwiseCor(x [][]float64, w []float64, cols int) [][]float64 {
-	return symmetric(cols, func(i, j int) float64 {
-		p := pairwise(x, w, i, j)
+// cor is the correlation matrix of the table's columns idx (nil: all). Each entry uses the standard deviations
+// of the pair's rows (unlike cov2cor of cov, which divides by each column's own standard deviation).
+func (t pairTable) cor(idx []int) [][]float64 {
+	return t.matrix(idx, func(a, b int) float64 {
+		p := t.at(a, b)
 		switch {
 		case p.n < 2:
 			return math.NaN()
-		case i == j:
+		case a == b:
 			if p.sxx == 0 {
 				return math.NaN()
 			}
@@ -149,6 +188,16 @@ func pairwiseCor(x [][]float64, w []float64, cols int) [][]float64 {
 		}
 		return p.sxy / math.Sqrt(p.sxx*p.syy)
 	})
+}
+
+func (t pairTable) matrix(idx []int, f func(a, b int) float64) [][]float64 {
+	if idx == nil {
+		idx = make([]int, len(t))
+		for a := range idx {
+			idx[a] = a
+		}
+	}
+	return symmetric(len(idx), func(i, j int) float64 { return f(idx[i], idx[j]) })
 }
 
 // symmetric builds the n × n symmetric matrix whose entry (i, j), i <= j, is f(i, j).
@@ -192,17 +241,6 @@ func drop(m [][]float64, k int) [][]float64 {
 			oj++
 		}
 		oi++
-	}
-	return out
-}
-
-// sub returns the rows and columns idx of m.
-func sub(m [][]float64, idx []int) [][]float64 {
-	out := square(len(idx))
-	for a, i := range idx {
-		for b, j := range idx {
-			out[a][b] = m[i][j]
-		}
 	}
 	return out
 }

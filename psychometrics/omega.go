@@ -66,14 +66,7 @@ func OmegaTotalWeighted(x [][]float64, w []float64, cols []int) (float64, error)
 	if len(cols) < 2 {
 		return math.NaN(), ErrTooFewItems
 	}
-	sel := make([][]float64, len(x))
-	for r, row := range x {
-		sel[r] = make([]float64, len(cols))
-		for k, c := range cols {
-			sel[r][k] = row[c]
-		}
-	}
-	return OmegaFromCorrelations(pairwiseCor(sel, w, len(cols)))
+	return OmegaFromCorrelations(newPairTable(x, w, cols).cor(nil))
 }
 
 // OmegaFromCorrelations is omega total from a correlation matrix r, psych's

@@ -22,7 +22,7 @@ type refCase struct {
 
 // readCSV reads testdata/name, or name itself when it is an absolute path or already starts with testdata/
 // (a file a test wrote into its own temporary directory, or one named by its directory).
-func readCSV(t *testing.T, name string) [][]string {
+func readCSV(t testing.TB, name string) [][]string {
 	t.Helper()
 	path := name
 	if !filepath.IsAbs(name) && !strings.HasPrefix(name, "testdata"+string(filepath.Separator)) {
@@ -72,7 +72,7 @@ func readReferenceFile(t *testing.T, name string) map[string]*refCase {
 }
 
 // matrix reads a data matrix CSV (header of item names, empty = missing).
-func matrix(t *testing.T, name string) ([]string, [][]float64) {
+func matrix(t testing.TB, name string) ([]string, [][]float64) {
 	t.Helper()
 	recs := readCSV(t, name)
 	x := make([][]float64, len(recs)-1)

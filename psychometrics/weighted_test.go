@@ -475,3 +475,34 @@ func TestGroupingHandCases(t *testing.T) {
 		t.Errorf("weighted mean %v, want 1.25", m)
 	}
 }
+
+// sub returns the rows and columns idx of m.
+func sub(m [][]float64, idx []int) [][]float64 {
+	out := square(len(idx))
+	for a, i := range idx {
+		for b, j := range idx {
+			out[a][b] = m[i][j]
+		}
+	}
+	return out
+}
+
+// TestScaleReliabilityParts: ScaleReliabilityWeighted shares one table of pair sums between alpha and omega;
+// it must give exactly what ComputeAlphaWeighted and OmegaTotalWeighted give on their own.
+func TestScaleReliabilityParts(t *testing.T) {
+	w := readWeights(t, "testdata")
+	for _, name := range []string{"bfi_A", "bfi_C", "bfi_A_constant", "expected_A"} {
+		_, x := matrix(t, name+".csv")
+		for _, wv := range [][]float64{nil, w[:len(x)]} {
+			r := ScaleReliabilityWeighted(x, wv)
+			a, err := ComputeAlphaWeighted(x, wv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			om, err := OmegaTotalWeighted(x, wv, a.Items)
+			if fmt.Sprint(r.Alpha) != fmt.Sprint(a) || r.Omega != om || !errors.Is(r.OmegaErr, err) {
+				t.Errorf("%s (weighted %v): %v ω %v, parts %v ω %v", name, wv != nil, r.Alpha, r.Omega, a, om)
+			}
+		}
+	}
+}
