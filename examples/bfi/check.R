@@ -230,12 +230,19 @@ for (i in seq_len(nrow(res))) {
 has_p <- !sapply(cell_p, is.null)
 models <- unique(res$model)
 
-# pool: the mean distribution of the cells of model m on item it over the personas ps, with the number of cells
-# and of those from probabilities; p NULL when there is none.
+# The sums of the cells' distributions per model × item × persona, and their counts, computed once: pool reads them.
+cell_key <- paste(res$model, res$item_id, res$persona_id, sep = "\t")
+sums <- lapply(split(which(has_p), cell_key[has_p]), function(sel) {
+  list(sum = Reduce(`+`, cell_p[sel]), cells = length(sel), probs = sum(cell_from_probs[sel]))
+})
+
+# pool: the mean distribution of the cells of model m on item it over the personas ps (every seed and option
+# order of each), with the number of cells and of those from probabilities; p NULL when there is none.
 pool <- function(m, it, ps) {
-  sel <- which(has_p & res$model == m & res$item_id == it & res$persona_id %in% ps)
-  if (length(sel) == 0) return(list(p = NULL, cells = 0L, probs = 0L))
-  list(p = Reduce(`+`, cell_p[sel]) / length(sel), cells = length(sel), probs = sum(cell_from_probs[sel]))
+  parts <- sums[intersect(paste(m, it, ps, sep = "\t"), names(sums))]
+  if (length(parts) == 0) return(list(p = NULL, cells = 0L, probs = 0L))
+  cells <- sum(sapply(parts, `[[`, "cells"))
+  list(p = Reduce(`+`, lapply(parts, `[[`, "sum")) / cells, cells = cells, probs = sum(sapply(parts, `[[`, "probs")))
 }
 source_of <- function(pl) {
   if (pl$cells == 0) "" else if (pl$probs == pl$cells) "probs" else if (pl$probs == 0) "answers" else "mixed"
