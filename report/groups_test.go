@@ -78,6 +78,7 @@ func TestReportEveryGroup(t *testing.T) {
 	bars := indexPMF(page)
 	col, rows := readCSV(t, filepath.Join(dir, results.ReferenceFile))
 	resp := map[string][2]int{} // group → fewest, most respondents of an item
+	w1 := map[string][]float64{}  // group → its items' W1
 	for _, r := range rows {
 		g := r[col["group"]]
 		key := "dist/" + r[col["model"]] + "/" + g + "/" + r[col["item_id"]]
@@ -92,6 +93,9 @@ func TestReportEveryGroup(t *testing.T) {
 		}
 		if want := parseFloats(t, r[col["human_p"]]); !near(h, want...) {
 			t.Errorf("%s human bars %v, reference.csv %v", key, h, want)
+		}
+		if v, err := strconv.ParseFloat(r[col["w1"]], 64); err == nil {
+			w1[g] = append(w1[g], v)
 		}
 		n, _ := strconv.Atoi(r[col["n_humans"]])
 		lh, seen := resp[g]
@@ -128,6 +132,11 @@ func TestReportEveryGroup(t *testing.T) {
 			n = thousands(lh[0])
 		}
 		expect("group/sim/"+g+"/n_humans", n, equal)
+		var sum float64
+		for _, v := range w1[g] {
+			sum += v
+		}
+		expect("group/sim/"+g+"/mean_w1", strconv.FormatFloat(sum/float64(len(w1[g])), 'g', -1, 64), sameStat)
 	}
 
 	col, rows = readCSV(t, filepath.Join(dir, results.ReferenceScalesFile))
@@ -142,13 +151,13 @@ func TestReportEveryGroup(t *testing.T) {
 		expect(key+"/n_personas", r[col["n_personas"]], equal)
 		expect(key+"/n_humans", thousandsOf(t, r[col["n_humans"]]), equal)
 		// The row's markup up to the next scale row: its note, when it has one, is in the row beneath.
-		mark := `data-key="` + key + `/n_personas"`
+		mark := `data-key="` + key + `/model_alpha"`
 		i := strings.Index(plain, mark)
 		if i < 0 {
 			continue
 		}
 		row := plain[i+len(mark):]
-		if j := strings.Index(row, `/n_personas"`); j > 0 {
+		if j := strings.Index(row, `/model_alpha"`); j > 0 {
 			row = row[:j]
 		}
 		if j := strings.Index(row, "</table>"); j > 0 {
@@ -173,8 +182,8 @@ func TestReportEveryGroup(t *testing.T) {
 	if len(rows) != 5*7 || negative == 0 || noted == 0 {
 		t.Errorf("%d scale lines, %d with a negative model α, %d with a note: want 35 and some of each", len(rows), negative, noted)
 	}
-	// Per item and group six numbers, per group two, per scale and group six.
-	if checked != 25*7*6+7*2+35*6 {
+	// Per item and group six numbers, per group three, per scale and group six.
+	if checked != 25*7*6+7*3+35*6 {
 		t.Errorf("only %d numbers checked", checked)
 	}
 	// The names of the counts say what they count.
