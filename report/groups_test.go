@@ -77,8 +77,8 @@ func TestReportEveryGroup(t *testing.T) {
 	}
 	bars := indexPMF(page)
 	col, rows := readCSV(t, filepath.Join(dir, results.ReferenceFile))
-	resp := map[string][2]int{} // group → fewest, most respondents of an item
-	w1 := map[string][]float64{}  // group → its items' W1
+	resp := map[string][2]int{}  // group → fewest, most respondents of an item
+	w1 := map[string][]float64{} // group → its items' W1
 	for _, r := range rows {
 		g := r[col["group"]]
 		key := "dist/" + r[col["model"]] + "/" + g + "/" + r[col["item_id"]]
