@@ -410,3 +410,17 @@ type keyedFigure struct {
 	figure
 	Key string
 }
+
+// HasCI reports whether some figure of the table has an interval (its legend then says what the brackets are).
+func (g groupTable) HasCI() bool {
+	for _, r := range g.Rows {
+		for _, v := range r.Vals {
+			for _, f := range []figure{v.Model, v.Uniform, v.Ceiling} {
+				if f.Lo != nil && f.Hi != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

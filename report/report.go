@@ -55,6 +55,7 @@ var funcs = template.FuncMap{
 	"half":   func(v float64) float64 { return v / 2 },
 	"list":   func(h ...histogram) []histogram { return h },
 	"iv":     interval,
+	"group":  groupName,
 	"fig":    func(f figure, key string) keyedFigure { return keyedFigure{f, key} },
 	"lowMark": func() string {
 		return strconv.FormatFloat(LowReliability, 'g', -1, 64)
