@@ -74,6 +74,8 @@ type validitySide struct {
 	// NaN where it has none: for a persona its expected score over its mean distribution, for a respondent its
 	// answer's.
 	score, raw [][]float64
+	// item[it] is the column of score of item it, [unit]: what the per-item statistics read in every resample.
+	item [][]float64
 	// level[a][u] is unit u's level of attribute a as an index into the attribute's levels, -1 for none.
 	level [][]int
 	// weight is each unit's weight; nil: every unit weighs 1.
@@ -280,6 +282,12 @@ func (a *Analysis) humanSide(attrs []string, levels [][]string) *validitySide {
 // fillScales computes each unit's scale scores and acquiescence from its item scores, and sizes the
 // contradiction counts.
 func (v *validitySide) fillScales(keys []keying) {
+	if v.n > 0 {
+		v.item = make([][]float64, len(v.score[0]))
+		for it := range v.item {
+			v.item[it] = column2(v.score, it)
+		}
+	}
 	v.scale, v.acq = make([][]float64, len(keys)), make([][]float64, len(keys))
 	v.agree, v.pairs = make([][]float64, len(keys)), make([][]float64, len(keys))
 	for k, kk := range keys {
@@ -554,8 +562,10 @@ func congruence(x, y []float64) float64 {
 type validityLine struct {
 	row          Validity
 	model, human sideStat
-	// value compares the two sides (sd_ratio, congruence); nil for the statistics reported per side.
+	// value compares the two sides (congruence); nil for the statistics reported per side. ratio makes the
+	// value the model's statistic over the humans' (sd_ratio).
 	value func(mv, hv *validitySide, mi, hi []int) (float64, string)
+	ratio bool
 	mv    *validitySide
 }
 
@@ -641,11 +651,11 @@ func (a *Analysis) validity() {
 			sdScale := sdStat(func(v *validitySide) []float64 { return v.scale[k] })
 			row := all
 			row.Statistic = ValiditySDRatio
-			add(validityLine{row: row, model: sdScale, human: sdScale, value: ratioOf(sdScale)})
+			add(validityLine{row: row, model: sdScale, human: sdScale, ratio: true})
 			for _, it := range kk.items {
-				sdItem := sdStat(func(v *validitySide) []float64 { return column2(v.score, it) })
+				sdItem := sdStat(func(v *validitySide) []float64 { return v.item[it] })
 				row.ItemID = s.Questionnaire.Items[it].ID
-				add(validityLine{row: row, model: sdItem, human: sdItem, value: ratioOf(sdItem)})
+				add(validityLine{row: row, model: sdItem, human: sdItem, ratio: true})
 			}
 			for _, st := range []struct {
 				name string
@@ -678,24 +688,6 @@ func column2(x [][]float64, it int) []float64 {
 		out[u] = x[u][it]
 	}
 	return out
-}
-
-// ratioOf is the model's sd over the humans'.
-func ratioOf(sd sideStat) func(mv, hv *validitySide, mi, hi []int) (float64, string) {
-	return func(mv, hv *validitySide, mi, hi []int) (float64, string) {
-		m, _, why := sd(mv, mi)
-		if why != "" {
-			return math.NaN(), ""
-		}
-		h, _, why := sd(hv, hi)
-		if why != "" {
-			return math.NaN(), ""
-		}
-		if h == 0 {
-			return math.NaN(), "humans: no variance"
-		}
-		return m / h, ""
-	}
 }
 
 // congruenceOf is Tucker's congruence of the two sides' one-factor loadings on items.
@@ -750,6 +742,10 @@ func (a *Analysis) fillValidity(lines []validityLine, human *validitySide) {
 				}
 			}
 		}
+		if l.ratio && l.row.ModelValue != nil && l.row.HumanValue != nil {
+			x, why := ratio(*l.row.ModelValue, *l.row.HumanValue)
+			l.row.Value, notes = finite(x), append(notes, why)
+		}
 		if l.row.Statistic == ValidityDifference && l.row.ModelValue != nil && l.row.HumanValue != nil {
 			agree := sign(*l.row.ModelValue) == sign(*l.row.HumanValue)
 			l.row.Agree = &agree
@@ -789,8 +785,12 @@ func (a *Analysis) fillValidity(lines []validityLine, human *validitySide) {
 				x, _, _ := l.human(human, hi)
 				vals[i].human = append(vals[i].human, x)
 			}
-			if l.value != nil {
+			switch {
+			case l.value != nil:
 				x, _ := l.value(l.mv, human, mi, hi)
+				vals[i].value = append(vals[i].value, x)
+			case l.ratio:
+				x, _ := ratio(vals[i].model[len(vals[i].model)-1], vals[i].human[len(vals[i].human)-1])
 				vals[i].value = append(vals[i].value, x)
 			}
 		}
@@ -812,6 +812,14 @@ func (a *Analysis) fillValidity(lines []validityLine, human *validitySide) {
 		interval("value", vals[i].value, r.Value, &r.ValueLo, &r.ValueHi)
 		r.Note = joinNotes(append([]string{r.Note}, notes...)...)
 	}
+}
+
+// ratio is m/h, NaN with a reason where h is 0 (and NaN where either is).
+func ratio(m, h float64) (float64, string) {
+	if h == 0 {
+		return math.NaN(), "humans: no variance, no ratio"
+	}
+	return m / h, ""
 }
 
 // definedCount is the number of values that are not NaN.
