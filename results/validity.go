@@ -8,6 +8,7 @@ import (
 
 	"github.com/silicolab/silico/bootstrap"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/psychometrics"
 )
 
 // The statistics of validity.csv (Validity.Statistic). docs/architecture.md defines each and says what it
@@ -84,6 +85,33 @@ type validitySide struct {
 	// where undefined; agree[k][u] and pairs[k][u] its (positive, negative) pairs of scale k answered on the
 	// agreeing side twice and answered at all.
 	scale, acq, agree, pairs [][]float64
+	// ys, ws, gs and rows are scratch buffers: a resample's values, weights, levels and score rows as the
+	// psychometrics functions take them (a side is used by one goroutine).
+	ys, ws []float64
+	gs     []int
+	rows   [][]float64
+	// byItems holds scaleRows' matrices by their list of items.
+	byItems map[string][][]float64
+}
+
+// gather fills ys (and ws with weights, gs with attribute g's levels when g ≥ 0) with the units of idx whose
+// value y is present and, with g ≥ 0, who have a level; it returns them and the weights, nil without weights.
+func (v *validitySide) gather(y []float64, g int, idx []int) (ys, ws []float64, gs []int) {
+	v.ys, v.ws, v.gs = v.ys[:0], v.ws[:0], v.gs[:0]
+	for _, u := range idx {
+		if math.IsNaN(y[u]) || g >= 0 && v.level[g][u] < 0 {
+			continue
+		}
+		v.ys = append(v.ys, y[u])
+		v.ws = append(v.ws, v.w(u))
+		if g >= 0 {
+			v.gs = append(v.gs, v.level[g][u])
+		}
+	}
+	if v.weight == nil {
+		return v.ys, nil, v.gs
+	}
+	return v.ys, v.ws, v.gs
 }
 
 // keying is the items of one scale by key, and each item's midpoint: (lowest + highest weight)/2 of its
@@ -355,26 +383,16 @@ func (v *validitySide) weightedMean(y []float64, idx []int) (float64, int) {
 	return s / sw, n
 }
 
-// sdStat is the (weighted) standard deviation of y over the units with a value: √(Σ w (y − ȳ_w)² / (Σw −
-// Σw²/Σw)), R's cov.wt(method = "unbiased"); with every weight 1 the n − 1 sample SD.
+// sdStat is the (weighted) standard deviation of y over the units with a value, psychometrics.WeightedSD: √(Σ
+// w (y − ȳ)² / (Σw − Σw²/Σw)), R's cov.wt(method = "unbiased"); with every weight 1 the n − 1 sample SD.
 func sdStat(y func(v *validitySide) []float64) sideStat {
 	return func(v *validitySide, idx []int) (float64, int, string) {
-		ys := y(v)
-		m, n := v.weightedMean(ys, idx)
-		if n < 2 {
-			return math.NaN(), n, fmt.Sprintf("%s: fewer than two %s with a score", v.name, v.unit)
+		ys, ws, _ := v.gather(y(v), -1, idx)
+		sd, err := psychometrics.WeightedSD(ys, ws)
+		if err != nil {
+			return math.NaN(), len(ys), fmt.Sprintf("%s: fewer than two %s with a score", v.name, v.unit)
 		}
-		var sw, sw2, ss float64
-		for _, u := range idx {
-			if math.IsNaN(ys[u]) {
-				continue
-			}
-			w := v.w(u)
-			sw += w
-			sw2 += w * w
-			ss += w * (ys[u] - m) * (ys[u] - m)
-		}
-		return math.Sqrt(ss / (sw - sw2/sw)), n, ""
+		return sd, len(ys), ""
 	}
 }
 
@@ -410,34 +428,25 @@ func fewInLevel(n []int, levels []string) string {
 	return ""
 }
 
-// r2Stat is the share of the (weighted) variance of scale k's scores that attribute g's levels explain:
-// Σ_l W_l (ȳ_l − ȳ)² / Σ w (y − ȳ)², as summary(lm(y ~ factor(level), weights = w))$r.squared. It needs two
-// units in every level: a level of one unit is fitted exactly, and a level missing from a resample changes
-// what is being explained.
+// r2Stat is the share of the (weighted) variance of scale k's scores that attribute g's levels explain,
+// psychometrics.VarianceExplained: Σ_l W_l (ȳ_l − ȳ)² / Σ w (y − ȳ)², summary(lm(y ~ factor(level), weights =
+// w))$r.squared. It needs two units in every level: a level of one unit is fitted exactly, and a level missing
+// from a resample changes what is being explained.
 func r2Stat(k, g int, levels []string) sideStat {
 	return func(v *validitySide, idx []int) (float64, int, string) {
-		y := v.scale[k]
-		mean, wsum, n, grand := v.groupMeans(y, g, len(levels), idx)
-		total := 0
-		for _, c := range n {
-			total += c
+		ys, ws, gs := v.gather(v.scale[k], g, idx)
+		n := make([]int, len(levels))
+		for _, l := range gs {
+			n[l]++
 		}
 		if l := fewInLevel(n, levels); l != "" {
-			return math.NaN(), total, fmt.Sprintf("%s: fewer than two %s with a score in level %s", v.name, v.unit, l)
+			return math.NaN(), len(ys), fmt.Sprintf("%s: fewer than two %s with a score in level %s", v.name, v.unit, l)
 		}
-		var ssb, sst float64
-		for l := range mean {
-			ssb += wsum[l] * (mean[l] - grand) * (mean[l] - grand)
+		r2, err := psychometrics.VarianceExplained(ys, gs, ws)
+		if err != nil {
+			return math.NaN(), len(ys), fmt.Sprintf("%s: the scale scores have no variance", v.name)
 		}
-		for _, u := range idx {
-			if l := v.level[g][u]; l >= 0 && !math.IsNaN(y[u]) {
-				sst += v.w(u) * (y[u] - grand) * (y[u] - grand)
-			}
-		}
-		if sst == 0 {
-			return math.NaN(), total, fmt.Sprintf("%s: the scale scores have no variance", v.name)
-		}
-		return ssb / sst, total, ""
+		return r2, len(ys), ""
 	}
 }
 
@@ -484,78 +493,47 @@ func contraStat(k int) sideStat {
 }
 
 // loadings is the one-factor principal-axis loadings of the (weighted) pairwise correlations of the units'
-// keyed scores on items, as psych::fa(r, nfactors = 1, fm = "pa") computes them, oriented to a non-negative sum.
+// keyed scores on items (psychometrics.Correlations, then psychometrics.OneFactorLoadings: psych's fa(r,
+// nfactors = 1, fm = "pa"), oriented to a non-negative sum).
 func (v *validitySide) loadings(items []int, idx []int) ([]float64, string) {
-	r := make([][]float64, len(items))
-	for i := range items {
-		r[i] = make([]float64, len(items))
+	x := v.scaleRows(items)
+	v.rows, v.ws = v.rows[:0], v.ws[:0]
+	for _, u := range idx {
+		v.rows = append(v.rows, x[u])
+		v.ws = append(v.ws, v.w(u))
 	}
-	for i, a := range items {
-		for j := i; j < len(items); j++ {
-			c := v.weightedCor(a, items[j], idx)
-			if math.IsNaN(c) {
-				return nil, fmt.Sprintf("%s: items %d and %d have no correlation (fewer than two common answers or no variance)", v.name, i+1, j+1)
-			}
-			r[i][j], r[j][i] = c, c
+	ws := v.ws
+	if v.weight == nil {
+		ws = nil
+	}
+	r, err := psychometrics.Correlations(v.rows, ws)
+	if err == nil {
+		var l []float64
+		if l, err = psychometrics.OneFactorLoadings(r); err == nil {
+			return l, ""
 		}
 	}
-	l, err := oneFactorLoadings(r)
-	if err != nil {
-		return nil, fmt.Sprintf("%s: loadings: %s", v.name, strings.TrimPrefix(err.Error(), "psychometrics: "))
-	}
-	return l, ""
+	return nil, fmt.Sprintf("%s: loadings: %s", v.name, strings.TrimPrefix(err.Error(), "psychometrics: "))
 }
 
-// weightedCor is the (weighted) correlation of items a and b over the units of idx with scores on both, each
-// centred on its weighted mean over them (cov.wt(cor = TRUE) on those units); NaN with fewer than two such
-// units or no variance. The correlation of an item with itself is 1 when it has variance.
-func (v *validitySide) weightedCor(a, b int, idx []int) float64 {
-	var sw, sa, sb float64
-	n := 0
-	for _, u := range idx {
-		x, y := v.score[u][a], v.score[u][b]
-		if math.IsNaN(x) || math.IsNaN(y) {
-			continue
+// scaleRows returns each unit's keyed scores on items, computed once per list of items.
+func (v *validitySide) scaleRows(items []int) [][]float64 {
+	key := fmt.Sprint(items)
+	if x, ok := v.byItems[key]; ok {
+		return x
+	}
+	x := make([][]float64, v.n)
+	for u := range x {
+		x[u] = make([]float64, len(items))
+		for j, it := range items {
+			x[u][j] = v.score[u][it]
 		}
-		w := v.w(u)
-		sw += w
-		sa += w * x
-		sb += w * y
-		n++
 	}
-	if n < 2 {
-		return math.NaN()
+	if v.byItems == nil {
+		v.byItems = map[string][][]float64{}
 	}
-	ma, mb := sa/sw, sb/sw
-	var sxy, sxx, syy float64
-	for _, u := range idx {
-		x, y := v.score[u][a], v.score[u][b]
-		if math.IsNaN(x) || math.IsNaN(y) {
-			continue
-		}
-		w := v.w(u)
-		sxy += w * (x - ma) * (y - mb)
-		sxx += w * (x - ma) * (x - ma)
-		syy += w * (y - mb) * (y - mb)
-	}
-	if sxx == 0 || syy == 0 {
-		return math.NaN()
-	}
-	if a == b {
-		return 1
-	}
-	return sxy / math.Sqrt(sxx*syy)
-}
-
-// congruence is Tucker's congruence Σxy / √(Σx² Σy²) (psych::factor.congruence).
-func congruence(x, y []float64) float64 {
-	var sxy, sxx, syy float64
-	for i := range x {
-		sxy += x[i] * y[i]
-		sxx += x[i] * x[i]
-		syy += y[i] * y[i]
-	}
-	return sxy / math.Sqrt(sxx*syy)
+	v.byItems[key] = x
+	return x
 }
 
 // validityLine is a line of validity.csv with the statistics that fill it.
@@ -704,7 +682,11 @@ func congruenceOf(items []int) func(mv, hv *validitySide, mi, hi []int) (float64
 		if why != "" {
 			return math.NaN(), why
 		}
-		return congruence(lm, lh), ""
+		c, err := psychometrics.Congruence(lm, lh)
+		if err != nil {
+			return math.NaN(), strings.TrimPrefix(err.Error(), "psychometrics: ")
+		}
+		return c, ""
 	}
 }
 

@@ -42,26 +42,11 @@ func TestValidityWeightedStatistics(t *testing.T) {
 			t.Errorf("%s = %v over %d (%q), want %v over 4", c.name, got, n, why, c.want)
 		}
 	}
-	// A unit drawn twice counts twice: resample {0, 0, 2, 3} has level a = {1, 1}, no variance within it.
-	if got, _, _ := r2Stat(0, 0, levels)(v, []int{0, 0, 2, 3}); math.Abs(got-(1-2*1/(sst(v, []int{0, 0, 2, 3})))) > 1e-12 {
-		t.Errorf("r2 of a resample with a repeated unit = %v", got)
+	// A unit drawn twice counts twice: resample {0, 0, 2, 3} is y = 1, 1, 3, 5 weighing 1, 1, 2, 2; the grand
+	// mean is 3, the total sum of squares 4 + 4 + 0 + 8 = 16, the within-level one 0 + 2·1 + 2·1 = 4: R² 0.75.
+	if got, _, _ := r2Stat(0, 0, levels)(v, []int{0, 0, 2, 3}); math.Abs(got-0.75) > 1e-12 {
+		t.Errorf("r2 of a resample with a repeated unit = %v, want 0.75", got)
 	}
-}
-
-// sst is the weighted total sum of squares of scale 0 over idx, and level b's within sum of squares is 2·1
-// (units 2 and 3 weigh 2, scores 3 and 5 around 4): what the resample case of the test above needs.
-func sst(v *validitySide, idx []int) float64 {
-	var sw, s float64
-	for _, u := range idx {
-		sw += v.w(u)
-		s += v.w(u) * v.scale[0][u]
-	}
-	m := s / sw
-	var ss float64
-	for _, u := range idx {
-		ss += v.w(u) * (v.scale[0][u] - m) * (v.scale[0][u] - m)
-	}
-	return ss / 2
 }
 
 // Where a statistic cannot be computed it is NaN and says why: a level with one unit, no variance, no unit.
@@ -101,36 +86,6 @@ func TestValidityKeyings(t *testing.T) {
 	}
 	if v.scale[0][0] != (5+2+6)/3.0 {
 		t.Errorf("scale score %v, want the mean of the answered items", v.scale[0][0])
-	}
-}
-
-// Congruence is 1 for proportional loadings and 0 for orthogonal ones; the one-factor fit recovers the
-// loadings of an exactly one-factor correlation matrix (to its 0.001 stopping rule) and orients them positive.
-func TestValidityCongruenceAndLoadings(t *testing.T) {
-	if c := congruence([]float64{1, 2, 3}, []float64{2, 4, 6}); math.Abs(c-1) > 1e-15 {
-		t.Errorf("congruence of proportional vectors %v", c)
-	}
-	if c := congruence([]float64{1, 0}, []float64{0, 1}); c != 0 {
-		t.Errorf("congruence of orthogonal vectors %v", c)
-	}
-	want := []float64{0.8, 0.7, 0.6, 0.5}
-	r := make([][]float64, len(want))
-	for i := range r {
-		r[i] = make([]float64, len(want))
-		for j := range r[i] {
-			r[i][j] = want[i] * want[j]
-		}
-		r[i][i] = 1
-	}
-	l, err := oneFactorLoadings(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range want {
-		if math.Abs(l[i]-want[i]) > 0.01 {
-			t.Errorf("loadings %v, want about %v", l, want)
-			break
-		}
 	}
 }
 
