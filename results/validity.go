@@ -3,8 +3,11 @@ package results
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/silicolab/silico/bootstrap"
 	"github.com/silicolab/silico/experiment"
@@ -745,37 +748,90 @@ func (a *Analysis) fillValidity(lines []validityLine, human *validitySide) {
 	}
 	type draws struct{ model, human, value []float64 }
 	vals := make([]draws, len(lines))
-	mi := make([]int, np)
-	var hi []int
-	if hres != nil {
-		hi = make([]int, human.n)
+	for i, l := range lines {
+		if l.model != nil {
+			vals[i].model = make([]float64, samples)
+		}
+		if hres != nil && l.human != nil {
+			vals[i].human = make([]float64, samples)
+		}
+		if hres != nil && (l.value != nil || l.ratio) {
+			vals[i].value = make([]float64, samples)
+		}
 	}
-	for range samples {
-		mres.Fill(mi)
+	// The resamples are drawn in order, a chunk at a time, from one stream per side (resample b is the b-th
+	// block of its stream); the lines of a chunk are then shared out among workers, each with its own copy of
+	// the sides (their scratch buffers), and every value lands at its line and b: the output is the same
+	// for any number of workers.
+	const chunk = 64
+	sides := map[*validitySide]bool{}
+	for _, l := range lines {
+		sides[l.mv] = true
+	}
+	if hres != nil {
+		sides[human] = true
+	}
+	for v := range sides {
+		for _, kk := range a.keys {
+			v.scaleRows(kk.items) // filled now, so that the workers only read byItems
+		}
+	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(lines)))
+	own := make([]map[*validitySide]*validitySide, workers)
+	for w := range own {
+		own[w] = map[*validitySide]*validitySide{}
+		for v := range sides {
+			c := *v
+			c.ys, c.ws, c.gs, c.rows = nil, nil, nil, nil
+			own[w][v] = &c
+		}
+	}
+	mi, hi := make([][]int, chunk), make([][]int, chunk)
+	for j := range chunk {
+		mi[j] = make([]int, np)
 		if hres != nil {
-			hres.Fill(hi)
+			hi[j] = make([]int, human.n)
 		}
-		for i, l := range lines {
-			if l.model != nil {
-				x, _, _ := l.model(l.mv, mi)
-				vals[i].model = append(vals[i].model, x)
-			}
-			if hres == nil {
-				continue
-			}
-			if l.human != nil {
-				x, _, _ := l.human(human, hi)
-				vals[i].human = append(vals[i].human, x)
-			}
-			switch {
-			case l.value != nil:
-				x, _ := l.value(l.mv, human, mi, hi)
-				vals[i].value = append(vals[i].value, x)
-			case l.ratio:
-				x, _ := ratio(vals[i].model[len(vals[i].model)-1], vals[i].human[len(vals[i].human)-1])
-				vals[i].value = append(vals[i].value, x)
+	}
+	for start := 0; start < samples; start += chunk {
+		n := min(chunk, samples-start)
+		for j := range n {
+			mres.Fill(mi[j])
+			if hres != nil {
+				hres.Fill(hi[j])
 			}
 		}
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < len(lines); i = int(next.Add(1) - 1) {
+					l := lines[i]
+					mv, hv := own[w][l.mv], own[w][human]
+					for j := range n {
+						b := start + j
+						if l.model != nil {
+							vals[i].model[b], _, _ = l.model(mv, mi[j])
+						}
+						if hres == nil {
+							continue
+						}
+						if l.human != nil {
+							vals[i].human[b], _, _ = l.human(hv, hi[j])
+						}
+						switch {
+						case l.value != nil:
+							vals[i].value[b], _ = l.value(mv, hv, mi[j], hi[j])
+						case l.ratio:
+							vals[i].value[b], _ = ratio(vals[i].model[b], vals[i].human[b])
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
 	}
 	for i := range lines {
 		r := &lines[i].row

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"math"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,6 +201,13 @@ func TestValidityOfARun(t *testing.T) {
 	again := validityRun(t, s)
 	if !reflect.DeepEqual(a.Validity, again.Validity) {
 		t.Error("two analyses of the same run differ")
+	}
+	// The resampled statistics are shared out among GOMAXPROCS workers: one worker gives the same lines.
+	prev := runtime.GOMAXPROCS(1)
+	one := validityRun(t, s)
+	runtime.GOMAXPROCS(prev)
+	if prev > 1 && !reflect.DeepEqual(a.Validity, one.Validity) {
+		t.Errorf("one worker and %d give different lines", prev)
 	}
 	seed := int64(99)
 	s.Analysis.Bootstrap.Seed = &seed
