@@ -133,6 +133,8 @@ type Analysis struct {
 	// Reference and ReferenceScales compare the answers with the spec's human reference (empty without one).
 	Reference       []ReferenceRow
 	ReferenceScales []ReferenceScale
+	// Validity is validity.csv: the checks of the model's personas against the reference's respondents.
+	Validity []Validity
 	// Latency holds the latencies and attempts of the cells that ran.
 	Latency LatencyStats
 	// ScaleIDs and ScaleNames are the scored scales in output order; ItemScale maps an item index to its
@@ -147,6 +149,11 @@ type Analysis struct {
 	cells *cellStats
 	// scaleSums are the scale sums ScaleScore reads when Scales is not kept.
 	scaleSums *scaleAccumulator
+	// contra counts, per (model, persona, scale), the agreeing and all (positive, negative) item pairs of the
+	// written answers over the seeds (countContradictions); keys are the scales' items by keying. Only a spec
+	// with a reference has them.
+	contra [][2]float64
+	keys   []keying
 }
 
 // Analyze reads the records of a run and computes its Analysis. elapsed is the run's wall time, written to
@@ -226,6 +233,7 @@ func (an *analyzer) finish(keepScales bool) *Analysis {
 	a.itemModalShares()
 	a.agreement()
 	a.reference()
+	a.validity()
 	return a
 }
 
@@ -287,6 +295,7 @@ func joinNotes(notes ...string) string {
 func (a *Analysis) reliabilityOf(block int, score []int32, has []bool, expected []float64) {
 	s := a.Spec
 	m, sd := block/len(s.Seeds), block%len(s.Seeds)
+	a.countContradictions(m, score, has)
 	for k := range a.ScaleIDs {
 		items := a.ScaleItems(k)
 		x, missing := scoreMatrix(len(s.Personas), items, score, has)

@@ -39,6 +39,9 @@ const (
 	// when the spec has one.
 	ReferenceFile       = "reference.csv"
 	ReferenceScalesFile = "reference_scales.csv"
+	// ValidityFile holds the checks of a model's personas against the reference's respondents (Validity);
+	// written only when the spec has a human reference.
+	ValidityFile = "validity.csv"
 	// OrderBiasFile holds how the shown position of the options moves the answers (design.OrderBias); written
 	// only when some item's options are shown in another order than as written.
 	OrderBiasFile = "order_bias.csv"
@@ -52,7 +55,7 @@ const (
 func AnalysisFiles(spec *experiment.Spec) []string {
 	out := []string{ScalesFile, ReliabilityFile, ItemsFile, AgreementFile, DistributionsFile}
 	if spec != nil && spec.Reference != nil {
-		out = append(out, ReferenceFile, ReferenceScalesFile)
+		out = append(out, ReferenceFile, ReferenceScalesFile, ValidityFile)
 	}
 	if VariesOrder(spec) {
 		out = append(out, OrderBiasFile)
@@ -207,6 +210,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		DistributionsFile:   func(w io.Writer) error { return writeDistributions(w, runID, a.Distributions()) },
 		ReferenceFile:       func(w io.Writer) error { return writeReference(w, runID, a.Reference) },
 		ReferenceScalesFile: func(w io.Writer) error { return writeReferenceScales(w, runID, a.ReferenceScales) },
+		ValidityFile:        func(w io.Writer) error { return writeValidity(w, runID, a.Validity) },
 		OrderBiasFile:       func(w io.Writer) error { return design.WriteOrderBias(w, runID, dz.design.OrderBias()) },
 		VarianceFile: func(w io.Writer) error {
 			rows, err := dz.design.Variance()
