@@ -2,11 +2,10 @@ package design
 
 import (
 	"cmp"
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
 	"slices"
 
+	"github.com/silicolab/silico/bootstrap"
 	"github.com/silicolab/silico/experiment"
 )
 
@@ -266,22 +265,17 @@ func (a *Accumulator) biasRow(k groupKey, g *biasGroup) OrderBiasRow {
 	if a.boot.Samples > 0 && len(ps) > 0 {
 		var diff, diffE, pri, beta []float64
 		w := make([]int, len(ps))
-		idx := make([]int, len(ps))
-		rs := newResampler(a.boot.Seed, k.model, k.item)
+		rs := resamplerOf(a.boot.Seed, k.model, k.item, len(ps))
 		for range a.boot.Samples {
-			rs.next(idx)
-			clear(w)
-			for _, i := range idx {
-				w[i]++
-			}
+			rs.Counts(w)
 			s := stats(ps, w)
-			diff, diffE = appendDefined(diff, s.diff), appendDefined(diffE, s.diffE)
-			pri, beta = appendDefined(pri, s.pri), appendDefined(beta, s.beta)
+			diff, diffE = append(diff, s.diff), append(diffE, s.diffE)
+			pri, beta = append(pri, s.pri), append(beta, s.beta)
 		}
-		r.Diff.Lo, r.Diff.Hi = interval(diff)
-		r.DiffExpected.Lo, r.DiffExpected.Hi = interval(diffE)
-		r.PrimacyRecency.Lo, r.PrimacyRecency.Hi = interval(pri)
-		r.FirstBias.Lo, r.FirstBias.Hi = interval(beta)
+		r.Diff.Lo, r.Diff.Hi = bootstrap.Interval(diff)
+		r.DiffExpected.Lo, r.DiffExpected.Hi = bootstrap.Interval(diffE)
+		r.PrimacyRecency.Lo, r.PrimacyRecency.Hi = bootstrap.Interval(pri)
+		r.FirstBias.Lo, r.FirstBias.Hi = bootstrap.Interval(beta)
 	}
 	r.Marginal, r.MarginalCells = marginal(g)
 	return r
@@ -312,57 +306,18 @@ func marginal(g *biasGroup) ([]float64, int) {
 	return out, cells
 }
 
-// resampler draws the persona indices of a group's bootstrap resamples: a PCG generator (math/rand/v2) seeded
-// with (seed, FNV-1a 64 of model NUL item), and each resample n draws of IntN(n), one per persona slot. The
-// stream depends on nothing but (seed, model, item), so reruns and any concurrency give the same intervals.
-type resampler struct{ r *rand.Rand }
-
-func newResampler(seed int64, model, item string) resampler {
-	h := fnv.New64a()
-	h.Write([]byte(model))
-	h.Write([]byte{0})
-	h.Write([]byte(item))
-	return resampler{rand.New(rand.NewPCG(uint64(seed), h.Sum64()))}
-}
-
-// next fills idx with one resample: len(idx) indices in [0, len(idx)).
-func (rs resampler) next(idx []int) {
-	for i := range idx {
-		idx[i] = rs.r.IntN(len(idx))
-	}
+// resamplerOf is the bootstrap.Resampler of the group of model and item with n personas: its key is
+// bootstrap.Key(model, item), so the stream depends on nothing but (seed, model, item, n), and reruns and any
+// concurrency give the same intervals.
+func resamplerOf(seed int64, model, item string, n int) *bootstrap.Resampler {
+	return bootstrap.New(seed, bootstrap.Key(model, item), n)
 }
 
 // ResampleIndices returns the persona indices (0-based, into the group's persona ids sorted bytewise) of the
 // samples bootstrap resamples of a group of n personas, exactly as OrderBias draws them. It exists so the
 // resamples can be exported and replayed elsewhere (the tests hand them to R).
 func ResampleIndices(seed int64, model, item string, n, samples int) [][]int {
-	rs := newResampler(seed, model, item)
-	out := make([][]int, samples)
-	for b := range out {
-		out[b] = make([]int, n)
-		rs.next(out[b])
-	}
-	return out
-}
-
-// interval returns the 2.5 % and 97.5 % quantiles of v (R's type 7), or nils for an empty v.
-func interval(v []float64) (lo, hi *float64) {
-	if len(v) == 0 {
-		return nil, nil
-	}
-	slices.Sort(v)
-	return ptr(Quantile7(v, 0.025)), ptr(Quantile7(v, 0.975))
-}
-
-// Quantile7 is R's quantile(x, p, type = 7) of sorted, non-empty x: with h = (n − 1)p, x[⌊h⌋] + (h − ⌊h⌋)
-// (x[⌊h⌋+1] − x[⌊h⌋]), positions 0-based.
-func Quantile7(sorted []float64, p float64) float64 {
-	h := float64(len(sorted)-1) * p
-	lo := int(math.Floor(h))
-	if lo+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+	return bootstrap.Indices(seed, bootstrap.Key(model, item), n, samples)
 }
 
 func ptr(v float64) *float64 { return &v }
@@ -372,11 +327,4 @@ func defined(v float64) *float64 {
 		return nil
 	}
 	return &v
-}
-
-func appendDefined(s []float64, v float64) []float64 {
-	if math.IsNaN(v) {
-		return s
-	}
-	return append(s, v)
 }

@@ -89,3 +89,58 @@ func Entropy(p []float64) (float64, error) {
 	}
 	return max(h, 0), nil
 }
+
+// TotalVariation is the total variation distance of p and q: ½ Σ_k |p_k − q_k|, the largest difference in
+// probability the two give any set of options. It lies in [0, 1] and is 1 for disjoint supports.
+func TotalVariation(p, q []float64) (float64, error) {
+	if err := checkPair(p, q); err != nil {
+		return math.NaN(), err
+	}
+	return totalVariation(p, q), nil
+}
+
+func totalVariation(p, q []float64) float64 {
+	var d float64
+	for k := range p {
+		d += math.Abs(p[k] - q[k])
+	}
+	return min(d/2, 1)
+}
+
+// ErrUniformReference is returned by SimBench when the reference distribution is uniform (within the 1e-9 to
+// which a distribution sums to 1): the uniform baseline is then a perfect answer and the score divides by zero.
+var ErrUniformReference = errors.New("psychometrics: the reference distribution is uniform, so the uniform baseline's distance to it is 0")
+
+// SimBench is SimBench's score of a distribution p against a reference q (the model's against the humans'):
+// 100 · (1 − TV(p, q) / TV(u, q)) with u uniform over the same options and TV the total variation distance. It
+// is 100 for p = q, 0 for a p as far from q as the uniform answer is, and negative for one further away. A q
+// whose distance to u is 1e-9 or less counts as uniform and gives ErrUniformReference.
+func SimBench(p, q []float64) (float64, error) {
+	if err := checkPair(p, q); err != nil {
+		return math.NaN(), err
+	}
+	u := make([]float64, len(q))
+	for k := range u {
+		u[k] = 1 / float64(len(q))
+	}
+	base := totalVariation(u, q)
+	if base <= sumTolerance {
+		return math.NaN(), ErrUniformReference
+	}
+	return 100 * (1 - totalVariation(p, q)/base), nil
+}
+
+// ErrSpan is returned by Alignment for a span that is not a positive finite number or a distance that is
+// negative or not a number.
+var ErrSpan = errors.New("psychometrics: alignment needs a distance of 0 or more and a positive span")
+
+// Alignment is OpinionQA's alignment of two distributions over ordinal options from their 1-Wasserstein
+// distance w1: 1 − w1/span, span = v_K − v₁ the distance between the first and the last option's values (K − 1
+// at unit spacing, where Wasserstein1 measures). It is 1 for equal distributions and 0 for point masses at the
+// two ends.
+func Alignment(w1, span float64) (float64, error) {
+	if !(span > 0) || math.IsInf(span, 0) || !(w1 >= 0) {
+		return math.NaN(), ErrSpan
+	}
+	return 1 - w1/span, nil
+}

@@ -22,9 +22,10 @@ func pmfOf(t *testing.T, s string) []float64 {
 	return p
 }
 
-// TestDistancesAgainstR compares W1, JSD and entropy with R's on every case of testdata/distances.csv (see
-// testdata/make_distances.R): random pairs over 2 to 7 options, pairs with zero probabilities, equal pairs and
-// disjoint ones.
+// TestDistancesAgainstR compares W1, JSD, entropy, total variation, SimBench's score and OpinionQA's alignment
+// with R's on every case of testdata/distances.csv (see testdata/make_distances.R): random pairs over 2 to 7
+// options, pairs with zero probabilities, equal pairs, disjoint ones and one whose q is uniform (no SimBench
+// score).
 func TestDistancesAgainstR(t *testing.T) {
 	recs := readCSV(t, "distances.csv")
 	col := map[string]int{}
@@ -35,9 +36,23 @@ func TestDistancesAgainstR(t *testing.T) {
 		t.Fatalf("distances.csv has %d cases, want the ~37 make_distances.R writes", len(recs)-1)
 	}
 	var w worst
+	uniform := 0
 	for _, r := range recs[1:] {
 		name := r[col["case"]]
 		p, q := pmfOf(t, r[col["p"]]), pmfOf(t, r[col["q"]])
+		if r[col["simbench"]] == "" {
+			uniform++
+			if _, err := SimBench(p, q); !errors.Is(err, ErrUniformReference) {
+				t.Errorf("%s: SimBench against a uniform q: err %v, want ErrUniformReference", name, err)
+			}
+		} else {
+			got, err := SimBench(p, q)
+			want, perr := strconv.ParseFloat(r[col["simbench"]], 64)
+			// The score is on a 0–100 scale: 1e-9 relative to it.
+			if err != nil || perr != nil || math.Abs(got-want) > 100*tolerance {
+				t.Errorf("%s simbench = %.17g (%v), R %s", name, got, err, r[col["simbench"]])
+			}
+		}
 		want := func(c string) float64 {
 			v, err := strconv.ParseFloat(r[col[c]], 64)
 			if err != nil {
@@ -53,6 +68,14 @@ func TestDistancesAgainstR(t *testing.T) {
 			{"jsd", func() (float64, error) { return JensenShannon(p, q) }},
 			{"entropy_p", func() (float64, error) { return Entropy(p) }},
 			{"entropy_q", func() (float64, error) { return Entropy(q) }},
+			{"tvd", func() (float64, error) { return TotalVariation(p, q) }},
+			{"alignment", func() (float64, error) {
+				d, err := Wasserstein1(p, q)
+				if err != nil {
+					return d, err
+				}
+				return Alignment(d, float64(len(p)-1))
+			}},
 		} {
 			got, err := c.f()
 			if err != nil {
@@ -68,9 +91,14 @@ func TestDistancesAgainstR(t *testing.T) {
 		w1qp, _ := Wasserstein1(q, p)
 		jpq, _ := JensenShannon(p, q)
 		jqp, _ := JensenShannon(q, p)
-		if !near(w1pq, w1qp) || !near(jpq, jqp) {
-			t.Errorf("%s: not symmetric: W1 %v/%v, JSD %v/%v", name, w1pq, w1qp, jpq, jqp)
+		tpq, _ := TotalVariation(p, q)
+		tqp, _ := TotalVariation(q, p)
+		if !near(w1pq, w1qp) || !near(jpq, jqp) || tpq != tqp {
+			t.Errorf("%s: not symmetric: W1 %v/%v, JSD %v/%v, TV %v/%v", name, w1pq, w1qp, jpq, jqp, tpq, tqp)
 		}
+	}
+	if uniform != 1 {
+		t.Errorf("%d cases with a uniform q, want 1", uniform)
 	}
 	t.Logf("largest difference to R: %.3g", w.d)
 }
@@ -108,6 +136,40 @@ func TestDistanceHandCases(t *testing.T) {
 	if d, _ := Wasserstein1([]float64{0, 1, 0, 0}, []float64{0, 0, 1, 0}); d != 1 {
 		t.Errorf("W1 of neighbouring point masses = %v, want 1", d)
 	}
+	// Total variation: disjoint supports are 1 apart, moving 0.3 of the mass costs 0.3.
+	if d, _ := TotalVariation([]float64{0.5, 0.5, 0, 0}, []float64{0, 0, 0.3, 0.7}); d != 1 {
+		t.Errorf("TV of disjoint supports = %v, want 1", d)
+	}
+	if d, _ := TotalVariation([]float64{0.5, 0.5}, []float64{0.8, 0.2}); !near(d, 0.3) {
+		t.Errorf("TV((.5,.5), (.8,.2)) = %v, want 0.3", d)
+	}
+	// SimBench: 100 at p = q, 0 for the uniform answer itself, negative further away than it.
+	q := []float64{0.7, 0.2, 0.1}
+	u := []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}
+	if s, err := SimBench(q, q); err != nil || s != 100 {
+		t.Errorf("SimBench(q, q) = %v (%v), want 100", s, err)
+	}
+	if s, err := SimBench(u, q); err != nil || !near(s, 0) {
+		t.Errorf("SimBench(u, q) = %v (%v), want 0", s, err)
+	}
+	if s, err := SimBench([]float64{0, 0, 1}, q); err != nil || !(s < 0) {
+		t.Errorf("SimBench of the option q likes least = %v (%v), want < 0", s, err)
+	}
+	if _, err := SimBench(q, u); !errors.Is(err, ErrUniformReference) {
+		t.Errorf("SimBench against a uniform reference: err %v, want ErrUniformReference", err)
+	}
+	// Alignment: 1 for no distance, 0 at the full span.
+	if a, err := Alignment(0, 4); err != nil || a != 1 {
+		t.Errorf("Alignment(0, 4) = %v (%v), want 1", a, err)
+	}
+	if a, err := Alignment(4, 4); err != nil || a != 0 {
+		t.Errorf("Alignment(4, 4) = %v (%v), want 0", a, err)
+	}
+	for _, c := range [][2]float64{{1, 0}, {1, -1}, {1, math.Inf(1)}, {1, math.NaN()}, {-0.5, 4}, {math.NaN(), 4}} {
+		if _, err := Alignment(c[0], c[1]); !errors.Is(err, ErrSpan) {
+			t.Errorf("Alignment(%v, %v): err %v, want ErrSpan", c[0], c[1], err)
+		}
+	}
 	// Disjoint but spread: JSD is still exactly its bound.
 	if d, _ := JensenShannon([]float64{0.5, 0.5, 0, 0}, []float64{0, 0, 0.3, 0.7}); !near(d, 1) {
 		t.Errorf("JSD of disjoint supports = %v, want 1", d)
@@ -128,6 +190,12 @@ func TestDistanceRejects(t *testing.T) {
 		}
 		if _, err := JensenShannon(pq[0], pq[1]); !errors.Is(err, ErrDistribution) {
 			t.Errorf("%s: JSD err %v, want ErrDistribution", name, err)
+		}
+		if _, err := TotalVariation(pq[0], pq[1]); !errors.Is(err, ErrDistribution) {
+			t.Errorf("%s: TV err %v, want ErrDistribution", name, err)
+		}
+		if _, err := SimBench(pq[0], pq[1]); !errors.Is(err, ErrDistribution) {
+			t.Errorf("%s: SimBench err %v, want ErrDistribution", name, err)
 		}
 	}
 	if _, err := Entropy([]float64{0.2, 0.2}); !errors.Is(err, ErrDistribution) {

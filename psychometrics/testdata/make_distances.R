@@ -7,7 +7,10 @@
 # Writes into psychometrics/testdata:
 #   distances.csv            case, p, q (probabilities joined with ";", 17 significant digits), and R's
 #                            w1 = sum(abs(cumsum(p) - cumsum(q))), jsd in bits (0 * log 0 = 0), entropy of p and q
-#                            in bits. Pairs over 2 to 7 options, some with zero probabilities, some disjoint.
+#                            in bits, tvd = sum(abs(p - q)) / 2, simbench = 100 * (1 - tvd(p, q) / tvd(u, q))
+#                            with u uniform over the same options (empty where q is uniform), alignment =
+#                            1 - w1 / (K - 1). Pairs over 2 to 7 options, some with zero probabilities, some
+#                            disjoint, one with a uniform q.
 #   expected_A.csv           a non-integer data matrix: for 400 of psych's bfi respondents and the five
 #                            Agreeableness items (A1 reverse-keyed), the expected score sum(p * 1:6) of a pmf
 #                            centred on the answer (weights exp(-|k - answer| / s), s drawn per cell); NA where
@@ -27,6 +30,11 @@ w1 <- function(p, q) sum(abs(cumsum(p) - cumsum(q)))
 plogp <- function(p, m) ifelse(p > 0, p * log2(p / m), 0)
 jsd <- function(p, q) { m <- (p + q) / 2; (sum(plogp(p, m)) + sum(plogp(q, m))) / 2 }
 ent <- function(p) -sum(ifelse(p > 0, p * log2(p), 0))
+tvd <- function(p, q) sum(abs(p - q)) / 2
+simbench <- function(p, q) {
+  u <- rep(1 / length(q), length(q))
+  if (tvd(u, q) == 0) NA else 100 * (1 - tvd(p, q) / tvd(u, q))
+}
 pmf <- function(k, zeros = 0) {
   v <- runif(k)^2
   if (zeros > 0) v[sample(k, zeros)] <- 0
@@ -35,13 +43,15 @@ pmf <- function(k, zeros = 0) {
 cases <- list()
 add <- function(name, p, q) cases[[length(cases) + 1]] <<- data.frame(case = name,
   p = paste(fmt(p), collapse = ";"), q = paste(fmt(q), collapse = ";"),
-  w1 = fmt(w1(p, q)), jsd = fmt(jsd(p, q)), entropy_p = fmt(ent(p)), entropy_q = fmt(ent(q)))
+  w1 = fmt(w1(p, q)), jsd = fmt(jsd(p, q)), entropy_p = fmt(ent(p)), entropy_q = fmt(ent(q)),
+  tvd = fmt(tvd(p, q)), simbench = fmt(simbench(p, q)), alignment = fmt(1 - w1(p, q) / (length(p) - 1)))
 for (k in 2:7) for (i in 1:4) add(sprintf("random_k%d_%d", k, i), pmf(k), pmf(k))
 for (k in 3:7) add(sprintf("zeros_k%d", k), pmf(k, 1), pmf(k, k - 2))
 for (k in 3:7) { p <- pmf(k); add(sprintf("same_k%d", k), p, p) }
 add("disjoint_k6", c(0.5, 0.5, 0, 0, 0, 0), c(0, 0, 0.25, 0.25, 0.25, 0.25))
 add("ends_k6", c(1, 0, 0, 0, 0, 0), c(0, 0, 0, 0, 0, 1))
 add("uniform_vs_point_k5", rep(0.2, 5), c(0, 0, 1, 0, 0))
+add("point_vs_uniform_k4", c(0, 1, 0, 0), rep(0.25, 4))
 write.csv(do.call(rbind, cases), file.path(dir, "distances.csv"), row.names = FALSE)
 
 # A non-integer matrix: expected scores of pmfs centred on bfi answers.
