@@ -105,14 +105,21 @@ const IndicesHeader = "label,b,indices"
 // NUL bytes, which R cannot read). An implementation that replays these rows computes its statistics on
 // exactly the resamples Go takes.
 func WriteIndices(w io.Writer, label string, seed int64, key string, n, samples int) error {
-	cw := csv.NewWriter(w)
 	rs := New(seed, key, n)
 	idx := make([]int, n)
+	return writeRows(w, label, samples, func() []int {
+		rs.Fill(idx)
+		return idx
+	})
+}
+
+// writeRows writes rows label, b, indices for b = 1 … samples, next giving each row's indices.
+func writeRows(w io.Writer, label string, samples int, next func() []int) error {
+	cw := csv.NewWriter(w)
 	var sb strings.Builder
 	for b := range samples {
-		rs.Fill(idx)
 		sb.Reset()
-		for i, v := range idx {
+		for i, v := range next() {
 			if i > 0 {
 				sb.WriteByte(';')
 			}

@@ -38,20 +38,43 @@ var ErrTooFewItems = errors.New("psychometrics: fewer than two items with varian
 
 // ComputeAlpha computes the statistics of Alpha on x: x[r][c] is respondent r's score on item c, Missing when
 // there is none. Every row must have the same length.
-func ComputeAlpha(x [][]float64) (Alpha, error) {
+func ComputeAlpha(x [][]float64) (Alpha, error) { return ComputeAlphaWeighted(x, nil) }
+
+// ComputeAlphaWeighted is ComputeAlpha with respondent r weighted w[r] (nil: unweighted, ComputeAlpha itself):
+// C is Covariances(x, w), the weighted pairwise covariances, R is cov2cor(C), and every statistic follows from
+// C and R as psych's alpha() computes it on a covariance matrix. An item is left out when its weighted variance
+// is zero or undefined (fewer than two respondents with positive weight answered it); Respondents counts the
+// rows with an answer among Items and a positive weight. Invalid weights give ErrWeights.
+//
+// A bootstrap resample of weighted respondents is the matrix of the drawn rows, each with its own weight. On a
+// matrix without missing answers passing instead the original rows weighted count × weight gives the same
+// statistics (they do not change when every covariance is scaled alike); with pairwise missing answers it does
+// not quite, since the divisor 1 − Σv² of each pair then differs.
+func ComputeAlphaWeighted(x [][]float64, w []float64) (Alpha, error) {
+	if err := checkWeights(x, w); err != nil {
+		return Alpha{}, err
+	}
+	return alphaFrom(x, w, newPairTable(x, w, allColumns(x)))
+}
+
+// alphaFrom is ComputeAlphaWeighted on checked weights, t the pairTable of all of x's columns.
+func alphaFrom(x [][]float64, w []float64, t pairTable) (Alpha, error) {
 	if len(x) == 0 {
 		return Alpha{}, ErrTooFewItems
 	}
 	cols := len(x[0])
 	var a Alpha
 	for c := range cols {
-		if v := columnVariance(x, c); math.IsNaN(v) || v <= 0 {
+		if v := t.variance(c); math.IsNaN(v) || v <= 0 {
 			a.Dropped = append(a.Dropped, c)
 			continue
 		}
 		a.Items = append(a.Items, c)
 	}
-	for _, row := range x {
+	for r, row := range x {
+		if w != nil && w[r] == 0 {
+			continue
+		}
 		for _, c := range a.Items {
 			if !IsMissing(row[c]) {
 				a.Respondents++
@@ -63,8 +86,7 @@ func ComputeAlpha(x [][]float64) (Alpha, error) {
 	if k < 2 {
 		return a, ErrTooFewItems
 	}
-	cAll := pairwiseCov(x, cols)
-	cm := sub(cAll, a.Items)
+	cm := t.cov(a.Items)
 	rm := cov2cor(cm)
 	a.Raw, a.Std, a.AverageR = alphaOf(cm, rm)
 	a.ItemRest = make([]float64, k)
@@ -93,13 +115,4 @@ func alphaOf(c, r [][]float64) (raw, std, avr float64) {
 	std = (1 - n/sumR) * (n / (n - 1))
 	avr = (sumR - n) / (n * (n - 1))
 	return raw, std, avr
-}
-
-// columnVariance is the sample variance of column c over its present values (NaN with fewer than two).
-func columnVariance(x [][]float64, c int) float64 {
-	p := pairwise(x, c, c)
-	if p.n < 2 {
-		return math.NaN()
-	}
-	return p.sxx / float64(p.n-1)
 }

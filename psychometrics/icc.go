@@ -6,7 +6,8 @@ import (
 )
 
 // ErrNoVariance is returned when agreement beyond chance is not defined: by ICC21 when every value is the same,
-// by CohenKappa when the chance agreement is 1 (every answer one and the same category).
+// by CohenKappa when the chance agreement is 1 (every answer one and the same category); and by
+// VarianceExplained when every value is the same, so there is no variance to explain.
 var ErrNoVariance = errors.New("psychometrics: no variance: every value is the same")
 
 // ErrTooFew is returned by ICC21 for fewer than two targets or two raters, by the κ functions without targets.

@@ -53,18 +53,29 @@ const (
 // stops with "object 'eigens' not found": a singular correlation matrix, e.g. fewer respondents than items)
 // and ErrImaginary (psych warns "imaginary eigen value condition"). It also refuses with ErrSMCRounding where
 // psych does compute a number but that number is decided by rounding error: see squaredMultipleCorrelations.
-func OmegaTotal(x [][]float64, cols []int) (float64, error) {
+func OmegaTotal(x [][]float64, cols []int) (float64, error) { return OmegaTotalWeighted(x, nil, cols) }
+
+// OmegaTotalWeighted is OmegaTotal with respondent r weighted w[r] (nil: OmegaTotal itself): R is
+// Correlations(x, w) over cols, the weighted pairwise correlations, and omega total follows from R exactly as
+// OmegaTotal's does (psych's omega(R, nfactors = 1, fm = "pa") on that correlation matrix). Invalid weights give
+// ErrWeights.
+func OmegaTotalWeighted(x [][]float64, w []float64, cols []int) (float64, error) {
+	if err := checkWeights(x, w); err != nil {
+		return math.NaN(), err
+	}
 	if len(cols) < 2 {
 		return math.NaN(), ErrTooFewItems
 	}
-	sel := make([][]float64, len(x))
-	for r, row := range x {
-		sel[r] = make([]float64, len(cols))
-		for k, c := range cols {
-			sel[r][k] = row[c]
-		}
+	return OmegaFromCorrelations(newPairTable(x, w, cols).cor(nil))
+}
+
+// OmegaFromCorrelations is omega total from a correlation matrix r, psych's
+// omega(r, nfactors = 1, fm = "pa")$omega.tot, with the steps and refusals OmegaTotal describes (ErrTooFewCommon
+// where an entry of r is NaN).
+func OmegaFromCorrelations(r [][]float64) (float64, error) {
+	if len(r) < 2 {
+		return math.NaN(), ErrTooFewItems
 	}
-	r := pairwiseCor(sel, len(cols))
 	for _, row := range r {
 		for _, v := range row {
 			if math.IsNaN(v) {
@@ -101,6 +112,41 @@ func OmegaTotal(x [][]float64, cols []int) (float64, error) {
 		uniq += r[i][i] - loadings[i]*loadings[i]
 	}
 	return (vt - uniq) / vt, nil
+}
+
+// OneFactorLoadings is the loadings of psych's fa(r, nfactors = 1, fm = "pa") on a correlation matrix r (no
+// NaN entries): the principal-axis iteration OmegaTotal describes, the factor oriented as fa() orients it, so
+// that the loadings sum to zero or more. Where the fit cannot start or meets a negative eigenvalue it returns
+// OmegaTotal's errors (ErrNoStart, ErrSMCRounding, ErrImaginary); fewer than two items give ErrTooFewItems and
+// a NaN entry ErrTooFewCommon.
+func OneFactorLoadings(r [][]float64) ([]float64, error) {
+	if len(r) < 2 {
+		return nil, ErrTooFewItems
+	}
+	for _, row := range r {
+		if len(row) != len(r) {
+			return nil, fmt.Errorf("psychometrics: a correlation matrix of %d rows has a row of %d", len(r), len(row))
+		}
+		for _, v := range row {
+			if math.IsNaN(v) {
+				return nil, ErrTooFewCommon
+			}
+		}
+	}
+	l, err := principalAxis1(r)
+	if err != nil {
+		return nil, err
+	}
+	var sum float64
+	for _, v := range l {
+		sum += v
+	}
+	if sum < 0 {
+		for i := range l {
+			l[i] = -l[i]
+		}
+	}
+	return l, nil
 }
 
 // principalAxis1 is psych's fa(r, nfactors = 1, fm = "pa") on a correlation matrix: the loadings of the one

@@ -20,9 +20,15 @@ type refCase struct {
 	items  map[string]map[string]float64 // stat → item → value
 }
 
-func readCSV(t *testing.T, name string) [][]string {
+// readCSV reads testdata/name, or name itself when it is an absolute path or already starts with testdata/
+// (a file a test wrote into its own temporary directory, or one named by its directory).
+func readCSV(t testing.TB, name string) [][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
+	path := name
+	if !filepath.IsAbs(name) && !strings.HasPrefix(name, "testdata"+string(filepath.Separator)) {
+		path = filepath.Join("testdata", name)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +72,7 @@ func readReferenceFile(t *testing.T, name string) map[string]*refCase {
 }
 
 // matrix reads a data matrix CSV (header of item names, empty = missing).
-func matrix(t *testing.T, name string) ([]string, [][]float64) {
+func matrix(t testing.TB, name string) ([]string, [][]float64) {
 	t.Helper()
 	recs := readCSV(t, name)
 	x := make([][]float64, len(recs)-1)

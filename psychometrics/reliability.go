@@ -1,6 +1,7 @@
 package psychometrics
 
 import (
+	"fmt"
 	"math"
 	"strings"
 )
@@ -21,11 +22,21 @@ type Reliability struct {
 // ScaleReliability computes ComputeAlpha on x and, where alpha is defined, OmegaTotal over the items it uses. It
 // is the one α/ω step of every reliability figure: a model's per seed (reliability.csv), a model's against a
 // human reference and the human reference's own (reference_scales.csv).
-func ScaleReliability(x [][]float64) Reliability {
-	a, err := ComputeAlpha(x)
+func ScaleReliability(x [][]float64) Reliability { return ScaleReliabilityWeighted(x, nil) }
+
+// ScaleReliabilityWeighted is ScaleReliability with respondent r weighted w[r] (nil: ScaleReliability itself):
+// ComputeAlphaWeighted and OmegaTotalWeighted. Invalid weights leave both undefined with ErrWeights.
+func ScaleReliabilityWeighted(x [][]float64, w []float64) Reliability {
+	if err := checkWeights(x, w); err != nil {
+		return Reliability{Err: err, Omega: math.NaN(), OmegaErr: err}
+	}
+	// One pass per pair of items serves both: alpha's covariances and omega's correlations are made of the same
+	// sums (so this is ComputeAlphaWeighted and OmegaTotalWeighted to the bit, at about half the cost).
+	t := newPairTable(x, w, allColumns(x))
+	a, err := alphaFrom(x, w, t)
 	r := Reliability{Alpha: a, Err: err, Omega: math.NaN(), OmegaErr: err}
 	if err == nil {
-		r.Omega, r.OmegaErr = OmegaTotal(x, a.Items)
+		r.Omega, r.OmegaErr = OmegaFromCorrelations(t.cor(a.Items))
 	}
 	return r
 }
@@ -36,10 +47,24 @@ func ScaleReliability(x [][]float64) Reliability {
 // which people the matrix holds (a group of a human reference). Row r of the matrix is a kept person's score on
 // each of items.
 func ChoiceReliability(choice [][]int16, items []int, score [][]float64, keep func(r int) bool) Reliability {
+	return ChoiceReliabilityWeighted(choice, items, score, keep, nil)
+}
+
+// ChoiceReliabilityWeighted is ChoiceReliability with person r weighted weight[r] (indexed like choice; nil:
+// unweighted): the ScaleReliabilityWeighted of the kept people's matrix with their weights.
+func ChoiceReliabilityWeighted(choice [][]int16, items []int, score [][]float64, keep func(r int) bool, weight []float64) Reliability {
+	if weight != nil && len(weight) != len(choice) {
+		err := fmt.Errorf("%w: %d weights for %d people", ErrWeights, len(weight), len(choice))
+		return Reliability{Err: err, Omega: math.NaN(), OmegaErr: err}
+	}
 	var x [][]float64
+	var w []float64
 	for r := range choice {
 		if !keep(r) {
 			continue
+		}
+		if weight != nil {
+			w = append(w, weight[r])
 		}
 		row := make([]float64, len(items))
 		for j, it := range items {
@@ -50,7 +75,7 @@ func ChoiceReliability(choice [][]int16, items []int, score [][]float64, keep fu
 		}
 		x = append(x, row)
 	}
-	return ScaleReliability(x)
+	return ScaleReliabilityWeighted(x, w)
 }
 
 // Note says why a number of r is missing, as the note column of reliability.csv and reference_scales.csv
