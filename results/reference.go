@@ -46,7 +46,8 @@ type ReferenceScale struct {
 	// e.g. a group with fewer personas than items; empty when both are numbers. The humans' numbers carry no note:
 	// they are empty where psych refuses them, for the same reasons.
 	Note string
-	// The humans' numbers, as the spec's reference carries them (nil: not computed, e.g. from a file of counts).
+	// The humans' numbers: from the reference's respondents as the model's are from its personas (nil where
+	// undefined, and from a file of counts, which has no respondents).
 	Humans         int
 	HumanItemsUsed int
 	HumanAlpha     *float64
@@ -61,35 +62,18 @@ func (a *Analysis) reference() {
 		return
 	}
 	groups := ref.GroupLabels()
-	counts := map[[2]string][]int{}
-	for _, c := range ref.Counts {
-		counts[[2]string{c.Item, c.Group}] = c.Counts
-	}
+	h := newHumanSide(s, groups)
 	for m := range s.Models {
 		for it, item := range s.Questionnaire.Items {
 			opts := optionIDs(s, it)
 			for _, g := range groups {
 				row := ReferenceRow{Model: s.Models[m].ID, ItemID: item.ID, Scale: item.Scale, Group: g, Options: opts,
 					Answers: a.GroupPMF(m, it, g)}
-				if c := counts[[2]string{item.ID, g}]; len(c) == len(opts) {
-					for _, n := range c {
-						row.Humans += n
-					}
-					if row.Humans > 0 {
-						row.Human = make([]float64, len(c))
-						for k, n := range c {
-							row.Human[k] = float64(n) / float64(row.Humans)
-						}
-					}
-				}
+				row.Human, row.Humans = h.groupDist(it, g)
 				row.compare(s, it)
 				a.Reference = append(a.Reference, row)
 			}
 		}
-	}
-	human := map[[2]string]experiment.ReferenceScale{}
-	for _, h := range ref.Scales {
-		human[[2]string{h.Scale, h.Group}] = h
 	}
 	for m := range s.Models {
 		for k, sc := range a.ScaleIDs {
@@ -115,8 +99,13 @@ func (a *Analysis) reference() {
 				if ps.Err == nil {
 					rs.ModelAlpha, rs.ModelOmega = finite(ps.Raw), finite(ps.Omega)
 				}
-				if h, ok := human[[2]string{sc, g}]; ok {
-					rs.Humans, rs.HumanItemsUsed, rs.HumanAlpha, rs.HumanOmega = h.Respondents, h.ItemsUsed, h.Alpha, h.OmegaTotal
+				if hr, ok := h.reliability(items, h.members[g]); ok {
+					rs.Humans, rs.HumanItemsUsed = hr.Respondents, len(hr.Items)
+					if hr.Err == nil {
+						rs.HumanAlpha, rs.HumanOmega = finite(hr.Raw), finite(hr.Omega)
+					}
+				} else if hs, ok := h.scales[[2]string{sc, g}]; ok {
+					rs.Humans, rs.HumanItemsUsed, rs.HumanAlpha, rs.HumanOmega = hs.Respondents, hs.ItemsUsed, hs.Alpha, hs.OmegaTotal
 				}
 				a.ReferenceScales = append(a.ReferenceScales, rs)
 			}
