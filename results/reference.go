@@ -16,7 +16,9 @@ type ReferenceRow struct {
 	Options []string
 	// Answers is the model's mean distribution over the cells of the group's personas (every seed).
 	Answers PMF
-	// Human is the humans' distribution (counts over their total), nil when none answered; Humans their number.
+	// Human is the humans' distribution, nil when none answered: each option's share of the survey weight of
+	// those who answered (reference.weight; without weights the counts over their total). Humans is their head
+	// count, not a sum of weights: how many people the figure rests on.
 	Human  []float64
 	Humans int
 	// W1 is the 1-Wasserstein distance over the scored options (those not ignored for scale, in their order,

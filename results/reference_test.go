@@ -3,10 +3,13 @@ package results
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -344,5 +347,125 @@ func TestBFIReferenceCSVHumansEqualR(t *testing.T) {
 				t.Errorf("%v: %s %q; psych %.17g", k, c, r[col[c]], want[k][i])
 			}
 		}
+	}
+}
+
+// weightedSpec is referenceSpec with its human side a file of answers: 40 respondents answering q1 and q3 (q2's
+// column is absent), a sex column and survey weights from 0.25 to 3, drawn by a fixed rule.
+func weightedSpec(t *testing.T) *experiment.Spec {
+	t.Helper()
+	s := referenceSpec(t)
+	rs := &experiment.Respondents{Items: []string{"q1", "q3"}}
+	for i := range 40 {
+		a1, a3 := (i*7+i/3)%4-1, (i*5+i/4)%3 // q1: -1 (missing) … 2; q3: y, n, dk
+		sex := []string{"f", "m", ""}[(i*11)%3]
+		rs.Answers = append(rs.Answers, []int{a1, a3})
+		rs.Groups = append(rs.Groups, []string{sex})
+		rs.Weights = append(rs.Weights, 0.25+float64((i*13)%12)/4)
+	}
+	s.Reference = &experiment.Reference{Groups: []string{"sex"}, Form: experiment.ReferenceAnswers, Weight: "w", Respondents: rs}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("weighted spec: %v", err)
+	}
+	return s
+}
+
+// TestWeightedHumansEqualR: with survey weights, reference.csv's human_p of every item and group is R's
+// weighted table, tapply(w, answer, sum) / sum(w), and human_mean R's weighted.mean of the scores (reverse-keyed
+// items reversed, "don't know" left out), to 1e-12; n_humans stays the head count of those who answered.
+func TestWeightedHumansEqualR(t *testing.T) {
+	rscript, err := exec.LookPath("Rscript")
+	if err != nil {
+		t.Skip("Rscript not installed: the weighted human figures are not compared with R")
+	}
+	s := weightedSpec(t)
+	a, err := Analyze(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("item,group,option,score,w\n")
+	rs := s.Reference.Respondents
+	for j, id := range rs.Items {
+		it := slices.IndexFunc(s.Questionnaire.Items, func(i experiment.Item) bool { return i.ID == id })
+		opts := s.OptionsFor(it).Options
+		for _, g := range s.Reference.GroupLabels() {
+			for i, ans := range rs.Answers {
+				if ans[j] < 0 || !rs.InGroup(s.Reference.Groups, i, g) {
+					continue
+				}
+				score := "NA"
+				if v, ok := s.Score(it, opts[ans[j]].ID); ok {
+					score = strconv.Itoa(v)
+				}
+				fmt.Fprintf(&b, "%s,%s,%d,%s,%s\n", id, g, ans[j], score, formatFloat(rs.Weights[i]))
+			}
+		}
+	}
+	in := filepath.Join(dir, "weighted.csv")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `d <- read.csv(commandArgs(TRUE)[1], colClasses = c("character", "character", "integer", "numeric", "numeric"))
+for (k in unique(paste(d$item, d$group))) {
+  x <- d[paste(d$item, d$group) == k, ]
+  p <- tapply(x$w, factor(x$option, levels = 0:2), sum) / sum(x$w)
+  p[is.na(p)] <- 0
+  s <- !is.na(x$score)
+  cat(x$item[1], x$group[1], nrow(x), sprintf("%.17g", weighted.mean(x$score[s], x$w[s])), sprintf("%.17g", p), "\n")
+}`
+	out, err := exec.Command(rscript, "-e", script, in).Output()
+	if err != nil {
+		t.Fatalf("Rscript: %v", err)
+	}
+	rows := map[[2]string]ReferenceRow{}
+	for _, r := range a.Reference {
+		if r.Model == "m1" {
+			rows[[2]string{r.ItemID, r.Group}] = r
+		}
+	}
+	compared := 0
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) != 7 {
+			t.Fatalf("R printed %q", line)
+		}
+		r, ok := rows[[2]string{f[0], f[1]}]
+		if !ok || r.Human == nil || r.HumanMean == nil {
+			t.Fatalf("%s %s: no human figures in reference.csv (%+v)", f[0], f[1], r)
+		}
+		if strconv.Itoa(r.Humans) != f[2] {
+			t.Errorf("%s %s: n_humans %d, R counts %s people", f[0], f[1], r.Humans, f[2])
+		}
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if m := num(f[3]); math.Abs(*r.HumanMean-m) > 1e-12 {
+			t.Errorf("%s %s: human_mean %.17g, R %.17g", f[0], f[1], *r.HumanMean, m)
+		}
+		for k := range 3 {
+			if p := num(f[4+k]); math.Abs(r.Human[k]-p) > 1e-12 {
+				t.Errorf("%s %s option %d: human_p %.17g, R %.17g", f[0], f[1], k, r.Human[k], p)
+			}
+		}
+		compared++
+	}
+	if compared != 2*3 {
+		t.Errorf("%d item × group lines compared, want 2 items × 3 groups", compared)
+	}
+	// The weights matter: the unweighted share of q1's first option differs.
+	q1 := rows[[2]string{"q1", "all"}]
+	s.Reference.Respondents.Weights, s.Reference.Weight = nil, ""
+	u, err := Analyze(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if close9(u.Reference[0].Human[0], q1.Human[0]) || u.Reference[0].Humans != q1.Humans {
+		t.Errorf("unweighted q1: %v (%d people), weighted %v (%d)", u.Reference[0].Human, u.Reference[0].Humans, q1.Human, q1.Humans)
 	}
 }
