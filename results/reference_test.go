@@ -147,6 +147,36 @@ func TestReferenceComparison(t *testing.T) {
 		!close9(*q3.ModelMean, 5) || !close9(*q3.HumanMean, 2.5) {
 		t.Errorf("q3 all: %+v", q3)
 	}
+	// Alignment, TVD and SimBench over the scored options, the uniform answer's figures, by hand: q1's model
+	// [0.2 0.1333 0.6667] against the humans' [0.5 0.25 0.25]; U = [1/3 1/3 1/3] is 1/6 from the humans in TVD.
+	tvd := (0.3 + (0.25 - 0.4/3) + (2.0/3 - 0.25)) / 2
+	for _, c := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"q1 alignment", q1.Alignment, 1 - (0.3+(0.75-(0.2+0.4/3)))/2},
+		{"q1 tvd", q1.TVD, tvd},
+		{"q1 simbench", q1.SimBench, 100 * (1 - tvd*6)},
+		{"q1 uniform_w1", q1.UniformW1, 0.25},
+		{"q1 uniform_alignment", q1.UniformAlignment, 0.875},
+		{"q1 uniform_tvd", q1.UniformTVD, 1.0 / 6},
+		{"q1 model_nonresponse", q1.ModelNonresponse, 0},
+		// q3: "don't know" is reported apart (half of each side) and left out of the ordinal figures: model [1 0],
+		// humans [0.5 0.5] over yes and no, K = 2.
+		{"q3 model_nonresponse", q3.ModelNonresponse, 0.5},
+		{"q3 human_nonresponse", q3.HumanNonresponse, 0.5},
+		{"q3 alignment", q3.Alignment, 0.5},
+		{"q3 tvd", q3.TVD, 0.5},
+		{"q3 uniform_alignment", q3.UniformAlignment, 1},
+	} {
+		if c.got == nil || !close9(*c.got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, deref(c.got), c.want)
+		}
+	}
+	if q3.SimBench != nil {
+		t.Errorf("q3: the humans answer uniformly over the scored options, SimBench is undefined; got %v", *q3.SimBench)
+	}
 	if r := row("m1", "q2", "all"); r.Human != nil || r.W1 != nil || r.Answers.Cells != 0 {
 		t.Errorf("q2 has neither humans nor cells: %+v", r)
 	}
@@ -164,7 +194,23 @@ func TestReferenceComparison(t *testing.T) {
 		}
 	}
 	if e == nil || e.HumanAlpha == nil || *e.HumanAlpha != 0.61 || e.Humans != 4 || aSc == nil || aSc.HumanAlpha != nil {
-		t.Errorf("reference scales: E %+v, A %+v", e, aSc)
+		t.Fatalf("reference scales: E %+v, A %+v", e, aSc)
+	}
+	// A scale's line averages its items' figures where they are defined (E: q1 alone, q2 has no humans); the
+	// line of scale "all" every item's (q1 and q3), without alpha or omega.
+	if e.ItemsCompared != 1 || e.Means[mAlignment] == nil || *e.Means[mAlignment] != *q1.Alignment || *e.Means[mUniformTVD] != *q1.UniformTVD {
+		t.Errorf("scale E: %d items compared, means %v", e.ItemsCompared, e.Means)
+	}
+	var all *ReferenceScale
+	for i, r := range a.ReferenceScales {
+		if r.Model == "m1" && r.Scale == ScaleOverall && r.Group == "all" {
+			all = &a.ReferenceScales[i]
+		}
+	}
+	if all == nil || all.ItemsCompared != 2 || all.ModelAlpha != nil || all.HumanAlpha != nil || all.Personas != 2 ||
+		!close9(*all.Means[mAlignment], (*q1.Alignment+*q3.Alignment)/2) || !close9(*all.Means[mTVD], (*q1.TVD+*q3.TVD)/2) ||
+		*all.Means[mSimBench] != *q1.SimBench {
+		t.Errorf("scale all: %+v", all)
 	}
 }
 
@@ -259,8 +305,8 @@ func TestExportWritesReferenceFiles(t *testing.T) {
 		r[col["w1"]] != "0.7166666666666668" || r[col["n_humans"]] != "4" || r[col["n_cells"]] != "3" {
 		t.Errorf("reference.csv first line %v", r)
 	}
-	if _, rows = readOutput(t, dir, ReferenceScalesFile); len(rows) != 2*2*2 {
-		t.Errorf("reference_scales.csv: %d lines, want models × scales × groups = 8", len(rows))
+	if _, rows = readOutput(t, dir, ReferenceScalesFile); len(rows) != 2*(2+1)*2 {
+		t.Errorf("reference_scales.csv: %d lines, want models × (scales + all) × groups = 12", len(rows))
 	}
 
 	// Without a reference there is no reference file, and a stale one is not left looking current.
@@ -336,6 +382,7 @@ func TestBFIReferenceCSVHumansEqualR(t *testing.T) {
 		want[[2]string{r[scol["scale"]], r[scol["group"]]}] = [2]float64{f("alpha"), f("omega_total")}
 	}
 	col, rows = readOutput(t, out, ReferenceScalesFile)
+	rows = slices.DeleteFunc(rows, func(r []string) bool { return r[col["scale"]] == ScaleOverall })
 	if len(rows) != len(want) {
 		t.Fatalf("reference_scales.csv has %d lines, R %d", len(rows), len(want))
 	}
