@@ -2,6 +2,8 @@ package results
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/silicolab/silico/bootstrap"
 	"github.com/silicolab/silico/psychometrics"
@@ -35,10 +37,11 @@ func (h *humanSide) splitHalves(groups []string, samples int, seed int64) [][]*f
 	s := h.spec
 	items := len(s.Questionnaire.Items)
 	out := make([][]*float64, len(groups))
-	for gi, g := range groups {
+	eachParallel(len(groups), func(gi int) {
+		g := groups[gi]
 		out[gi] = make([]*float64, items)
 		if samples == 0 {
-			continue
+			return
 		}
 		sum, n := make([]float64, items), make([]int, items)
 		add := func(it int, p, q []float64) {
@@ -94,7 +97,7 @@ func (h *humanSide) splitHalves(groups []string, samples int, seed int64) [][]*f
 				out[gi][it] = finite(sum[it] / float64(n[it]))
 			}
 		}
-	}
+	})
 	return out
 }
 
@@ -175,61 +178,85 @@ func (a *Analysis) newReferenceBoot(h *humanSide, groups []string, samples int, 
 	for gi := range groups {
 		rb.personaRes[gi] = rb.personaResamples(gi)
 	}
-	items := len(s.Questionnaire.Items)
 	rb.human = make([][][][]float64, len(groups))
 	rb.humanRel = make([][][][2]float64, len(groups))
-	for gi, g := range groups {
-		rb.human[gi] = make([][][]float64, items)
-		for it := range items {
-			rb.human[gi][it] = make([][]float64, samples)
-		}
-		rb.humanRel[gi] = make([][][2]float64, len(a.ScaleIDs))
-		for k := range a.ScaleIDs {
-			rb.humanRel[gi][k] = make([][2]float64, samples)
-		}
-		if h.rs == nil {
-			for it := range items {
-				people := h.countPeople(it, g)
-				if len(people) == 0 {
-					continue
-				}
-				rs := bootstrap.New(seed, bootstrap.Key(keyCounts, g, s.Questionnaire.Items[it].ID), len(people))
-				idx := make([]int, len(people))
-				for b := range samples {
-					rs.Fill(idx)
-					p := make([]float64, len(h.score[it]))
-					for _, u := range idx {
-						p[people[u]]++
-					}
-					rb.human[gi][it][b] = normalised(p)
-				}
+	// The groups are resampled in parallel: each fills only its own slots from its own streams, so the result
+	// does not depend on the order they finish in.
+	eachParallel(len(groups), func(gi int) { rb.resampleHumans(gi) })
+	return rb
+}
+
+// eachParallel calls f(0) … f(n−1) on up to GOMAXPROCS goroutines and returns when all have returned.
+func eachParallel(n int, f func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
 			}
-			for k := range a.ScaleIDs {
-				for b := range samples {
-					rb.humanRel[gi][k][b] = [2]float64{nan, nan}
-				}
-			}
-			continue
-		}
-		members := h.members[g]
-		if len(members) == 0 {
-			continue
-		}
-		rs := bootstrap.New(seed, bootstrap.Key(keyRespondent, g), len(members))
-		idx := make([]int, len(members))
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// resampleHumans fills human[gi] and humanRel[gi]: the humans' distributions and α/ω in every resample of
+// group gi.
+func (rb *referenceBoot) resampleHumans(gi int) {
+	a, h, s, samples, seed, g := rb.a, rb.h, rb.a.Spec, rb.samples, rb.seed, rb.groups[gi]
+	items := len(s.Questionnaire.Items)
+	rb.human[gi] = make([][][]float64, items)
+	for it := range items {
+		rb.human[gi][it] = make([][]float64, samples)
+	}
+	rb.humanRel[gi] = make([][][2]float64, len(a.ScaleIDs))
+	for k := range a.ScaleIDs {
+		rb.humanRel[gi][k] = make([][2]float64, samples)
 		for b := range samples {
-			rs.Fill(idx)
-			units := unitsOf(members, idx)
-			for it := range items {
-				rb.human[gi][it][b], _ = h.dist(it, units)
+			rb.humanRel[gi][k][b] = [2]float64{nan, nan}
+		}
+	}
+	if h.rs == nil {
+		for it := range items {
+			people := h.countPeople(it, g)
+			if len(people) == 0 {
+				continue
 			}
-			for k := range a.ScaleIDs {
-				rel, _ := h.reliability(a.ScaleItems(k), units)
+			rs := bootstrap.New(seed, bootstrap.Key(keyCounts, g, s.Questionnaire.Items[it].ID), len(people))
+			idx := make([]int, len(people))
+			for b := range samples {
+				rs.Fill(idx)
+				p := make([]float64, len(h.score[it]))
+				for _, u := range idx {
+					p[people[u]]++
+				}
+				rb.human[gi][it][b] = normalised(p)
+			}
+		}
+		return
+	}
+	members := h.members[g]
+	if len(members) == 0 {
+		return
+	}
+	rs := bootstrap.New(seed, bootstrap.Key(keyRespondent, g), len(members))
+	idx := make([]int, len(members))
+	for b := range samples {
+		rs.Fill(idx)
+		units := unitsOf(members, idx)
+		for it := range items {
+			rb.human[gi][it][b], _ = h.dist(it, units)
+		}
+		for k := range a.ScaleIDs {
+			if rel, ok := h.reliability(a.ScaleItems(k), units); ok {
 				rb.humanRel[gi][k][b] = relPair(rel)
 			}
 		}
 	}
-	return rb
 }
 
 // relPair is α and ω of a reliability, NaN where undefined.

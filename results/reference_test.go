@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -514,5 +516,89 @@ for (k in unique(paste(d$item, d$group))) {
 	}
 	if close9(u.Reference[0].Human[0], q1.Human[0]) || u.Reference[0].Humans != q1.Humans {
 		t.Errorf("unweighted q1: %v (%d people), weighted %v (%d)", u.Reference[0].Human, u.Reference[0].Humans, q1.Human, q1.Humans)
+	}
+}
+
+// TestReferenceIntervalsArePure: the bootstrap intervals and split-half ceilings of reference.csv and
+// reference_scales.csv are a function of the spec's seed alone: two exports, one on a single thread and one
+// on four, are equal byte for byte; another seed moves them; samples: 0 leaves their columns empty.
+func TestReferenceIntervalsArePure(t *testing.T) {
+	s := weightedSpec(t)
+	export := func(samples int, seed int64, procs int) map[string][]byte {
+		t.Helper()
+		s.Analysis.Bootstrap = experiment.BootstrapSettings{Samples: &samples, Seed: &seed}
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		dir := t.TempDir()
+		if _, err := Export(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]byte{}
+		for _, f := range []string{ReferenceFile, ReferenceScalesFile} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[f] = b
+		}
+		return out
+	}
+	one, four := export(200, 5, 1), export(200, 5, 4)
+	for f := range one {
+		if !bytes.Equal(one[f], four[f]) {
+			t.Errorf("%s differs between one thread and four", f)
+		}
+	}
+	if other := export(200, 6, 2); bytes.Equal(other[ReferenceFile], one[ReferenceFile]) || bytes.Equal(other[ReferenceScalesFile], one[ReferenceScalesFile]) {
+		t.Error("seed 6 gives the intervals of seed 5")
+	}
+	records := func(b []byte) (map[string]int, [][]string) {
+		recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := map[string]int{}
+		for i, h := range recs[0] {
+			col[h] = i
+		}
+		return col, recs[1:]
+	}
+	col, rows := records(one[ReferenceFile])
+	// m1, q1, all: both sides have distributions, so every interval is there (a percentile interval need not
+	// hold the estimate, so only lo ≤ hi is asked).
+	r := rows[0]
+	if r[col["model"]] != "m1" || r[col["item_id"]] != "q1" || r[col["group"]] != "all" {
+		t.Fatalf("first line %v", r)
+	}
+	for _, c := range []string{"w1", "alignment", "jsd", "simbench", "model_mean", "human_mean"} {
+		lo, err1 := strconv.ParseFloat(r[col[c+"_lo"]], 64)
+		hi, err2 := strconv.ParseFloat(r[col[c+"_hi"]], 64)
+		if err1 != nil || err2 != nil || lo > hi {
+			t.Errorf("q1 all: %s interval [%q, %q]", c, r[col[c+"_lo"]], r[col[c+"_hi"]])
+		}
+	}
+	if r[col["human_split_w1"]] == "" || r[col["human_split_alignment"]] == "" {
+		t.Errorf("q1 all: no split-half ceiling: %v", r)
+	}
+	scol, srows := records(one[ReferenceScalesFile])
+	found := false
+	for _, r := range srows {
+		if r[scol["scale"]] == "E" && r[scol["group"]] == "all" && r[scol["model"]] == "m1" {
+			found = true
+			if r[scol["human_alpha_lo"]] == "" && r[scol["human_alpha"]] != "" {
+				t.Errorf("E all: a human alpha without an interval: %v", r)
+			}
+		}
+	}
+	if !found {
+		t.Error("no line m1 E all in reference_scales.csv")
+	}
+	col, rows = records(export(0, 5, 2)[ReferenceFile])
+	for _, c := range []string{"w1_lo", "w1_hi", "human_mean_lo", "human_split_w1", "human_split_alignment"} {
+		if v := rows[0][col[c]]; v != "" {
+			t.Errorf("samples 0: %s is %q, want empty", c, v)
+		}
+	}
+	if rows[0][col["w1"]] == "" {
+		t.Error("samples 0: the estimates go too")
 	}
 }
