@@ -1,11 +1,17 @@
 package results
 
 import (
+	"encoding/csv"
+	"fmt"
+	"io"
 	"math"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/silicolab/silico/bootstrap"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/psychometrics"
 )
 
@@ -161,16 +167,8 @@ type referenceBoot struct {
 }
 
 func (a *Analysis) newReferenceBoot(h *humanSide, groups []string, samples int, seed int64) *referenceBoot {
-	s := a.Spec
-	rb := &referenceBoot{a: a, h: h, samples: samples, seed: seed, groups: groups}
-	rb.personas = make([][]int, len(groups))
-	for gi, g := range groups {
-		for p := range s.Personas {
-			if s.InGroup(p, g) {
-				rb.personas[gi] = append(rb.personas[gi], p)
-			}
-		}
-	}
+	rb := a.newReferenceBootPersonas(groups, samples, seed)
+	rb.h = h
 	if samples == 0 {
 		return rb
 	}
@@ -183,6 +181,21 @@ func (a *Analysis) newReferenceBoot(h *humanSide, groups []string, samples int, 
 	// The groups are resampled in parallel: each fills only its own slots from its own streams, so the result
 	// does not depend on the order they finish in.
 	eachParallel(len(groups), func(gi int) { rb.resampleHumans(gi) })
+	return rb
+}
+
+// newReferenceBootPersonas is a referenceBoot with each group's personas listed and nothing resampled yet.
+func (a *Analysis) newReferenceBootPersonas(groups []string, samples int, seed int64) *referenceBoot {
+	s := a.Spec
+	rb := &referenceBoot{a: a, samples: samples, seed: seed, groups: groups}
+	rb.personas = make([][]int, len(groups))
+	for gi, g := range groups {
+		for p := range s.Personas {
+			if s.InGroup(p, g) {
+				rb.personas[gi] = append(rb.personas[gi], p)
+			}
+		}
+	}
 	return rb
 }
 
@@ -359,4 +372,62 @@ func orNaN(v *float64) float64 {
 		return nan
 	}
 	return *v
+}
+
+// WriteReferenceResamples writes the resamples and splits behind spec's reference intervals and split-half
+// ceilings as CSV (bootstrap.IndicesHeader: label, b from 1, indices joined with ";"), so that another
+// implementation can recompute every interval from exactly the resamples Export took. Per group of
+// Reference.GroupLabels, in that order: "persona:GROUP" lists resample b of the group's personas as their
+// 0-based index in spec.Personas; for a file of answers "respondent:GROUP" lists resample b of its respondents
+// as their 0-based row in the file (header not counted), and "split1:GROUP" and "split2:GROUP" the two halves
+// of split b in the same numbering. A file of counts resamples and splits per item and group, which are not
+// written. Nothing is written without resamples (analysis.bootstrap.samples 0).
+func WriteReferenceResamples(w io.Writer, spec *experiment.Spec) error {
+	if spec.Reference == nil {
+		return nil
+	}
+	samples, seed := spec.Analysis.Bootstrap.Resolve()
+	groups := spec.Reference.GroupLabels()
+	h := newHumanSide(spec, groups)
+	a := &Analysis{Spec: spec}
+	rb := a.newReferenceBootPersonas(groups, samples, seed)
+	cw := csv.NewWriter(w)
+	join := func(idx []int) string {
+		s := make([]string, len(idx))
+		for i, v := range idx {
+			s[i] = strconv.Itoa(v)
+		}
+		return strings.Join(s, ";")
+	}
+	write := func(label string, b int, idx []int) {
+		_ = cw.Write([]string{label, strconv.Itoa(b + 1), join(idx)})
+	}
+	if _, err := io.WriteString(w, bootstrap.IndicesHeader+"\n"); err != nil {
+		return fmt.Errorf("results: write resamples: %w", err)
+	}
+	for gi, g := range groups {
+		for b, units := range rb.personaResamples(gi) {
+			write("persona:"+g, b, units)
+		}
+		if h.rs == nil || samples == 0 {
+			continue
+		}
+		members := h.members[g]
+		rs := bootstrap.New(seed, bootstrap.Key(keyRespondent, g), len(members))
+		for b := range samples {
+			write("respondent:"+g, b, unitsOf(members, rs.Next()))
+		}
+		sp := bootstrap.NewSplitter(seed, bootstrap.Key(keyRespondent, g), len(members))
+		first := make([]bool, len(members))
+		for b := range samples {
+			one, two := halves(sp, first, members)
+			write("split1:"+g, b, one)
+			write("split2:"+g, b, two)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("results: write resamples: %w", err)
+	}
+	return nil
 }
