@@ -149,7 +149,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 		if spec.Run.Cumulative {
 			// Item k of a persona carries k earlier turns: their user messages (counted exactly) and answers of
 			// at most max_tokens tokens, at least one.
-			turns := personas * items * (items - 1) / 2
+			turns := personas * items * (items - 1) / 2 * spec.Probes()
 			perSeed += g.history + turns*(g.answerOverhead+maxTok)
 			perSeedMin += g.history + turns*(g.answerOverhead+1)
 		}
@@ -340,27 +340,34 @@ func (c *counter) grid(mi int) (*grid, error) {
 	// userSoFar[p] is the cost of persona p's user messages of the items before the current one.
 	userSoFar := make([]int, personas)
 	// Every wording and prompt variant is a cell of its own text (Validate refuses them under run.cumulative,
-	// so the history below only ever sees the original).
+	// so the history below only ever sees the original). A verbalized probe (answer.modes with verbalized and another mode) is a call of its own, with the
+	// instruction appended: its prompt is rendered and counted as the main call's is.
 	for pv := range c.spec.NumPromptVariants() {
 		for it := range items {
 			for v := range c.spec.Variants(it) {
 				for p := range personas {
-					cell := experiment.Cell{Model: mi, PromptVariant: pv, Item: it, Variant: v, Persona: p}
-					msgs, err := c.spec.Render(cell, nil)
-					if err != nil {
-						return nil, fmt.Errorf("estimate: render item %d persona %d: %w", it, p, err)
-					}
-					n := base
-					for _, m := range msgs {
-						n += cost(m.Role, m.Content)
-					}
-					// A balanced item's reversed cell shows the same texts in another order: as many tokens,
-					// give or take a relabelled enumeration.
-					g.plain += n * c.spec.Orders(it)
-					if c.spec.Run.Cumulative && len(msgs) > 0 {
+					for probe := range c.spec.Probes() {
+						cell := experiment.Cell{Model: mi, PromptVariant: pv, Item: it, Variant: v, Persona: p, Probe: probe}
+						msgs, err := c.spec.Render(cell, nil)
+						if err != nil {
+							return nil, fmt.Errorf("estimate: render item %d persona %d: %w", it, p, err)
+						}
+						n := base
+						for _, m := range msgs {
+							n += cost(m.Role, m.Content)
+						}
+						// A balanced item's reversed cell shows the same texts in another order: as many tokens,
+						// give or take a relabelled enumeration.
+						g.plain += n * c.spec.Orders(it)
+						if !c.spec.Run.Cumulative || len(msgs) == 0 {
+							continue
+						}
+						// Every call of the persona, a probe's too, carries its earlier turns.
 						g.history += userSoFar[p]
-						// The runner replays the last message of the plain prompt as the turn's user message.
-						userSoFar[p] += cost(experiment.RoleUser, msgs[len(msgs)-1].Content)
+						if probe == c.spec.Probes()-1 {
+							// The runner replays the last message of the plain prompt as the turn's user message.
+							userSoFar[p] += cost(experiment.RoleUser, msgs[len(msgs)-1].Content)
+						}
 					}
 				}
 			}
@@ -446,17 +453,25 @@ func countImages(spec *experiment.Spec) imageCount {
 		}
 		return c
 	}
+	// calls[it] is how many calls of one (model, seed, persona) show item it: one per prompt variant, wording
+	// variant, order and probe, each sending the pictures again.
+	calls := make([]int, len(spec.Questionnaire.Items))
+	perPersona := 0
+	for it := range calls {
+		calls[it] = spec.NumPromptVariants() * spec.Variants(it) * spec.Orders(it) * spec.Probes()
+		perPersona += calls[it]
+	}
 	var total imageCount
-	items, personas := len(spec.Questionnaire.Items), len(spec.Personas)
-	for _, it := range spec.Questionnaire.Items {
+	personas := len(spec.Personas)
+	for i, it := range spec.Questionnaire.Items {
 		c := cost(it.Images)
-		total.tokens += personas * c.tokens
-		total.byURL += personas * c.byURL
+		total.tokens += personas * calls[i] * c.tokens
+		total.byURL += personas * calls[i] * c.byURL
 	}
 	for _, p := range spec.Personas {
 		c := cost(p.Images)
-		total.tokens += items * c.tokens
-		total.byURL += items * c.byURL
+		total.tokens += perPersona * c.tokens
+		total.byURL += perPersona * c.byURL
 	}
 	return total
 }

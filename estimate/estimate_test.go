@@ -82,8 +82,14 @@ func TestPromptTokensExact(t *testing.T) {
 		{threeModels, ""}, // the default chat prompt
 		{threeModels, "prompt: {type: normal, template: \"{persona_description} {general_instruction}\\n{question}\\n{answer_options}\"}\n"},
 		{verbalized, ""},
+		// Each cell a main call and a verbalized probe; balanced order doubles every cell again.
+		{modes(threeModels), "questionnaire_order_placeholder"},
 	} {
-		spec := parse(t, specYAML(tc.models, 2, 4, 3, tc.prompt, ""))
+		order := ""
+		if tc.prompt == "questionnaire_order_placeholder" {
+			tc.prompt, order = "", "  order: {mode: balanced}\n"
+		}
+		spec := parse(t, strings.Replace(specYAML(tc.models, 2, 4, 3, tc.prompt, ""), "  items:\n", order+"  items:\n", 1))
 		if len(tc.models) > len(threeModels) {
 			spec.Models = append(spec.Models[1:], spec.Models[0]) // threeModels first, as the checks below index them
 		}
@@ -106,19 +112,29 @@ func TestPromptTokensExact(t *testing.T) {
 			if m.PromptTokens != want[i] {
 				t.Errorf("%s: prompt tokens %d, want %d (tok.CountMessages over every cell)", m.Model, m.PromptTokens, want[i])
 			}
-			if m.Cells != 2*4*3 {
-				t.Errorf("%s: cells %d, want 24", m.Model, m.Cells)
+			if m.Cells != spec.NumCells()/len(spec.Models) || m.Cells < 2*4*3 {
+				t.Errorf("%s: cells %d, want %d", m.Model, m.Cells, spec.NumCells()/len(spec.Models))
 			}
 			total += want[i]
 		}
 		if est.PromptTokens != total || est.Cells != spec.NumCells() {
 			t.Errorf("totals: %d tokens / %d cells, want %d / %d", est.PromptTokens, est.Cells, total, spec.NumCells())
 		}
-		if got := []int{est.Models[0].MaxCompletionTokens, est.Models[1].MaxCompletionTokens, est.Models[2].MaxCompletionTokens}; got[0] != 24*20 ||
-			got[1] != 24*experiment.DefaultMaxTokens || got[2] != 24*5 {
-			t.Errorf("max completion tokens %v, want [480 %d 120]", got, 24*experiment.DefaultMaxTokens)
+		n := est.Models[0].Cells
+		if got := []int{est.Models[0].MaxCompletionTokens, est.Models[1].MaxCompletionTokens, est.Models[2].MaxCompletionTokens}; got[0] != n*20 ||
+			got[1] != n*experiment.DefaultMaxTokens || got[2] != n*5 {
+			t.Errorf("max completion tokens %v, want [%d %d %d]", got, n*20, n*experiment.DefaultMaxTokens, n*5)
 		}
 	}
+}
+
+// modes gives each model answer.modes [logprobs, verbalized]: a main call and a verbalized probe per cell.
+func modes(models []string) []string {
+	out := make([]string, len(models))
+	for i, m := range models {
+		out[i] = strings.TrimSuffix(m, "}") + ", answer: {modes: [logprobs, verbalized]}}"
+	}
+	return out
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12+1e-9*math.Abs(b) }
@@ -376,5 +392,13 @@ questionnaire:
 	}
 	if !strings.Contains(strings.Join(est.Notes, "\n"), "4 pictures given by URL are not counted") {
 		t.Errorf("notes %q: want the pictures given by URL noted", est.Notes)
+	}
+	// A balanced order asks every cell twice, and each call sends the pictures again.
+	balanced, err := specfile.Parse([]byte(strings.Replace(doc, "  options:", "  order: {mode: balanced}\n  options:", 1)), filepath.Join(dir, "spec.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est, err := Compute(balanced, tok); err != nil || est.ImageTokens != 2*want {
+		t.Errorf("balanced: image tokens %d (%v), want %d", est.ImageTokens, err, 2*want)
 	}
 }

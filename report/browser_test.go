@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -28,11 +31,11 @@ func chromium() string {
 	return ""
 }
 
-// TestReportInChromium opens two reports in headless Chromium as a reader would — the fixed run's, and the small
-// run's with option probabilities and a human reference — each must load with no console error, no exception and
-// no request beyond the file itself, and show its charts; the second its distribution bars too. Each screenshot
-// is saved as report.png in the test's temp dir (printed with -v); SILICO_REPORT_SCREENSHOT=/path.png keeps a copy
-// of each to look at (the second as /path-distributions.png).
+// TestReportInChromium opens reports in headless Chromium as a reader would — the fixed run's, the small run's
+// with option probabilities and a human reference, and the bfi-like run's with seven reference groups at a
+// desktop and a phone width — each must load with no console error, no exception and no request beyond the file
+// itself, and show its charts. Each screenshot is saved in the test's temp dir (printed with -v);
+// SILICO_SCREENSHOTS=dir keeps a copy of each there, named report-<case>-<width>.png, for a person to look at.
 func TestReportInChromium(t *testing.T) {
 	bin := chromium()
 	if bin == "" {
@@ -40,21 +43,15 @@ func TestReportInChromium(t *testing.T) {
 	}
 	t.Run("quickstart", func(t *testing.T) {
 		dir, _ := render(t)
-		openInChromium(t, bin, dir, "", nil)
+		openInChromium(t, bin, dir, pageView{"quickstart", 1280, 2*2 + 2}, nil)
 	})
 	t.Run("order", func(t *testing.T) {
 		spec, recs := orderRun(t)
 		dir, _ := renderRun(t, spec, recs)
-		openInChromium(t, bin, dir, "-order", func(bctx context.Context) {
+		openInChromium(t, bin, dir, pageView{"order", 1280, 2*2 + 2}, func(bctx context.Context) {
 			// Each model's all-items line is shown; its item lines are folded away.
-			all, err := chromedp.Run(bctx, chromedp.Evaluate[int](`[...document.querySelectorAll("#order ~ div.scroll td[data-key$='/all/first_bias']")].filter(e => e.checkVisibility()).length`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			items, err := chromedp.Run(bctx, chromedp.Evaluate[int](`[...document.querySelectorAll("#order ~ details td[data-key$='/first_bias']")].filter(e => e.checkVisibility()).length`))
-			if err != nil {
-				t.Fatal(err)
-			}
+			all := evaluate[int](t, bctx, `[...document.querySelectorAll("#order ~ div.scroll td[data-key$='/all/first_bias']")].filter(e => e.checkVisibility()).length`)
+			items := evaluate[int](t, bctx, `[...document.querySelectorAll("#order ~ details td[data-key$='/first_bias']")].filter(e => e.checkVisibility()).length`)
 			if all != 2 || items != 0 {
 				t.Errorf("%d all-items lines and %d item lines visible; want 2 and 0 (folded)", all, items)
 			}
@@ -62,27 +59,122 @@ func TestReportInChromium(t *testing.T) {
 	})
 	t.Run("distributions", func(t *testing.T) {
 		dir, _ := renderRun(t, distSpec(t), distRecords())
-		openInChromium(t, bin, dir, "-distributions", func(bctx context.Context) {
+		openInChromium(t, bin, dir, pageView{"distributions", 1280, 2*2 + 2}, func(bctx context.Context) {
 			// The first model's section is unfolded: its bars take room on the page; the second's are folded away.
-			shown, err := chromedp.Run(bctx, chromedp.Evaluate[int](`[...document.querySelectorAll("details.dist .pmf .m")].filter(e => e.checkVisibility()).length`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tall, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`document.querySelector("details.dist[open] .pmf .m").getBoundingClientRect().height`))
-			if err != nil {
-				t.Fatal(err)
-			}
+			shown := evaluate[int](t, bctx, `[...document.querySelectorAll("details.dist .pmf .m")].filter(e => e.checkVisibility()).length`)
+			tall := evaluate[float64](t, bctx, `document.querySelector("details.dist[open] .pmf .m").getBoundingClientRect().height`)
 			// m1: 2 items × 3 options; its q1 option 1 has p = 0.41, the humans' option 3 the largest, 0.5.
 			if want := 0.41 / 0.5 * pmfHeight; shown != 6 || math.Abs(tall-want) > 0.5 {
 				t.Errorf("%d model bars shown, the first %.2f px high; want 6, %.2f px", shown, tall, want)
 			}
+			// On paper nothing folds: both models' tables print.
+			if err := chromedp.Do(bctx, emulateMedia("print")); err != nil {
+				t.Fatal(err)
+			}
+			printed := evaluate[int](t, bctx, `[...document.querySelectorAll("details.dist table.dist")].filter(e => e.checkVisibility()).length`)
+			if err := chromedp.Do(bctx, emulateMedia("")); err != nil {
+				t.Fatal(err)
+			}
+			if printed != 2 {
+				t.Errorf("%d of 2 models' tables visible in print", printed)
+			}
 		})
+	})
+	t.Run("bfi", func(t *testing.T) {
+		spec, recs := bfiRun(t)
+		dir, _ := renderRun(t, spec, recs)
+		for _, width := range []int{1280, 420} {
+			openInChromium(t, bin, dir, pageView{"bfi", width, 1*2 + 2}, func(bctx context.Context) {
+				checkGroups(t, bctx, width, len(spec.Questionnaire.Items))
+			})
+		}
 	})
 }
 
-// openInChromium opens dir's report and checks it as TestReportInChromium says; extra checks more on the page.
-// suffix goes before .png in the name of the copy SILICO_REPORT_SCREENSHOT asks for.
-func openInChromium(t *testing.T, bin, dir, suffix string, extra func(context.Context)) {
+// groupSeen is what the browser shows of one group's section (see checkGroups).
+type groupSeen struct {
+	Heading        string
+	HeadingVisible bool
+	TableVisible   bool
+	Rows           int
+	// Numbers counts the row cells whose text is a visible number; Percents the visible percentages under the
+	// bars.
+	Numbers, Percents int
+	// Scroll: the table is in a scroll container that fits the viewport (it may scroll inside it).
+	Scroll bool
+}
+
+// checkGroups asserts, at the page's width, that each of the bfi-like report's seven groups has its heading and
+// its table on screen with a row per item whose figures are text, and that the page does not overflow the
+// viewport sideways.
+func checkGroups(t *testing.T, bctx context.Context, width, items int) {
+	t.Helper()
+	groups := evaluate[[]groupSeen](t, bctx, `[...document.querySelectorAll("section.group")].map(s => {
+		const h = s.querySelector("h3"), tb = s.querySelector("table.dist"), box = tb.closest(".scroll");
+		const visible = e => e.checkVisibility() && e.getBoundingClientRect().width > 0;
+		return {
+			Heading: h.textContent, HeadingVisible: visible(h), TableVisible: visible(tb),
+			Rows: tb.tBodies[0].rows.length,
+			Numbers: [...tb.querySelectorAll("tbody [data-key]")].filter(e => visible(e) && /^[0-9][0-9,]*(\.[0-9]+)?%?$/.test(e.innerText.trim())).length,
+			Percents: [...tb.querySelectorAll(".pmf .pv")].filter(e => visible(e) && /^[0-9]+$/.test(e.innerText.trim())).length,
+			Scroll: box !== null && box.getBoundingClientRect().right <= document.documentElement.clientWidth + 0.5,
+		};
+	})`)
+	want := []string{"everyone", "gender = 1", "gender = 2", "age_band = 0-17", "age_band = 18-29", "age_band = 30-44", "age_band = 45+"}
+	if len(groups) != len(want) {
+		t.Fatalf("width %d: %d group sections, want %d", width, len(groups), len(want))
+	}
+	for i, g := range groups {
+		// Everyone's rows have n_cells, two entropies, W1, JSD, respondents and the three per-cell columns; a
+		// group's all but the last three.
+		perRow := 6
+		if i == 0 {
+			perRow = 9
+		}
+		if g.Heading != want[i] || !g.HeadingVisible || !g.TableVisible || g.Rows != items ||
+			g.Numbers != perRow*items || g.Percents != 2*6*items || !g.Scroll {
+			t.Errorf("width %d, group %d: %+v; want heading %q visible, a visible table of %d rows in a scroll box within the page, %d numbers and %d percentages in its text",
+				width, i, g, want[i], items, perRow*items, 2*6*items)
+		}
+	}
+	over := evaluate[[]int](t, bctx, `[document.documentElement.scrollWidth, document.documentElement.clientWidth, document.body.scrollWidth]`)
+	if over[0] > over[1] || over[2] > over[1] {
+		t.Errorf("width %d: the page is %d px wide (body %d) in a viewport of %d: it overflows sideways", width, over[0], over[2], over[1])
+	}
+	if over[1] > width || over[1] < width-20 {
+		t.Errorf("the viewport is %d px wide, want about %d", over[1], width)
+	}
+}
+
+// emulateMedia makes the page apply the CSS of media ("print"; "" for the screen again).
+func emulateMedia(media string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: media})
+		return err
+	})
+}
+
+// evaluate runs a script in the page and returns its value.
+func evaluate[T any](t *testing.T, bctx context.Context, script string) T {
+	t.Helper()
+	v, err := chromedp.Run(bctx, chromedp.Evaluate[T](script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// pageView is a page to open: Name names its screenshots, Width is the window's width in CSS pixels, SVGs the
+// charts the page must have.
+type pageView struct {
+	Name  string
+	Width int
+	SVGs  int
+}
+
+// openInChromium opens dir's report as v says and checks it as TestReportInChromium says; extra checks more on
+// the page.
+func openInChromium(t *testing.T, bin, dir string, v pageView, extra func(context.Context)) {
 	page := (&url.URL{Scheme: "file", Path: filepath.Join(dir, FileName)}).String()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -91,7 +183,7 @@ func openInChromium(t *testing.T, bin, dir, suffix string, extra func(context.Co
 		chromedp.ExecPath(bin),
 		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox cannot start
 		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 1000),
+		chromedp.WindowSize(v.Width, 1000),
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -132,7 +224,8 @@ func openInChromium(t *testing.T, bin, dir, suffix string, extra func(context.Co
 	if err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	if err := chromedp.Do(bctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("footer"))); err != nil {
+	// The viewport, not the window: a headless window is at least 500 px wide, a phone's viewport narrower.
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(int64(v.Width), 1000), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("footer"))); err != nil {
 		t.Fatalf("open the report: %v", err)
 	}
 	svgs, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("svg").length`))
@@ -167,9 +260,9 @@ func openInChromium(t *testing.T, bin, dir, suffix string, extra func(context.Co
 	if len(requests) == 0 {
 		t.Error("saw no request at all, not even the page's: network events are not being observed")
 	}
-	// 2 models × (scale chart + heatmap) + 2 histograms.
-	if svgs != 2*2+2 {
-		t.Errorf("%d SVG charts rendered, want 6", svgs)
+	// Per model a scale chart and a heatmap, and 2 histograms.
+	if svgs != v.SVGs {
+		t.Errorf("%d SVG charts rendered, want %d", svgs, v.SVGs)
 	}
 	if rows == 0 {
 		t.Error("the reliability table has no rows in the browser")
@@ -177,15 +270,15 @@ func openInChromium(t *testing.T, bin, dir, suffix string, extra func(context.Co
 	if len(png) < 10_000 {
 		t.Fatalf("screenshot of %d bytes", len(png))
 	}
-	shot := filepath.Join(t.TempDir(), "report.png")
+	name := "report-" + v.Name + "-" + strconv.Itoa(v.Width) + ".png"
+	shot := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(shot, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
-	if p := os.Getenv("SILICO_REPORT_SCREENSHOT"); p != "" {
+	if d := os.Getenv("SILICO_SCREENSHOTS"); d != "" {
 		// For a person to look at: keep a copy where asked.
-		p = strings.TrimSuffix(p, ".png") + suffix + ".png"
-		if err := os.WriteFile(p, png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, name), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

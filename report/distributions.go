@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,55 +15,121 @@ import (
 // against the humans', so each item's bars are scaled to fill the chart. The template's .pmf .b has this height.
 const pmfHeight = 32
 
-// distTable is one model's mean answer distribution per item over all its cells, beside the humans' (group
-// "all") when the spec has a reference.
+// distTable is one model's answer distributions: a groupTable per reference group (everyone first, then the
+// groups in reference.csv's order), or one table of everyone's when the spec has no reference.
 type distTable struct {
 	Model string
-	// Open is true for the first model: its table shows unfolded, the others fold so a run of many models
-	// and items stays a page one can scroll.
+	// Open is true for the first model: its section shows unfolded, the others fold so a run of many models
+	// and items stays a page one can scroll (the print style unfolds them all).
 	Open bool
 	// Source is results.SourceProbs, SourceAnswers or SourceMixed over all the model's cells.
 	Source string
-	// MeanW1 and MeanJSD average the items with both distributions; Coverage is over the cells with
+	// MeanW1 and MeanJSD are those of group everyone (its table's); Coverage is over the cells with
 	// probabilities.
 	MeanW1, MeanJSD, Coverage *float64
-	Rows                      []distRow
+	Groups                    []groupTable
 }
 
-// distRow is one item of a distTable. The statistics are nil where undefined (no human side, no cell with
+// groupTable is one model's comparison with the humans of one reference group: its items and, beneath, its
+// scales' reliabilities beside the humans'.
+type groupTable struct {
+	Key    string // model/group, for data-key
+	Anchor string // the heading's id
+	// Label is reference.csv's group label ("all", "gender=2"); Name says it in words ("everyone", "gender = 2").
+	Label, Name string
+	// Personas is the number of the spec's personas in the group.
+	Personas int
+	// RespLo and RespHi are the fewest and the most respondents of the group who answered an item (0 without a
+	// reference).
+	RespLo, RespHi int
+	// HasRef: the spec has a human reference (the human columns show). Everyone: the group of every persona,
+	// the only one with the per-cell columns (the cells' own statistics are not kept per group).
+	HasRef, Everyone bool
+	// Mixed: the model's cells differ in source, so each row says its own.
+	Mixed bool
+	// Span says how far W1 can go in this table's items: "4" when each has five scored options.
+	Span            string
+	MeanW1, MeanJSD *float64
+	// Cols are the comparison columns every row of the table has a value for, in order (see refCols).
+	Cols   []valCol
+	Rows   []distRow
+	Scales []refScaleRow
+	// NegAlpha: some scale's model α is negative (the table says what that does to ω).
+	NegAlpha bool
+}
+
+// distRow is one item of a groupTable. The statistics are nil where undefined (no human side, no cell with
 // probabilities).
 type distRow struct {
-	Key                 string // model/item
-	Item, Text, Scale   string
-	Reversed            bool
-	Source              string
-	Cells, Humans       int
-	Bars                []optBar
-	ModelH, HumanH      *float64 // entropy of the mean distribution, of the humans' (bits)
-	W1, JSD             *float64
-	JSDFill             string
-	CellH, Coverage     *float64 // mean over the cells with probabilities
-	Agree               *float64 // share of cells whose most likely option is their written answer
+	Key               string // model/group/item
+	Item, Text, Scale string
+	Reversed          bool
+	Source            string
+	Cells, Humans     int
+	Bars              []optBar
+	// ModelH and HumanH are the entropies in bits of the model's mean distribution and of the humans'.
+	ModelH, HumanH *float64
+	// Vals are the comparison figures, one per column of the table's Cols.
+	Vals []val
+	// CellH, Coverage and Agree are over the model's cells with probabilities (group everyone only): their
+	// mean entropy, their mean probability on valid labels and the share whose most likely option is the
+	// written answer.
+	CellH, Coverage     *float64
+	Agree               *float64
 	HasModel, HasHumans bool
 }
 
-// optBar is one option of an item: its model and human probability as bar heights (pixels, see pmfHeight) and as text (data-p
-// and data-h, 6 decimals as reference.csv writes them; "" without that side).
+// figure is a statistic with its interval: Lo and Hi are nil when it has none (the template draws the
+// interval only when both are set).
+type figure struct{ V, Lo, Hi *float64 }
+
+// valCol is one comparison column of a group's table: a distance or score of the model against the humans,
+// and beside it, when the analysis has them, the same figure for the uniform answer (a baseline any model
+// should beat) and for the humans against themselves (split halves: a ceiling no model can be expected to
+// pass).
+type valCol struct {
+	Key  string // data-key suffix: w1, jsd
+	Head string // column heading
+	// Unit and Better say what the figure is measured in and which way is closer to the humans; Legend what it
+	// is.
+	Unit, Better, Legend string
+	Baseline, Ceiling    bool
+}
+
+// val is one row's figures of a valCol: the model's, the uniform answer's and the split-half ceiling's (the
+// latter two shown only when the column has them); Fill colours the model's cell ("" for none).
+type val struct {
+	Model, Uniform, Ceiling figure
+	Fill                    string
+}
+
+// optBar is one option of an item: its model and human probability as bar heights (pixels, see pmfHeight), as
+// text (data-p and data-h, 6 decimals as reference.csv writes them; "" without that side) and as the percent
+// written under the bars (PModel, PHuman).
 type optBar struct {
 	Label, Title   string
 	Model, Human   string
+	PModel, PHuman string
 	HModel, HHuman float64
 }
 
-// refScaleRow is one model × scale of reference_scales.csv, group "all".
+// refScaleRow is one model × scale × group of reference_scales.csv.
 type refScaleRow struct {
-	Key                    string // model/scale
-	Model, Scale, Name     string
-	Personas, ItemsUsed    int
+	Key                 string // model/group/scale
+	Scale, Name         string
+	Personas, ItemsUsed int
+	// Humans are the respondents with a score on the scale; HumanItemsUsed the items the humans' figures used.
 	Humans, HumanItemsUsed int
 	ModelAlpha, HumanAlpha *float64
 	ModelOmega, HumanOmega *float64
-	HasH                   bool
+	// HasH: the reference carries the humans' figures for the scale and group.
+	HasH bool
+	// NegAlpha: the model's α is negative, so its ω (which reverses negatively loading items) is not comparable
+	// with the humans'.
+	NegAlpha bool
+	// Notes say why an empty figure is empty (reference_scales.csv's note for the model's; the humans' are
+	// empty where the reference has none).
+	Notes []string
 }
 
 // showDistributions says whether the report has the distributions section: when some cell had option
@@ -70,58 +137,159 @@ type refScaleRow struct {
 // written answers, which the heatmap and items.csv already show.
 func showDistributions(r *Run) bool { return r.Spec.Reference != nil || r.cells.any() }
 
-// distTables has one table per model, in spec order.
-func distTables(r *Run) []distTable {
-	s := r.Spec
-	ref := map[[2]string]*results.ReferenceRow{}
-	for i := range r.Reference {
-		if row := &r.Reference[i]; row.Group == experiment.GroupAll {
-			ref[[2]string{row.Model, row.ItemID}] = row
+// groupName says a reference group's label in words: "everyone" for every respondent, "column = value" for
+// the others.
+func groupName(label string) string {
+	if label == experiment.GroupAll {
+		return "everyone"
+	}
+	if col, v, ok := experiment.SplitGroup(label); ok {
+		return col + " = " + v
+	}
+	return label
+}
+
+// refCols are the comparison columns of a table with a reference. Columns the analysis may carry besides W1
+// and JSD (alignment, TVD, SimBench's score, nonresponse) go here, and Baseline and Ceiling turn on where
+// reference.csv has the uniform answer's and the humans' split-half figures; each row's refVals fills the same
+// columns in the same order.
+func refCols(span string) []valCol {
+	w1Range := "from 0 (the same distribution) up to the number of scored options − 1"
+	if span != "" {
+		w1Range = "from 0 (the same distribution) to " + span
+	}
+	return []valCol{
+		{Key: "w1", Head: "W1", Unit: "scale points", Better: "lower is closer",
+			Legend: "the 1-Wasserstein distance between the model's and the humans' distributions over the scored options, unit spacing: how far, in answer steps, the model's answers would have to move to match the humans', " + w1Range},
+		{Key: "jsd", Head: "JSD", Unit: "bits", Better: "lower is closer",
+			Legend: "the Jensen–Shannon divergence over every option, 0 (the same) to 1 (nothing in common); the deeper the orange, the larger"},
+	}
+}
+
+// refVals are row rr's figures of refCols' columns.
+func refVals(rr *results.ReferenceRow) []val {
+	var w1, jsd val
+	if rr != nil {
+		w1.Model.V, jsd.Model.V = rr.W1, rr.JSD
+		if rr.JSD != nil {
+			// JSD in bits lies in [0, 1]: white for equal distributions, deep orange for disjoint ones.
+			jsd.Fill = ramp(*rr.JSD, orange)
 		}
 	}
+	return []val{w1, jsd}
+}
+
+// distTables has one section per model, in spec order.
+func distTables(r *Run) []distTable {
+	s := r.Spec
+	ref := map[[3]string]*results.ReferenceRow{}
+	for i := range r.Reference {
+		row := &r.Reference[i]
+		ref[[3]string{row.Model, row.Group, row.ItemID}] = row
+	}
+	groups := []string{experiment.GroupAll}
+	if s.Reference != nil {
+		groups = s.Reference.GroupLabels()
+	}
+	span := w1Span(s)
 	out := make([]distTable, 0, len(s.Models))
 	for m, model := range s.Models {
 		t := distTable{Model: model.ID, Open: m == 0}
-		var w1, jsd float64
-		nw, nj, cells, fromProbs := 0, 0, 0, 0
-		for it, item := range s.Questionnaire.Items {
-			pmf := r.GroupPMF(m, it, experiment.GroupAll)
-			cells += pmf.Cells
-			fromProbs += pmf.FromProbs
-			row := distRow{Key: model.ID + "/" + item.ID, Item: item.ID, Text: item.Text, Scale: item.Scale,
-				Reversed: item.Reversed, Source: pmf.Source(), Cells: pmf.Cells, HasModel: pmf.P != nil}
-			if pmf.P != nil {
-				row.ModelH = entropy(pmf.P)
-			}
-			var human []float64
-			if rr := ref[[2]string{model.ID, item.ID}]; rr != nil {
-				human, row.Humans, row.HasHumans = rr.Human, rr.Humans, rr.Human != nil
-				row.HumanH, row.W1, row.JSD = rr.HumanEntropy, rr.W1, rr.JSD
-				if rr.ModelEntropy != nil {
-					row.ModelH = rr.ModelEntropy
+		cells, fromProbs := 0, 0
+		for gi, g := range groups {
+			gt := groupTable{Key: model.ID + "/" + g, Anchor: "grp-" + strconv.Itoa(m) + "-" + strconv.Itoa(gi), Label: g,
+				Name: groupName(g), HasRef: s.Reference != nil, Everyone: g == experiment.GroupAll, Span: span}
+			for p := range s.Personas {
+				if s.InGroup(p, g) {
+					gt.Personas++
 				}
 			}
-			if row.W1 != nil {
-				w1 += *row.W1
-				nw++
+			if gt.HasRef {
+				gt.Cols = refCols(span)
 			}
-			if row.JSD != nil {
-				jsd += *row.JSD
-				nj++
-				// JSD in bits lies in [0, 1]: white for equal distributions, deep orange for disjoint ones.
-				row.JSDFill = ramp(*row.JSD, orange)
+			var w1, jsd float64
+			nw, nj, first := 0, 0, true
+			for it, item := range s.Questionnaire.Items {
+				pmf := r.GroupPMF(m, it, g)
+				if gt.Everyone {
+					cells += pmf.Cells
+					fromProbs += pmf.FromProbs
+				}
+				row := distRow{Key: model.ID + "/" + g + "/" + item.ID, Item: item.ID, Text: item.Text, Scale: item.Scale,
+					Reversed: item.Reversed, Source: pmf.Source(), Cells: pmf.Cells, HasModel: pmf.P != nil}
+				if pmf.P != nil {
+					row.ModelH = entropy(pmf.P)
+				}
+				var human []float64
+				rr := ref[[3]string{model.ID, g, item.ID}]
+				if rr != nil {
+					human, row.Humans, row.HasHumans = rr.Human, rr.Humans, rr.Human != nil
+					row.HumanH = rr.HumanEntropy
+					if rr.ModelEntropy != nil {
+						row.ModelH = rr.ModelEntropy
+					}
+					if rr.W1 != nil {
+						w1 += *rr.W1
+						nw++
+					}
+					if rr.JSD != nil {
+						jsd += *rr.JSD
+						nj++
+					}
+					if first || rr.Humans < gt.RespLo {
+						gt.RespLo = rr.Humans
+					}
+					gt.RespHi = max(gt.RespHi, rr.Humans)
+					first = false
+				}
+				if gt.HasRef {
+					row.Vals = refVals(rr)
+				}
+				if gt.Everyone {
+					ps := r.cells.item(m, it)
+					row.CellH, row.Coverage, row.Agree = ps.meanEntropy(), ps.meanCoverage(), ps.agreeShare()
+				}
+				row.Bars = optBars(s.OptionsFor(it).Options, pmf.P, human)
+				gt.Rows = append(gt.Rows, row)
 			}
-			ps := r.cells.item(m, it)
-			row.CellH, row.Coverage, row.Agree = ps.meanEntropy(), ps.meanCoverage(), ps.agreeShare()
-			row.Bars = optBars(s.OptionsFor(it).Options, pmf.P, human)
-			t.Rows = append(t.Rows, row)
+			gt.MeanW1, gt.MeanJSD = ratio(w1, nw), ratio(jsd, nj)
+			gt.Scales = refScaleRows(r.Analysis, model.ID, g)
+			gt.NegAlpha = slices.ContainsFunc(gt.Scales, func(rs refScaleRow) bool { return rs.NegAlpha })
+			t.Groups = append(t.Groups, gt)
 		}
 		t.Source = results.PMF{Cells: cells, FromProbs: fromProbs}.Source()
-		t.MeanW1, t.MeanJSD = ratio(w1, nw), ratio(jsd, nj)
+		for i := range t.Groups {
+			t.Groups[i].Mixed = t.Source == results.SourceMixed
+		}
+		t.MeanW1, t.MeanJSD = t.Groups[0].MeanW1, t.Groups[0].MeanJSD
 		t.Coverage = r.cells.model(m).meanCoverage()
 		out = append(out, t)
 	}
 	return out
+}
+
+// w1Span is the largest W1 of the questionnaire's items as text, the number of scored options − 1 (W1 has unit
+// spacing), when every item has the same; "" when they differ.
+func w1Span(s *experiment.Spec) string {
+	span := -1
+	for it := range s.Questionnaire.Items {
+		k := 0
+		for _, o := range s.OptionsFor(it).Options {
+			if !o.IgnoredForScale {
+				k++
+			}
+		}
+		switch {
+		case span < 0:
+			span = k - 1
+		case span != k-1:
+			return ""
+		}
+	}
+	if span < 1 {
+		return ""
+	}
+	return strconv.Itoa(span)
 }
 
 // optBars returns the bars of an item's options; model or human may be nil (no such side).
@@ -147,11 +315,11 @@ func optBars(opts []experiment.Option, model, human []float64) []optBar {
 		}
 		var parts []string
 		if model != nil {
-			b.Model, b.HModel = prob(model[k]), scale*model[k]
+			b.Model, b.PModel, b.HModel = prob(model[k]), percent(model[k]), scale*model[k]
 			parts = append(parts, "model "+strconv.FormatFloat(model[k], 'f', 3, 64))
 		}
 		if human != nil {
-			b.Human, b.HHuman = prob(human[k]), scale*human[k]
+			b.Human, b.PHuman, b.HHuman = prob(human[k]), percent(human[k]), scale*human[k]
 			parts = append(parts, "humans "+strconv.FormatFloat(human[k], 'f', 3, 64))
 		}
 		if len(parts) > 0 {
@@ -161,6 +329,9 @@ func optBars(opts []experiment.Option, model, human []float64) []optBar {
 	}
 	return out
 }
+
+// percent writes a probability as a whole percent, the figure under an option's bar.
+func percent(v float64) string { return strconv.FormatFloat(100*v, 'f', 0, 64) }
 
 // sourceText says in words where a model's distributions come from (results.PMF.Source).
 func sourceText(source string) string {
@@ -186,18 +357,70 @@ func entropy(p []float64) *float64 {
 	return &h
 }
 
-// refScaleRows are reference_scales.csv's lines of group "all", in its order (model, scale).
-func refScaleRows(a *results.Analysis) []refScaleRow {
+// refScaleRows are reference_scales.csv's lines of model and group, in its order (scales as the questionnaire
+// has them).
+func refScaleRows(a *results.Analysis, model, group string) []refScaleRow {
 	var out []refScaleRow
 	for _, rs := range a.ReferenceScales {
-		if rs.Group != experiment.GroupAll {
+		if rs.Model != model || rs.Group != group {
 			continue
 		}
-		out = append(out, refScaleRow{Key: rs.Model + "/" + rs.Scale, Model: rs.Model, Scale: rs.Scale,
+		row := refScaleRow{Key: rs.Model + "/" + rs.Group + "/" + rs.Scale, Scale: rs.Scale,
 			Name: rs.ScaleName, Personas: rs.Personas, ItemsUsed: rs.ItemsUsed, Humans: rs.Humans,
 			HumanItemsUsed: rs.HumanItemsUsed, ModelAlpha: rs.ModelAlpha, HumanAlpha: rs.HumanAlpha,
 			ModelOmega: rs.ModelOmega, HumanOmega: rs.HumanOmega,
-			HasH: rs.HumanAlpha != nil || rs.HumanOmega != nil || rs.Humans > 0})
+			HasH:     rs.HumanAlpha != nil || rs.HumanOmega != nil || rs.Humans > 0,
+			NegAlpha: rs.ModelAlpha != nil && *rs.ModelAlpha < 0}
+		if (rs.ModelAlpha == nil || rs.ModelOmega == nil) && rs.Note != "" {
+			row.Notes = append(row.Notes, modelNote(rs.Note))
+		}
+		if !row.HasH {
+			row.Notes = append(row.Notes, "The humans: the reference carries no α or ω for this scale and group.")
+		} else if rs.HumanAlpha == nil || rs.HumanOmega == nil {
+			row.Notes = append(row.Notes, "The humans: R psych gives no figure here (too few respondents or items with variance for it).")
+		}
+		out = append(out, row)
 	}
 	return out
+}
+
+// modelNote says reference_scales.csv's note (psychometrics.Reliability.Note: "alpha and omega: reason" or
+// "omega: reason") as a sentence about the model's figures.
+func modelNote(note string) string {
+	if r, ok := strings.CutPrefix(note, "alpha and omega: "); ok {
+		return "The model's α and ω: none, " + r + "."
+	}
+	if r, ok := strings.CutPrefix(note, "omega: "); ok {
+		return "The model's ω: none, " + r + "."
+	}
+	return "The model: " + note + "."
+}
+
+// validityRow is one check of a validity table: what was checked (Check), of which model, scale and group, its
+// figure with any interval, and a note on how to read it.
+type validityRow struct {
+	Key                 string // model/group/scale/check
+	Model, Group, Scale string
+	Check, Note         string
+	Value               figure
+}
+
+// keyedFigure is a figure with the data-key its text carries (template "fig").
+type keyedFigure struct {
+	figure
+	Key string
+}
+
+// HasCI reports whether some figure of the table has an interval (its legend then says what the brackets are).
+func (g groupTable) HasCI() bool {
+	for _, r := range g.Rows {
+		for _, v := range r.Vals {
+			for _, f := range []figure{v.Model, v.Uniform, v.Ceiling} {
+				if f.Lo != nil && f.Hi != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"html"
 	"math"
 	"os"
 	"path/filepath"
@@ -117,16 +118,35 @@ func renderRun(t *testing.T, spec *experiment.Spec, src sliceSource) (dir, page 
 	return dir, string(b)
 }
 
-// pmfBars returns the model's (data-p) and the humans' (data-h) probabilities of the bars of key (model/item).
+// pmfBars returns the model's (data-p) and the humans' (data-h) probabilities of the bars of key
+// (model/group/item).
 func pmfBars(t *testing.T, page, key string) (model, human []float64) {
 	t.Helper()
-	m := regexp.MustCompile(`data-pmf="` + regexp.QuoteMeta(key) + `"[^>]*>(.*?)</div></td>`).FindStringSubmatch(page)
-	if m == nil {
+	return indexPMF(page).bars(t, key)
+}
+
+// pmfIndex maps each key (model/group/item) of a page's distribution bars to their markup.
+type pmfIndex map[string]string
+
+// indexPMF reads a page's distribution bars once. html/template escapes a group label's "=" and "+" in the
+// attribute: the keys are unescaped.
+func indexPMF(page string) pmfIndex {
+	out := pmfIndex{}
+	for _, c := range regexp.MustCompile(`data-pmf="([^"]*)"[^>]*>(.*?)</div></td>`).FindAllStringSubmatch(page, -1) {
+		out[html.UnescapeString(c[1])] = c[2]
+	}
+	return out
+}
+
+func (ix pmfIndex) bars(t *testing.T, key string) (model, human []float64) {
+	t.Helper()
+	markup, ok := ix[key]
+	if !ok {
 		t.Fatalf("no distribution bars for %s", key)
 	}
 	num := func(attr string) []float64 {
 		var out []float64
-		for _, v := range regexp.MustCompile(attr+`="([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
+		for _, v := range regexp.MustCompile(attr+`="([^"]*)"`).FindAllStringSubmatch(markup, -1) {
 			f, err := strconv.ParseFloat(v[1], 64)
 			if err != nil {
 				t.Fatalf("%s %s=%q: %v", key, attr, v[1], err)
@@ -178,13 +198,14 @@ func TestReportDistributions(t *testing.T) {
 		"parse/m1/length": "1", "parse/m1/content_filtered": "1", "parse/m1/coverage": "0.813",
 		"parse/m1/top_agrees": "80.0%", "parse/m2/length": "0", "parse/m2/content_filtered": "0",
 		"parse/m2/coverage": "—", "parse/m2/top_agrees": "—", "dist/m1/coverage": "0.813",
-		"dist/m1/q1/n_cells": "5", "dist/m1/q1/coverage": "0.870", "dist/m1/q1/top_agrees": "80.0%", "dist/m1/q2/top_agrees": "80.0%",
-		"dist/m1/q1/n_humans": "6", "dist/m2/q1/n_cells": "6", "dist/m2/q1/coverage": "—",
+		"dist/m1/all/q1/n_cells": "5", "dist/m1/all/q1/coverage": "0.870", "dist/m1/all/q1/top_agrees": "80.0%", "dist/m1/all/q2/top_agrees": "80.0%",
+		"dist/m1/all/q1/n_humans": "6", "dist/m2/all/q1/n_cells": "6", "dist/m2/all/q1/coverage": "—",
+		"group/m1/all/n_personas": "3", "group/m1/all/n_humans": "6",
 	} {
 		expect(key, want, equal)
 	}
 	// m1's q1 over its five cells with a distribution, and the humans'.
-	if m, h := pmfBars(t, page, "m1/q1"); !near(m, 0.41, 0.29, 0.30) || !near(h, 1.0/6, 2.0/6, 3.0/6) {
+	if m, h := pmfBars(t, page, "m1/all/q1"); !near(m, 0.41, 0.29, 0.30) || !near(h, 1.0/6, 2.0/6, 3.0/6) {
 		t.Errorf("m1/q1 bars: model %v humans %v; want 0.41 0.29 0.30 and 1/6 2/6 3/6", m, h)
 	}
 
@@ -200,7 +221,7 @@ func TestReportDistributions(t *testing.T) {
 		if v, err := strconv.ParseFloat(r[col["w1"]], 64); err == nil {
 			w1[r[col["model"]]] = append(w1[r[col["model"]]], v)
 		}
-		key := "dist/" + r[col["model"]] + "/" + r[col["item_id"]]
+		key := "dist/" + r[col["model"]] + "/all/" + r[col["item_id"]]
 		for stat, column := range map[string]string{"w1": "w1", "jsd": "jsd", "model_entropy": "model_entropy", "human_entropy": "human_entropy"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
 		}
@@ -252,6 +273,7 @@ func TestReportDistributions(t *testing.T) {
 		return strconv.FormatFloat(sum/n, 'f', 6, 64)
 	}
 	for key, s := range sums {
+		key = strings.Replace(key, "/", "/all/", 1)
 		expect("dist/"+key+"/coverage", mean(s.cov, s.nCov), sameStat)
 		expect("dist/"+key+"/cell_entropy", mean(s.h, s.nH), sameStat)
 		want := "—"
@@ -268,7 +290,7 @@ func TestReportDistributions(t *testing.T) {
 			continue
 		}
 		scales++
-		key := "refscale/" + r[col["model"]] + "/" + r[col["scale"]]
+		key := "refscale/" + r[col["model"]] + "/all/" + r[col["scale"]]
 		for stat, column := range map[string]string{"model_alpha": "model_alpha", "human_alpha": "human_alpha",
 			"model_omega": "model_omega_total", "human_omega": "human_omega_total"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
@@ -276,13 +298,13 @@ func TestReportDistributions(t *testing.T) {
 		expect(key+"/n_personas", r[col["n_personas"]], equal)
 		expect(key+"/n_humans", r[col["n_humans"]], equal)
 	}
-	if scales != 2 || kv["refscale/m1/E/human_alpha"] == "—" {
-		t.Errorf("%d scale lines of group all, human α %q: want 2 lines with the humans' α", scales, kv["refscale/m1/E/human_alpha"])
+	if scales != 2 || kv["refscale/m1/all/E/human_alpha"] == "—" {
+		t.Errorf("%d scale lines of group all, human α %q: want 2 lines with the humans' α", scales, kv["refscale/m1/all/E/human_alpha"])
 	}
 	if checked < 60 {
 		t.Errorf("only %d numbers checked", checked)
 	}
-	for _, want := range []string{`id="distributions"`, `href="#distributions"`, "Reliability: model and humans", "<details class=\"dist\" open>"} {
+	for _, want := range []string{`id="distributions"`, `href="#distributions"`, "Scales: α and ω of the model's personas and of the humans (everyone)", "<details class=\"dist\" open>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -323,12 +345,12 @@ func TestReportDistributionsPartly(t *testing.T) {
 		t.Fatal(err)
 	}
 	kv := keyedValues(t, b.String())
-	for _, key := range []string{"dist/m1/q1/w1", "dist/m1/q1/jsd", "refscale/m1/E/model_alpha"} {
+	for _, key := range []string{"dist/m1/all/q1/w1", "dist/m1/all/q1/jsd", "refscale/m1/all/E/model_alpha"} {
 		if v, ok := kv[key]; !ok || v == "—" {
 			t.Errorf("reference without probabilities: %s is %q (present %v)", key, v, ok)
 		}
 	}
-	if v := kv["dist/m1/q1/coverage"]; v != "—" {
+	if v := kv["dist/m1/all/q1/coverage"]; v != "—" {
 		t.Errorf("coverage without probabilities: %q", v)
 	}
 	if _, ok := kv["parse/m1/coverage"]; ok {
@@ -350,10 +372,10 @@ func TestReportDistributionsPartly(t *testing.T) {
 	}
 	page := b.String()
 	kv = keyedValues(t, page)
-	if kv["dist/m1/q1/coverage"] != "0.870" || kv["parse/m1/top_agrees"] != "80.0%" {
-		t.Errorf("probabilities without a reference: coverage %q, top = answer %q", kv["dist/m1/q1/coverage"], kv["parse/m1/top_agrees"])
+	if kv["dist/m1/all/q1/coverage"] != "0.870" || kv["parse/m1/top_agrees"] != "80.0%" {
+		t.Errorf("probabilities without a reference: coverage %q, top = answer %q", kv["dist/m1/all/q1/coverage"], kv["parse/m1/top_agrees"])
 	}
-	if m, h := pmfBars(t, page, "m1/q1"); !near(m, 0.41, 0.29, 0.30) || h != nil {
+	if m, h := pmfBars(t, page, "m1/all/q1"); !near(m, 0.41, 0.29, 0.30) || h != nil {
 		t.Errorf("m1/q1 bars without a reference: model %v humans %v", m, h)
 	}
 	for key := range kv {

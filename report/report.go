@@ -55,6 +55,11 @@ var funcs = template.FuncMap{
 	"half":   func(v float64) float64 { return v / 2 },
 	"list":   func(h ...histogram) []histogram { return h },
 	"iv":     interval,
+	"group":  groupName,
+	"fig":    func(f figure, key string) keyedFigure { return keyedFigure{f, key} },
+	"lowMark": func() string {
+		return strconv.FormatFloat(LowReliability, 'g', -1, 64)
+	},
 }
 
 var page = parsePage()
@@ -87,11 +92,13 @@ type view struct {
 	// Probs: some cell had option probabilities (the parse table shows coverage and agreement); Cut: some
 	// answer was cut at max_tokens or content-filtered (it shows their counts).
 	Probs, Cut bool
-	// Dists has a table per model when the run has probabilities or a human reference, none otherwise;
-	// HasRef says there is a reference, RefScales its model × scale reliabilities.
-	Dists     []distTable
-	HasRef    bool
-	RefScales []refScaleRow
+	// Dists has a section per model when the run has probabilities or a human reference, none otherwise;
+	// HasRef says there is a reference.
+	Dists  []distTable
+	HasRef bool
+	// Validity has the checks of the model's answers against the humans' beyond the distributions, when the
+	// analysis has them; the section shows nothing without.
+	Validity []validityRow
 	// Order has a table per model when the run varied option order (order_bias.csv), none otherwise.
 	Order       []orderTable
 	Scales      []scaleChart
@@ -189,7 +196,6 @@ func build(r *Run) view {
 	if showDistributions(r) {
 		v.Dists = distTables(r)
 		v.HasRef = s.Reference != nil
-		v.RefScales = refScaleRows(a)
 	}
 	v.Order = orderTables(r.order)
 	v.Scales = scaleCharts(a)

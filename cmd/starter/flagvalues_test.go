@@ -70,8 +70,8 @@ func TestPromptSuggestsIDs(t *testing.T) {
 
 func TestMissingRequiredFlagIsUsage(t *testing.T) {
 	code, _, errs := runCLI(t, "prompt", cliQuickstart, "--item", "3")
-	if code != exitUsage || !strings.Contains(errs, `required flag(s) "persona" not set`) || !strings.Contains(errs, "Usage: starter prompt") {
-		t.Errorf("prompt without --persona: exit %d, stderr %q; want %d with the usage line", code, errs, exitUsage)
+	if code != exitUsage || !strings.Contains(errs, "want --item and --persona (or --cell with a cell id of results.csv)") {
+		t.Errorf("prompt without --persona: exit %d, stderr %q; want %d saying what it needs", code, errs, exitUsage)
 	}
 }
 

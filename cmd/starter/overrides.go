@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,12 +68,15 @@ func (o *overrides) apply(spec *experiment.Spec) error {
 }
 
 func newPromptCmd() *cobra.Command {
-	var item, persona, model string
+	var item, persona, model, cellID string
 	var seed int64
 	cmd := &cobra.Command{
-		Use:   "prompt SPEC --item ID --persona ID",
+		Use:   "prompt SPEC (--item ID --persona ID | --cell CELL_ID)",
 		Short: "Print the messages one cell sends",
-		Args:  exactArgs(1),
+		Long: "Print the messages one cell sends, with the seed and parameters of its call. --item and --persona pick " +
+			"the cell of the item's own wording, as written, of the first prompt and the main call; --cell takes any " +
+			"cell id of results.csv (a wording variant, a reversed order, a prompt variant, a verbalized probe).",
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := loadSpec(cmd.ErrOrStderr(), args[0])
 			if err != nil {
@@ -81,6 +86,18 @@ func newPromptCmd() *cobra.Command {
 			if spec.IsEmbed() {
 				return withCode(exitUsage, fmt.Errorf("%s is a kind: embed spec: its cells send texts to embed, not "+
 					"messages; `starter validate %[1]s` counts them", args[0]))
+			}
+			if cellID != "" {
+				if item != "" || persona != "" || model != "" || cmd.Flags().Changed("seed") {
+					return withCode(exitUsage, errors.New("--cell names the whole cell: give it without --item, --persona, --model and --seed"))
+				}
+				if c, err = cellByID(spec, cellID); err != nil {
+					return withCode(exitUsage, err)
+				}
+				return printPrompt(cmd.OutOrStdout(), spec, c)
+			}
+			if item == "" || persona == "" {
+				return withCode(exitUsage, errors.New("want --item and --persona (or --cell with a cell id of results.csv)"))
 			}
 			itemIDs := idsOf(spec.Questionnaire.Items, func(it experiment.Item) string { return it.ID })
 			if c.Item = slices.Index(itemIDs, item); c.Item < 0 {
@@ -102,36 +119,70 @@ func newPromptCmd() *cobra.Command {
 					return withCode(exitUsage, fmt.Errorf("--seed %d: not among the spec's seeds; they are %s", seed, shortList(seeds, 12)))
 				}
 			}
-			msgs, err := spec.Render(c, nil)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "# cell %s\n", spec.CellID(c))
-			// The seed the call sends: the cell's own under run.seed_per_cell, else the spec's seed value.
-			fmt.Fprintf(out, "# seed %d\n", spec.CallSeed(c))
-			// The parameters the call sends with its answer mode's (logprobs, response_format), as JSON: what
-			// the response cache keys it by, besides the messages.
-			if params, err := json.Marshal(spec.CallParams(c)); err == nil && string(params) != "{}" {
-				fmt.Fprintf(out, "# params %s\n", params)
-			}
-			for _, m := range msgs {
-				fmt.Fprintf(out, "\n[%s]\n%s\n", m.Role, m.Content)
-				for _, ref := range m.Images {
-					if len(ref) > 60 && strings.HasPrefix(ref, "data:") {
-						ref = fmt.Sprintf("%s… (%d bytes of base64, a file the spec names)", ref[:40], len(ref))
-					}
-					fmt.Fprintf(out, "[image] %s\n", ref)
-				}
-			}
-			return nil
+			return printPrompt(cmd.OutOrStdout(), spec, c)
 		},
 	}
-	cmd.Flags().StringVar(&item, "item", "", "item id (required)")
-	cmd.Flags().StringVar(&persona, "persona", "", "persona id (required)")
+	cmd.Flags().StringVar(&item, "item", "", "item id")
+	cmd.Flags().StringVar(&persona, "persona", "", "persona id")
 	cmd.Flags().StringVar(&model, "model", "", "model id (default: the first)")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed (default: the first)")
-	_ = cmd.MarkFlagRequired("item")
-	_ = cmd.MarkFlagRequired("persona")
+	cmd.Flags().StringVar(&cellID, "cell", "", "a cell id of results.csv, e.g. m/1/E1:neg/p5/rev (instead of --item and --persona)")
 	return cmd
+}
+
+// cellByID finds the cell whose id is id, by its model and seed first (the id's first two parts) so that only
+// one (model, seed)'s cells are named to compare.
+func cellByID(spec *experiment.Spec, id string) (experiment.Cell, error) {
+	parts := strings.SplitN(id, "/", 3)
+	modelIDs := idsOf(spec.Models, func(m experiment.Model) string { return m.ID })
+	if len(parts) < 3 {
+		return experiment.Cell{}, fmt.Errorf("--cell %s: a cell id is model/seed/item/persona[/prompt variant][/verbalized][/rev], e.g. %s", id, spec.CellID(experiment.Cell{}))
+	}
+	m := slices.Index(modelIDs, parts[0])
+	if m < 0 {
+		return experiment.Cell{}, unknownID("model", parts[0], modelIDs)
+	}
+	seeds := idsOf(spec.Seeds, func(s int64) string { return strconv.FormatInt(s, 10) })
+	sd := slices.Index(seeds, parts[1])
+	if sd < 0 {
+		return experiment.Cell{}, fmt.Errorf("--cell %s: seed %s is not among the spec's seeds; they are %s", id, parts[1], shortList(seeds, 12))
+	}
+	first := spec.CellIndexOf(experiment.Cell{Model: m, Seed: sd})
+	var near []string
+	for i := first; i < first+spec.SeedCells(); i++ {
+		c := spec.Cell(i)
+		got := spec.CellID(c)
+		if got == id {
+			return c, nil
+		}
+		near = append(near, got)
+	}
+	return experiment.Cell{}, fmt.Errorf("--cell %s: no such cell%s; the cells of model %s, seed %s: %s", id,
+		suggest.DidYouMean(id, near), parts[0], parts[1], shortList(near, 8))
+}
+
+// printPrompt prints cell c's call: its id, seed, parameters and messages.
+func printPrompt(out io.Writer, spec *experiment.Spec, c experiment.Cell) error {
+	msgs, err := spec.Render(c, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "# cell %s\n", spec.CellID(c))
+	// The seed the call sends: the cell's own under run.seed_per_cell, else the spec's seed value.
+	fmt.Fprintf(out, "# seed %d\n", spec.CallSeed(c))
+	// The parameters the call sends with its answer mode's (logprobs, response_format), as JSON: what
+	// the response cache keys it by, besides the messages.
+	if params, err := json.Marshal(spec.CallParams(c)); err == nil && string(params) != "{}" {
+		fmt.Fprintf(out, "# params %s\n", params)
+	}
+	for _, m := range msgs {
+		fmt.Fprintf(out, "\n[%s]\n%s\n", m.Role, m.Content)
+		for _, ref := range m.Images {
+			if len(ref) > 60 && strings.HasPrefix(ref, "data:") {
+				ref = fmt.Sprintf("%s… (%d bytes of base64, a file the spec names)", ref[:40], len(ref))
+			}
+			fmt.Fprintf(out, "[image] %s\n", ref)
+		}
+	}
+	return nil
 }

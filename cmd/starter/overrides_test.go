@@ -22,6 +22,32 @@ func TestPromptPrintsTheCellsMessages(t *testing.T) {
 	}
 }
 
+// TestPromptOfACellID: --cell prints any cell of results.csv, a reversed order or a wording variant too, and a
+// mistyped id is refused with the nearest id.
+func TestPromptOfACellID(t *testing.T) {
+	const bfi, wording = "../../examples/bfi/experiment.yaml", "../../examples/wording/experiment.yaml"
+	code, out, errs := runCLI(t, "prompt", bfi, "--cell", "sim/2/A1/nurse/rev")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// The reversed cell lists the options last to first, relabelled by position.
+	if !strings.Contains(out, "# cell sim/2/A1/nurse/rev\n") || !strings.Contains(out, "1. Very Accurate") {
+		t.Errorf("reversed cell:\n%s", out)
+	}
+	code, out, errs = runCLI(t, "prompt", wording, "--cell", "sim/1/E1:para/farmer")
+	if code != 0 || !strings.Contains(out, "Bring energy to every party I go to.") {
+		t.Errorf("variant cell: exit %d, %s\n%s", code, errs, out)
+	}
+	code, _, errs = runCLI(t, "prompt", wording, "--cell", "sim/1/E1:pra/farmer")
+	if code != exitUsage || !strings.Contains(errs, `(did you mean "sim/1/E1:para/farmer"?)`) {
+		t.Errorf("mistyped cell: exit %d, %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "prompt", wording, "--cell", "sim/1/E1:para/farmer", "--item", "E1")
+	if code != exitUsage || !strings.Contains(errs, "--cell names the whole cell") {
+		t.Errorf("--cell with --item: exit %d, %q", code, errs)
+	}
+}
+
 func TestRunOverridesAndDryRun(t *testing.T) {
 	code, out, errs := runCLI(t, "run", quickstart, "--dry-run", "--seeds", "1,2,3", "--on-error", "raise")
 	if code != 0 {

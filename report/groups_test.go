@@ -1,0 +1,260 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"hash/fnv"
+	"html"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/results"
+	"github.com/silicolab/silico/specfile"
+	"github.com/silicolab/silico/store"
+)
+
+// bfiRun is examples/bfi's spec (25 items, twelve personas in groups by gender and age_band, bfi's 2,800
+// humans) with made-up records: each cell's option probabilities peak at an option drawn from a hash of the
+// cell's persona, item and seed, so the personas' item scores hardly agree and some scale's α comes out
+// negative, as a real model's can.
+func bfiRun(t *testing.T) (*experiment.Spec, sliceSource) {
+	t.Helper()
+	spec, err := specfile.Load("../examples/bfi/experiment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make(sliceSource, spec.NumCells())
+	for i := range recs {
+		c := spec.Cell(i)
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(strconv.Itoa(c.Persona) + "/" + strconv.Itoa(c.Item) + "/" + strconv.Itoa(c.Seed)))
+		k := len(spec.OptionsFor(c.Item).Options)
+		peak := int(h.Sum32() % uint32(k))
+		p := make([]float64, k)
+		var sum float64
+		for o := range p {
+			p[o] = math.Exp(-math.Abs(float64(o - peak)))
+			sum += p[o]
+		}
+		for o := range p {
+			p[o] /= sum
+		}
+		opt := spec.OptionsFor(c.Item).Options[peak].ID
+		recs[i] = store.Record{Index: i, Status: store.StatusOK, OptionID: opt, Raw: opt, FinishReason: "stop", Probs: p,
+			Coverage: 0.95, Attempts: 1, LatencyMS: float64(20 + i%13)}
+	}
+	return spec, recs
+}
+
+// TestReportEveryGroup: the bfi-like report has a table for every reference group, headed by the group in words
+// with its personas and respondents, whose every figure is reference.csv's and reference_scales.csv's line of
+// that group; a model α below zero is marked with the sentence on ω, and an empty figure shows psych's reason.
+func TestReportEveryGroup(t *testing.T) {
+	spec, recs := bfiRun(t)
+	dir, page := renderRun(t, spec, recs)
+	kv := keyedValues(t, page)
+	checked := 0
+	expect := func(key, want string, ok func(shown, want string) bool) {
+		t.Helper()
+		shown, present := kv[key]
+		if !present {
+			t.Errorf("report has no %s", key)
+			return
+		}
+		checked++
+		if !ok(shown, want) {
+			t.Errorf("%s: report shows %q, want %q", key, shown, want)
+		}
+	}
+	equal := func(shown, want string) bool { return shown == want }
+
+	groups := spec.Reference.GroupLabels()
+	if len(groups) != 7 {
+		t.Fatalf("bfi has %d groups, want 7 (all, gender 1 and 2, four age bands)", len(groups))
+	}
+	bars := indexPMF(page)
+	col, rows := readCSV(t, filepath.Join(dir, results.ReferenceFile))
+	resp := map[string][2]int{}  // group → fewest, most respondents of an item
+	w1 := map[string][]float64{} // group → its items' W1
+	for _, r := range rows {
+		g := r[col["group"]]
+		key := "dist/" + r[col["model"]] + "/" + g + "/" + r[col["item_id"]]
+		for stat, column := range map[string]string{"w1": "w1", "jsd": "jsd", "model_entropy": "model_entropy", "human_entropy": "human_entropy"} {
+			expect(key+"/"+stat, r[col[column]], sameStat)
+		}
+		expect(key+"/n_humans", thousandsOf(t, r[col["n_humans"]]), equal)
+		expect(key+"/n_cells", r[col["n_cells"]], equal)
+		m, h := bars.bars(t, strings.TrimPrefix(key, "dist/"))
+		if want := parseFloats(t, r[col["model_p"]]); !near(m, want...) {
+			t.Errorf("%s model bars %v, reference.csv %v", key, m, want)
+		}
+		if want := parseFloats(t, r[col["human_p"]]); !near(h, want...) {
+			t.Errorf("%s human bars %v, reference.csv %v", key, h, want)
+		}
+		if v, err := strconv.ParseFloat(r[col["w1"]], 64); err == nil {
+			w1[g] = append(w1[g], v)
+		}
+		n, _ := strconv.Atoi(r[col["n_humans"]])
+		lh, seen := resp[g]
+		if !seen || n < lh[0] {
+			lh[0] = n
+		}
+		lh[1] = max(lh[1], n)
+		resp[g] = lh
+	}
+	if len(rows) != 25*7 {
+		t.Errorf("reference.csv has %d lines, want 25 items × 7 groups", len(rows))
+	}
+
+	// Each group's heading names it in words, with its personas and the range of respondents per item.
+	headings := regexp.MustCompile(`<h3 id="grp-0-(\d+)" class="group">([^<]*)</h3>`).FindAllStringSubmatch(page, -1)
+	want := []string{"everyone", "gender = 1", "gender = 2", "age_band = 0-17", "age_band = 18-29", "age_band = 30-44", "age_band = 45+"}
+	if len(headings) != len(want) {
+		t.Fatalf("%d group headings, want %d", len(headings), len(want))
+	}
+	for i, g := range groups {
+		if h := html.UnescapeString(headings[i][2]); h != want[i] {
+			t.Errorf("group %s is headed %q, want %q", g, h, want[i])
+		}
+		personas := 0
+		for p := range spec.Personas {
+			if spec.InGroup(p, g) {
+				personas++
+			}
+		}
+		expect("group/sim/"+g+"/n_personas", strconv.Itoa(personas), equal)
+		lh := resp[g]
+		n := thousands(lh[0]) + "–" + thousands(lh[1])
+		if lh[0] == lh[1] {
+			n = thousands(lh[0])
+		}
+		expect("group/sim/"+g+"/n_humans", n, equal)
+		var sum float64
+		for _, v := range w1[g] {
+			sum += v
+		}
+		expect("group/sim/"+g+"/mean_w1", strconv.FormatFloat(sum/float64(len(w1[g])), 'g', -1, 64), sameStat)
+	}
+
+	col, rows = readCSV(t, filepath.Join(dir, results.ReferenceScalesFile))
+	plain := html.UnescapeString(page)
+	negative, noted := 0, 0
+	for _, r := range rows {
+		key := "refscale/" + r[col["model"]] + "/" + r[col["group"]] + "/" + r[col["scale"]]
+		for stat, column := range map[string]string{"model_alpha": "model_alpha", "human_alpha": "human_alpha",
+			"model_omega": "model_omega_total", "human_omega": "human_omega_total"} {
+			expect(key+"/"+stat, r[col[column]], sameStat)
+		}
+		expect(key+"/n_personas", r[col["n_personas"]], equal)
+		expect(key+"/n_humans", thousandsOf(t, r[col["n_humans"]]), equal)
+		// The row's markup up to the next scale row: its note, when it has one, is in the row beneath.
+		mark := `data-key="` + key + `/model_alpha"`
+		i := strings.Index(plain, mark)
+		if i < 0 {
+			continue
+		}
+		row := plain[i+len(mark):]
+		if j := strings.Index(row, `/model_alpha"`); j > 0 {
+			row = row[:j]
+		}
+		if j := strings.Index(row, "</table>"); j > 0 {
+			row = row[:j]
+		}
+		if a, err := strconv.ParseFloat(r[col["model_alpha"]], 64); err == nil && a < 0 {
+			negative++
+			if !strings.Contains(row, `class="nc"`) || !strings.Contains(row, "ω total reverses the items that load negatively") {
+				t.Errorf("%s: the model's α is %g but its ω is not marked as not comparable", key, a)
+			}
+		} else if strings.Contains(row, `class="nc"`) {
+			t.Errorf("%s: α %q is not negative, yet ω is marked as not comparable", key, r[col["model_alpha"]])
+		}
+		if note := r[col["note"]]; note != "" {
+			noted++
+			_, reason, _ := strings.Cut(note, ": ")
+			if !strings.Contains(row, reason) {
+				t.Errorf("%s: the empty figure's reason %q is not shown", key, reason)
+			}
+		}
+	}
+	if len(rows) != 5*7 || negative == 0 || noted == 0 {
+		t.Errorf("%d scale lines, %d with a negative model α, %d with a note: want 35 and some of each", len(rows), negative, noted)
+	}
+	// Per item and group six numbers, per group three, per scale and group six.
+	if checked != 25*7*6+7*3+35*6 {
+		t.Errorf("only %d numbers checked", checked)
+	}
+	// The names of the counts say what they count.
+	for _, s := range []string{"respondents who answered this item", "respondents with a score on this scale", "model entropy", "human entropy", "lower is closer"} {
+		if strings.Count(page, s) < len(groups) {
+			t.Errorf("%q appears fewer than once per group", s)
+		}
+	}
+	// Nothing of what the analysis does not have yet shows.
+	for _, s := range []string{"baseline (uniform)", "ceiling (humans vs humans)", `class="ci"`, "95 % bootstrap interval", `id="validity"`} {
+		if strings.Contains(page, s) {
+			t.Errorf("the report shows %q without such figures", s)
+		}
+	}
+}
+
+// thousandsOf writes a CSV count as the report does, with thousands separators.
+func thousandsOf(t *testing.T, s string) string {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("count %q: %v", s, err)
+	}
+	return thousands(n)
+}
+
+// TestReportComingColumns: the view has room for the figures the analysis is to carry — the uniform answer's as
+// a baseline and the humans' split halves as a ceiling beside a distance, an interval under a figure, a
+// validity table — and the page shows each exactly when the view has it (today's analysis has none, see
+// TestReportEveryGroup).
+func TestReportComingColumns(t *testing.T) {
+	r, err := Analyze(context.Background(), distRecords(), distSpec(t), "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := build(r)
+	g := &v.Dists[0].Groups[0]
+	g.Cols[0].Baseline, g.Cols[0].Ceiling = true, true // W1
+	num := func(f float64) *float64 { return &f }
+	for i := range g.Rows {
+		w1 := &g.Rows[i].Vals[0]
+		w1.Uniform.V, w1.Ceiling.V = num(1.25+float64(i)), num(0.0625)
+		w1.Model.Lo, w1.Model.Hi = num(0.125), num(0.875)
+	}
+	v.Validity = []validityRow{{Key: "m1/all/E/convergent", Model: "m1", Group: "all", Scale: "E", Check: "convergent r",
+		Value: figure{V: num(0.5), Lo: num(0.25), Hi: num(0.75)}, Note: "higher is better"}}
+	var b bytes.Buffer
+	if err := page.Execute(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	kv := keyedValues(t, out)
+	for key, want := range map[string]string{
+		"dist/m1/all/q1/w1_uniform": "1.250", "dist/m1/all/q2/w1_uniform": "2.250", "dist/m1/all/q1/w1_ceiling": "0.062",
+		"dist/m1/all/q1/w1_ci": "[0.125, 0.875]", "validity/m1/all/E/convergent": "0.500",
+		"validity/m1/all/E/convergent_ci": "[0.250, 0.750]",
+	} {
+		if kv[key] != want {
+			t.Errorf("%s: %q, want %q", key, kv[key], want)
+		}
+	}
+	// Only the table that has them shows the columns: m1's everyone, not m2's.
+	for s, n := range map[string]int{"<th>baseline (uniform)</th>": 1, "<th>ceiling (humans vs humans)</th>": 1,
+		"<b>Baseline (uniform)</b>": 1, "95 % bootstrap interval": 1, `id="validity"`: 1, `data-key="dist/m2/all/q1/w1_uniform"`: 0, `class="ci"`: 3} {
+		if c := strings.Count(out, s); c != n {
+			t.Errorf("%q appears %d times, want %d", s, c, n)
+		}
+	}
+	if _, ok := kv["dist/m1/all/q1/jsd_uniform"]; ok {
+		t.Error("JSD shows a baseline column it does not have")
+	}
+}
