@@ -133,6 +133,9 @@ type Analysis struct {
 	// Reference and ReferenceScales compare the answers with the spec's human reference (empty without one).
 	Reference       []ReferenceRow
 	ReferenceScales []ReferenceScale
+	// ReferenceOverall are reference_scales.csv's lines of scale ScaleOverall (every item, per model × group),
+	// written after ReferenceScales' and kept apart so that a reader of the scales sees scales only.
+	ReferenceOverall []ReferenceScale
 	// Latency holds the latencies and attempts of the cells that ran.
 	Latency LatencyStats
 	// ScaleIDs and ScaleNames are the scored scales in output order; ItemScale maps an item index to its

@@ -118,7 +118,7 @@ func (r *ReferenceRow) means() [meanStats]*float64 {
 		r.HumanSplitW1, r.HumanSplitAlignment}
 }
 
-// reference fills Reference and ReferenceScales when the spec has a human reference.
+// reference fills Reference, ReferenceScales and ReferenceOverall when the spec has a human reference.
 func (a *Analysis) reference() {
 	s := a.Spec
 	ref := s.Reference
@@ -177,7 +177,7 @@ func (a *Analysis) reference() {
 							rs.Personas++
 						}
 					}
-					a.ReferenceScales = append(a.ReferenceScales, rs)
+					a.ReferenceOverall = append(a.ReferenceOverall, rs)
 					continue
 				}
 				ps := psychometrics.ScaleReliability(a.personaScores(m, items, boot.personas[gi]))

@@ -23,7 +23,7 @@ func ReferenceHeader() []string {
 }
 
 // ReferenceScalesHeader returns the header of reference_scales.csv: one line per model × scale × group, then
-// per model × group a line of scale "all" over every item (α and ω empty). The columns from n_items_compared
+// after all of them one line per model × group of scale "all" over every item (α and ω empty). The columns from n_items_compared
 // on are the means over the scale's items of reference.csv's columns of the same name.
 func ReferenceScalesHeader() []string {
 	return []string{"run_id", "model", "scale", "scale_name", "group", "n_personas", "n_items_used",

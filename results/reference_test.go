@@ -204,9 +204,9 @@ func TestReferenceComparison(t *testing.T) {
 		t.Errorf("scale E: %d items compared, means %v", e.ItemsCompared, e.Means)
 	}
 	var all *ReferenceScale
-	for i, r := range a.ReferenceScales {
+	for i, r := range a.ReferenceOverall {
 		if r.Model == "m1" && r.Scale == ScaleOverall && r.Group == "all" {
-			all = &a.ReferenceScales[i]
+			all = &a.ReferenceOverall[i]
 		}
 	}
 	if all == nil || all.ItemsCompared != 2 || all.ModelAlpha != nil || all.HumanAlpha != nil || all.Personas != 2 ||
