@@ -1,9 +1,11 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/silicolab/silico/suggest"
@@ -24,9 +26,9 @@ var referenceForms = []string{ReferenceAnswers, ReferenceCountsForm}
 
 // Reference is a human reference sample the models' answer distributions are compared with (reference.csv and
 // reference_scales.csv). A spec file names a CSV file; the starter reads it when it loads the spec and inlines
-// what the analysis needs — the counts of every option per item and group and, for raw answers, each scale's
-// reliability among the humans and the respondents themselves (Respondents: resampling and weights need them)
-// — so a resolved spec carries them and no worker reads a file. A file of counts stays a few hundred numbers
+// what the analysis needs — for a file of counts the counts of every option per item and group, for a file of
+// answers the respondents themselves (Respondents: weights and resamples need them) — so a resolved spec
+// carries them and no worker reads a file. A file of counts stays a few hundred numbers
 // for any number of people; a file of answers adds a row per respondent, and a spec too large for a workflow
 // input is saved in the results store and referred to by digest.
 type Reference struct {
@@ -39,9 +41,12 @@ type Reference struct {
 	// Form is the form the file had: ReferenceAnswers or ReferenceCountsForm.
 	Form string `json:"form,omitempty"`
 	// Counts has one entry per item and group with an answer, items in questionnaire order, groups GroupAll
-	// first, then by column in Groups order and value.
+	// first, then by column in Groups order and value: what a file of counts gives. A file of answers carries
+	// Respondents instead, from which results computes every human figure (distributions, means, α and ω,
+	// weights, resamples) with the code that computes the model's.
 	Counts []ReferenceCounts `json:"counts,omitempty"`
-	// Scales is the humans' reliability per scale and group (answers form only: counts carry no respondents).
+	// Scales is the humans' reliability per scale and group as a spec resolved before respondents were inlined
+	// carries it; read only when Respondents is nil (a file of counts has none: it has no respondents).
 	Scales []ReferenceScale `json:"scales,omitempty"`
 	// Weight is the column of a file of answers that holds each respondent's survey weight; empty: every
 	// respondent weighs 1.
@@ -125,10 +130,26 @@ func SplitGroup(label string) (column, value string, ok bool) {
 	return column, value, ok && column != ""
 }
 
-// GroupLabels returns the reference's groups in output order: GroupAll, then the others in the order Counts
-// and Scales first name them.
+// GroupLabels returns the reference's groups in output order: GroupAll, then for a file of answers every
+// value the respondents have of each group column, by column in Groups order and value (CompareGroupValues);
+// for a file of counts the others in the order Counts and Scales first name them.
 func (r *Reference) GroupLabels() []string {
 	out := []string{GroupAll}
+	if rs := r.Respondents; rs != nil {
+		for g, col := range r.Groups {
+			var vals []string
+			for i := range rs.Groups {
+				if g < len(rs.Groups[i]) && rs.Groups[i][g] != "" && !slices.Contains(vals, rs.Groups[i][g]) {
+					vals = append(vals, rs.Groups[i][g])
+				}
+			}
+			slices.SortFunc(vals, CompareGroupValues)
+			for _, v := range vals {
+				out = append(out, GroupLabel(col, v))
+			}
+		}
+		return out
+	}
 	for _, c := range r.Counts {
 		if !slices.Contains(out, c.Group) {
 			out = append(out, c.Group)
@@ -167,7 +188,7 @@ func (s *Spec) checkReference(errs *Errors) {
 		errs.add("reference", "only for chat specs: an embed spec has no answers to compare with humans; remove it")
 		return
 	}
-	if r.File == "" && len(r.Counts) == 0 {
+	if r.File == "" && len(r.Counts) == 0 && r.Respondents == nil {
 		errs.add("reference", "missing file: name the CSV of human answers, e.g. reference: {file: human.csv, groups: [gender]}")
 	}
 	seenGroup := map[string]int{}
@@ -323,4 +344,24 @@ func (s *Spec) checkRespondents(errs *Errors, items map[string]int, ids []string
 	if rs.Weights != nil && r.Weight == "" {
 		errs.add("reference.weight", "missing: the respondents have weights; name the column they came from")
 	}
+}
+
+// CompareGroupValues orders the values of a group column by their leading number when both have one ("2" <
+// "10", "18-29" < "30-44" < "45+"), else as text.
+func CompareGroupValues(a, b string) int {
+	na, oka := leadingNumber(a)
+	nb, okb := leadingNumber(b)
+	if oka && okb && na != nb {
+		return cmp.Compare(na, nb)
+	}
+	return strings.Compare(a, b)
+}
+
+func leadingNumber(s string) (int, bool) {
+	end := 0
+	for end < len(s) && end < 9 && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(s[:end])
+	return n, err == nil
 }

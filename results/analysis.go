@@ -135,6 +135,9 @@ type Analysis struct {
 	ReferenceScales []ReferenceScale
 	// Validity is validity.csv: the checks of the model's personas against the reference's respondents.
 	Validity []Validity
+	// ReferenceOverall are reference_scales.csv's lines of scale ScaleOverall (every item, per model × group),
+	// written after ReferenceScales' and kept apart so that a reader of the scales sees scales only.
+	ReferenceOverall []ReferenceScale
 	// Latency holds the latencies and attempts of the cells that ran.
 	Latency LatencyStats
 	// ScaleIDs and ScaleNames are the scored scales in output order; ItemScale maps an item index to its

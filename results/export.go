@@ -204,14 +204,16 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", ScalesFile, err)
 	}
 	writers := map[string]func(io.Writer) error{
-		ReliabilityFile:     func(w io.Writer) error { return writeReliability(w, runID, a.Reliability) },
-		ItemsFile:           func(w io.Writer) error { return writeItems(w, runID, a.Items) },
-		AgreementFile:       func(w io.Writer) error { return writeAgreement(w, runID, a.Agreement) },
-		DistributionsFile:   func(w io.Writer) error { return writeDistributions(w, runID, a.Distributions()) },
-		ReferenceFile:       func(w io.Writer) error { return writeReference(w, runID, a.Reference) },
-		ReferenceScalesFile: func(w io.Writer) error { return writeReferenceScales(w, runID, a.ReferenceScales) },
-		ValidityFile:        func(w io.Writer) error { return writeValidity(w, runID, a.Validity) },
-		OrderBiasFile:       func(w io.Writer) error { return design.WriteOrderBias(w, runID, dz.design.OrderBias()) },
+		ReliabilityFile:   func(w io.Writer) error { return writeReliability(w, runID, a.Reliability) },
+		ItemsFile:         func(w io.Writer) error { return writeItems(w, runID, a.Items) },
+		AgreementFile:     func(w io.Writer) error { return writeAgreement(w, runID, a.Agreement) },
+		DistributionsFile: func(w io.Writer) error { return writeDistributions(w, runID, a.Distributions()) },
+		ReferenceFile:     func(w io.Writer) error { return writeReference(w, runID, a.Reference) },
+		ReferenceScalesFile: func(w io.Writer) error {
+			return writeReferenceScales(w, runID, slices.Concat(a.ReferenceScales, a.ReferenceOverall))
+		},
+		ValidityFile:  func(w io.Writer) error { return writeValidity(w, runID, a.Validity) },
+		OrderBiasFile: func(w io.Writer) error { return design.WriteOrderBias(w, runID, dz.design.OrderBias()) },
 		VarianceFile: func(w io.Writer) error {
 			rows, err := dz.design.Variance()
 			if err != nil {

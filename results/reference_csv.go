@@ -2,6 +2,7 @@ package results
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,16 +12,26 @@ func DistributionsHeader() []string {
 	return []string{"run_id", "model", "item_id", "persona_id", "option_id", "p", "n_cells", "source"}
 }
 
-// ReferenceHeader returns the header of reference.csv: one line per model × item × group.
+// ReferenceHeader returns the header of reference.csv: one line per model × item × group. A column x with an
+// interval is followed by x_lo and x_hi, the 95 % bootstrap interval (empty without resamples).
 func ReferenceHeader() []string {
 	return []string{"run_id", "model", "item_id", "scale", "group", "source", "n_cells", "n_humans", "options",
-		"model_p", "human_p", "w1", "jsd", "model_entropy", "human_entropy", "model_mean", "human_mean"}
+		"model_p", "human_p", "model_nonresponse", "human_nonresponse",
+		"w1", "w1_lo", "w1_hi", "alignment", "alignment_lo", "alignment_hi", "tvd", "simbench", "simbench_lo", "simbench_hi",
+		"jsd", "jsd_lo", "jsd_hi", "uniform_w1", "uniform_alignment", "uniform_tvd", "human_split_w1", "human_split_alignment",
+		"model_entropy", "human_entropy", "model_mean", "model_mean_lo", "model_mean_hi", "human_mean", "human_mean_lo", "human_mean_hi"}
 }
 
-// ReferenceScalesHeader returns the header of reference_scales.csv: one line per model × scale × group.
+// ReferenceScalesHeader returns the header of reference_scales.csv: one line per model × scale × group, then
+// after all of them one line per model × group of scale "all" over every item (α and ω empty). The columns from n_items_compared
+// on are the means over the scale's items of reference.csv's columns of the same name.
 func ReferenceScalesHeader() []string {
-	return []string{"run_id", "model", "scale", "scale_name", "group", "n_personas", "n_items_used", "model_alpha",
-		"model_omega_total", "n_humans", "human_n_items_used", "human_alpha", "human_omega_total", "note"}
+	return []string{"run_id", "model", "scale", "scale_name", "group", "n_personas", "n_items_used",
+		"model_alpha", "model_alpha_lo", "model_alpha_hi", "model_omega_total", "model_omega_total_lo", "model_omega_total_hi",
+		"n_humans", "human_n_items_used", "human_alpha", "human_alpha_lo", "human_alpha_hi",
+		"human_omega_total", "human_omega_total_lo", "human_omega_total_hi",
+		"n_items_compared", "w1", "alignment", "tvd", "simbench", "uniform_w1", "uniform_alignment", "uniform_tvd",
+		"human_split_w1", "human_split_alignment", "note"}
 }
 
 // probs formats a distribution as reference.csv writes it: each probability as formatFloat writes it, joined with ";"
@@ -62,17 +73,31 @@ func writeDistributions(w io.Writer, runID string, ds []Distribution) error {
 func writeReference(w io.Writer, runID string, rows []ReferenceRow) error {
 	return writeCSV(w, ReferenceHeader(), len(rows), func(i int) []string {
 		r := rows[i]
-		return []string{runID, r.Model, r.ItemID, r.Scale, r.Group, r.Answers.Source(), strconv.Itoa(r.Answers.Cells),
-			strconv.Itoa(r.Humans), strings.Join(r.Options, ";"), probs(r.Answers.P), probs(r.Human), Stat(r.W1),
-			Stat(r.JSD), Stat(r.ModelEntropy), Stat(r.HumanEntropy), Stat(r.ModelMean), Stat(r.HumanMean)}
+		iv := func(v *float64, k int) []string {
+			return []string{Stat(v), Stat(r.Intervals[k].Lo), Stat(r.Intervals[k].Hi)}
+		}
+		return slices.Concat([]string{runID, r.Model, r.ItemID, r.Scale, r.Group, r.Answers.Source(), strconv.Itoa(r.Answers.Cells),
+			strconv.Itoa(r.Humans), strings.Join(r.Options, ";"), probs(r.Answers.P), probs(r.Human),
+			Stat(r.ModelNonresponse), Stat(r.HumanNonresponse)},
+			iv(r.W1, ivW1), iv(r.Alignment, ivAlignment), []string{Stat(r.TVD)}, iv(r.SimBench, ivSimBench), iv(r.JSD, ivJSD),
+			[]string{Stat(r.UniformW1), Stat(r.UniformAlignment), Stat(r.UniformTVD), Stat(r.HumanSplitW1),
+				Stat(r.HumanSplitAlignment), Stat(r.ModelEntropy), Stat(r.HumanEntropy)},
+			iv(r.ModelMean, ivModelMean), iv(r.HumanMean, ivHumanMean))
 	})
 }
 
 func writeReferenceScales(w io.Writer, runID string, rows []ReferenceScale) error {
 	return writeCSV(w, ReferenceScalesHeader(), len(rows), func(i int) []string {
 		r := rows[i]
-		return []string{runID, r.Model, r.Scale, r.ScaleName, r.Group, strconv.Itoa(r.Personas), strconv.Itoa(r.ItemsUsed),
-			Stat(r.ModelAlpha), Stat(r.ModelOmega), strconv.Itoa(r.Humans), strconv.Itoa(r.HumanItemsUsed),
-			Stat(r.HumanAlpha), Stat(r.HumanOmega), r.Note}
+		iv := func(v *float64, k int) []string {
+			return []string{Stat(v), Stat(r.AlphaOmega[k].Lo), Stat(r.AlphaOmega[k].Hi)}
+		}
+		out := slices.Concat([]string{runID, r.Model, r.Scale, r.ScaleName, r.Group, strconv.Itoa(r.Personas), strconv.Itoa(r.ItemsUsed)},
+			iv(r.ModelAlpha, 0), iv(r.ModelOmega, 1), []string{strconv.Itoa(r.Humans), strconv.Itoa(r.HumanItemsUsed)},
+			iv(r.HumanAlpha, 2), iv(r.HumanOmega, 3), []string{strconv.Itoa(r.ItemsCompared)})
+		for _, v := range r.Means {
+			out = append(out, Stat(v))
+		}
+		return append(out, r.Note)
 	})
 }

@@ -1,12 +1,17 @@
 package results
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,6 +149,36 @@ func TestReferenceComparison(t *testing.T) {
 		!close9(*q3.ModelMean, 5) || !close9(*q3.HumanMean, 2.5) {
 		t.Errorf("q3 all: %+v", q3)
 	}
+	// Alignment, TVD and SimBench over the scored options, the uniform answer's figures, by hand: q1's model
+	// [0.2 0.1333 0.6667] against the humans' [0.5 0.25 0.25]; U = [1/3 1/3 1/3] is 1/6 from the humans in TVD.
+	tvd := (0.3 + (0.25 - 0.4/3) + (2.0/3 - 0.25)) / 2
+	for _, c := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"q1 alignment", q1.Alignment, 1 - (0.3+(0.75-(0.2+0.4/3)))/2},
+		{"q1 tvd", q1.TVD, tvd},
+		{"q1 simbench", q1.SimBench, 100 * (1 - tvd*6)},
+		{"q1 uniform_w1", q1.UniformW1, 0.25},
+		{"q1 uniform_alignment", q1.UniformAlignment, 0.875},
+		{"q1 uniform_tvd", q1.UniformTVD, 1.0 / 6},
+		{"q1 model_nonresponse", q1.ModelNonresponse, 0},
+		// q3: "don't know" is reported apart (half of each side) and left out of the ordinal figures: model [1 0],
+		// humans [0.5 0.5] over yes and no, K = 2.
+		{"q3 model_nonresponse", q3.ModelNonresponse, 0.5},
+		{"q3 human_nonresponse", q3.HumanNonresponse, 0.5},
+		{"q3 alignment", q3.Alignment, 0.5},
+		{"q3 tvd", q3.TVD, 0.5},
+		{"q3 uniform_alignment", q3.UniformAlignment, 1},
+	} {
+		if c.got == nil || !close9(*c.got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, deref(c.got), c.want)
+		}
+	}
+	if q3.SimBench != nil {
+		t.Errorf("q3: the humans answer uniformly over the scored options, SimBench is undefined; got %v", *q3.SimBench)
+	}
 	if r := row("m1", "q2", "all"); r.Human != nil || r.W1 != nil || r.Answers.Cells != 0 {
 		t.Errorf("q2 has neither humans nor cells: %+v", r)
 	}
@@ -161,7 +196,23 @@ func TestReferenceComparison(t *testing.T) {
 		}
 	}
 	if e == nil || e.HumanAlpha == nil || *e.HumanAlpha != 0.61 || e.Humans != 4 || aSc == nil || aSc.HumanAlpha != nil {
-		t.Errorf("reference scales: E %+v, A %+v", e, aSc)
+		t.Fatalf("reference scales: E %+v, A %+v", e, aSc)
+	}
+	// A scale's line averages its items' figures where they are defined (E: q1 alone, q2 has no humans); the
+	// line of scale "all" every item's (q1 and q3), without alpha or omega.
+	if e.ItemsCompared != 1 || e.Means[mAlignment] == nil || *e.Means[mAlignment] != *q1.Alignment || *e.Means[mUniformTVD] != *q1.UniformTVD {
+		t.Errorf("scale E: %d items compared, means %v", e.ItemsCompared, e.Means)
+	}
+	var all *ReferenceScale
+	for i, r := range a.ReferenceOverall {
+		if r.Model == "m1" && r.Scale == ScaleOverall && r.Group == "all" {
+			all = &a.ReferenceOverall[i]
+		}
+	}
+	if all == nil || all.ItemsCompared != 2 || all.ModelAlpha != nil || all.HumanAlpha != nil || all.Personas != 2 ||
+		!close9(*all.Means[mAlignment], (*q1.Alignment+*q3.Alignment)/2) || !close9(*all.Means[mTVD], (*q1.TVD+*q3.TVD)/2) ||
+		*all.Means[mSimBench] != *q1.SimBench {
+		t.Errorf("scale all: %+v", all)
 	}
 }
 
@@ -256,8 +307,8 @@ func TestExportWritesReferenceFiles(t *testing.T) {
 		r[col["w1"]] != "0.7166666666666668" || r[col["n_humans"]] != "4" || r[col["n_cells"]] != "3" {
 		t.Errorf("reference.csv first line %v", r)
 	}
-	if _, rows = readOutput(t, dir, ReferenceScalesFile); len(rows) != 2*2*2 {
-		t.Errorf("reference_scales.csv: %d lines, want models × scales × groups = 8", len(rows))
+	if _, rows = readOutput(t, dir, ReferenceScalesFile); len(rows) != 2*(2+1)*2 {
+		t.Errorf("reference_scales.csv: %d lines, want models × (scales + all) × groups = 12", len(rows))
 	}
 
 	// Without a reference there is no reference file, and a stale one is not left looking current.
@@ -333,6 +384,7 @@ func TestBFIReferenceCSVHumansEqualR(t *testing.T) {
 		want[[2]string{r[scol["scale"]], r[scol["group"]]}] = [2]float64{f("alpha"), f("omega_total")}
 	}
 	col, rows = readOutput(t, out, ReferenceScalesFile)
+	rows = slices.DeleteFunc(rows, func(r []string) bool { return r[col["scale"]] == ScaleOverall })
 	if len(rows) != len(want) {
 		t.Fatalf("reference_scales.csv has %d lines, R %d", len(rows), len(want))
 	}
@@ -344,5 +396,209 @@ func TestBFIReferenceCSVHumansEqualR(t *testing.T) {
 				t.Errorf("%v: %s %q; psych %.17g", k, c, r[col[c]], want[k][i])
 			}
 		}
+	}
+}
+
+// weightedSpec is referenceSpec with its human side a file of answers: 40 respondents answering q1 and q3 (q2's
+// column is absent), a sex column and survey weights from 0.25 to 3, drawn by a fixed rule.
+func weightedSpec(t *testing.T) *experiment.Spec {
+	t.Helper()
+	s := referenceSpec(t)
+	rs := &experiment.Respondents{Items: []string{"q1", "q3"}}
+	for i := range 40 {
+		a1, a3 := (i*7+i/3)%4-1, (i*5+i/4)%3 // q1: -1 (missing) … 2; q3: y, n, dk
+		sex := []string{"f", "m", ""}[(i*11)%3]
+		rs.Answers = append(rs.Answers, []int{a1, a3})
+		rs.Groups = append(rs.Groups, []string{sex})
+		rs.Weights = append(rs.Weights, 0.25+float64((i*13)%12)/4)
+	}
+	s.Reference = &experiment.Reference{Groups: []string{"sex"}, Form: experiment.ReferenceAnswers, Weight: "w", Respondents: rs}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("weighted spec: %v", err)
+	}
+	return s
+}
+
+// TestWeightedHumansEqualR: with survey weights, reference.csv's human_p of every item and group is R's
+// weighted table, tapply(w, answer, sum) / sum(w), and human_mean R's weighted.mean of the scores (reverse-keyed
+// items reversed, "don't know" left out), to 1e-12; n_humans stays the head count of those who answered.
+func TestWeightedHumansEqualR(t *testing.T) {
+	rscript, err := exec.LookPath("Rscript")
+	if err != nil {
+		t.Skip("Rscript not installed: the weighted human figures are not compared with R")
+	}
+	s := weightedSpec(t)
+	a, err := Analyze(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("item,group,option,score,w\n")
+	rs := s.Reference.Respondents
+	for j, id := range rs.Items {
+		it := slices.IndexFunc(s.Questionnaire.Items, func(i experiment.Item) bool { return i.ID == id })
+		opts := s.OptionsFor(it).Options
+		for _, g := range s.Reference.GroupLabels() {
+			for i, ans := range rs.Answers {
+				if ans[j] < 0 || !rs.InGroup(s.Reference.Groups, i, g) {
+					continue
+				}
+				score := "NA"
+				if v, ok := s.Score(it, opts[ans[j]].ID); ok {
+					score = strconv.Itoa(v)
+				}
+				fmt.Fprintf(&b, "%s,%s,%d,%s,%s\n", id, g, ans[j], score, formatFloat(rs.Weights[i]))
+			}
+		}
+	}
+	in := filepath.Join(dir, "weighted.csv")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `d <- read.csv(commandArgs(TRUE)[1], colClasses = c("character", "character", "integer", "numeric", "numeric"))
+for (k in unique(paste(d$item, d$group))) {
+  x <- d[paste(d$item, d$group) == k, ]
+  p <- tapply(x$w, factor(x$option, levels = 0:2), sum) / sum(x$w)
+  p[is.na(p)] <- 0
+  s <- !is.na(x$score)
+  cat(x$item[1], x$group[1], nrow(x), sprintf("%.17g", weighted.mean(x$score[s], x$w[s])), sprintf("%.17g", p), "\n")
+}`
+	out, err := exec.Command(rscript, "-e", script, in).Output()
+	if err != nil {
+		t.Fatalf("Rscript: %v", err)
+	}
+	rows := map[[2]string]ReferenceRow{}
+	for _, r := range a.Reference {
+		if r.Model == "m1" {
+			rows[[2]string{r.ItemID, r.Group}] = r
+		}
+	}
+	compared := 0
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) != 7 {
+			t.Fatalf("R printed %q", line)
+		}
+		r, ok := rows[[2]string{f[0], f[1]}]
+		if !ok || r.Human == nil || r.HumanMean == nil {
+			t.Fatalf("%s %s: no human figures in reference.csv (%+v)", f[0], f[1], r)
+		}
+		if strconv.Itoa(r.Humans) != f[2] {
+			t.Errorf("%s %s: n_humans %d, R counts %s people", f[0], f[1], r.Humans, f[2])
+		}
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if m := num(f[3]); math.Abs(*r.HumanMean-m) > 1e-12 {
+			t.Errorf("%s %s: human_mean %.17g, R %.17g", f[0], f[1], *r.HumanMean, m)
+		}
+		for k := range 3 {
+			if p := num(f[4+k]); math.Abs(r.Human[k]-p) > 1e-12 {
+				t.Errorf("%s %s option %d: human_p %.17g, R %.17g", f[0], f[1], k, r.Human[k], p)
+			}
+		}
+		compared++
+	}
+	if compared != 2*3 {
+		t.Errorf("%d item × group lines compared, want 2 items × 3 groups", compared)
+	}
+	// The weights matter: the unweighted share of q1's first option differs.
+	q1 := rows[[2]string{"q1", "all"}]
+	s.Reference.Respondents.Weights, s.Reference.Weight = nil, ""
+	u, err := Analyze(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if close9(u.Reference[0].Human[0], q1.Human[0]) || u.Reference[0].Humans != q1.Humans {
+		t.Errorf("unweighted q1: %v (%d people), weighted %v (%d)", u.Reference[0].Human, u.Reference[0].Humans, q1.Human, q1.Humans)
+	}
+}
+
+// TestReferenceIntervalsArePure: the bootstrap intervals and split-half ceilings of reference.csv and
+// reference_scales.csv are a function of the spec's seed alone: two exports, one on a single thread and one
+// on four, are equal byte for byte; another seed moves them; samples: 0 leaves their columns empty.
+func TestReferenceIntervalsArePure(t *testing.T) {
+	s := weightedSpec(t)
+	export := func(samples int, seed int64, procs int) map[string][]byte {
+		t.Helper()
+		s.Analysis.Bootstrap = experiment.BootstrapSettings{Samples: &samples, Seed: &seed}
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		dir := t.TempDir()
+		if _, err := Export(context.Background(), sliceSource{recs: referenceRecords()}, s, "r", dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]byte{}
+		for _, f := range []string{ReferenceFile, ReferenceScalesFile} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[f] = b
+		}
+		return out
+	}
+	one, four := export(200, 5, 1), export(200, 5, 4)
+	for f := range one {
+		if !bytes.Equal(one[f], four[f]) {
+			t.Errorf("%s differs between one thread and four", f)
+		}
+	}
+	if other := export(200, 6, 2); bytes.Equal(other[ReferenceFile], one[ReferenceFile]) || bytes.Equal(other[ReferenceScalesFile], one[ReferenceScalesFile]) {
+		t.Error("seed 6 gives the intervals of seed 5")
+	}
+	records := func(b []byte) (map[string]int, [][]string) {
+		recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := map[string]int{}
+		for i, h := range recs[0] {
+			col[h] = i
+		}
+		return col, recs[1:]
+	}
+	col, rows := records(one[ReferenceFile])
+	// m1, q1, all: both sides have distributions, so every interval is there (a percentile interval need not
+	// hold the estimate, so only lo ≤ hi is asked).
+	r := rows[0]
+	if r[col["model"]] != "m1" || r[col["item_id"]] != "q1" || r[col["group"]] != "all" {
+		t.Fatalf("first line %v", r)
+	}
+	for _, c := range []string{"w1", "alignment", "jsd", "simbench", "model_mean", "human_mean"} {
+		lo, err1 := strconv.ParseFloat(r[col[c+"_lo"]], 64)
+		hi, err2 := strconv.ParseFloat(r[col[c+"_hi"]], 64)
+		if err1 != nil || err2 != nil || lo > hi {
+			t.Errorf("q1 all: %s interval [%q, %q]", c, r[col[c+"_lo"]], r[col[c+"_hi"]])
+		}
+	}
+	if r[col["human_split_w1"]] == "" || r[col["human_split_alignment"]] == "" {
+		t.Errorf("q1 all: no split-half ceiling: %v", r)
+	}
+	scol, srows := records(one[ReferenceScalesFile])
+	found := false
+	for _, r := range srows {
+		if r[scol["scale"]] == "E" && r[scol["group"]] == "all" && r[scol["model"]] == "m1" {
+			found = true
+			if r[scol["human_alpha_lo"]] == "" && r[scol["human_alpha"]] != "" {
+				t.Errorf("E all: a human alpha without an interval: %v", r)
+			}
+		}
+	}
+	if !found {
+		t.Error("no line m1 E all in reference_scales.csv")
+	}
+	col, rows = records(export(0, 5, 2)[ReferenceFile])
+	for _, c := range []string{"w1_lo", "w1_hi", "human_mean_lo", "human_split_w1", "human_split_alignment"} {
+		if v := rows[0][col[c]]; v != "" {
+			t.Errorf("samples 0: %s is %q, want empty", c, v)
+		}
+	}
+	if rows[0][col["w1"]] == "" {
+		t.Error("samples 0: the estimates go too")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/silicolab/silico/experiment"
-	"github.com/silicolab/silico/psychometrics"
 	"github.com/silicolab/silico/suggest"
 )
 
@@ -42,7 +41,8 @@ func (rr *refReader) fail(line, col int, format string, args ...any) {
 }
 
 // referenceFile reads the human reference file that section n names into s.Reference: the counts of every option
-// per item and group and, for a file of raw answers, each scale's reliability per group. The form is told by
+// per item and group of a file of counts, the respondents one by one of a file of raw answers (results computes
+// every human figure from them). The form is told by
 // the header: item_id, option_id and count columns make a file of counts, anything else is a file of answers
 // with a column per item id.
 func (d *decoder) referenceFile(s *experiment.Spec, n *node) {
@@ -173,10 +173,6 @@ func (rr *refReader) answers(groups *node) {
 	answer := make([][]int16, len(t.rows))
 	group := make([][]string, len(t.rows))
 	var weights []float64
-	values := make([]map[string]bool, len(ref.Groups))
-	for g := range values {
-		values[g] = map[string]bool{}
-	}
 	for r, row := range t.rows {
 		answer[r] = slices.Repeat([]int16{-1}, nItems)
 		for c, it := range itemCol {
@@ -203,43 +199,12 @@ func (rr *refReader) answers(groups *node) {
 				v = ""
 			}
 			group[r][g] = v
-			if v != "" {
-				values[g][v] = true
-			}
 		}
 	}
 	if rr.errs > 0 {
 		return
 	}
 	rr.respondents(answer, group, weights, inFile, present)
-	labels := []string{experiment.GroupAll}
-	member := []func(r int) bool{func(int) bool { return true }}
-	for g, col := range ref.Groups {
-		for _, v := range sortedValues(values[g]) {
-			labels = append(labels, experiment.GroupLabel(col, v))
-			member = append(member, func(r int) bool { return group[r][g] == v })
-		}
-	}
-	for it := range nItems {
-		if !inFile[it] {
-			continue
-		}
-		k := len(rr.spec.OptionsFor(it).Options)
-		for gi, label := range labels {
-			counts := make([]int, k)
-			n := 0
-			for r := range answer {
-				if a := answer[r][it]; a >= 0 && member[gi](r) {
-					counts[a]++
-					n++
-				}
-			}
-			if n > 0 {
-				ref.Counts = append(ref.Counts, experiment.ReferenceCounts{Item: rr.spec.Questionnaire.Items[it].ID, Group: label, Counts: counts})
-			}
-		}
-	}
-	rr.reliability(answer, labels, member, inFile)
 }
 
 // respondents inlines the file's people into ref.Respondents: each one's answers on the items the file has
@@ -259,46 +224,6 @@ func (rr *refReader) respondents(answer [][]int16, group [][]string, weights []f
 		rs.Answers[r] = row
 	}
 	rr.ref.Respondents = rs
-}
-
-// reliability fills ref.Scales: for every scale and group the reliability of the people's answers on the scale's
-// items, with the spec's scoring (reverse-keyed items reversed, options ignored for scale missing), which
-// psychometrics.ChoiceReliability computes as results computes a model's.
-func (rr *refReader) reliability(answer [][]int16, labels []string, member []func(int) bool, inFile []bool) {
-	s := rr.spec
-	var scales []string
-	scaleItems := map[string][]int{}
-	for it, item := range s.Questionnaire.Items {
-		if item.Scale == "" || !inFile[it] {
-			continue
-		}
-		if _, ok := scaleItems[item.Scale]; !ok {
-			scales = append(scales, item.Scale)
-		}
-		scaleItems[item.Scale] = append(scaleItems[item.Scale], it)
-	}
-	for _, sc := range scales {
-		items := scaleItems[sc]
-		// score[j][k] is the score of option k of item items[j], Missing where it has none.
-		score := make([][]float64, len(items))
-		for j, it := range items {
-			for _, o := range s.OptionsFor(it).Options {
-				v, ok := s.Score(it, o.ID)
-				score[j] = append(score[j], psychometrics.Missing)
-				if ok {
-					score[j][len(score[j])-1] = float64(v)
-				}
-			}
-		}
-		for gi, label := range labels {
-			ps := psychometrics.ChoiceReliability(answer, items, score, member[gi])
-			rs := experiment.ReferenceScale{Scale: sc, Group: label, Respondents: ps.Respondents, ItemsUsed: len(ps.Items)}
-			if ps.Err == nil {
-				rs.Alpha, rs.OmegaTotal = finitePtr(ps.Raw), finitePtr(ps.Omega)
-			}
-			rr.ref.Scales = append(rr.ref.Scales, rs)
-		}
-	}
 }
 
 // counts reads a file of counts: item_id, option_id, count and an optional group ("gender=2"; empty or "all"
@@ -414,7 +339,7 @@ func (rr *refReader) counts(lower []string) {
 }
 
 // sortLabels orders group labels: all first, then by column in the order of groups, then by value (see
-// compareValues).
+// experiment.CompareGroupValues).
 func sortLabels(labels, groups []string) []string {
 	out := slices.Clone(labels)
 	slices.SortStableFunc(out, func(a, b string) int {
@@ -423,7 +348,7 @@ func sortLabels(labels, groups []string) []string {
 		}
 		ca, va, _ := experiment.SplitGroup(a)
 		cb, vb, _ := experiment.SplitGroup(b)
-		return cmp.Or(cmp.Compare(slices.Index(groups, ca), slices.Index(groups, cb)), compareValues(va, vb))
+		return cmp.Or(cmp.Compare(slices.Index(groups, ca), slices.Index(groups, cb)), experiment.CompareGroupValues(va, vb))
 	})
 	return out
 }
@@ -433,41 +358,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// sortedValues returns the values of a group column in compareValues order.
-func sortedValues(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for v := range set {
-		out = append(out, v)
-	}
-	slices.SortFunc(out, compareValues)
-	return out
-}
-
-// compareValues orders group values by their leading number when both have one ("2" < "10", "18-29" <
-// "30-44" < "45+"), else as text.
-func compareValues(a, b string) int {
-	na, oka := leadingNumber(a)
-	nb, okb := leadingNumber(b)
-	if oka && okb && na != nb {
-		return cmp.Compare(na, nb)
-	}
-	return strings.Compare(a, b)
-}
-
-func leadingNumber(s string) (int, bool) {
-	end := 0
-	for end < len(s) && end < 9 && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	n, err := strconv.Atoi(s[:end])
-	return n, err == nil
-}
-
-func finitePtr(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
 }

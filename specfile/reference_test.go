@@ -3,10 +3,10 @@ package specfile
 import (
 	"encoding/csv"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,11 +46,31 @@ func readExampleCSV(t *testing.T, name string) (map[string]int, [][]string) {
 	return col, recs[1:]
 }
 
-// countsByKey indexes a reference's counts by item and group.
-func countsByKey(r *experiment.Reference) map[[2]string][]int {
+// countsByKey indexes a reference's counts by item and group: a file of counts' own, or for a file of answers
+// those its respondents give (for every item and group with an answer), as the counts form would list them.
+func countsByKey(s *experiment.Spec) map[[2]string][]int {
+	r := s.Reference
 	out := map[[2]string][]int{}
 	for _, c := range r.Counts {
 		out[[2]string{c.Item, c.Group}] = c.Counts
+	}
+	if rs := r.Respondents; rs != nil {
+		for j, id := range rs.Items {
+			it := slices.IndexFunc(s.Questionnaire.Items, func(i experiment.Item) bool { return i.ID == id })
+			for _, g := range r.GroupLabels() {
+				c := make([]int, len(s.OptionsFor(it).Options))
+				n := 0
+				for i, a := range rs.Answers {
+					if a[j] >= 0 && rs.InGroup(r.Groups, i, g) {
+						c[a[j]]++
+						n++
+					}
+				}
+				if n > 0 {
+					out[[2]string{id, g}] = c
+				}
+			}
+		}
 	}
 	return out
 }
@@ -59,7 +79,7 @@ func countsByKey(r *experiment.Reference) map[[2]string][]int {
 // table() counted in make_reference.R (human_counts.csv), and the groups are the same.
 func TestBFICountsEqualR(t *testing.T) {
 	s := loadBFI(t)
-	got := countsByKey(s.Reference)
+	got := countsByKey(s)
 	col, rows := readExampleCSV(t, "human_counts.csv")
 	want := map[[2]string][]int{}
 	for _, r := range rows {
@@ -96,50 +116,6 @@ func TestBFICountsEqualR(t *testing.T) {
 	}
 }
 
-// TestBFIScalesEqualPsych: the humans' alpha and omega per scale and group, computed when the spec is loaded,
-// equal psych's (human_scales.csv) to 1e-9.
-func TestBFIScalesEqualPsych(t *testing.T) {
-	s := loadBFI(t)
-	got := map[[2]string]experiment.ReferenceScale{}
-	for _, sc := range s.Reference.Scales {
-		got[[2]string{sc.Scale, sc.Group}] = sc
-	}
-	col, rows := readExampleCSV(t, "human_scales.csv")
-	if len(rows) != 35 || len(got) != 35 {
-		t.Fatalf("%d scale rows from R, %d from silico; want 5 scales × 7 groups", len(rows), len(got))
-	}
-	num := func(s string) float64 {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	worst := 0.0
-	for _, r := range rows {
-		k := [2]string{r[col["scale"]], r[col["group"]]}
-		g, ok := got[k]
-		if !ok || g.Alpha == nil || g.OmegaTotal == nil {
-			t.Errorf("scale %s group %s: silico %+v", k[0], k[1], g)
-			continue
-		}
-		if strconv.Itoa(g.ItemsUsed) != r[col["n_items_used"]] {
-			t.Errorf("scale %s group %s: %d items used, psych %s", k[0], k[1], g.ItemsUsed, r[col["n_items_used"]])
-		}
-		for _, c := range []struct {
-			name string
-			got  float64
-		}{{"alpha", *g.Alpha}, {"omega_total", *g.OmegaTotal}} {
-			w := num(r[col[c.name]])
-			worst = max(worst, math.Abs(c.got-w))
-			if math.Abs(c.got-w) > 1e-9 {
-				t.Errorf("scale %s group %s: %s %.15g, psych %.15g", k[0], k[1], c.name, c.got, w)
-			}
-		}
-	}
-	t.Logf("largest difference to psych: %.3g", worst)
-}
-
 // TestCountsFormEqualsAnswers: human_counts.csv read as a file of counts gives the counts bfi.csv gives as a
 // file of answers (and no scales: counts carry no respondents).
 func TestCountsFormEqualsAnswers(t *testing.T) {
@@ -153,11 +129,17 @@ func TestCountsFormEqualsAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Reference.Form != experiment.ReferenceCountsForm || len(c.Reference.Scales) != 0 {
-		t.Fatalf("form %q, %d scales; want counts and none", c.Reference.Form, len(c.Reference.Scales))
+	if c.Reference.Form != experiment.ReferenceCountsForm || len(c.Reference.Scales) != 0 || c.Reference.Respondents != nil {
+		t.Fatalf("form %q, %d scales; want counts and none, without respondents", c.Reference.Form, len(c.Reference.Scales))
 	}
-	if !reflect.DeepEqual(c.Reference.Counts, s.Reference.Counts) {
-		t.Fatalf("counts from the file of counts differ from those of the answers:\n%v\n%v", c.Reference.Counts[:2], s.Reference.Counts[:2])
+	if len(s.Reference.Counts) != 0 || len(s.Reference.Scales) != 0 {
+		t.Fatalf("the file of answers inlines %d counts and %d scales besides its respondents; want none", len(s.Reference.Counts), len(s.Reference.Scales))
+	}
+	if got, want := countsByKey(c), countsByKey(s); len(got) != 25*7 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("counts from the file of counts (%d) differ from those of the answers' respondents (%d)", len(got), len(want))
+	}
+	if !reflect.DeepEqual(c.Reference.GroupLabels(), s.Reference.GroupLabels()) {
+		t.Fatalf("groups %v from the counts, %v from the answers", c.Reference.GroupLabels(), s.Reference.GroupLabels())
 	}
 }
 
@@ -215,12 +197,17 @@ func TestReferenceAnswersSmall(t *testing.T) {
 		{Item: "i2", Group: "sex=f", Counts: []int{1, 1}},
 		{Item: "i2", Group: "sex=m", Counts: []int{1, 1}},
 	}
-	if !reflect.DeepEqual(s.Reference.Counts, want) {
-		t.Fatalf("counts %+v\nwant %+v", s.Reference.Counts, want)
+	got := countsByKey(s)
+	if len(got) != len(want) {
+		t.Fatalf("counts %+v\nwant %+v", got, want)
 	}
-	// Scale E's reliability is computed per group; every respondent answered one of its items at least.
-	if len(s.Reference.Scales) != 3 || s.Reference.Scales[0].Respondents != 5 {
-		t.Fatalf("scales %+v, want E for all, sex=f and sex=m with 5 respondents in all", s.Reference.Scales)
+	for _, w := range want {
+		if !reflect.DeepEqual(got[[2]string{w.Item, w.Group}], w.Counts) {
+			t.Errorf("item %s group %s: counts %v, want %v", w.Item, w.Group, got[[2]string{w.Item, w.Group}], w.Counts)
+		}
+	}
+	if g := s.Reference.GroupLabels(); !reflect.DeepEqual(g, []string{"all", "sex=f", "sex=m"}) {
+		t.Errorf("groups %v", g)
 	}
 }
 
@@ -367,8 +354,8 @@ func TestReferenceItemWithoutColumn(t *testing.T) {
 	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "no column for items i2") {
 		t.Fatalf("notes %q, want one naming item i2", s.Notes)
 	}
-	if len(s.Reference.Counts) != 1 || s.Reference.Counts[0].Item != "i1" {
-		t.Fatalf("counts %+v, want i1's alone", s.Reference.Counts)
+	if c := countsByKey(s); len(c) != 1 || c[[2]string{"i1", "all"}] == nil {
+		t.Fatalf("counts %+v, want i1's alone", c)
 	}
 }
 
