@@ -48,8 +48,9 @@ func groupCases(t *testing.T) (order []string, cases map[string][][]float64) {
 	return order, cases
 }
 
-// TestOmegaWherePsychRefuses holds ScaleReliability to R psych on examples/bfi's groups of personas
-// (testdata/reference_groups.csv, make_groups.R): alpha everywhere (psych computes it even for 2 personas);
+// TestOmegaWherePsychRefuses holds ComputeAlpha and OmegaTotal to R psych on examples/bfi's groups of personas
+// (testdata/reference_groups.csv, make_groups.R), and ScaleReliability to them plus its own rule (both refused
+// with fewer personas than items): alpha everywhere (psych computes it even for 2 personas);
 // omega empty with ErrNoStart exactly where omega() stops, its SMCs summing to 0.001 or less (some of the age
 // bands, whose 2 or 4 personas make a singular matrix, and more with missing answers); psych's omega to 1e-9 wherever it
 // computes one, except where one of R's own pseudo-inverse diagonal entries is zero to rounding, which silico
@@ -60,18 +61,29 @@ func TestOmegaWherePsychRefuses(t *testing.T) {
 	if len(order) != 70 {
 		t.Fatalf("%d cases in bfi_groups.csv, want 35 scale × group matrices and their 35 with missing answers", len(order))
 	}
-	var noStart, noStartFull, rounding, computed int
+	var noStart, noStartFull, rounding, computed, fewer int
 	var w worst
 	for _, name := range order {
 		c, x := ref[name], cases[name]
 		if c == nil {
 			t.Fatalf("no reference for %s", name)
 		}
-		rel := ScaleReliability(x)
-		if rel.Err != nil || float64(len(rel.Items)) != c.totals["n_items"] || !w.near(rel.Raw, c.totals["raw_alpha"]) {
-			t.Errorf("%s: alpha %.15g over %d items (err %v), psych %.15g over %v", name, rel.Raw, len(rel.Items), rel.Err,
+		// psych's own steps first (ComputeAlpha, OmegaTotal), then the outputs' rule on top of them.
+		a, err := ComputeAlpha(x)
+		if err != nil || float64(len(a.Items)) != c.totals["n_items"] || !w.near(a.Raw, c.totals["raw_alpha"]) {
+			t.Errorf("%s: alpha %.15g over %d items (err %v), psych %.15g over %v", name, a.Raw, len(a.Items), err,
 				c.totals["raw_alpha"], c.totals["n_items"])
 			continue
+		}
+		rel := Reliability{Alpha: a}
+		rel.Omega, rel.OmegaErr = OmegaTotal(x, a.Items)
+		if out := ScaleReliability(x); a.Respondents < len(a.Items) {
+			if !errors.Is(out.Err, ErrFewerRespondents) || !math.IsNaN(out.Omega) || !strings.HasPrefix(out.Note(), "alpha and omega: fewer respondents than items") {
+				t.Errorf("%s: %d personas for %d items: ScaleReliability gives alpha %v (%v), note %q; want both refused", name, a.Respondents, len(a.Items), out.Raw, out.Err, out.Note())
+			}
+			fewer++
+		} else if out.Err != nil || out.Raw != a.Raw || !sameFloat(out.Omega, rel.Omega) {
+			t.Errorf("%s: ScaleReliability %v, %v (%v), want ComputeAlpha's and OmegaTotal's", name, out.Raw, out.Omega, out.Err)
 		}
 		refused := c.totals["omega_refused"] == 1
 		switch {
@@ -102,7 +114,8 @@ func TestOmegaWherePsychRefuses(t *testing.T) {
 	}
 	t.Logf("omega: %d computed (largest difference to psych %.3g), %d refused where psych stops (%d without missing answers), %d refused as decided by rounding",
 		computed, w.d, noStart, noStartFull, rounding)
-	if noStartFull == 0 || computed < 30 {
+	t.Logf("%d matrices with fewer personas than items refused by ScaleReliability", fewer)
+	if noStartFull == 0 || computed < 30 || fewer == 0 {
 		t.Errorf("%d full matrices refused where psych stops and %d computed: the reference no longer tests both", noStartFull, computed)
 	}
 }
@@ -173,3 +186,6 @@ cat(if (is.na(om)) "refused" else sprintf("%.17g", om))`
 		}
 	}
 }
+
+// sameFloat is == that also holds two NaNs equal.
+func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }

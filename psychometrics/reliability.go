@@ -1,6 +1,7 @@
 package psychometrics
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -19,9 +20,14 @@ type Reliability struct {
 	OmegaErr error
 }
 
+// ErrFewerRespondents is ScaleReliability's refusal of a matrix with fewer respondents than items used: its
+// covariance matrix is singular, which psych's omega() refuses and alpha() does not.
+var ErrFewerRespondents = errors.New("psychometrics: fewer respondents than items, so the covariance matrix is singular")
+
 // ScaleReliability computes ComputeAlpha on x and, where alpha is defined, OmegaTotal over the items it uses. It
 // is the one α/ω step of every reliability figure: a model's per seed (reliability.csv), a model's against a
-// human reference and the human reference's own (reference_scales.csv).
+// human reference and the human reference's own (reference_scales.csv). Unlike ComputeAlpha (psych's alpha()),
+// it leaves α undefined, with ErrFewerRespondents, where fewer respondents than items answered.
 func ScaleReliability(x [][]float64) Reliability { return ScaleReliabilityWeighted(x, nil) }
 
 // ScaleReliabilityWeighted is ScaleReliability with respondent r weighted w[r] (nil: ScaleReliability itself):
@@ -34,6 +40,11 @@ func ScaleReliabilityWeighted(x [][]float64, w []float64) Reliability {
 	// sums (so this is ComputeAlphaWeighted and OmegaTotalWeighted to the bit, at about half the cost).
 	t := newPairTable(x, w, allColumns(x))
 	a, err := alphaFrom(x, w, t)
+	if err == nil && a.Respondents < len(a.Items) {
+		// psych's alpha() computes a number here, from a covariance matrix of rank below its size; it says
+		// nothing of the scale (groups of two personas gave α of −47), so every reliability figure refuses it.
+		err = fmt.Errorf("%w (%d for %d items)", ErrFewerRespondents, a.Respondents, len(a.Items))
+	}
 	r := Reliability{Alpha: a, Err: err, Omega: math.NaN(), OmegaErr: err}
 	if err == nil {
 		r.Omega, r.OmegaErr = OmegaFromCorrelations(t.cor(a.Items))

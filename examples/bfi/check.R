@@ -256,12 +256,16 @@ human_pmf <- function(item, g) {
 }
 
 # reliability: psych's alpha() and, over the items alpha keeps, omega(nfactors = 1, fm = "pa") of a matrix; NA
-# where psych stops (with warnings silenced: silico computes what psych computes with warnings).
+# where psych stops (with warnings silenced: silico computes what psych computes with warnings), and both NA
+# where fewer people answered than alpha keeps items (a singular covariance matrix: silico's rule, stricter than
+# alpha(), which computes a number there).
 reliability <- function(x) {
   x <- as.data.frame(x)
   a <- tryCatch(suppressWarnings(suppressMessages(alpha(x, warnings = FALSE))), error = function(e) NULL)
   if (is.null(a)) return(list(alpha = NA_real_, omega = NA_real_, items = NA_integer_))
   kept <- rownames(a$item.stats)
+  if (sum(rowSums(!is.na(x[, kept, drop = FALSE])) > 0) < length(kept))
+    return(list(alpha = NA_real_, omega = NA_real_, items = length(kept)))
   om <- tryCatch(suppressWarnings(suppressMessages(omega(x[, kept], nfactors = 1, fm = "pa", plot = FALSE)))$omega.tot,
                  error = function(e) NA_real_)
   list(alpha = a$total$raw_alpha, omega = om, items = length(kept))
