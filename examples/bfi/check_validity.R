@@ -5,13 +5,14 @@
 #
 # Run from the repository root after a run of examples/bfi:
 #   go run ./cmd/starter run examples/bfi/experiment.yaml --output /tmp/bfi
-#   Rscript examples/bfi/check_validity.R /tmp/bfi [examples/bfi/experiment.yaml]
+#   Rscript examples/bfi/check_validity.R /tmp/bfi [examples/bfi/experiment.yaml [resamples.csv]]
 # Needs R with psych, GPArotation and yaml (Debian: r-base-core r-cran-psych r-cran-gparotation r-cran-yaml).
 #
 # Every number must agree to `tol`, and a cell silico leaves empty must be one R leaves empty (and the reverse).
 # Each comparison prints one line: statistic, column, the largest absolute difference, the rows compared. The
 # script exits non-zero when any comparison fails, after printing every failure. The intervals are not checked
-# here: they come from resamples a run can write (results.WriteValidityResamples) for a replay.
+# without a third argument; with one (the resamples results.WriteValidityResamples writes), every line is
+# recomputed on each resample and its model, human and value intervals compared too (see "intervals" below).
 suppressPackageStartupMessages({
   library(psych)
   library(GPArotation)
@@ -21,11 +22,12 @@ suppressPackageStartupMessages({
 tol <- 1e-9
 
 args <- commandArgs(trailingOnly = TRUE)
-if (length(args) < 1 || length(args) > 2) {
-  stop("usage: Rscript examples/bfi/check_validity.R <run directory> [experiment.yaml]")
+if (length(args) < 1 || length(args) > 3) {
+  stop("usage: Rscript examples/bfi/check_validity.R <run directory> [experiment.yaml [resamples.csv]]")
 }
 run_dir <- args[1]
-spec_path <- if (length(args) == 2) args[2] else "examples/bfi/experiment.yaml"
+spec_path <- if (length(args) >= 2) args[2] else "examples/bfi/experiment.yaml"
+resamples_path <- if (length(args) == 3) args[3] else NULL
 spec_dir <- dirname(spec_path)
 # YAML 1.1 reads a bare N or Y (scale ids) as a boolean: keep such words as the text they are.
 keep_text <- function(x) x
@@ -168,76 +170,100 @@ ok_levels <- function(f) all(table(f) >= 2)
 
 h_raw <- human_raw
 h_key <- keyed_matrix(h_raw)
-for (m in model_ids) {
+# What each model's lines read of its personas, computed once: raw and keyed scores, contradiction counts.
+model_parts <- lapply(setNames(model_ids, model_ids), function(m) {
   m_raw <- model_raw(m)
-  m_key <- keyed_matrix(m_raw)
-  for (k in scale_ids) {
-    ms <- scale_score(m_key, k)
-    hs <- scale_score(h_key, k)
-    for (g in groups) {
-      pa <- persona_attr(g)
-      if (all(is.na(pa))) next
-      ha <- human[[g]]
-      L <- sort(intersect(unique(pa[!is.na(pa)]), unique(ha[!is.na(ha)])), method = "radix")
-      mk <- !is.na(ms) & pa %in% L
-      hk <- !is.na(hs) & ha %in% L
-      mf <- factor(pa[mk], levels = L)
-      hf <- factor(ha[hk], levels = L)
-      mr2 <- if (ok_levels(mf)) fit_r2(ms[mk], mf, rep(1, sum(mk))) else NA
-      hr2 <- if (ok_levels(hf)) fit_r2(hs[hk], hf, human_w[hk]) else NA
-      add(model = m, scale = k, attribute = g, level = "", item_id = "", statistic = "r2", n_personas = sum(mk),
-          n_humans = sum(hk), model_value = mr2, human_value = hr2, value = NA, agree = "")
-      mc <- coef(lm(ms[mk] ~ mf))
-      hc <- coef(lm(hs[hk] ~ hf, weights = human_w[hk]))
-      for (l in seq_along(L)[-1]) {
-        two <- function(f) sum(f == L[1]) >= 2 && sum(f == L[l]) >= 2
-        md <- if (two(mf)) unname(mc[l]) else NA
-        hd <- if (two(hf)) unname(hc[l]) else NA
-        agree <- if (is.na(md) || is.na(hd)) "" else tolower(as.character(sign(md) == sign(hd)))
-        add(model = m, scale = k, attribute = g, level = L[l], item_id = "", statistic = "difference",
-            n_personas = sum(mf %in% L[c(1, l)]), n_humans = sum(hf %in% L[c(1, l)]), model_value = md,
-            human_value = hd, value = NA, agree = agree)
+  list(raw = m_raw, key = keyed_matrix(m_raw), pairs = lapply(setNames(scale_ids, scale_ids), function(k) model_pairs(m, k)))
+})
+ratio_of <- function(m, h) if (is.na(m) || is.na(h) || h == 0) NA else m / h
+congruence_of <- function(mx, mw, hx, hw) tryCatch({
+  cg <- factor.congruence(matrix(loadings_of(mx, mw)), matrix(loadings_of(hx, hw)), digits = 17)[1, 1]
+  if (is.finite(cg)) cg else NA
+}, error = function(e) NA)
+
+# expected_rows computes every line of validity.csv on the personas mi and the respondents hi (row numbers,
+# repetition allowed): the point values on 1..n, a bootstrap resample's values on its rows.
+expected_rows <- function(mi, hi) {
+  rows <<- list()
+  hw <- human_w[hi]
+  hr <- h_raw[hi, , drop = FALSE]
+  hkey <- h_key[hi, , drop = FALSE]
+  for (m in model_ids) {
+    m_raw <- model_parts[[m]]$raw[mi, , drop = FALSE]
+    m_key <- model_parts[[m]]$key[mi, , drop = FALSE]
+    for (k in scale_ids) {
+      ms <- scale_score(m_key, k)
+      hs <- scale_score(hkey, k)
+      for (g in groups) {
+        pa <- persona_attr(g)
+        if (all(is.na(pa))) next
+        L <- sort(intersect(unique(pa[!is.na(pa)]), unique(human[[g]][!is.na(human[[g]])])), method = "radix")
+        pa <- pa[mi]
+        ha <- human[[g]][hi]
+        mk <- !is.na(ms) & pa %in% L
+        hk <- !is.na(hs) & ha %in% L
+        mf <- factor(pa[mk], levels = L)
+        hf <- factor(ha[hk], levels = L)
+        mr2 <- if (ok_levels(mf)) fit_r2(ms[mk], mf, rep(1, sum(mk))) else NA
+        hr2 <- if (ok_levels(hf)) fit_r2(hs[hk], hf, hw[hk]) else NA
+        add(model = m, scale = k, attribute = g, level = "", item_id = "", statistic = "r2", n_personas = sum(mk),
+            n_humans = sum(hk), model_value = mr2, human_value = hr2, value = NA, agree = "")
+        mc <- if (sum(mk) > 0) coef(lm(ms[mk] ~ mf)) else NULL
+        hc <- if (sum(hk) > 0) coef(lm(hs[hk] ~ hf, weights = hw[hk])) else NULL
+        for (l in seq_along(L)[-1]) {
+          two <- function(f) sum(f == L[1]) >= 2 && sum(f == L[l]) >= 2
+          # by name: lm drops a level no unit has (a resample's), which shifts the later coefficients
+          md <- if (two(mf)) unname(mc[paste0("mf", L[l])]) else NA
+          hd <- if (two(hf)) unname(hc[paste0("hf", L[l])]) else NA
+          agree <- if (is.na(md) || is.na(hd)) "" else tolower(as.character(sign(md) == sign(hd)))
+          add(model = m, scale = k, attribute = g, level = L[l], item_id = "", statistic = "difference",
+              n_personas = sum(mf %in% L[c(1, l)]), n_humans = sum(hf %in% L[c(1, l)]), model_value = md,
+              human_value = hd, value = NA, agree = agree)
+        }
       }
-    }
-    msd <- sd(ms, na.rm = TRUE)
-    hsd <- wsd(hs, human_w)
-    add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "sd_ratio",
-        n_personas = sum(!is.na(ms)), n_humans = sum(!is.na(hs)), model_value = msd, human_value = hsd,
-        value = msd / hsd, agree = "")
-    for (it in scale_items[[k]]) {
-      msd <- sd(m_key[, it], na.rm = TRUE)
-      hsd <- wsd(h_key[, it], human_w)
-      add(model = m, scale = k, attribute = "all", level = "", item_id = it, statistic = "sd_ratio",
-          n_personas = sum(!is.na(m_key[, it])), n_humans = sum(!is.na(h_key[, it])), model_value = msd,
-          human_value = hsd, value = msd / hsd, agree = "")
-    }
-    its <- scale_items[[k]]
-    both <- any(reversed[its]) && any(!reversed[its])
-    if (both) {
-      ma <- acquiescence_of(m_raw, k)
-      ha <- acquiescence_of(h_raw, k)
-      add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "acquiescence",
-          n_personas = sum(!is.na(ma)), n_humans = sum(!is.na(ha)), model_value = mean(ma, na.rm = TRUE),
-          human_value = weighted.mean(ha[!is.na(ha)], human_w[!is.na(ha)]), value = NA, agree = "")
-      mp <- model_pairs(m, k)
-      hp <- pair_counts(h_raw, k)
-      add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "contradiction",
-          n_personas = sum(mp$pairs > 0), n_humans = sum(hp$pairs > 0), model_value = sum(mp$agree) / sum(mp$pairs),
-          human_value = sum(human_w * hp$agree) / sum(human_w * hp$pairs), value = NA, agree = "")
-    } else {
-      for (st in c("acquiescence", "contradiction")) {
-        add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = st, n_personas = 0,
-            n_humans = 0, model_value = NA, human_value = NA, value = NA, agree = "")
+      msd <- sd(ms, na.rm = TRUE)
+      hsd <- wsd(hs, hw)
+      add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "sd_ratio",
+          n_personas = sum(!is.na(ms)), n_humans = sum(!is.na(hs)), model_value = msd, human_value = hsd,
+          value = ratio_of(msd, hsd), agree = "")
+      for (it in scale_items[[k]]) {
+        msd <- sd(m_key[, it], na.rm = TRUE)
+        hsd <- wsd(hkey[, it], hw)
+        add(model = m, scale = k, attribute = "all", level = "", item_id = it, statistic = "sd_ratio",
+            n_personas = sum(!is.na(m_key[, it])), n_humans = sum(!is.na(hkey[, it])), model_value = msd,
+            human_value = hsd, value = ratio_of(msd, hsd), agree = "")
       }
+      its <- scale_items[[k]]
+      both <- any(reversed[its]) && any(!reversed[its])
+      if (both) {
+        ma <- acquiescence_of(m_raw, k)
+        ha <- acquiescence_of(hr, k)
+        add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "acquiescence",
+            n_personas = sum(!is.na(ma)), n_humans = sum(!is.na(ha)),
+            model_value = if (any(!is.na(ma))) mean(ma, na.rm = TRUE) else NA,
+            human_value = if (any(!is.na(ha))) weighted.mean(ha[!is.na(ha)], hw[!is.na(ha)]) else NA, value = NA, agree = "")
+        mp <- model_parts[[m]]$pairs[[k]]
+        ma <- mp$agree[mi]
+        mpr <- mp$pairs[mi]
+        hp <- pair_counts(hr, k)
+        add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "contradiction",
+            n_personas = sum(mpr > 0), n_humans = sum(hp$pairs > 0),
+            model_value = if (sum(mpr) > 0) sum(ma) / sum(mpr) else NA,
+            human_value = if (sum(hw * hp$pairs) > 0) sum(hw * hp$agree) / sum(hw * hp$pairs) else NA, value = NA, agree = "")
+      } else {
+        for (st in c("acquiescence", "contradiction")) {
+          add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = st, n_personas = 0,
+              n_humans = 0, model_value = NA, human_value = NA, value = NA, agree = "")
+        }
+      }
+      cg <- congruence_of(m_key[, its], rep(1, nrow(m_key)), hkey[, its], hw)
+      add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "congruence",
+          n_personas = nrow(m_key), n_humans = nrow(hkey), model_value = NA, human_value = NA, value = cg, agree = "")
     }
-    lm_ <- loadings_of(m_key[, its], rep(1, nrow(m_key)))
-    lh <- loadings_of(h_key[, its], human_w)
-    cg <- factor.congruence(matrix(lm_), matrix(lh), digits = 17)[1, 1]
-    add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "congruence",
-        n_personas = nrow(m_key), n_humans = nrow(h_key), model_value = NA, human_value = NA, value = cg, agree = "")
   }
+  do.call(rbind, rows)
 }
-want <- do.call(rbind, rows)
+want <- expected_rows(seq_along(persona_ids), seq_len(nrow(human)))
 
 # ---- compare -----------------------------------------------------------------------------------------------------
 
@@ -272,6 +298,59 @@ for (st in unique(want$statistic)) {
     g <- got[[col]][sel]
     w <- as.character(want[[col]][sel])
     for (i in which(g != w)) fail(sprintf("%s %s: %s silico %s, R %s", st, col, kw[sel][i], g[i], w[i]))
+  }
+}
+
+# ---- intervals ---------------------------------------------------------------------------------------------------
+
+# With the resamples silico took (results.WriteValidityResamples), every line is recomputed on each resample b of
+# the personas and of the respondents (their weights travel with them), and each interval is R's quantile(type =
+# 7) at 0.025 and 0.975 of the resampled values that are defined (NA: a resample on which the statistic is
+# undefined, which silico leaves out as well). A line has an interval only where its point value is defined, and
+# the humans' and the compared value's only when there are respondents.
+if (!is.null(resamples_path)) {
+  rs <- read_csv_text(resamples_path)
+  draws <- function(label) {
+    r <- rs[rs$label == label, ]
+    lapply(r$indices[order(as.integer(r$b))], function(s) if (s == "") integer(0) else as.integer(strsplit(s, ";")[[1]]) + 1L)
+  }
+  pres <- draws("personas")
+  hres <- draws("respondents")
+  B <- length(pres)
+  if (B == 0) fail("resamples: no resample of the personas")
+  if (length(hres) != B) fail(sprintf("resamples: %d of the personas, %d of the respondents", B, length(hres)))
+  if (B > 0 && length(hres) == B) {
+    cols <- c("model_value", "human_value", "value")
+    vals <- lapply(setNames(cols, cols), function(c) matrix(NA_real_, B, nrow(want)))
+    for (b in seq_len(B)) {
+      wb <- expected_rows(pres[[b]], hres[[b]])
+      stopifnot(identical(key(wb), kw))
+      for (c in cols) vals[[c]][b, ] <- wb[[c]]
+    }
+    q7 <- function(v) {
+      v <- v[!is.na(v)]
+      if (length(v) == 0) c(NA, NA) else unname(quantile(v, c(0.025, 0.975), type = 7))
+    }
+    checked <- 0
+    worst <- 0
+    for (c in cols) {
+      side <- sub("_value$", "", c)
+      for (i in seq_len(nrow(want))) {
+        iv <- if (is.na(want[[c]][i])) c(NA, NA) else q7(vals[[c]][, i])
+        for (j in 1:2) {
+          col <- paste0(side, c("_lo", "_hi")[j])
+          g <- num(got[[col]][i])
+          w <- iv[j]
+          if (is.na(g) && is.na(w)) next
+          checked <- checked + 1
+          d <- if (is.na(g) || is.na(w)) Inf else abs(g - w)
+          worst <- max(worst, d)
+          if (d > tol) fail(sprintf("%s %s: %s silico %s, R %.17g", want$statistic[i], col, kw[i], got[[col]][i], w))
+        }
+      }
+    }
+    cat(sprintf("validity.csv intervals: checked %d interval figures over %d resamples, largest difference %.3g\n",
+                checked, B, worst))
   }
 }
 
