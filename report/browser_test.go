@@ -115,7 +115,7 @@ func checkGroups(t *testing.T, bctx context.Context, width, items int) {
 		return {
 			Heading: h.textContent, HeadingVisible: visible(h), TableVisible: visible(tb),
 			Rows: tb.tBodies[0].rows.length,
-			Numbers: [...tb.querySelectorAll("tbody [data-key]")].filter(e => visible(e) && /^[0-9][0-9,]*(\.[0-9]+)?%?$/.test(e.innerText.trim())).length,
+			Numbers: [...tb.querySelectorAll("tbody [data-key]")].filter(e => visible(e) && /^[-−]?[0-9][0-9,]*(\.[0-9]+)?%?$/.test(e.innerText.trim())).length,
 			Percents: [...tb.querySelectorAll(".pmf .pv")].filter(e => visible(e) && /^[0-9]+$/.test(e.innerText.trim())).length,
 			Scroll: box !== null && box.getBoundingClientRect().right <= document.documentElement.clientWidth + 0.5,
 		};
@@ -125,11 +125,11 @@ func checkGroups(t *testing.T, bctx context.Context, width, items int) {
 		t.Fatalf("width %d: %d group sections, want %d", width, len(groups), len(want))
 	}
 	for i, g := range groups {
-		// Everyone's rows have n_cells, two entropies, W1, JSD, respondents and the three per-cell columns; a
-		// group's all but the last three.
-		perRow := 6
+		// Everyone's rows have n_cells, two entropies, alignment and W1 each with its baseline and ceiling,
+		// SimBench, JSD, respondents and the three per-cell columns; a group's all but the last three.
+		perRow := 12
 		if i == 0 {
-			perRow = 9
+			perRow = 15
 		}
 		if g.Heading != want[i] || !g.HeadingVisible || !g.TableVisible || g.Rows != items ||
 			g.Numbers != perRow*items || g.Percents != 2*6*items || !g.Scroll {

@@ -149,34 +149,94 @@ func groupName(label string) string {
 	return label
 }
 
-// refCols are the comparison columns of a table with a reference. Columns the analysis may carry besides W1
-// and JSD (alignment, TVD, SimBench's score, nonresponse) go here, and Baseline and Ceiling turn on where
-// reference.csv has the uniform answer's and the humans' split-half figures; each row's refVals fills the same
-// columns in the same order.
-func refCols(span string) []valCol {
+// The positions in results.ReferenceRow.Intervals of the figures with intervals, in the order its doc gives
+// (W1, alignment, JSD, SimBench, model mean, human mean).
+const (
+	ivW1 = iota
+	ivAlignment
+	ivJSD
+	ivSimBench
+)
+
+// refFlags say which optional figures the analysis' reference rows carry, so a column shows only with data:
+// the uniform baseline, the humans' split-half ceiling and nonresponse (an item with non-answer options).
+type refFlags struct{ Baseline, Ceiling, Nonresponse bool }
+
+// flagsOf reads refFlags from the rows of reference.csv.
+func flagsOf(s *experiment.Spec, rows []results.ReferenceRow) refFlags {
+	var f refFlags
+	for i := range rows {
+		r := &rows[i]
+		f.Baseline = f.Baseline || r.UniformAlignment != nil || r.UniformW1 != nil
+		f.Ceiling = f.Ceiling || r.HumanSplitAlignment != nil || r.HumanSplitW1 != nil
+	}
+	for it := range s.Questionnaire.Items {
+		if slices.ContainsFunc(s.OptionsFor(it).Options, func(o experiment.Option) bool { return o.IgnoredForScale }) {
+			f.Nonresponse = true
+		}
+	}
+	return f
+}
+
+// refCols are the comparison columns of a table with a reference: alignment and W1 with the uniform baseline
+// and the split-half ceiling where reference.csv has them, SimBench's score, JSD and, when an item has
+// non-answer options, the two sides' nonresponse shares; each row's refVals fills the same columns in the same
+// order.
+func refCols(span string, f refFlags) []valCol {
 	w1Range := "from 0 (the same distribution) up to the number of scored options − 1"
 	if span != "" {
 		w1Range = "from 0 (the same distribution) to " + span
 	}
-	return []valCol{
+	cols := []valCol{
+		{Key: "alignment", Head: "alignment", Unit: "0 to 1", Better: "higher is closer",
+			Legend:   "1 − W1 / (number of scored options − 1): 1 is identical, 0 as far apart as the scale allows; higher is closer",
+			Baseline: f.Baseline, Ceiling: f.Ceiling},
 		{Key: "w1", Head: "W1", Unit: "scale points", Better: "lower is closer",
-			Legend: "the 1-Wasserstein distance between the model's and the humans' distributions over the scored options, unit spacing: how far, in answer steps, the model's answers would have to move to match the humans', " + w1Range},
+			Legend:   "the 1-Wasserstein distance between the model's and the humans' distributions over the scored options, unit spacing: how far, in answer steps, the model's answers would have to move to match the humans', " + w1Range,
+			Baseline: f.Baseline, Ceiling: f.Ceiling},
+		{Key: "simbench", Head: "SimBench", Unit: "score", Better: "higher is closer",
+			Legend: "100 · (1 − TVD(model, humans) / TVD(uniform, humans)): 0 is no better than the uniform answer, 100 identical to the humans, negative worse than uniform"},
 		{Key: "jsd", Head: "JSD", Unit: "bits", Better: "lower is closer",
 			Legend: "the Jensen–Shannon divergence over every option, 0 (the same) to 1 (nothing in common); the deeper the orange, the larger"},
 	}
+	if f.Nonresponse {
+		cols = append(cols,
+			valCol{Key: "model_nonresponse", Head: "model nonresponse", Unit: "share", Better: "closer to the humans' is closer",
+				Legend: "the model's probability on the options that are not answers (don't know, refuse); the figures above leave them out"},
+			valCol{Key: "human_nonresponse", Head: "human nonresponse", Unit: "share", Better: "the reference",
+				Legend: "the humans' share of those options"})
+	}
+	return cols
 }
 
-// refVals are row rr's figures of refCols' columns.
-func refVals(rr *results.ReferenceRow) []val {
-	var w1, jsd val
-	if rr != nil {
-		w1.Model.V, jsd.Model.V = rr.W1, rr.JSD
-		if rr.JSD != nil {
-			// JSD in bits lies in [0, 1]: white for equal distributions, deep orange for disjoint ones.
-			jsd.Fill = ramp(*rr.JSD, orange)
-		}
+// withCI turns a results.Interval into a figure's bounds around v.
+func withCI(v *float64, iv results.Interval) figure { return figure{V: v, Lo: iv.Lo, Hi: iv.Hi} }
+
+// refVals are row rr's figures of refCols' columns (f as refCols had it).
+func refVals(rr *results.ReferenceRow, f refFlags) []val {
+	n := 4
+	if f.Nonresponse {
+		n = 6
 	}
-	return []val{w1, jsd}
+	out := make([]val, n)
+	if rr == nil {
+		return out
+	}
+	out[0] = val{Model: withCI(rr.Alignment, rr.Intervals[ivAlignment]), Uniform: figure{V: rr.UniformAlignment},
+		Ceiling: figure{V: rr.HumanSplitAlignment}}
+	out[1] = val{Model: withCI(rr.W1, rr.Intervals[ivW1]), Uniform: figure{V: rr.UniformW1},
+		Ceiling: figure{V: rr.HumanSplitW1}}
+	out[2] = val{Model: withCI(rr.SimBench, rr.Intervals[ivSimBench])}
+	out[3] = val{Model: withCI(rr.JSD, rr.Intervals[ivJSD])}
+	if rr.JSD != nil {
+		// JSD in bits lies in [0, 1]: white for equal distributions, deep orange for disjoint ones.
+		out[3].Fill = ramp(*rr.JSD, orange)
+	}
+	if f.Nonresponse {
+		out[4] = val{Model: figure{V: rr.ModelNonresponse}}
+		out[5] = val{Model: figure{V: rr.HumanNonresponse}}
+	}
+	return out
 }
 
 // distTables has one section per model, in spec order.
@@ -192,6 +252,7 @@ func distTables(r *Run) []distTable {
 		groups = s.Reference.GroupLabels()
 	}
 	span := w1Span(s)
+	flags := flagsOf(s, r.Reference)
 	out := make([]distTable, 0, len(s.Models))
 	for m, model := range s.Models {
 		t := distTable{Model: model.ID, Open: m == 0}
@@ -205,7 +266,7 @@ func distTables(r *Run) []distTable {
 				}
 			}
 			if gt.HasRef {
-				gt.Cols = refCols(span)
+				gt.Cols = refCols(span, flags)
 			}
 			var w1, jsd float64
 			nw, nj, first := 0, 0, true
@@ -243,7 +304,7 @@ func distTables(r *Run) []distTable {
 					first = false
 				}
 				if gt.HasRef {
-					row.Vals = refVals(rr)
+					row.Vals = refVals(rr, flags)
 				}
 				if gt.Everyone {
 					ps := r.cells.item(m, it)
