@@ -177,20 +177,8 @@ func near(got []float64, want ...float64) bool {
 func TestReportDistributions(t *testing.T) {
 	dir, page := renderRun(t, distSpec(t), distRecords())
 	kv := keyedValues(t, page)
-	checked := 0
-	expect := func(key, want string, ok func(shown, want string) bool) {
-		t.Helper()
-		shown, present := kv[key]
-		if !present {
-			t.Errorf("report has no %s", key)
-			return
-		}
-		checked++
-		if !ok(shown, want) {
-			t.Errorf("%s: report shows %q, want %q", key, shown, want)
-		}
-	}
-	equal := func(shown, want string) bool { return shown == want }
+	pc := &pageCheck{t: t, kv: kv, source: "want"}
+	expect, equal := pc.expect, sameText
 
 	// Worked out by hand from distRecords: m1 has 11 cells with probabilities, coverage summing to 8.94; of the
 	// 10 with a written answer too, 8 have it as their most likely option. m2 has no probabilities.
@@ -302,8 +290,8 @@ func TestReportDistributions(t *testing.T) {
 	if scales != 2 || kv["refscale/m1/all/E/human_alpha"] == "—" {
 		t.Errorf("%d scale lines of group all, human α %q: want 2 lines with the humans' α", scales, kv["refscale/m1/all/E/human_alpha"])
 	}
-	if checked < 60 {
-		t.Errorf("only %d numbers checked", checked)
+	if pc.checked < 60 {
+		t.Errorf("only %d numbers checked", pc.checked)
 	}
 	for _, want := range []string{`id="distributions"`, `href="#distributions"`, "Scales: α and ω of the model's personas and of the humans (everyone)", "<details class=\"dist\" open>"} {
 		if !strings.Contains(page, want) {

@@ -59,20 +59,8 @@ func TestReportEveryGroup(t *testing.T) {
 	spec, recs := bfiRun(t)
 	dir, page := renderRun(t, spec, recs)
 	kv := keyedValues(t, page)
-	checked := 0
-	expect := func(key, want string, ok func(shown, want string) bool) {
-		t.Helper()
-		shown, present := kv[key]
-		if !present {
-			t.Errorf("report has no %s", key)
-			return
-		}
-		checked++
-		if !ok(shown, want) {
-			t.Errorf("%s: report shows %q, want %q", key, shown, want)
-		}
-	}
-	equal := func(shown, want string) bool { return shown == want }
+	pc := &pageCheck{t: t, kv: kv, source: "want"}
+	expect, equal := pc.expect, sameText
 
 	groups := spec.Reference.GroupLabels()
 	if len(groups) != 7 {
@@ -188,8 +176,8 @@ func TestReportEveryGroup(t *testing.T) {
 		t.Errorf("%d scale lines, %d with a negative model α, %d with a note: want 35 and some of each", len(rows), negative, noted)
 	}
 	// Per item and group six numbers, per group three, per scale and group six.
-	if checked != 25*7*6+7*3+35*6 {
-		t.Errorf("only %d numbers checked", checked)
+	if pc.checked != 25*7*6+7*3+35*6 {
+		t.Errorf("only %d numbers checked", pc.checked)
 	}
 	// The names of the counts say what they count.
 	for _, s := range []string{"respondents who answered this item", "respondents with a score on this scale", "model entropy", "human entropy", "lower is closer"} {

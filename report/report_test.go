@@ -179,20 +179,8 @@ func sameStat(shown, csvValue string) bool {
 func TestReportNumbersMatchCSVs(t *testing.T) {
 	dir, page := render(t)
 	kv := keyedValues(t, page)
-	checked := 0
-	expect := func(key, want string, ok func(shown, want string) bool) {
-		t.Helper()
-		shown, present := kv[key]
-		if !present {
-			t.Errorf("report has no %s", key)
-			return
-		}
-		checked++
-		if !ok(shown, want) {
-			t.Errorf("%s: report shows %q, the CSV has %q", key, shown, want)
-		}
-	}
-	equal := func(shown, want string) bool { return shown == want }
+	pc := &pageCheck{t: t, kv: kv, source: "the CSV has"}
+	expect, equal := pc.expect, sameText
 
 	col, rows := readCSV(t, filepath.Join(dir, results.ReliabilityFile))
 	low := 0
@@ -253,8 +241,8 @@ func TestReportNumbersMatchCSVs(t *testing.T) {
 	if sum.Unparsed == 0 || sum.Failed == 0 {
 		t.Errorf("the fixed run must have unparsed and failed cells: %+v", sum)
 	}
-	if checked < 1000 {
-		t.Errorf("only %d numbers checked", checked)
+	if pc.checked < 1000 {
+		t.Errorf("only %d numbers checked", pc.checked)
 	}
 
 	// The histograms count every cell that was called, once.
@@ -474,3 +462,29 @@ func TestReportServedModels(t *testing.T) {
 		}
 	}
 }
+
+// pageCheck holds a page's keyed figures (keyedValues) to wanted values and counts those it checked.
+type pageCheck struct {
+	t  *testing.T
+	kv map[string]string
+	// source names the wanted value in a failure: "want", "the CSV has".
+	source  string
+	checked int
+}
+
+// expect checks that the page shows key and that ok(shown, want) holds.
+func (c *pageCheck) expect(key, want string, ok func(shown, want string) bool) {
+	c.t.Helper()
+	shown, present := c.kv[key]
+	if !present {
+		c.t.Errorf("report has no %s", key)
+		return
+	}
+	c.checked++
+	if !ok(shown, want) {
+		c.t.Errorf("%s: report shows %q, %s %q", key, shown, c.source, want)
+	}
+}
+
+// sameText is expect's comparison of figures shown exactly as wanted.
+func sameText(shown, want string) bool { return shown == want }
