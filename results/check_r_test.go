@@ -20,7 +20,7 @@ import (
 // only. The same script run on a copy with three figures changed must fail and name each, so a check.R that
 // stopped comparing would fail here too. Skips when Rscript, psych, GPArotation or yaml is missing.
 func TestBFICheckR(t *testing.T) {
-	rscript := requireRPsych(t)
+	rscript := rscriptWith(t, "psych", "GPArotation", "yaml")
 	dir := runExample(t, "../examples/bfi/experiment.yaml")
 	out, err := runCheckR(rscript, dir)
 	if err != nil {
@@ -69,20 +69,6 @@ func TestBFICheckR(t *testing.T) {
 			t.Errorf("check.R on changed outputs does not report %q:\n%s", want, out)
 		}
 	}
-}
-
-// requireRPsych returns Rscript's path, skipping the test when it or a package check.R loads is missing.
-func requireRPsych(t *testing.T) string {
-	t.Helper()
-	rscript, err := exec.LookPath("Rscript")
-	if err != nil {
-		t.Skip("Rscript not installed (Debian: apt-get install r-base-core r-cran-psych r-cran-gparotation r-cran-yaml)")
-	}
-	probe := exec.Command(rscript, "-e", "suppressPackageStartupMessages({library(psych); library(GPArotation); library(yaml)})")
-	if out, err := probe.CombinedOutput(); err != nil {
-		t.Skipf("R lacks psych, GPArotation or yaml (Debian: apt-get install r-cran-psych r-cran-gparotation r-cran-yaml): %v\n%s", err, out)
-	}
-	return rscript
 }
 
 // runCheckR runs examples/bfi/check.R on the run directory dir from the repository root, returning its output.

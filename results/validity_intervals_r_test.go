@@ -3,14 +3,11 @@ package results_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/silicolab/silico/results"
-	"github.com/silicolab/silico/sim"
-	"github.com/silicolab/silico/specfile"
 )
 
 // TestBFIValidityIntervalsEqualR runs examples/bfi on the simulator with 50 resamples, writes the persona and
@@ -21,39 +18,8 @@ import (
 func TestBFIValidityIntervalsEqualR(t *testing.T) {
 	rscript := rscriptWith(t, "psych", "GPArotation", "yaml")
 	const specPath = "../examples/bfi/experiment.yaml"
-	spec, err := specfile.Load(specPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples := 50
-	spec.Analysis.Bootstrap.Samples = &samples
-	_, canonical, err := spec.Canonical()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := sim.New(sim.Config{Forget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := runInput(t, canonical, h)
-	resamples := filepath.Join(dir, "validity_resamples.csv")
-	f, err := os.Create(resamples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := results.WriteValidityResamples(f, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	run := func(d string) (string, bool) {
-		out, err := exec.Command(rscript, "../examples/bfi/check_validity.R", d, specPath, resamples).CombinedOutput()
-		if _, exit := err.(*exec.ExitError); err != nil && !exit {
-			t.Fatal(err)
-		}
-		return string(out), err == nil
-	}
+	dir, resamples := runBFIWithResamples(t, "validity_resamples.csv", results.WriteValidityResamples)
+	run := func(d string) (string, bool) { return checkValidityR(t, rscript, d, specPath, resamples) }
 	out, ok := run(dir)
 	t.Logf("check_validity.R:\n%s", out)
 	if !ok || !strings.Contains(out, "every figure agrees") {

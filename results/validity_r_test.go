@@ -27,11 +27,12 @@ func rscriptWith(t *testing.T, pkgs ...string) string {
 	return rscript
 }
 
-// checkValidityR runs examples/bfi/check_validity.R on the run directory dir and the spec, returning its output
-// and whether it passed.
-func checkValidityR(t *testing.T, rscript, dir, spec string) (string, bool) {
+// checkValidityR runs examples/bfi/check_validity.R on the run directory dir and the spec (and a file of
+// resamples to replay, when given), returning its output and whether it passed.
+func checkValidityR(t *testing.T, rscript, dir, spec string, resamples ...string) (string, bool) {
 	t.Helper()
-	out, err := exec.Command(rscript, "../examples/bfi/check_validity.R", dir, spec).CombinedOutput()
+	args := append([]string{"../examples/bfi/check_validity.R", dir, spec}, resamples...)
+	out, err := exec.Command(rscript, args...).CombinedOutput()
 	if _, exit := err.(*exec.ExitError); err != nil && !exit {
 		t.Fatal(err)
 	}
