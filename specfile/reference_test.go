@@ -147,14 +147,7 @@ func TestCountsFormEqualsAnswers(t *testing.T) {
 // which reads no file) to the same reference.
 func TestReferenceRoundTrip(t *testing.T) {
 	s := loadBFI(t)
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := ParseInput(b, "input")
-	if err != nil {
-		t.Fatalf("ParseInput of the resolved spec: %v", err)
-	}
+	b, back := throughJSON(t, s)
 	if !reflect.DeepEqual(back.Reference, s.Reference) {
 		t.Fatalf("reference changed through JSON")
 	}
@@ -171,6 +164,20 @@ func TestReferenceRoundTrip(t *testing.T) {
 	if _, err := ParseInput(b, "input"); err == nil || !strings.Contains(err.Error(), "files are not read from a workflow input") {
 		t.Fatalf("a workflow input naming a reference file: err %v", err)
 	}
+}
+
+// throughJSON is the resolved spec's JSON, as a workflow input carries it, and that JSON read back.
+func throughJSON(t *testing.T, s *experiment.Spec) ([]byte, *experiment.Spec) {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseInput(b, "input")
+	if err != nil {
+		t.Fatalf("ParseInput of the resolved spec: %v", err)
+	}
+	return b, back
 }
 
 // refSpec is baseSpec with a reference read from file, whose content is content.
@@ -228,14 +235,7 @@ func TestReferenceRespondents(t *testing.T) {
 		!rs.InGroup(s.Reference.Groups, 2, experiment.GroupAll) || rs.Weight(1) != 2 {
 		t.Fatal("InGroup or Weight disagree with the file")
 	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := ParseInput(b, "input")
-	if err != nil {
-		t.Fatalf("ParseInput of the resolved spec: %v", err)
-	}
+	b, back := throughJSON(t, s)
 	if !reflect.DeepEqual(back.Reference, s.Reference) {
 		t.Fatalf("reference changed through JSON:\n%+v\n%+v", back.Reference.Respondents, s.Reference.Respondents)
 	}
