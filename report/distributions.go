@@ -149,15 +149,6 @@ func groupName(label string) string {
 	return label
 }
 
-// The positions in results.ReferenceRow.Intervals of the figures with intervals, in the order its doc gives
-// (W1, alignment, JSD, SimBench, model mean, human mean).
-const (
-	ivW1 = iota
-	ivAlignment
-	ivJSD
-	ivSimBench
-)
-
 // refFlags say which optional figures the analysis' reference rows carry, so a column shows only with data:
 // the uniform baseline, the humans' split-half ceiling and nonresponse (an item with non-answer options).
 type refFlags struct{ Baseline, Ceiling, Nonresponse bool }
@@ -222,12 +213,12 @@ func refVals(rr *results.ReferenceRow, f refFlags) []val {
 	if rr == nil {
 		return out
 	}
-	out[0] = val{Model: withCI(rr.Alignment, rr.Intervals[ivAlignment]), Uniform: figure{V: rr.UniformAlignment},
+	out[0] = val{Model: withCI(rr.Alignment, rr.Intervals[results.IntervalAlignment]), Uniform: figure{V: rr.UniformAlignment},
 		Ceiling: figure{V: rr.HumanSplitAlignment}}
-	out[1] = val{Model: withCI(rr.W1, rr.Intervals[ivW1]), Uniform: figure{V: rr.UniformW1},
+	out[1] = val{Model: withCI(rr.W1, rr.Intervals[results.IntervalW1]), Uniform: figure{V: rr.UniformW1},
 		Ceiling: figure{V: rr.HumanSplitW1}}
-	out[2] = val{Model: withCI(rr.SimBench, rr.Intervals[ivSimBench])}
-	out[3] = val{Model: withCI(rr.JSD, rr.Intervals[ivJSD])}
+	out[2] = val{Model: withCI(rr.SimBench, rr.Intervals[results.IntervalSimBench])}
+	out[3] = val{Model: withCI(rr.JSD, rr.Intervals[results.IntervalJSD])}
 	if rr.JSD != nil {
 		// JSD in bits lies in [0, 1]: white for equal distributions, deep orange for disjoint ones.
 		out[3].Fill = ramp(*rr.JSD, orange)

@@ -43,7 +43,7 @@ type ReferenceRow struct {
 	ModelEntropy, HumanEntropy *float64
 	ModelMean, HumanMean       *float64
 	// Intervals are the 95 % bootstrap intervals of W1, Alignment, JSD, SimBench, ModelMean and HumanMean, in
-	// that order (intervalStats); zero without resamples.
+	// that order (IntervalW1 …); zero without resamples.
 	Intervals [rowIntervals]Interval
 }
 
@@ -51,14 +51,14 @@ type ReferenceRow struct {
 // are no resamples.
 type Interval struct{ Lo, Hi *float64 }
 
-// The figures of a reference.csv line that carry intervals, in the order of ReferenceRow.Intervals.
+// The figures of a reference.csv line that carry intervals: their positions in ReferenceRow.Intervals.
 const (
-	ivW1 = iota
-	ivAlignment
-	ivJSD
-	ivSimBench
-	ivModelMean
-	ivHumanMean
+	IntervalW1 = iota
+	IntervalAlignment
+	IntervalJSD
+	IntervalSimBench
+	IntervalModelMean
+	IntervalHumanMean
 	rowIntervals
 )
 

@@ -340,8 +340,8 @@ func (rb *referenceBoot) rowIntervals(row *ReferenceRow, m, it, gi int) {
 		if p != nil && q != nil {
 			f = comparePair(s, it, p, q)
 		}
-		vals[ivW1][b], vals[ivAlignment][b], vals[ivJSD][b], vals[ivSimBench][b] = f.w1, f.alignment, f.jsd, f.simbench
-		vals[ivModelMean][b], vals[ivHumanMean][b] = orNaN(expectedScore(s, it, p)), orNaN(expectedScore(s, it, q))
+		vals[IntervalW1][b], vals[IntervalAlignment][b], vals[IntervalJSD][b], vals[IntervalSimBench][b] = f.w1, f.alignment, f.jsd, f.simbench
+		vals[IntervalModelMean][b], vals[IntervalHumanMean][b] = orNaN(expectedScore(s, it, p)), orNaN(expectedScore(s, it, q))
 	}
 	for i := range vals {
 		row.Intervals[i].Lo, row.Intervals[i].Hi = bootstrap.Interval(vals[i])

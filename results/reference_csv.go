@@ -79,10 +79,10 @@ func writeReference(w io.Writer, runID string, rows []ReferenceRow) error {
 		return slices.Concat([]string{runID, r.Model, r.ItemID, r.Scale, r.Group, r.Answers.Source(), strconv.Itoa(r.Answers.Cells),
 			strconv.Itoa(r.Humans), strings.Join(r.Options, ";"), probs(r.Answers.P), probs(r.Human),
 			Stat(r.ModelNonresponse), Stat(r.HumanNonresponse)},
-			iv(r.W1, ivW1), iv(r.Alignment, ivAlignment), []string{Stat(r.TVD)}, iv(r.SimBench, ivSimBench), iv(r.JSD, ivJSD),
+			iv(r.W1, IntervalW1), iv(r.Alignment, IntervalAlignment), []string{Stat(r.TVD)}, iv(r.SimBench, IntervalSimBench), iv(r.JSD, IntervalJSD),
 			[]string{Stat(r.UniformW1), Stat(r.UniformAlignment), Stat(r.UniformTVD), Stat(r.HumanSplitW1),
 				Stat(r.HumanSplitAlignment), Stat(r.ModelEntropy), Stat(r.HumanEntropy)},
-			iv(r.ModelMean, ivModelMean), iv(r.HumanMean, ivHumanMean))
+			iv(r.ModelMean, IntervalModelMean), iv(r.HumanMean, IntervalHumanMean))
 	})
 }
 
