@@ -52,43 +52,6 @@ func ScaleReliabilityWeighted(x [][]float64, w []float64) Reliability {
 	return r
 }
 
-// ChoiceReliability is the ScaleReliability of people's answers by option on some items of a questionnaire:
-// choice[r][it] is the option index person r chose on item it (-1: none), items the scale's items, score[j][k]
-// the score of option k of items[j] (Missing: that option counts as no answer on this scale), and keep says
-// which people the matrix holds (a group of a human reference). Row r of the matrix is a kept person's score on
-// each of items.
-func ChoiceReliability(choice [][]int16, items []int, score [][]float64, keep func(r int) bool) Reliability {
-	return ChoiceReliabilityWeighted(choice, items, score, keep, nil)
-}
-
-// ChoiceReliabilityWeighted is ChoiceReliability with person r weighted weight[r] (indexed like choice; nil:
-// unweighted): the ScaleReliabilityWeighted of the kept people's matrix with their weights.
-func ChoiceReliabilityWeighted(choice [][]int16, items []int, score [][]float64, keep func(r int) bool, weight []float64) Reliability {
-	if weight != nil && len(weight) != len(choice) {
-		err := fmt.Errorf("%w: %d weights for %d people", ErrWeights, len(weight), len(choice))
-		return Reliability{Err: err, Omega: math.NaN(), OmegaErr: err}
-	}
-	var x [][]float64
-	var w []float64
-	for r := range choice {
-		if !keep(r) {
-			continue
-		}
-		if weight != nil {
-			w = append(w, weight[r])
-		}
-		row := make([]float64, len(items))
-		for j, it := range items {
-			row[j] = Missing
-			if k := choice[r][it]; k >= 0 {
-				row[j] = score[j][k]
-			}
-		}
-		x = append(x, row)
-	}
-	return ScaleReliabilityWeighted(x, w)
-}
-
 // Note says why a number of r is missing, as the note column of reliability.csv and reference_scales.csv
 // writes it: "alpha and omega: <reason>" when alpha is undefined, "omega: <reason>" when only omega is, empty
 // when both are numbers.

@@ -358,34 +358,6 @@ func TestWeightProperties(t *testing.T) {
 	}
 }
 
-// TestChoiceReliabilityWeighted: the weighted choice path is the weighted matrix path on the kept people.
-func TestChoiceReliabilityWeighted(t *testing.T) {
-	choice := [][]int16{{0, 1, 2}, {1, 1, 3}, {2, 3, 3}, {3, 2, 4}, {4, 4, 4}, {0, 0, -1}, {2, 1, 1}}
-	weight := []float64{1, 2, 0.5, 3, 1, 2, 9}
-	score := [][]float64{{1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}}
-	keep := func(r int) bool { return r != 6 }
-	got := ChoiceReliabilityWeighted(choice, []int{0, 1, 2}, score, keep, weight)
-	var x [][]float64
-	for r, c := range choice[:6] {
-		x = append(x, make([]float64, 3))
-		for j, k := range c {
-			x[r][j] = Missing
-			if k >= 0 {
-				x[r][j] = score[j][k]
-			}
-		}
-	}
-	if want := ScaleReliabilityWeighted(x, weight[:6]); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("choice path %v, matrix path %v", got, want)
-	}
-	if un := ChoiceReliability(choice, []int{0, 1, 2}, score, keep); near(un.Raw, got.Raw) {
-		t.Error("weights change nothing: the case tests nothing")
-	}
-	if r := ChoiceReliabilityWeighted(choice, []int{0}, score, keep, weight[:3]); !errors.Is(r.Err, ErrWeights) {
-		t.Errorf("3 weights for 7 people: err %v, want ErrWeights", r.Err)
-	}
-}
-
 // TestCongruenceHandCases: the values the definition fixes.
 func TestCongruenceHandCases(t *testing.T) {
 	for _, c := range []struct {

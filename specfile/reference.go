@@ -169,19 +169,24 @@ func (rr *refReader) answers(groups *node) {
 			t.name, strings.Join(absent, ", ")))
 	}
 
-	// answer[r][it] is respondent r's option index on item it, -1 when missing; group[r][g] its value of group g.
-	answer := make([][]int16, len(t.rows))
+	// pos[it] is item it's place among present; answer[r][pos[it]] is respondent r's option index on item it,
+	// -1 when missing; group[r][g] its value of group g.
+	pos := make([]int, nItems)
+	for j, id := range present {
+		pos[rr.itemIdx[id]] = j
+	}
+	answer := make([][]int, len(t.rows))
 	group := make([][]string, len(t.rows))
 	var weights []float64
 	for r, row := range t.rows {
-		answer[r] = slices.Repeat([]int16{-1}, nItems)
+		answer[r] = slices.Repeat([]int{-1}, len(present))
 		for c, it := range itemCol {
 			v := strings.TrimSpace(row[c])
 			if v == "" || v == "NA" {
 				continue
 			}
 			if k, ok := rr.option(it, v, t.lines[r], t.cols[r][c]); ok {
-				answer[r][it] = int16(k)
+				answer[r][pos[it]] = k
 			}
 		}
 		if weightCol >= 0 {
@@ -204,26 +209,13 @@ func (rr *refReader) answers(groups *node) {
 	if rr.errs > 0 {
 		return
 	}
-	rr.respondents(answer, group, weights, inFile, present)
-}
-
-// respondents inlines the file's people into ref.Respondents: each one's answers on the items the file has
-// (present, in questionnaire order), group values and weights.
-func (rr *refReader) respondents(answer [][]int16, group [][]string, weights []float64, inFile []bool, present []string) {
-	rs := &experiment.Respondents{Items: present, Answers: make([][]int, len(answer)), Weights: weights}
-	if len(rr.ref.Groups) > 0 {
+	// The file's people, inlined: each one's answers on the items the file has (in questionnaire order), group
+	// values and weights.
+	rs := &experiment.Respondents{Items: present, Answers: answer, Weights: weights}
+	if len(ref.Groups) > 0 {
 		rs.Groups = group
 	}
-	for r, a := range answer {
-		row := make([]int, 0, len(present))
-		for it, ok := range inFile {
-			if ok {
-				row = append(row, int(a[it]))
-			}
-		}
-		rs.Answers[r] = row
-	}
-	rr.ref.Respondents = rs
+	ref.Respondents = rs
 }
 
 // counts reads a file of counts: item_id, option_id, count and an optional group ("gender=2"; empty or "all"
