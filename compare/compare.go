@@ -25,7 +25,7 @@ import (
 )
 
 // AllItems is the item column of a model's row over all its items.
-const AllItems = "all"
+const AllItems = experiment.Overall
 
 // Scopes of a Row: one item, or all the items of a model.
 const (

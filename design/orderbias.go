@@ -10,7 +10,7 @@ import (
 )
 
 // AllItems is the item label of the order-bias row that pools every item of a model.
-const AllItems = "all"
+const AllItems = experiment.Overall
 
 // nOrders is the number of orders whose means order_bias.csv reports: as written, reversed, shuffled.
 const nOrders = 3

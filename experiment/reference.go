@@ -12,7 +12,13 @@ import (
 )
 
 // GroupAll is the label of the group of every respondent (and every persona).
-const GroupAll = "all"
+const GroupAll = Overall
+
+// Overall is the id the output files give their lines over every item, scale or group: reference.csv's group
+// of everyone (GroupAll), reference_scales.csv's scale over every item, order_bias.csv's and compare.csv's item
+// over every item, validity.csv's attribute of the whole sample. No item or scale of a spec may take it, so
+// such a line is never mistaken for one item's or one scale's.
+const Overall = "all"
 
 // Forms of a human reference file.
 const (

@@ -381,7 +381,11 @@ func (s *Spec) checkQuestionnaire(errs *Errors, needOptions bool) {
 	}
 	scales := map[string]int{}
 	for i, sc := range q.Scales {
-		checkID(errs, scales, fmt.Sprintf("questionnaire.scales[%d]", i), "scale", sc.ID, i)
+		path := fmt.Sprintf("questionnaire.scales[%d]", i)
+		checkID(errs, scales, path, "scale", sc.ID, i)
+		if sc.ID == Overall {
+			errs.add(path+".id", "%q is reserved: reference_scales.csv names its lines over every item so; choose another scale id", sc.ID)
+		}
 	}
 	if len(q.Items) == 0 {
 		errs.add("questionnaire.items", "empty: list at least one item")
@@ -394,6 +398,9 @@ func (s *Spec) checkQuestionnaire(errs *Errors, needOptions bool) {
 	for i, it := range q.Items {
 		path := fmt.Sprintf("questionnaire.items[%d]", i)
 		checkID(errs, seen, path, "item", it.ID, i)
+		if it.ID == Overall {
+			errs.add(path+".id", "%q is reserved: order_bias.csv and compare.csv name their lines over every item so; choose another item id", it.ID)
+		}
 		if strings.TrimSpace(it.Text) == "" {
 			errs.add(path+".text", "missing: the question of the item")
 		}

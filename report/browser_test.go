@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +87,8 @@ func TestReportInChromium(t *testing.T) {
 		for _, width := range []int{1280, 420} {
 			openInChromium(t, bin, dir, pageView{"bfi", width, 1*2 + 2}, func(bctx context.Context) {
 				checkGroups(t, bctx, width, len(spec.Questionnaire.Items))
+				checkScaleTables(t, bctx, width)
+				checkValidity(t, bctx, width)
 			})
 		}
 	})
@@ -126,10 +129,11 @@ func checkGroups(t *testing.T, bctx context.Context, width, items int) {
 	}
 	for i, g := range groups {
 		// Everyone's rows have n_cells, two entropies, alignment and W1 each with its baseline and ceiling,
-		// SimBench, JSD, respondents and the three per-cell columns; a group's all but the last three.
-		perRow := 12
+		// SimBench, JSD, the two mean scores, respondents and the three per-cell columns; a group's all but the
+		// last three.
+		perRow := 14
 		if i == 0 {
-			perRow = 15
+			perRow = 17
 		}
 		if g.Heading != want[i] || !g.HeadingVisible || !g.TableVisible || g.Rows != items ||
 			g.Numbers != perRow*items || g.Percents != 2*6*items || !g.Scroll {
@@ -143,6 +147,102 @@ func checkGroups(t *testing.T, bctx context.Context, width, items int) {
 	}
 	if over[1] > width || over[1] < width-20 {
 		t.Errorf("the viewport is %d px wide, want about %d", over[1], width)
+	}
+}
+
+// whiskersInCells is a script giving [whiskers visible under sel, of them drawn outside their cell] for a
+// selector of the tables to look in.
+const whiskersInCells = `sel => {
+	const ws = [...document.querySelectorAll(sel + " svg.wh")].filter(e => e.checkVisibility());
+	const out = ws.filter(w => {
+		const r = w.getBoundingClientRect(), c = w.closest("td").getBoundingClientRect();
+		return r.left < c.left - 0.5 || r.right > c.right + 0.5 || r.width === 0;
+	});
+	return [ws.length, out.length];
+}`
+
+// checkScaleTables asserts that each group's scale table is on screen with the uniform baseline and the humans'
+// ceiling beside the scales' mean alignment and W1, a line over every item last, and the α and ω intervals
+// drawn as whiskers inside their cells.
+func checkScaleTables(t *testing.T, bctx context.Context, width int) {
+	t.Helper()
+	type scaleSeen struct {
+		Visible             bool
+		Baselines, Ceilings int
+		Last                string
+		Whiskers, Outside   int
+	}
+	seen := evaluate[[]scaleSeen](t, bctx, `[...document.querySelectorAll("section.group")].map((s, i) => {
+		const tb = s.querySelector("table.scales"), heads = [...tb.tHead.querySelectorAll("th")].filter(e => e.checkVisibility());
+		s.querySelectorAll("table.scales").forEach(e => e.setAttribute("data-probe", i));
+		const w = (`+whiskersInCells+`)("table.scales[data-probe='" + i + "'] tr:not(.overall)");
+		const rows = tb.tBodies[0].querySelectorAll("tr:not(.rownote)");
+		return {
+			Visible: tb.checkVisibility() && tb.getBoundingClientRect().width > 0,
+			Baselines: heads.filter(e => e.textContent === "baseline (uniform)").length,
+			Ceilings: heads.filter(e => e.textContent === "ceiling (humans vs humans)").length,
+			Last: rows[rows.length - 1].cells[0].innerText.trim(),
+			Whiskers: w[0], Outside: w[1],
+		};
+	})`)
+	if len(seen) != 7 {
+		t.Fatalf("width %d: %d groups with a scale table, want 7", width, len(seen))
+	}
+	for i, g := range seen {
+		// Five scales; α and ω of each side have intervals where they have a value (some age bands' model
+		// figures are empty), so at least the humans' 10.
+		if !g.Visible || g.Baselines != 2 || g.Ceilings != 2 || g.Last != "all items every item" || g.Whiskers < 10 || g.Outside != 0 {
+			t.Errorf("width %d, group %d: scale table %+v; want it visible with 2 baseline and 2 ceiling columns, the line of all items last, at least 10 whiskers, none outside its cell",
+				width, i, g)
+		}
+	}
+}
+
+// checkValidity asserts that the validity section shows, for the model, a heading, a sentence and a table for
+// each of the six checks in order, with whiskers inside their cells, and that on paper the folded item lines
+// print too.
+func checkValidity(t *testing.T, bctx context.Context, width int) {
+	t.Helper()
+	checks := evaluate[[]string](t, bctx, `[...document.querySelectorAll("details.checks h3[data-check]")].filter(e => e.checkVisibility()).map(e => e.dataset.check)`)
+	want := []string{"sim/sd_ratio", "sim/r2", "sim/difference", "sim/acquiescence", "sim/contradiction", "sim/congruence"}
+	if !slices.Equal(checks, want) {
+		t.Errorf("width %d: validity checks shown %v, want %v", width, checks, want)
+	}
+	type tableSeen struct {
+		Visible     bool
+		Rows        int
+		Numbers     int
+		Sentence    bool
+		InViewWidth bool
+	}
+	tables := evaluate[[]tableSeen](t, bctx, `[...document.querySelectorAll("details.checks h3[data-check]")].map(h => {
+		const p = h.nextElementSibling, tb = p.nextElementSibling.querySelector("table.validity");
+		const visible = e => e.checkVisibility() && e.getBoundingClientRect().width > 0;
+		return {
+			Visible: visible(tb), Rows: tb.tBodies[0].rows.length,
+			Numbers: [...tb.querySelectorAll("tbody [data-key]")].filter(e => visible(e) && /^[-−]?[0-9][0-9,]*(\.[0-9]+)?$/.test(e.innerText.trim())).length,
+			Sentence: visible(p) && p.innerText.includes("It guards against"),
+			InViewWidth: tb.closest(".scroll").getBoundingClientRect().right <= document.documentElement.clientWidth + 0.5,
+		};
+	})`)
+	for i, tb := range tables {
+		if !tb.Visible || tb.Rows == 0 || tb.Numbers < tb.Rows || !tb.Sentence || !tb.InViewWidth {
+			t.Errorf("width %d: validity table %d: %+v; want it visible within the page with a number per row and its sentence", width, i, tb)
+		}
+	}
+	w := evaluate[[]int](t, bctx, "("+whiskersInCells+`)("details.checks")`)
+	if w[0] < 20 || w[1] != 0 {
+		t.Errorf("width %d: %d whiskers in the validity section, %d outside their cells; want some, none outside", width, w[0], w[1])
+	}
+	if err := chromedp.Do(bctx, emulateMedia("print")); err != nil {
+		t.Fatal(err)
+	}
+	printed := evaluate[[]int](t, bctx, `[[...document.querySelectorAll("details.checks table.validity")].filter(e => e.checkVisibility()).length, document.querySelectorAll("details.checks table.validity").length]`)
+	if err := chromedp.Do(bctx, emulateMedia("")); err != nil {
+		t.Fatal(err)
+	}
+	if printed[0] != printed[1] || printed[1] <= len(want) {
+		t.Errorf("width %d: %d of %d validity tables visible in print, want all (the folded item lines too)", width, printed[0], printed[1])
 	}
 }
 
@@ -228,7 +328,7 @@ func openInChromium(t *testing.T, bin, dir string, v pageView, extra func(contex
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(int64(v.Width), 1000), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("footer"))); err != nil {
 		t.Fatalf("open the report: %v", err)
 	}
-	svgs, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("svg").length`))
+	svgs, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("svg:not(.wh)").length`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,9 +52,12 @@ type groupTable struct {
 	Span            string
 	MeanW1, MeanJSD *float64
 	// Cols are the comparison columns every row of the table has a value for, in order (see refCols).
-	Cols   []valCol
-	Rows   []distRow
-	Scales []refScaleRow
+	Cols []valCol
+	Rows []distRow
+	// ScaleCols are the columns of the scales' means of the items' figures (see scaleCols), Scales the
+	// scales of reference_scales.csv with, last, the line over every item.
+	ScaleCols []valCol
+	Scales    []refScaleRow
 	// NegAlpha: some scale's model α is negative (the table says what that does to ω).
 	NegAlpha bool
 }
@@ -79,9 +83,12 @@ type distRow struct {
 	HasModel, HasHumans bool
 }
 
-// figure is a statistic with its interval: Lo and Hi are nil when it has none (the template draws the
-// interval only when both are set).
-type figure struct{ V, Lo, Hi *float64 }
+// figure is a statistic with its interval: Lo and Hi are nil when it has none (the template writes the
+// interval only when both are set, and draws it when W is set, see axis.place).
+type figure struct {
+	V, Lo, Hi *float64
+	W         *whisker
+}
 
 // valCol is one comparison column of a group's table: a distance or score of the model against the humans,
 // and beside it, when the analysis has them, the same figure for the uniform answer (a baseline any model
@@ -94,6 +101,9 @@ type valCol struct {
 	// is.
 	Unit, Better, Legend string
 	Baseline, Ceiling    bool
+	// Axis names the whisker axis the column's intervals are drawn on: columns with the same Axis share one
+	// (the model's and the humans' mean score), "" is the column's own.
+	Axis string
 }
 
 // val is one row's figures of a valCol: the model's, the uniform answer's and the split-half ceiling's (the
@@ -118,10 +128,18 @@ type refScaleRow struct {
 	Key                 string // model/group/scale
 	Scale, Name         string
 	Personas, ItemsUsed int
+	// Overall: the line of every item of the questionnaire (scale results.ScaleOverall), which has the means
+	// and no α or ω.
+	Overall bool
 	// Humans are the respondents with a score on the scale; HumanItemsUsed the items the humans' figures used.
 	Humans, HumanItemsUsed int
-	ModelAlpha, HumanAlpha *float64
-	ModelOmega, HumanOmega *float64
+	// The four reliabilities with their intervals.
+	ModelAlpha, HumanAlpha figure
+	ModelOmega, HumanOmega figure
+	// ItemsCompared are the scale's items with an alignment; Vals the means of their figures, one per column of
+	// the table's ScaleCols.
+	ItemsCompared int
+	Vals          []val
 	// HasH: the reference carries the humans' figures for the scale and group.
 	HasH bool
 	// NegAlpha: the model's α is negative, so its ω (which reverses negatively loading items) is not comparable
@@ -189,6 +207,10 @@ func refCols(span string, f refFlags) []valCol {
 			Legend: "100 · (1 − TVD(model, humans) / TVD(uniform, humans)): 0 is no better than the uniform answer, 100 identical to the humans, negative worse than uniform"},
 		{Key: "jsd", Head: "JSD", Unit: "bits", Better: "lower is closer",
 			Legend: "the Jensen–Shannon divergence over every option, 0 (the same) to 1 (nothing in common); the deeper the orange, the larger"},
+		{Key: "model_mean", Head: "model mean", Unit: "score", Better: "closer to the humans' is closer", Axis: "mean",
+			Legend: "the model's expected score Σ p · score over the scored options (reverse-keyed items reversed)"},
+		{Key: "human_mean", Head: "human mean", Unit: "score", Better: "the reference", Axis: "mean",
+			Legend: "the humans' mean score, the same way; the two whiskers share one axis"},
 	}
 	if f.Nonresponse {
 		cols = append(cols,
@@ -205,9 +227,9 @@ func withCI(v *float64, iv results.Interval) figure { return figure{V: v, Lo: iv
 
 // refVals are row rr's figures of refCols' columns (f as refCols had it).
 func refVals(rr *results.ReferenceRow, f refFlags) []val {
-	n := 4
+	n := 6
 	if f.Nonresponse {
-		n = 6
+		n = 8
 	}
 	out := make([]val, n)
 	if rr == nil {
@@ -223,11 +245,78 @@ func refVals(rr *results.ReferenceRow, f refFlags) []val {
 		// JSD in bits lies in [0, 1]: white for equal distributions, deep orange for disjoint ones.
 		out[3].Fill = ramp(*rr.JSD, orange)
 	}
+	out[4] = val{Model: withCI(rr.ModelMean, rr.Intervals[results.IntervalModelMean])}
+	out[5] = val{Model: withCI(rr.HumanMean, rr.Intervals[results.IntervalHumanMean])}
 	if f.Nonresponse {
-		out[4] = val{Model: figure{V: rr.ModelNonresponse}}
-		out[5] = val{Model: figure{V: rr.HumanNonresponse}}
+		out[6] = val{Model: figure{V: rr.ModelNonresponse}}
+		out[7] = val{Model: figure{V: rr.HumanNonresponse}}
 	}
 	return out
+}
+
+// scaleCols are the columns of a scale table's means of its items' figures: alignment and W1 with the uniform
+// baseline and the split-half ceiling where reference.csv has them, and SimBench; scaleVals fills them.
+func scaleCols(span string, f refFlags) []valCol {
+	cols := refCols(span, f)[:3]
+	for i := range cols {
+		cols[i].Key = "mean_" + cols[i].Key
+		cols[i].Legend = "the mean over the scale's items of each item's " + cols[i].Head + " (the items' table)"
+	}
+	return cols
+}
+
+// scaleVals are reference_scales.csv line rs's figures of scaleCols' columns.
+func scaleVals(rs *results.ReferenceScale) []val {
+	m := rs.Means
+	return []val{
+		{Model: figure{V: m[results.MeanAlignment]}, Uniform: figure{V: m[results.MeanUniformAlignment]}, Ceiling: figure{V: m[results.MeanSplitAlignment]}},
+		{Model: figure{V: m[results.MeanW1]}, Uniform: figure{V: m[results.MeanUniformW1]}, Ceiling: figure{V: m[results.MeanSplitW1]}},
+		{Model: figure{V: m[results.MeanSimBench]}},
+	}
+}
+
+// drawWhiskers places the whiskers of the model figures of rows (each row's values, one per column of cols) on
+// one axis per column, or per shared Axis, with each row's baseline and ceiling marked.
+func drawWhiskers(cols []valCol, rows [][]val) {
+	axes := map[string]*axis{}
+	axisOf := func(c valCol) *axis {
+		k := cmp.Or(c.Axis, "col:"+c.Key)
+		if axes[k] == nil {
+			axes[k] = &axis{}
+		}
+		return axes[k]
+	}
+	for _, vals := range rows {
+		for c, v := range vals {
+			ax := axisOf(cols[c])
+			ax.addFigure(v.Model)
+			ax.add(v.Uniform.V, v.Ceiling.V)
+		}
+	}
+	for _, vals := range rows {
+		for c := range vals {
+			v := &vals[c]
+			axisOf(cols[c]).place(&v.Model, v.Uniform.V, v.Ceiling.V)
+		}
+	}
+}
+
+// drawScaleWhiskers places the whiskers of the scales' α (model and humans on one axis) and ω (another).
+func drawScaleWhiskers(rows []refScaleRow) {
+	var alpha, omega axis
+	for _, r := range rows {
+		alpha.addFigure(r.ModelAlpha)
+		alpha.addFigure(r.HumanAlpha)
+		omega.addFigure(r.ModelOmega)
+		omega.addFigure(r.HumanOmega)
+	}
+	for i := range rows {
+		r := &rows[i]
+		alpha.place(&r.ModelAlpha, nil, nil)
+		alpha.place(&r.HumanAlpha, nil, nil)
+		omega.place(&r.ModelOmega, nil, nil)
+		omega.place(&r.HumanOmega, nil, nil)
+	}
 }
 
 // distTables has one section per model, in spec order.
@@ -305,6 +394,14 @@ func distTables(r *Run) []distTable {
 				gt.Rows = append(gt.Rows, row)
 			}
 			gt.MeanW1, gt.MeanJSD = ratio(w1, nw), ratio(jsd, nj)
+			if gt.HasRef {
+				vals := make([][]val, len(gt.Rows))
+				for i := range gt.Rows {
+					vals[i] = gt.Rows[i].Vals
+				}
+				drawWhiskers(gt.Cols, vals)
+				gt.ScaleCols = scaleCols(span, flags)
+			}
 			gt.Scales = refScaleRows(r.Analysis, model.ID, g)
 			gt.NegAlpha = slices.ContainsFunc(gt.Scales, func(rs refScaleRow) bool { return rs.NegAlpha })
 			t.Groups = append(t.Groups, gt)
@@ -413,16 +510,28 @@ func entropy(p []float64) *float64 {
 // has them).
 func refScaleRows(a *results.Analysis, model, group string) []refScaleRow {
 	var out []refScaleRow
-	for _, rs := range a.ReferenceScales {
+	nScales := len(a.ReferenceScales)
+	for i, rs := range slices.Concat(a.ReferenceScales, a.ReferenceOverall) {
 		if rs.Model != model || rs.Group != group {
 			continue
 		}
+		iv := rs.AlphaOmega
 		row := refScaleRow{Key: rs.Model + "/" + rs.Group + "/" + rs.Scale, Scale: rs.Scale,
 			Name: rs.ScaleName, Personas: rs.Personas, ItemsUsed: rs.ItemsUsed, Humans: rs.Humans,
-			HumanItemsUsed: rs.HumanItemsUsed, ModelAlpha: rs.ModelAlpha, HumanAlpha: rs.HumanAlpha,
-			ModelOmega: rs.ModelOmega, HumanOmega: rs.HumanOmega,
-			HasH:     rs.HumanAlpha != nil || rs.HumanOmega != nil || rs.Humans > 0,
-			NegAlpha: rs.ModelAlpha != nil && *rs.ModelAlpha < 0}
+			HumanItemsUsed: rs.HumanItemsUsed,
+			ModelAlpha:     withCI(rs.ModelAlpha, iv[results.IntervalModelAlpha]),
+			HumanAlpha:     withCI(rs.HumanAlpha, iv[results.IntervalHumanAlpha]),
+			ModelOmega:     withCI(rs.ModelOmega, iv[results.IntervalModelOmega]),
+			HumanOmega:     withCI(rs.HumanOmega, iv[results.IntervalHumanOmega]),
+			HasH:           rs.HumanAlpha != nil || rs.HumanOmega != nil || rs.Humans > 0,
+			NegAlpha:       rs.ModelAlpha != nil && *rs.ModelAlpha < 0,
+			ItemsCompared:  rs.ItemsCompared, Vals: scaleVals(&rs)}
+		if i >= nScales {
+			// The line over every item: its α and ω are per scale, which its note says and the table's legend.
+			row.Overall, row.Name, row.HasH = true, "every item", false
+			out = append(out, row)
+			continue
+		}
 		if (rs.ModelAlpha == nil || rs.ModelOmega == nil) && rs.Note != "" {
 			row.Notes = append(row.Notes, modelNote(rs.Note))
 		}
@@ -433,6 +542,7 @@ func refScaleRows(a *results.Analysis, model, group string) []refScaleRow {
 		}
 		out = append(out, row)
 	}
+	drawScaleWhiskers(out)
 	return out
 }
 
@@ -446,15 +556,6 @@ func modelNote(note string) string {
 		return "The model's ω: none, " + r + "."
 	}
 	return "The model: " + note + "."
-}
-
-// validityRow is one check of a validity table: what was checked (Check), of which model, scale and group, its
-// figure with any interval, and a note on how to read it.
-type validityRow struct {
-	Key                 string // model/group/scale/check
-	Model, Group, Scale string
-	Check, Note         string
-	Value               figure
 }
 
 // keyedFigure is a figure with the data-key its text carries (template "fig").
@@ -475,4 +576,34 @@ func (g groupTable) HasCI() bool {
 		}
 	}
 	return false
+}
+
+// HasScaleCI reports whether some α or ω of the table's scales has an interval.
+func (g groupTable) HasScaleCI() bool {
+	for _, r := range g.Scales {
+		for _, f := range []figure{r.ModelAlpha, r.HumanAlpha, r.ModelOmega, r.HumanOmega} {
+			if f.Lo != nil && f.Hi != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ScaleNoteSpan is the number of columns a scale's note spans: every column of the scale table but the first.
+func (g groupTable) ScaleNoteSpan() int {
+	n := 4 + 3 // α and ω, model and humans; respondents, personas, items used
+	for _, c := range g.ScaleCols {
+		n++
+		if c.Baseline {
+			n++
+		}
+		if c.Ceiling {
+			n++
+		}
+	}
+	if len(g.ScaleCols) > 0 {
+		n++ // items compared
+	}
+	return n
 }

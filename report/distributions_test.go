@@ -293,7 +293,7 @@ func TestReportDistributions(t *testing.T) {
 	if pc.checked < 60 {
 		t.Errorf("only %d numbers checked", pc.checked)
 	}
-	for _, want := range []string{`id="distributions"`, `href="#distributions"`, "Scales: α and ω of the model's personas and of the humans (everyone)", "<details class=\"dist\" open>"} {
+	for _, want := range []string{`id="distributions"`, `href="#distributions"`, "Scales: α and ω of the model's personas and of the humans, and the items' figures per scale (everyone)", "<details class=\"dist\" open>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}

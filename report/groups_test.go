@@ -8,7 +8,6 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,8 +76,14 @@ func TestReportEveryGroup(t *testing.T) {
 	for _, r := range rows {
 		g := r[col["group"]]
 		key := "dist/" + r[col["model"]] + "/" + g + "/" + r[col["item_id"]]
-		for stat, column := range map[string]string{"w1": "w1", "jsd": "jsd", "model_entropy": "model_entropy", "human_entropy": "human_entropy"} {
+		for stat, column := range map[string]string{"w1": "w1", "jsd": "jsd", "model_entropy": "model_entropy", "human_entropy": "human_entropy",
+			"alignment": "alignment", "simbench": "simbench", "model_mean": "model_mean", "human_mean": "human_mean",
+			"w1_uniform": "uniform_w1", "w1_ceiling": "human_split_w1", "alignment_uniform": "uniform_alignment",
+			"alignment_ceiling": "human_split_alignment"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
+		}
+		for _, stat := range []string{"w1", "alignment", "jsd", "simbench", "model_mean", "human_mean"} {
+			pc.expectCI(key+"/"+stat, r[col[stat+"_lo"]], r[col[stat+"_hi"]])
 		}
 		expect(key+"/n_humans", thousandsOf(t, r[col["n_humans"]]), equal)
 		expect(key+"/n_cells", r[col["n_cells"]], equal)
@@ -135,17 +140,33 @@ func TestReportEveryGroup(t *testing.T) {
 	}
 
 	col, rows = readCSV(t, filepath.Join(dir, results.ReferenceScalesFile))
-	// The lines over every item (scale "all") carry no α or ω: the page's scale table has scales only.
-	rows = slices.DeleteFunc(rows, func(r []string) bool { return r[col["scale"]] == results.ScaleOverall })
 	plain := html.UnescapeString(page)
-	negative, noted := 0, 0
+	negative, noted, overall := 0, 0, 0
 	for _, r := range rows {
 		key := "refscale/" + r[col["model"]] + "/" + r[col["group"]] + "/" + r[col["scale"]]
+		// Every line, the scales' and the one over every item, has the means of its items' figures.
+		for stat, column := range map[string]string{"mean_alignment": "alignment", "mean_alignment_uniform": "uniform_alignment",
+			"mean_alignment_ceiling": "human_split_alignment", "mean_w1": "w1", "mean_w1_uniform": "uniform_w1",
+			"mean_w1_ceiling": "human_split_w1", "mean_simbench": "simbench"} {
+			expect(key+"/"+stat, r[col[column]], sameStat)
+		}
+		expect(key+"/items_compared", r[col["n_items_compared"]], equal)
+		expect(key+"/n_personas", r[col["n_personas"]], equal)
+		if r[col["scale"]] == results.ScaleOverall {
+			// The line over every item carries no α or ω (they are per scale), nor the humans' scale count.
+			overall++
+			for _, stat := range []string{"model_alpha", "human_alpha", "model_omega", "human_omega"} {
+				if _, ok := kv[key+"/"+stat]; ok {
+					t.Errorf("%s shows %s, which is per scale", key, stat)
+				}
+			}
+			continue
+		}
 		for stat, column := range map[string]string{"model_alpha": "model_alpha", "human_alpha": "human_alpha",
 			"model_omega": "model_omega_total", "human_omega": "human_omega_total"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
+			pc.expectCI(key+"/"+stat, r[col[column+"_lo"]], r[col[column+"_hi"]])
 		}
-		expect(key+"/n_personas", r[col["n_personas"]], equal)
 		expect(key+"/n_humans", thousandsOf(t, r[col["n_humans"]]), equal)
 		// The row's markup up to the next scale row: its note, when it has one, is in the row beneath.
 		mark := `data-key="` + key + `/model_alpha"`
@@ -176,12 +197,15 @@ func TestReportEveryGroup(t *testing.T) {
 			}
 		}
 	}
-	if len(rows) != 5*7 || negative == 0 || noted == 0 {
-		t.Errorf("%d scale lines, %d with a negative model α, %d with a note: want 35 and some of each", len(rows), negative, noted)
+	if len(rows)-overall != 5*7 || overall != 7 || negative == 0 || noted == 0 {
+		t.Errorf("%d scale lines, %d over every item, %d with a negative model α, %d with a note: want 35, 7 and some of each",
+			len(rows)-overall, overall, negative, noted)
 	}
-	// Per item and group six numbers, per group three, per scale and group six.
-	if pc.checked != 25*7*6+7*3+35*6 {
-		t.Errorf("only %d numbers checked", pc.checked)
+	validity := checkValidityLines(t, pc, dir)
+	// Per item and group 14 numbers and up to 6 intervals, per group three; per scale and group 9 means and
+	// counts, 4 reliabilities and up to 4 intervals, and 9 per line over every item; validity.csv's.
+	if lo := 25*7*14 + 7*3 + 35*(9+4) + 7*9 + validity; pc.checked < lo {
+		t.Errorf("only %d numbers checked, want at least %d", pc.checked, lo)
 	}
 	// The names of the counts say what they count.
 	for _, s := range []string{"respondents who answered this item", "respondents with a score on this scale", "model entropy", "human entropy", "lower is closer"} {
@@ -224,10 +248,18 @@ func TestReportComingColumns(t *testing.T) {
 			for c := range gg.Cols {
 				gg.Cols[c].Baseline, gg.Cols[c].Ceiling = false, false
 			}
+			gg.ScaleCols = nil
+			for i := range gg.Scales {
+				sc := &gg.Scales[i]
+				sc.Vals = nil
+				for _, f := range []*figure{&sc.ModelAlpha, &sc.HumanAlpha, &sc.ModelOmega, &sc.HumanOmega} {
+					f.Lo, f.Hi, f.W = nil, nil, nil
+				}
+			}
 			for i := range gg.Rows {
 				for k := range gg.Rows[i].Vals {
 					x := &gg.Rows[i].Vals[k]
-					x.Uniform, x.Ceiling, x.Model.Lo, x.Model.Hi = figure{}, figure{}, nil, nil
+					x.Uniform, x.Ceiling, x.Model.Lo, x.Model.Hi, x.Model.W = figure{}, figure{}, nil, nil, nil
 				}
 			}
 		}
@@ -240,8 +272,9 @@ func TestReportComingColumns(t *testing.T) {
 		w1.Uniform.V, w1.Ceiling.V = num(1.25+float64(i)), num(0.0625)
 		w1.Model.Lo, w1.Model.Hi = num(0.125), num(0.875)
 	}
-	v.Validity = []validityRow{{Key: "m1/all/E/convergent", Model: "m1", Group: "all", Scale: "E", Check: "convergent r",
-		Value: figure{V: num(0.5), Lo: num(0.25), Hi: num(0.75)}, Note: "higher is better"}}
+	v.Validity = []validityTable{{Model: "m1", Open: true, Sections: []validitySection{{
+		validityCheck: validityChecks[len(validityChecks)-1],
+		Rows:          []validityRow{{Key: "m1/congruence/E/all//", Scale: "E", Value: figure{V: num(0.5), Lo: num(0.25), Hi: num(0.75)}}}}}}}
 	var b bytes.Buffer
 	if err := page.Execute(&b, v); err != nil {
 		t.Fatal(err)
@@ -250,8 +283,8 @@ func TestReportComingColumns(t *testing.T) {
 	kv := keyedValues(t, out)
 	for key, want := range map[string]string{
 		"dist/m1/all/q1/w1_uniform": "1.250", "dist/m1/all/q2/w1_uniform": "2.250", "dist/m1/all/q1/w1_ceiling": "0.062",
-		"dist/m1/all/q1/w1_ci": "[0.125, 0.875]", "validity/m1/all/E/convergent": "0.500",
-		"validity/m1/all/E/convergent_ci": "[0.250, 0.750]",
+		"dist/m1/all/q1/w1_ci": "[0.125, 0.875]", "validity/m1/congruence/E/all///value": "0.500",
+		"validity/m1/congruence/E/all///value_ci": "[0.250, 0.750]",
 	} {
 		if kv[key] != want {
 			t.Errorf("%s: %q, want %q", key, kv[key], want)
@@ -259,7 +292,7 @@ func TestReportComingColumns(t *testing.T) {
 	}
 	// Only the table that has them shows the columns: m1's everyone, not m2's.
 	for s, n := range map[string]int{"<th>baseline (uniform)</th>": 1, "<th>ceiling (humans vs humans)</th>": 1,
-		"<b>Baseline (uniform)</b>": 1, "95 % bootstrap interval": 1, `id="validity"`: 1, `data-key="dist/m2/all/q1/w1_uniform"`: 0, `class="ci"`: 3} {
+		"<b>Baseline (uniform)</b>": 1, "95 % bootstrap interval": 2, `id="validity"`: 1, `data-key="dist/m2/all/q1/w1_uniform"`: 0, `class="ci"`: 3} {
 		if c := strings.Count(out, s); c != n {
 			t.Errorf("%q appears %d times, want %d", s, c, n)
 		}
@@ -267,4 +300,82 @@ func TestReportComingColumns(t *testing.T) {
 	if _, ok := kv["dist/m1/all/q1/jsd_uniform"]; ok {
 		t.Error("JSD shows a baseline column it does not have")
 	}
+}
+
+// expectCI checks the interval the page shows under key's figure (key_ci, "[lo, hi]") against the CSV's bounds,
+// and that the page shows none where the CSV has none.
+func (c *pageCheck) expectCI(key, lo, hi string) {
+	c.t.Helper()
+	if lo == "" || hi == "" {
+		if shown, ok := c.kv[key+"_ci"]; ok {
+			c.t.Errorf("%s_ci: report shows %q where the CSV has no interval", key, shown)
+		}
+		return
+	}
+	c.expect(key+"_ci", lo+";"+hi, sameCI)
+}
+
+// sameCI is expect's comparison of a shown interval "[lo, hi]" with the CSV's bounds "lo;hi".
+func sameCI(shown, want string) bool {
+	inner, ok1 := strings.CutPrefix(shown, "[")
+	inner, ok2 := strings.CutSuffix(inner, "]")
+	a, b, ok3 := strings.Cut(inner, ", ")
+	lo, hi, _ := strings.Cut(want, ";")
+	return ok1 && ok2 && ok3 && sameStat(a, lo) && sameStat(b, hi)
+}
+
+// checkValidityLines holds the page's validity section to dir's validity.csv: every line's figures with their
+// intervals and the signs' agreement, no figure the file has not, and a sentence for every statistic. It
+// returns the number of lines.
+func checkValidityLines(t *testing.T, pc *pageCheck, dir string) int {
+	t.Helper()
+	col, rows := readCSV(t, filepath.Join(dir, results.ValidityFile))
+	if len(rows) == 0 {
+		t.Fatal("validity.csv has no lines")
+	}
+	want := map[string]bool{}
+	stats := map[string]bool{}
+	for _, r := range rows {
+		stat := r[col["statistic"]]
+		stats[stat] = true
+		key := "validity/" + strings.Join([]string{r[col["model"]], stat, r[col["scale"]], r[col["attribute"]], r[col["level"]], r[col["item_id"]]}, "/")
+		var sides []string
+		if stat != results.ValidityCongruence {
+			sides = append(sides, "model", "human")
+		}
+		if stat == results.ValiditySDRatio || stat == results.ValidityCongruence {
+			sides = append(sides, "value")
+		}
+		for _, side := range sides {
+			value := side + "_value"
+			if side == "value" {
+				value = "value"
+			}
+			pc.expect(key+"/"+side, r[col[value]], sameStat)
+			pc.expectCI(key+"/"+side, r[col[side+"_lo"]], r[col[side+"_hi"]])
+			want[key+"/"+side] = true
+			if r[col[side+"_lo"]] != "" {
+				want[key+"/"+side+"_ci"] = true
+			}
+		}
+		if stat == results.ValidityDifference {
+			agree := map[string]string{"true": "yes", "false": "no", "": "—"}[r[col["agree"]]]
+			pc.expect(key+"/agree", agree, sameText)
+			want[key+"/agree"] = true
+		}
+	}
+	for key := range pc.kv {
+		if strings.HasPrefix(key, "validity/") && !want[key] {
+			t.Errorf("the page shows %s, which validity.csv has not", key)
+		}
+	}
+	for stat := range stats {
+		if pc.kv["validity-what/"+stat] == "" {
+			t.Errorf("the validity section does not say what %s is", stat)
+		}
+	}
+	if len(stats) != 6 {
+		t.Errorf("validity.csv has %d statistics, want 6", len(stats))
+	}
+	return len(rows)
 }

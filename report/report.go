@@ -57,6 +57,9 @@ var funcs = template.FuncMap{
 	"iv":     interval,
 	"group":  groupName,
 	"fig":    func(f figure, key string) keyedFigure { return keyedFigure{f, key} },
+	"vsec": func(s validitySection, rows []validityRow) validityView {
+		return validityView{Check: s.validityCheck, Items: len(rows) > 0 && rows[0].Item != "", Rows: rows}
+	},
 	"lowMark": func() string {
 		return strconv.FormatFloat(LowReliability, 'g', -1, 64)
 	},
@@ -96,9 +99,9 @@ type view struct {
 	// HasRef says there is a reference.
 	Dists  []distTable
 	HasRef bool
-	// Validity has the checks of the model's answers against the humans' beyond the distributions, when the
-	// analysis has them; the section shows nothing without.
-	Validity []validityRow
+	// Validity has a table per model of validity.csv's checks of the model's personas against the humans beyond
+	// the distributions, when the analysis has them; the section shows nothing without.
+	Validity []validityTable
 	// Order has a table per model when the run varied option order (order_bias.csv), none otherwise.
 	Order       []orderTable
 	Scales      []scaleChart
@@ -197,6 +200,7 @@ func build(r *Run) view {
 		v.Dists = distTables(r)
 		v.HasRef = s.Reference != nil
 	}
+	v.Validity = validityTables(a)
 	v.Order = orderTables(r.order)
 	v.Scales = scaleCharts(a)
 	v.Heatmaps = heatmaps(a)
@@ -399,8 +403,14 @@ func isLow(v *float64) bool { return v != nil && *v < LowReliability }
 
 // fmtStat writes a statistic with 3 decimals, "—" when undefined.
 func fmtStat(v *float64) string {
-	if v == nil {
+	switch {
+	case v == nil:
 		return "—"
+	case math.IsInf(*v, -1):
+		// A bootstrap bound can be infinite: α of a resample whose total score does not vary.
+		return "−∞"
+	case math.IsInf(*v, 1):
+		return "∞"
 	}
 	return strconv.FormatFloat(*v, 'f', 3, 64)
 }

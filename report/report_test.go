@@ -163,8 +163,13 @@ var statRE = regexp.MustCompile(`^-?\d+\.\d{3}$`)
 // sameStat reports whether the report's 3-decimal text shows the CSV's exact value: within half a unit of
 // the third decimal, plus 1e-9 for the decimal text of a binary number.
 func sameStat(shown, csvValue string) bool {
-	if csvValue == "" {
+	switch csvValue {
+	case "":
 		return shown == "—"
+	case "-Inf":
+		return shown == "−∞"
+	case "+Inf", "Inf":
+		return shown == "∞"
 	}
 	v, err := strconv.ParseFloat(csvValue, 64)
 	if err != nil || !statRE.MatchString(shown) {

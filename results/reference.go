@@ -87,29 +87,38 @@ type ReferenceScale struct {
 	HumanItemsUsed int
 	HumanAlpha     *float64
 	HumanOmega     *float64
-	// AlphaOmega are the 95 % bootstrap intervals of ModelAlpha, ModelOmega, HumanAlpha and HumanOmega.
+	// AlphaOmega are the 95 % bootstrap intervals of ModelAlpha, ModelOmega, HumanAlpha and HumanOmega, in that
+	// order (IntervalModelAlpha …).
 	AlphaOmega [4]Interval
 	// ItemsCompared is the number of the scale's items with an alignment; Means the mean over the scale's items
 	// of reference.csv's W1, Alignment, TVD, SimBench, UniformW1, UniformAlignment, UniformTVD, HumanSplitW1 and
-	// HumanSplitAlignment (meanStats order), each over the items where it is defined.
+	// HumanSplitAlignment, in that order (MeanW1 …), each over the items where it is defined.
 	ItemsCompared int
 	Means         [meanStats]*float64
 }
 
 // ScaleOverall is the scale column of reference_scales.csv's lines over every item of the questionnaire.
-const ScaleOverall = "all"
+const ScaleOverall = experiment.Overall
 
-// The figures reference_scales.csv averages over a scale's items, in the order of ReferenceScale.Means.
+// The positions of ReferenceScale.AlphaOmega's intervals.
 const (
-	mW1 = iota
-	mAlignment
-	mTVD
-	mSimBench
-	mUniformW1
-	mUniformAlignment
-	mUniformTVD
-	mSplitW1
-	mSplitAlignment
+	IntervalModelAlpha = iota
+	IntervalModelOmega
+	IntervalHumanAlpha
+	IntervalHumanOmega
+)
+
+// The figures reference_scales.csv averages over a scale's items: their positions in ReferenceScale.Means.
+const (
+	MeanW1 = iota
+	MeanAlignment
+	MeanTVD
+	MeanSimBench
+	MeanUniformW1
+	MeanUniformAlignment
+	MeanUniformTVD
+	MeanSplitW1
+	MeanSplitAlignment
 	meanStats
 )
 

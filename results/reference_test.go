@@ -200,7 +200,7 @@ func TestReferenceComparison(t *testing.T) {
 	}
 	// A scale's line averages its items' figures where they are defined (E: q1 alone, q2 has no humans); the
 	// line of scale "all" every item's (q1 and q3), without alpha or omega.
-	if e.ItemsCompared != 1 || e.Means[mAlignment] == nil || *e.Means[mAlignment] != *q1.Alignment || *e.Means[mUniformTVD] != *q1.UniformTVD {
+	if e.ItemsCompared != 1 || e.Means[MeanAlignment] == nil || *e.Means[MeanAlignment] != *q1.Alignment || *e.Means[MeanUniformTVD] != *q1.UniformTVD {
 		t.Errorf("scale E: %d items compared, means %v", e.ItemsCompared, e.Means)
 	}
 	var all *ReferenceScale
@@ -210,8 +210,8 @@ func TestReferenceComparison(t *testing.T) {
 		}
 	}
 	if all == nil || all.ItemsCompared != 2 || all.ModelAlpha != nil || all.HumanAlpha != nil || all.Personas != 2 ||
-		!close9(*all.Means[mAlignment], (*q1.Alignment+*q3.Alignment)/2) || !close9(*all.Means[mTVD], (*q1.TVD+*q3.TVD)/2) ||
-		*all.Means[mSimBench] != *q1.SimBench {
+		!close9(*all.Means[MeanAlignment], (*q1.Alignment+*q3.Alignment)/2) || !close9(*all.Means[MeanTVD], (*q1.TVD+*q3.TVD)/2) ||
+		*all.Means[MeanSimBench] != *q1.SimBench {
 		t.Errorf("scale all: %+v", all)
 	}
 }

@@ -193,6 +193,8 @@ func TestSpecMistakes(t *testing.T) {
 		{name: "option key misspelt", old: "text: Agree, weight: 2", new: "text: Agree, wieght: 2", field: "questionnaire.options[1].wieght", at: "wieght", msg: `did you mean "weight"?`},
 		{name: "undeclared scale", old: "scale: E, reversed", new: "scale: X, reversed", field: "questionnaire.items[1].scale", at: "scale: X", msg: `declared scales: "E"`},
 		{name: "duplicate item id", old: "id: i2", new: "id: i1", field: "questionnaire.items[1].id", at: "I listen.", msg: "duplicate item id"},
+		{name: "reserved item id", old: "id: i2", new: "id: all", field: "questionnaire.items[1].id", at: "I listen.", msg: `"all" is reserved`},
+		{name: "reserved scale id", old: "    - {id: E, name: Extraversion}\n", new: "    - {id: E, name: Extraversion}\n    - {id: all, name: Everything}\n", field: "questionnaire.scales[1].id", at: "Everything", msg: `"all" is reserved`},
 		{name: "duplicate scale id", old: "    - {id: E, name: Extraversion}\n", new: "    - {id: E, name: Extraversion}\n    - {id: E, name: Again}\n", field: "questionnaire.scales[1].id", at: "Again", msg: "duplicate scale id"},
 		{name: "item key misspelt", old: "reversed: true", new: "revresed: true", field: "questionnaire.items[1].revresed", at: "revresed", msg: `did you mean "reversed"?`},
 		{name: "item without text", old: "text: I listen., ", new: "", field: "questionnaire.items[1].text", at: "id: i2", msg: "missing"},
