@@ -189,3 +189,38 @@ cat(if (is.na(om)) "refused" else sprintf("%.17g", om))`
 
 // sameFloat is == that also holds two NaNs equal.
 func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+// TestNoTotalVariance: where the items vary but their total does not (exactly, or to rounding), ComputeAlpha
+// gives psych's number (±∞ or a quotient of rounding errors) and ScaleReliability refuses both α and ω with
+// ErrNoTotalVariance; a strongly negative α whose total does vary stays a number.
+func TestNoTotalVariance(t *testing.T) {
+	cases := []struct {
+		name   string
+		x      [][]float64
+		refuse bool
+	}{
+		{"exact", [][]float64{{1, 3, 2}, {2, 2, 2}, {3, 1, 2}, {1, 3, 2}}, true},
+		// 0.1 + 0.3 is not 0.4 in float64: the total varies by rounding only.
+		{"rounding", [][]float64{{0.1, 0.3}, {0.2, 0.2}, {0.3, 0.1}}, true},
+		{"negative but real", [][]float64{{1, 3}, {2, 2}, {3, 1.5}}, false},
+	}
+	for _, c := range cases {
+		a, err := ComputeAlpha(c.x)
+		if err != nil {
+			t.Fatalf("%s: ComputeAlpha: %v", c.name, err)
+		}
+		out := ScaleReliability(c.x)
+		if !c.refuse {
+			if out.Err != nil || out.Raw != a.Raw || a.Raw > -1 {
+				t.Errorf("%s: ScaleReliability α %v (%v), want ComputeAlpha's %v, below −1", c.name, out.Raw, out.Err, a.Raw)
+			}
+			continue
+		}
+		if !math.IsInf(a.Raw, 0) && math.Abs(a.Raw) < 1e12 {
+			t.Errorf("%s: ComputeAlpha %v: the case does not have a flat total", c.name, a.Raw)
+		}
+		if !errors.Is(out.Err, ErrNoTotalVariance) || !math.IsNaN(out.Omega) || out.Note() != "alpha and omega: the total score does not vary (its variance is zero to rounding)" {
+			t.Errorf("%s: ScaleReliability α %v, ω %v (%v), note %q; want both refused", c.name, out.Raw, out.Omega, out.Err, out.Note())
+		}
+	}
+}

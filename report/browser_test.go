@@ -209,25 +209,31 @@ func checkValidity(t *testing.T, bctx context.Context, width int) {
 		t.Errorf("width %d: validity checks shown %v, want %v", width, checks, want)
 	}
 	type tableSeen struct {
-		Visible     bool
-		Rows        int
-		Numbers     int
-		Sentence    bool
-		InViewWidth bool
+		Visible bool
+		Rows    int
+		// RowsWithNumber are the rows with a visible figure, RowsNoted the others with a note saying why;
+		// Whiskers the visible whiskers of the table.
+		RowsWithNumber, RowsNoted, Whiskers int
+		Sentence                            bool
+		InViewWidth                         bool
 	}
 	tables := evaluate[[]tableSeen](t, bctx, `[...document.querySelectorAll("details.checks h3[data-check]")].map(h => {
 		const p = h.nextElementSibling, tb = p.nextElementSibling.querySelector("table.validity");
 		const visible = e => e.checkVisibility() && e.getBoundingClientRect().width > 0;
 		return {
 			Visible: visible(tb), Rows: tb.tBodies[0].rows.length,
-			Numbers: [...tb.querySelectorAll("tbody [data-key]")].filter(e => visible(e) && /^[-−]?[0-9][0-9,]*(\.[0-9]+)?$/.test(e.innerText.trim())).length,
+			RowsWithNumber: [...tb.tBodies[0].rows].filter(r => [...r.querySelectorAll("[data-key]")].some(e => !/\/n_(personas|humans)$/.test(e.dataset.key) && visible(e) && /^[-−]?[0-9][0-9,]*(\.[0-9]+)?$/.test(e.innerText.trim()))).length,
+			RowsNoted: [...tb.tBodies[0].rows].filter(r => ![...r.querySelectorAll("[data-key]")].some(e => !/\/n_(personas|humans)$/.test(e.dataset.key) && visible(e) && /^[-−]?[0-9][0-9,]*(\.[0-9]+)?$/.test(e.innerText.trim())) && visible(r.lastElementChild) && r.lastElementChild.innerText.trim() !== "").length,
+			Whiskers: [...tb.querySelectorAll("svg.wh")].filter(e => e.checkVisibility()).length,
 			Sentence: visible(p) && p.innerText.includes("It guards against"),
 			InViewWidth: tb.closest(".scroll").getBoundingClientRect().right <= document.documentElement.clientWidth + 0.5,
 		};
 	})`)
 	for i, tb := range tables {
-		if !tb.Visible || tb.Rows == 0 || tb.Numbers < tb.Rows || !tb.Sentence || !tb.InViewWidth {
-			t.Errorf("width %d: validity table %d: %+v; want it visible within the page with a number per row and its sentence", width, i, tb)
+		// Every line of the bfi-like run with a figure has its interval (a whisker); a line without one (a scale
+		// with one keying has no acquiescence) says why.
+		if !tb.Visible || tb.Rows == 0 || tb.RowsWithNumber == 0 || tb.RowsWithNumber+tb.RowsNoted != tb.Rows || tb.Whiskers < tb.RowsWithNumber || !tb.Sentence || !tb.InViewWidth {
+			t.Errorf("width %d: validity table %d: %+v; want it visible within the page, a figure and a whisker or a note per row, and its sentence", width, i, tb)
 		}
 	}
 	w := evaluate[[]int](t, bctx, "("+whiskersInCells+`)("details.checks")`)

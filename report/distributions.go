@@ -106,6 +106,32 @@ type valCol struct {
 	Axis string
 }
 
+// Span is the number of table columns c takes: the model's, and the baseline and ceiling when it has them.
+func (c valCol) Span() int {
+	n := 1
+	if c.Baseline {
+		n++
+	}
+	if c.Ceiling {
+		n++
+	}
+	return n
+}
+
+// valHead is what template "valhead" writes: the headings of Cols, each with Unit when it is set, else the
+// column's own.
+type valHead struct {
+	Cols []valCol
+	Unit string
+}
+
+// valCells is what template "valcells" writes: one row's Vals of Cols, keyed Key/column.
+type valCells struct {
+	Cols []valCol
+	Vals []val
+	Key  string
+}
+
 // val is one row's figures of a valCol: the model's, the uniform answer's and the split-half ceiling's (the
 // latter two shown only when the column has them); Fill colours the model's cell ("" for none).
 type val struct {
@@ -303,20 +329,14 @@ func drawWhiskers(cols []valCol, rows [][]val) {
 
 // drawScaleWhiskers places the whiskers of the scales' α (model and humans on one axis) and ω (another).
 func drawScaleWhiskers(rows []refScaleRow) {
-	var alpha, omega axis
-	for _, r := range rows {
-		alpha.addFigure(r.ModelAlpha)
-		alpha.addFigure(r.HumanAlpha)
-		omega.addFigure(r.ModelOmega)
-		omega.addFigure(r.HumanOmega)
-	}
+	var alpha, omega []*figure
 	for i := range rows {
 		r := &rows[i]
-		alpha.place(&r.ModelAlpha, nil, nil)
-		alpha.place(&r.HumanAlpha, nil, nil)
-		omega.place(&r.ModelOmega, nil, nil)
-		omega.place(&r.HumanOmega, nil, nil)
+		alpha = append(alpha, &r.ModelAlpha, &r.HumanAlpha)
+		omega = append(omega, &r.ModelOmega, &r.HumanOmega)
 	}
+	placeOnOneAxis(alpha)
+	placeOnOneAxis(omega)
 }
 
 // distTables has one section per model, in spec order.
@@ -594,13 +614,7 @@ func (g groupTable) HasScaleCI() bool {
 func (g groupTable) ScaleNoteSpan() int {
 	n := 4 + 3 // α and ω, model and humans; respondents, personas, items used
 	for _, c := range g.ScaleCols {
-		n++
-		if c.Baseline {
-			n++
-		}
-		if c.Ceiling {
-			n++
-		}
+		n += c.Span()
 	}
 	if len(g.ScaleCols) > 0 {
 		n++ // items compared

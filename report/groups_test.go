@@ -202,9 +202,11 @@ func TestReportEveryGroup(t *testing.T) {
 			len(rows)-overall, overall, negative, noted)
 	}
 	validity := checkValidityLines(t, pc, dir)
+	uniqueKeys(t, page, "dist/", "refscale/", "validity/", "group/")
 	// Per item and group 14 numbers and up to 6 intervals, per group three; per scale and group 9 means and
-	// counts, 4 reliabilities and up to 4 intervals, and 9 per line over every item; validity.csv's.
-	if lo := 25*7*14 + 7*3 + 35*(9+4) + 7*9 + validity; pc.checked < lo {
+	// counts, 4 reliabilities and up to 4 intervals, and 9 per line over every item; per validity line its
+	// figures, two counts and the note.
+	if lo := 25*7*14 + 7*3 + 35*(9+4) + 7*9 + 4*validity; pc.checked < lo {
 		t.Errorf("only %d numbers checked, want at least %d", pc.checked, lo)
 	}
 	// The names of the counts say what they count.
@@ -339,17 +341,24 @@ func checkValidityLines(t *testing.T, pc *pageCheck, dir string) int {
 		stat := r[col["statistic"]]
 		stats[stat] = true
 		key := "validity/" + strings.Join([]string{r[col["model"]], stat, r[col["scale"]], r[col["attribute"]], r[col["level"]], r[col["item_id"]]}, "/")
-		var sides []string
+		shown := map[string]bool{}
 		if stat != results.ValidityCongruence {
-			sides = append(sides, "model", "human")
+			shown["model"], shown["human"] = true, true
 		}
 		if stat == results.ValiditySDRatio || stat == results.ValidityCongruence {
-			sides = append(sides, "value")
+			shown["value"] = true
 		}
-		for _, side := range sides {
+		for _, side := range []string{"model", "human", "value"} {
 			value := side + "_value"
 			if side == "value" {
 				value = "value"
+			}
+			if !shown[side] {
+				// The page has no column for it: the file must have no figure there either.
+				if r[col[value]] != "" || r[col[side+"_lo"]] != "" {
+					t.Errorf("%s: validity.csv has %s %q the page has no column for", key, value, r[col[value]])
+				}
+				continue
 			}
 			pc.expect(key+"/"+side, r[col[value]], sameStat)
 			pc.expectCI(key+"/"+side, r[col[side+"_lo"]], r[col[side+"_hi"]])
@@ -362,7 +371,13 @@ func checkValidityLines(t *testing.T, pc *pageCheck, dir string) int {
 			agree := map[string]string{"true": "yes", "false": "no", "": "—"}[r[col["agree"]]]
 			pc.expect(key+"/agree", agree, sameText)
 			want[key+"/agree"] = true
+		} else if r[col["agree"]] != "" {
+			t.Errorf("%s: validity.csv has agree %q the page has no column for", key, r[col["agree"]])
 		}
+		pc.expect(key+"/n_personas", r[col["n_personas"]], sameText)
+		pc.expect(key+"/n_humans", thousandsOf(t, r[col["n_humans"]]), sameText)
+		pc.expect(key+"/note", r[col["note"]], sameText)
+		want[key+"/n_personas"], want[key+"/n_humans"], want[key+"/note"] = true, true, true
 	}
 	for key := range pc.kv {
 		if strings.HasPrefix(key, "validity/") && !want[key] {
@@ -378,4 +393,27 @@ func checkValidityLines(t *testing.T, pc *pageCheck, dir string) int {
 		t.Errorf("validity.csv has %d statistics, want 6", len(stats))
 	}
 	return len(rows)
+}
+
+// uniqueKeys fails on a data-key with one of prefixes that the page has more than once: keyedValues keeps the
+// last, so a figure shown under another's key would go unseen.
+func uniqueKeys(t *testing.T, page string, prefixes ...string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, m := range regexp.MustCompile(`data-key="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+		key := html.UnescapeString(m[1])
+		for _, p := range prefixes {
+			if strings.HasPrefix(key, p) {
+				seen[key]++
+			}
+		}
+	}
+	for key, n := range seen {
+		if n > 1 {
+			t.Errorf("data-key %s appears %d times", key, n)
+		}
+	}
+	if len(seen) == 0 {
+		t.Errorf("no data-key with prefixes %v", prefixes)
+	}
 }

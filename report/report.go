@@ -48,15 +48,19 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(100**v, 'f', 1, 64) + "%"
 	},
-	"f1":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"low":    isLow,
-	"source": sourceText,
-	"add":    func(a, b float64) float64 { return a + b },
-	"half":   func(v float64) float64 { return v / 2 },
-	"list":   func(h ...histogram) []histogram { return h },
-	"iv":     interval,
-	"group":  groupName,
-	"fig":    func(f figure, key string) keyedFigure { return keyedFigure{f, key} },
+	"f1":      func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"low":     isLow,
+	"source":  sourceText,
+	"add":     func(a, b float64) float64 { return a + b },
+	"half":    func(v float64) float64 { return v / 2 },
+	"list":    func(h ...histogram) []histogram { return h },
+	"iv":      interval,
+	"group":   groupName,
+	"fig":     func(f figure, key string) keyedFigure { return keyedFigure{f, key} },
+	"valhead": func(cols []valCol, unit string) valHead { return valHead{cols, unit} },
+	"valcells": func(cols []valCol, vals []val, key string) valCells {
+		return valCells{Cols: cols, Vals: vals, Key: key}
+	},
 	"vsec": func(s validitySection, rows []validityRow) validityView {
 		return validityView{Check: s.validityCheck, Items: len(rows) > 0 && rows[0].Item != "", Rows: rows}
 	},

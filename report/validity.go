@@ -142,18 +142,14 @@ func validityRowOf(v results.Validity) validityRow {
 // drawValidityWhiskers places the rows' whiskers: the model's and the humans' figures on one axis, the
 // comparing value on another.
 func drawValidityWhiskers(rows []validityRow) {
-	var sides, value axis
-	for _, r := range rows {
-		sides.addFigure(r.Model)
-		sides.addFigure(r.Human)
-		value.addFigure(r.Value)
-	}
+	var sides, value []*figure
 	for i := range rows {
 		r := &rows[i]
-		sides.place(&r.Model, nil, nil)
-		sides.place(&r.Human, nil, nil)
-		value.place(&r.Value, nil, nil)
+		sides = append(sides, &r.Model, &r.Human)
+		value = append(value, &r.Value)
 	}
+	placeOnOneAxis(sides)
+	placeOnOneAxis(value)
 }
 
 // validityView is what template "validity" draws: one statistic's rows, its scale lines or its item lines

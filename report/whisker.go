@@ -81,3 +81,14 @@ func (a *axis) place(f *figure, base, ceil *float64) {
 	}
 	f.W = w
 }
+
+// placeOnOneAxis places the whiskers of figs on one axis spanning them all, without baseline or ceiling.
+func placeOnOneAxis(figs []*figure) {
+	var a axis
+	for _, f := range figs {
+		a.addFigure(*f)
+	}
+	for _, f := range figs {
+		a.place(f, nil, nil)
+	}
+}

@@ -16,8 +16,9 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 	}
 	v := build(r)
 	checked := 0
-	// check holds the figures of one axis to one affine map x = a + b·value.
-	check := func(what string, figs []figure) {
+	// check holds the figures of one axis, with their rows' baselines and ceilings, to one increasing affine map
+	// x = a + b·value inside the whisker's padding.
+	check := func(what string, figs []marked) {
 		t.Helper()
 		var pts [][2]float64 // (value, x)
 		for _, f := range figs {
@@ -37,7 +38,15 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 			if w.X1 > w.X2+1e-9 || min(w.X1, w.X) < 0 || max(w.X2, w.X) > whiskerWidth {
 				t.Errorf("%s: whisker %+v of %g [%g, %g] out of order or out of its box", what, *w, *f.V, *f.Lo, *f.Hi)
 			}
-			for _, p := range [][2]float64{{*f.Lo, w.X1}, {*f.V, w.X}, {*f.Hi, w.X2}} {
+			pairs := [][2]float64{{*f.Lo, w.X1}, {*f.V, w.X}, {*f.Hi, w.X2}}
+			for _, m := range []struct{ v, x *float64 }{{f.base, w.Base}, {f.ceil, w.Ceil}} {
+				if (m.v == nil) != (m.x == nil) {
+					t.Errorf("%s: a baseline or ceiling tick without its value, or the other way round", what)
+				} else if m.v != nil {
+					pairs = append(pairs, [2]float64{*m.v, *m.x})
+				}
+			}
+			for _, p := range pairs {
 				if !math.IsInf(p[0], 0) {
 					pts = append(pts, p)
 				}
@@ -60,7 +69,13 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 			return
 		}
 		b := (hi[1] - lo[1]) / (hi[0] - lo[0])
+		if b <= 0 {
+			t.Errorf("%s: the axis runs %g px per unit, want an increasing one", what, b)
+		}
 		for _, p := range pts {
+			if p[1] < whiskerPad-1e-9 || p[1] > whiskerWidth-whiskerPad+1e-9 {
+				t.Errorf("%s: %g drawn at %.3f, outside the padding", what, p[0], p[1])
+			}
 			if want := lo[1] + b*(p[0]-lo[0]); math.Abs(p[1]-want) > 1e-9 {
 				t.Errorf("%s: %g drawn at %.6f, the axis puts it at %.6f", what, p[0], p[1], want)
 			}
@@ -68,7 +83,7 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 	}
 	for _, d := range v.Dists {
 		for _, g := range d.Groups {
-			byAxis := map[string][]figure{}
+			byAxis := map[string][]marked{}
 			for _, row := range g.Rows {
 				for c, val := range row.Vals {
 					col := g.Cols[c]
@@ -76,16 +91,16 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 					if k == "" {
 						k = col.Key
 					}
-					byAxis[k] = append(byAxis[k], val.Model)
+					byAxis[k] = append(byAxis[k], marked{val.Model, val.Uniform.V, val.Ceiling.V})
 				}
 			}
 			for k, figs := range byAxis {
 				check(g.Key+" "+k, figs)
 			}
-			var alpha, omega []figure
+			var alpha, omega []marked
 			for _, s := range g.Scales {
-				alpha = append(alpha, s.ModelAlpha, s.HumanAlpha)
-				omega = append(omega, s.ModelOmega, s.HumanOmega)
+				alpha = append(alpha, marked{figure: s.ModelAlpha}, marked{figure: s.HumanAlpha})
+				omega = append(omega, marked{figure: s.ModelOmega}, marked{figure: s.HumanOmega})
 			}
 			check(g.Key+" α", alpha)
 			check(g.Key+" ω", omega)
@@ -94,10 +109,10 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 	for _, vt := range v.Validity {
 		for _, sec := range vt.Sections {
 			for _, rows := range [][]validityRow{sec.Rows, sec.ItemRows} {
-				var sides, value []figure
+				var sides, value []marked
 				for _, r := range rows {
-					sides = append(sides, r.Model, r.Human)
-					value = append(value, r.Value)
+					sides = append(sides, marked{figure: r.Model}, marked{figure: r.Human})
+					value = append(value, marked{figure: r.Value})
 				}
 				check(sec.Statistic+" sides", sides)
 				check(sec.Statistic+" value", value)
@@ -107,4 +122,10 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 	if checked < 1000 {
 		t.Errorf("only %d whiskers checked", checked)
 	}
+}
+
+// marked is a figure with the baseline and ceiling its whisker marks (nil for none).
+type marked struct {
+	figure
+	base, ceil *float64
 }

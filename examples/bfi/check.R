@@ -255,16 +255,20 @@ human_pmf <- function(item, g) {
   list(p = if (n > 0) as.numeric(tab) / n else NULL, n = n)
 }
 
+# flat_total: the items' total does not vary, to rounding: |sum(C)| <= 1e-12 tr(C), C the pairwise covariances.
+flat_total <- function(x) { C <- cov(x, use = "pairwise"); abs(sum(C)) <= 1e-12 * sum(diag(C)) }
+
 # reliability: psych's alpha() and, over the items alpha keeps, omega(nfactors = 1, fm = "pa") of a matrix; NA
 # where psych stops (with warnings silenced: silico computes what psych computes with warnings), and both NA
-# where fewer people answered than alpha keeps items (a singular covariance matrix: silico's rule, stricter than
-# alpha(), which computes a number there).
+# where fewer people answered than alpha keeps items (a singular covariance matrix) or where the total score does
+# not vary, |sum(C)| <= 1e-12 tr(C) (alpha is then infinite or a quotient of rounding errors): silico's rules,
+# stricter than alpha(), which computes a number there.
 reliability <- function(x) {
   x <- as.data.frame(x)
   a <- tryCatch(suppressWarnings(suppressMessages(alpha(x, warnings = FALSE))), error = function(e) NULL)
   if (is.null(a)) return(list(alpha = NA_real_, omega = NA_real_, items = NA_integer_))
   kept <- rownames(a$item.stats)
-  if (sum(rowSums(!is.na(x[, kept, drop = FALSE])) > 0) < length(kept))
+  if (sum(rowSums(!is.na(x[, kept, drop = FALSE])) > 0) < length(kept) || flat_total(x[, kept, drop = FALSE]))
     return(list(alpha = NA_real_, omega = NA_real_, items = length(kept)))
   om <- tryCatch(suppressWarnings(suppressMessages(omega(x[, kept], nfactors = 1, fm = "pa", plot = FALSE)))$omega.tot,
                  error = function(e) NA_real_)

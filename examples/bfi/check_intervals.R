@@ -111,8 +111,14 @@ for (g in unique(ref$group)) {
   }
 }
 
-alpha_of <- function(x) tryCatch(suppressWarnings(suppressMessages(alpha(x, warnings = FALSE)))$total$raw_alpha, error = function(e) NA)
-omega_of <- function(x) tryCatch(suppressWarnings(suppressMessages(omega(x, nfactors = 1, fm = "pa", plot = FALSE)))$omega.tot, error = function(e) NA)
+# A resample whose total score does not vary (|sum(C)| <= 1e-12 tr(C) over the items with variance) has neither
+# alpha nor omega in silico: alpha() would give an infinite alpha or a quotient of rounding errors.
+flat_total <- function(x) {
+  v <- apply(x, 2, var, na.rm = TRUE); x <- x[, !is.na(v) & v > 0, drop = FALSE]
+  C <- cov(x, use = "pairwise"); ncol(x) >= 2 && abs(sum(C)) <= 1e-12 * sum(diag(C))
+}
+alpha_of <- function(x) if (flat_total(x)) NA else tryCatch(suppressWarnings(suppressMessages(alpha(x, warnings = FALSE)))$total$raw_alpha, error = function(e) NA)
+omega_of <- function(x) if (flat_total(x)) NA else tryCatch(suppressWarnings(suppressMessages(omega(x, nfactors = 1, fm = "pa", plot = FALSE)))$omega.tot, error = function(e) NA)
 for (g in rel_groups) for (sc in rel_scales) {
   pres <- indices(paste0("persona:", g)); hres <- indices(paste0("respondent:", g))
   cols <- items$id[items$scale == sc]
