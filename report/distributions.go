@@ -293,11 +293,13 @@ func scaleCols(span string, f refFlags) []valCol {
 
 // scaleVals are reference_scales.csv line rs's figures of scaleCols' columns.
 func scaleVals(rs *results.ReferenceScale) []val {
-	m := rs.Means
+	m, iv := rs.Means, rs.MeanIntervals
 	return []val{
-		{Model: figure{V: m[results.MeanAlignment]}, Uniform: figure{V: m[results.MeanUniformAlignment]}, Ceiling: figure{V: m[results.MeanSplitAlignment]}},
-		{Model: figure{V: m[results.MeanW1]}, Uniform: figure{V: m[results.MeanUniformW1]}, Ceiling: figure{V: m[results.MeanSplitW1]}},
-		{Model: figure{V: m[results.MeanSimBench]}},
+		{Model: withCI(m[results.MeanAlignment], iv[results.MeanAlignment]), Uniform: figure{V: m[results.MeanUniformAlignment]},
+			Ceiling: figure{V: m[results.MeanSplitAlignment]}},
+		{Model: withCI(m[results.MeanW1], iv[results.MeanW1]), Uniform: figure{V: m[results.MeanUniformW1]},
+			Ceiling: figure{V: m[results.MeanSplitW1]}},
+		{Model: withCI(m[results.MeanSimBench], iv[results.MeanSimBench])},
 	}
 }
 
@@ -423,6 +425,13 @@ func distTables(r *Run) []distTable {
 				gt.ScaleCols = scaleCols(span, flags)
 			}
 			gt.Scales = refScaleRows(r.Analysis, model.ID, g)
+			if gt.HasRef {
+				vals := make([][]val, len(gt.Scales))
+				for i := range gt.Scales {
+					vals[i] = gt.Scales[i].Vals
+				}
+				drawWhiskers(gt.ScaleCols, vals)
+			}
 			gt.NegAlpha = slices.ContainsFunc(gt.Scales, func(rs refScaleRow) bool { return rs.NegAlpha })
 			t.Groups = append(t.Groups, gt)
 		}

@@ -150,6 +150,9 @@ func TestReportEveryGroup(t *testing.T) {
 			"mean_w1_ceiling": "human_split_w1", "mean_simbench": "simbench"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
 		}
+		for stat, column := range map[string]string{"mean_alignment": "alignment", "mean_w1": "w1", "mean_simbench": "simbench"} {
+			pc.expectCI(key+"/"+stat, r[col[column+"_lo"]], r[col[column+"_hi"]])
+		}
 		expect(key+"/items_compared", r[col["n_items_compared"]], equal)
 		expect(key+"/n_personas", r[col["n_personas"]], equal)
 		if r[col["scale"]] == results.ScaleOverall {

@@ -97,6 +97,15 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 			for k, figs := range byAxis {
 				check(g.Key+" "+k, figs)
 			}
+			scaleAxis := map[string][]marked{}
+			for _, sc := range g.Scales {
+				for c, val := range sc.Vals {
+					scaleAxis[g.ScaleCols[c].Key] = append(scaleAxis[g.ScaleCols[c].Key], marked{val.Model, val.Uniform.V, val.Ceiling.V})
+				}
+			}
+			for k, figs := range scaleAxis {
+				check(g.Key+" scales "+k, figs)
+			}
 			var alpha, omega []marked
 			for _, s := range g.Scales {
 				alpha = append(alpha, marked{figure: s.ModelAlpha}, marked{figure: s.HumanAlpha})

@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/silicolab/silico/experiment"
@@ -17,9 +20,10 @@ import (
 // TestBFIIntervalsEqualR runs examples/bfi on the simulator with 50 resamples, writes the resamples and splits
 // it took beside the outputs (results.WriteReferenceResamples), and has examples/bfi/check_intervals.R recompute
 // with base R and psych the alignment, tvd, simbench, uniform figures and split-half ceiling of every line of
-// reference.csv, every interval of reference.csv, and the alpha and omega intervals of reference_scales.csv
-// for scale E in groups all and gender=2, each to 1e-9. Skipped when Rscript with psych and GPArotation is not
-// installed.
+// reference.csv, every interval of reference.csv, the intervals of reference_scales.csv's means of w1,
+// alignment and simbench on every line, and its alpha and omega intervals for scale E in groups all and gender=2,
+// each to 1e-9; then changes one bound of a scale's mean by 1e-6 and requires the script to reject it. Skipped
+// when Rscript with psych and GPArotation is not installed.
 func TestBFIIntervalsEqualR(t *testing.T) {
 	rscript := rscriptWith(t, "psych", "GPArotation")
 	dir, _ := runBFIWithResamples(t, "resamples.csv", results.WriteReferenceResamples)
@@ -29,10 +33,30 @@ func TestBFIIntervalsEqualR(t *testing.T) {
 		t.Fatalf("check_intervals.R: %v", err)
 	}
 	// Both sides empty counts as agreement in the script, so ask that it compared numbers: 175 lines × 20 item
-	// figures and 2 groups × 8 interval bounds, less the few a group without a model defines.
+	// figures, 42 scale lines × 6 mean bounds and 2 groups × 8 reliability bounds, less the few a group without
+	// a model defines.
 	var n int
-	if _, err := fmt.Sscanf(string(out), "checked %d figures", &n); err != nil || n < 3000 {
-		t.Errorf("check_intervals.R compared %d figures (%v), want over 3000", n, err)
+	if _, err := fmt.Sscanf(string(out), "checked %d figures", &n); err != nil || n < 3700 {
+		t.Errorf("check_intervals.R compared %d figures (%v), want over 3700", n, err)
+	}
+
+	// The same files with one scale mean's bound moved by 1e-6 must fail.
+	path := filepath.Join(dir, results.ReferenceScalesFile)
+	edit(t, path, path, func(recs [][]string, col func(string) int) {
+		c := col("alignment_lo")
+		row := slices.IndexFunc(recs[1:], func(r []string) bool { return r[c] != "" }) + 1
+		if row < 1 {
+			t.Fatal("reference_scales.csv has no alignment_lo to change")
+		}
+		v, err := strconv.ParseFloat(recs[row][c], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[row][c] = strconv.FormatFloat(v+1e-6, 'g', -1, 64)
+	})
+	out, err = exec.Command(rscript, "../examples/bfi/check_intervals.R", dir, "../examples/bfi", "all", "E").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "mean alignment lo") {
+		t.Errorf("check_intervals.R accepted a scale mean's bound moved by 1e-6 (%v): %s", err, out)
 	}
 }
 

@@ -95,6 +95,10 @@ type ReferenceScale struct {
 	// HumanSplitAlignment, in that order (MeanW1 …), each over the items where it is defined.
 	ItemsCompared int
 	Means         [meanStats]*float64
+	// MeanIntervals are the 95 % bootstrap intervals of Means[MeanW1], Means[MeanAlignment] and
+	// Means[MeanSimBench]: in each resample the mean over the scale's items of the item's figure on that
+	// resample (reference.csv's intervals' resamples). The baselines' and ceilings' are zero.
+	MeanIntervals [meanStats]Interval
 }
 
 // ScaleOverall is the scale column of reference_scales.csv's lines over every item of the questionnaire.
@@ -179,6 +183,7 @@ func (a *Analysis) reference() {
 					rows = append(rows, byKey[[3]string{rs.Model, s.Questionnaire.Items[it].ID, g}])
 				}
 				rs.average(rows)
+				boot.meanIntervals(&rs, m, k, gi)
 				if overall {
 					rs.Note = "every item of the questionnaire: alpha and omega are per scale"
 					for p := range s.Personas {

@@ -164,6 +164,91 @@ type referenceBoot struct {
 	human [][][][]float64
 	// humanRel[g][k][b] are the humans' α and ω of scale k in resample b (NaN where undefined).
 	humanRel [][][][2]float64
+	// means[m][g][k] are the sums of model m's item figures of group g over scale k's items (k = the number of
+	// scales: over every item) in each resample, for the intervals of reference_scales.csv's means; filled by
+	// rowIntervals as the rows are made, nil until then.
+	means [][][]*meanSums
+}
+
+// meanFigures are the figures of ReferenceScale.Means that have intervals: the model's against the humans'
+// (the baselines and ceilings have none).
+var meanFigures = [...]int{MeanW1, MeanAlignment, MeanSimBench}
+
+// meanSums are, per resample, the sums of the item figures meanFigures over a scale's items and the number of
+// items each is defined on.
+type meanSums struct {
+	sum [len(meanFigures)][]float64
+	n   [len(meanFigures)][]int32
+}
+
+// addMeans adds item it's resampled figures vals (rowIntervals') to model m's sums of group gi: its scale's and
+// the sums over every item.
+func (rb *referenceBoot) addMeans(m, it, gi int, vals *[rowIntervals][]float64) {
+	a := rb.a
+	scales := len(a.ScaleIDs)
+	if rb.means == nil {
+		rb.means = make([][][]*meanSums, len(a.Spec.Models))
+	}
+	if rb.means[m] == nil {
+		rb.means[m] = make([][]*meanSums, len(rb.groups))
+	}
+	if rb.means[m][gi] == nil {
+		rb.means[m][gi] = make([]*meanSums, scales+1)
+	}
+	ks := []int{scales}
+	if k := a.ItemScale[it]; k >= 0 {
+		ks = append(ks, k)
+	}
+	for _, k := range ks {
+		ms := rb.means[m][gi][k]
+		if ms == nil {
+			ms = &meanSums{}
+			for j := range meanFigures {
+				ms.sum[j], ms.n[j] = make([]float64, rb.samples), make([]int32, rb.samples)
+			}
+			rb.means[m][gi][k] = ms
+		}
+		for j, f := range meanFigures {
+			src := vals[meanInterval(f)]
+			for b, v := range src {
+				if !math.IsNaN(v) {
+					ms.sum[j][b] += v
+					ms.n[j][b]++
+				}
+			}
+		}
+	}
+}
+
+// meanInterval is the position in ReferenceRow.Intervals of the item figure that ReferenceScale.Means[f]
+// averages.
+func meanInterval(f int) int {
+	switch f {
+	case MeanW1:
+		return IntervalW1
+	case MeanAlignment:
+		return IntervalAlignment
+	}
+	return IntervalSimBench
+}
+
+// meanIntervals fills rs.MeanIntervals for model m, scale k (the number of scales: every item) and group gi:
+// the quantiles of the means over the scale's items in each resample, each over the items where it is defined.
+func (rb *referenceBoot) meanIntervals(rs *ReferenceScale, m, k, gi int) {
+	if rb.samples == 0 || rb.means == nil || rb.means[m] == nil || rb.means[m][gi] == nil || rb.means[m][gi][k] == nil {
+		return
+	}
+	ms := rb.means[m][gi][k]
+	v := make([]float64, rb.samples)
+	for j, f := range meanFigures {
+		for b := range v {
+			v[b] = nan
+			if n := ms.n[j][b]; n > 0 {
+				v[b] = ms.sum[j][b] / float64(n)
+			}
+		}
+		rs.MeanIntervals[f].Lo, rs.MeanIntervals[f].Hi = bootstrap.Interval(v)
+	}
 }
 
 func (a *Analysis) newReferenceBoot(h *humanSide, groups []string, samples int, seed int64) *referenceBoot {
@@ -346,6 +431,7 @@ func (rb *referenceBoot) rowIntervals(row *ReferenceRow, m, it, gi int) {
 	for i := range vals {
 		row.Intervals[i].Lo, row.Intervals[i].Hi = bootstrap.Interval(vals[i])
 	}
+	rb.addMeans(m, it, gi, &vals)
 }
 
 // scaleIntervals fills rs.AlphaOmega for model m and scale k (items) of group gi.

@@ -24,13 +24,15 @@ func ReferenceHeader() []string {
 
 // ReferenceScalesHeader returns the header of reference_scales.csv: one line per model × scale × group, then
 // after all of them one line per model × group of scale "all" over every item (α and ω empty). The columns from n_items_compared
-// on are the means over the scale's items of reference.csv's columns of the same name.
+// on are the means over the scale's items of reference.csv's columns of the same name; w1, alignment and
+// simbench have 95 % bootstrap intervals, each resample's mean over the scale's items of the item's figure on it.
 func ReferenceScalesHeader() []string {
 	return []string{"run_id", "model", "scale", "scale_name", "group", "n_personas", "n_items_used",
 		"model_alpha", "model_alpha_lo", "model_alpha_hi", "model_omega_total", "model_omega_total_lo", "model_omega_total_hi",
 		"n_humans", "human_n_items_used", "human_alpha", "human_alpha_lo", "human_alpha_hi",
 		"human_omega_total", "human_omega_total_lo", "human_omega_total_hi",
-		"n_items_compared", "w1", "alignment", "tvd", "simbench", "uniform_w1", "uniform_alignment", "uniform_tvd",
+		"n_items_compared", "w1", "w1_lo", "w1_hi", "alignment", "alignment_lo", "alignment_hi", "tvd",
+		"simbench", "simbench_lo", "simbench_hi", "uniform_w1", "uniform_alignment", "uniform_tvd",
 		"human_split_w1", "human_split_alignment", "note"}
 }
 
@@ -95,8 +97,11 @@ func writeReferenceScales(w io.Writer, runID string, rows []ReferenceScale) erro
 		out := slices.Concat([]string{runID, r.Model, r.Scale, r.ScaleName, r.Group, strconv.Itoa(r.Personas), strconv.Itoa(r.ItemsUsed)},
 			iv(r.ModelAlpha, 0), iv(r.ModelOmega, 1), []string{strconv.Itoa(r.Humans), strconv.Itoa(r.HumanItemsUsed)},
 			iv(r.HumanAlpha, 2), iv(r.HumanOmega, 3), []string{strconv.Itoa(r.ItemsCompared)})
-		for _, v := range r.Means {
+		for i, v := range r.Means {
 			out = append(out, Stat(v))
+			if slices.Contains(meanFigures[:], i) {
+				out = append(out, Stat(r.MeanIntervals[i].Lo), Stat(r.MeanIntervals[i].Hi))
+			}
 		}
 		return append(out, r.Note)
 	})

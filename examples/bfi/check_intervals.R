@@ -1,7 +1,8 @@
 # Recomputes, with base R and psych, the human comparison of an export of examples/bfi: reference.csv's
 # alignment, tvd, simbench, the uniform answer's figures and the humans' split-half ceiling, and the 95 %
 # bootstrap intervals of reference.csv (w1, alignment, jsd, simbench, model_mean, human_mean) and of
-# reference_scales.csv (model and human alpha and omega_total), from the very resamples and splits silico took,
+# reference_scales.csv (model and human alpha and omega_total, and the means of w1, alignment and simbench over
+# each scale's items and over every item), from the very resamples and splits silico took,
 # which results.WriteReferenceResamples writes to resamples.csv beside the outputs. Each interval is R's
 # quantile(type = 7) at 0.025 and 0.975 of the resampled values that are defined.
 #
@@ -81,6 +82,7 @@ for (g in unique(ref$group)) {
   pres <- indices(paste0("persona:", g)); hres <- indices(paste0("respondent:", g))
   s1 <- indices(paste0("split1:", g)); s2 <- indices(paste0("split2:", g))
   B <- length(hres)
+  vs <- list()   # each item's resampled figures, for the scales' means
   for (it in items$id) {
     r <- ref[ref$item_id == it & ref$group == g, ]
     what <- paste(it, g)
@@ -107,6 +109,20 @@ for (g in unique(ref$group)) {
       iv <- q7(v[, c])
       check(paste(what, c, "lo"), r[[paste0(c, "_lo")]], iv[1])
       check(paste(what, c, "hi"), r[[paste0(c, "_hi")]], iv[2])
+    }
+    vs[[it]] <- v
+  }
+  # reference_scales.csv's means of w1, alignment and simbench: in each resample the mean over the scale's items
+  # (every item for scale "all") of the item's figure on that resample, over the items where it is defined.
+  for (sc in c(unique(items$scale), "all")) {
+    its <- if (sc == "all") items$id else items$id[items$scale == sc]
+    r <- scl[scl$scale == sc & scl$group == g, ]
+    for (c in c("w1", "alignment", "simbench")) {
+      m <- sapply(its, function(it) vs[[it]][, c])
+      mb <- apply(m, 1, function(x) if (all(is.na(x))) NA else mean(x[!is.na(x)]))
+      iv <- q7(mb)
+      check(paste(sc, g, "mean", c, "lo"), r[[paste0(c, "_lo")]], iv[1])
+      check(paste(sc, g, "mean", c, "hi"), r[[paste0(c, "_hi")]], iv[2])
     }
   }
 }
