@@ -329,14 +329,25 @@ func drawWhiskers(cols []valCol, rows [][]val) {
 	}
 }
 
-// drawScaleWhiskers places the whiskers of the scales' α (model and humans on one axis) and ω (another).
-func drawScaleWhiskers(rows []refScaleRow) {
-	var alpha, omega []*figure
-	for i := range rows {
-		r := &rows[i]
-		alpha = append(alpha, &r.ModelAlpha, &r.HumanAlpha)
-		omega = append(omega, &r.ModelOmega, &r.HumanOmega)
+// drawWhiskers places every whisker of the table: the items' comparison figures (drawWhiskers' axes), the
+// scales' means the same way, and the scales' α (model and humans on one axis) and ω (another).
+func (g *groupTable) drawWhiskers() {
+	items := make([][]val, len(g.Rows))
+	for i := range g.Rows {
+		items[i] = g.Rows[i].Vals
 	}
+	drawWhiskers(g.Cols, items)
+	means := make([][]val, len(g.Scales))
+	var alpha, omega []*figure
+	for i := range g.Scales {
+		r := &g.Scales[i]
+		means[i] = r.Vals
+		if !r.Overall {
+			alpha = append(alpha, &r.ModelAlpha, &r.HumanAlpha)
+			omega = append(omega, &r.ModelOmega, &r.HumanOmega)
+		}
+	}
+	drawWhiskers(g.ScaleCols, means)
 	placeOnOneAxis(alpha)
 	placeOnOneAxis(omega)
 }
@@ -416,21 +427,10 @@ func distTables(r *Run) []distTable {
 				gt.Rows = append(gt.Rows, row)
 			}
 			gt.MeanW1, gt.MeanJSD = ratio(w1, nw), ratio(jsd, nj)
-			if gt.HasRef {
-				vals := make([][]val, len(gt.Rows))
-				for i := range gt.Rows {
-					vals[i] = gt.Rows[i].Vals
-				}
-				drawWhiskers(gt.Cols, vals)
-				gt.ScaleCols = scaleCols(span, flags)
-			}
 			gt.Scales = refScaleRows(r.Analysis, model.ID, g)
 			if gt.HasRef {
-				vals := make([][]val, len(gt.Scales))
-				for i := range gt.Scales {
-					vals[i] = gt.Scales[i].Vals
-				}
-				drawWhiskers(gt.ScaleCols, vals)
+				gt.ScaleCols = scaleCols(span, flags)
+				gt.drawWhiskers()
 			}
 			gt.NegAlpha = slices.ContainsFunc(gt.Scales, func(rs refScaleRow) bool { return rs.NegAlpha })
 			t.Groups = append(t.Groups, gt)
@@ -571,7 +571,6 @@ func refScaleRows(a *results.Analysis, model, group string) []refScaleRow {
 		}
 		out = append(out, row)
 	}
-	drawScaleWhiskers(out)
 	return out
 }
 
