@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,14 +166,25 @@ type referenceBoot struct {
 	// humanRel[g][k][b] are the humans' α and ω of scale k in resample b (NaN where undefined).
 	humanRel [][][][2]float64
 	// means[m][g][k] are the sums of model m's item figures of group g over scale k's items (k = the number of
-	// scales: over every item) in each resample, for the intervals of reference_scales.csv's means; filled by
-	// rowIntervals as the rows are made, nil until then.
-	means [][][]*meanSums
+	// scales: over every item) in each resample, for the intervals of reference_scales.csv's means; rowIntervals
+	// adds each row's as it is made.
+	means [][][]meanSums
 }
 
-// meanFigures are the figures of ReferenceScale.Means that have intervals: the model's against the humans'
-// (the baselines and ceilings have none).
-var meanFigures = [...]int{MeanW1, MeanAlignment, MeanSimBench}
+// meanFigures are the figures of ReferenceScale.Means that have intervals: the model's against the humans' (the
+// baselines and ceilings have none).
+var meanFigures = [...]meanFigure{
+	{MeanW1, IntervalW1}, {MeanAlignment, IntervalAlignment}, {MeanSimBench, IntervalSimBench},
+}
+
+// hasMeanInterval says whether ReferenceScale.Means[i] has an interval (is one of meanFigures).
+func hasMeanInterval(i int) bool {
+	return slices.ContainsFunc(meanFigures[:], func(f meanFigure) bool { return f.mean == i })
+}
+
+// meanFigure is a position in ReferenceScale.Means and the position in ReferenceRow.Intervals of the item figure
+// it averages.
+type meanFigure struct{ mean, item int }
 
 // meanSums are, per resample, the sums of the item figures meanFigures over a scale's items and the number of
 // items each is defined on.
@@ -181,36 +193,35 @@ type meanSums struct {
 	n   [len(meanFigures)][]int32
 }
 
+// newMeanSums allocates the sums of every model, group and scale (and the line over every item).
+func (rb *referenceBoot) newMeanSums() {
+	a := rb.a
+	rb.means = make([][][]meanSums, len(a.Spec.Models))
+	for m := range rb.means {
+		rb.means[m] = make([][]meanSums, len(rb.groups))
+		for gi := range rb.means[m] {
+			rb.means[m][gi] = make([]meanSums, len(a.ScaleIDs)+1)
+			for k := range rb.means[m][gi] {
+				ms := &rb.means[m][gi][k]
+				for j := range meanFigures {
+					ms.sum[j], ms.n[j] = make([]float64, rb.samples), make([]int32, rb.samples)
+				}
+			}
+		}
+	}
+}
+
 // addMeans adds item it's resampled figures vals (rowIntervals') to model m's sums of group gi: its scale's and
 // the sums over every item.
 func (rb *referenceBoot) addMeans(m, it, gi int, vals *[rowIntervals][]float64) {
-	a := rb.a
-	scales := len(a.ScaleIDs)
-	if rb.means == nil {
-		rb.means = make([][][]*meanSums, len(a.Spec.Models))
-	}
-	if rb.means[m] == nil {
-		rb.means[m] = make([][]*meanSums, len(rb.groups))
-	}
-	if rb.means[m][gi] == nil {
-		rb.means[m][gi] = make([]*meanSums, scales+1)
-	}
-	ks := []int{scales}
-	if k := a.ItemScale[it]; k >= 0 {
+	ks := []int{len(rb.a.ScaleIDs)}
+	if k := rb.a.ItemScale[it]; k >= 0 {
 		ks = append(ks, k)
 	}
 	for _, k := range ks {
-		ms := rb.means[m][gi][k]
-		if ms == nil {
-			ms = &meanSums{}
-			for j := range meanFigures {
-				ms.sum[j], ms.n[j] = make([]float64, rb.samples), make([]int32, rb.samples)
-			}
-			rb.means[m][gi][k] = ms
-		}
+		ms := &rb.means[m][gi][k]
 		for j, f := range meanFigures {
-			src := vals[meanInterval(f)]
-			for b, v := range src {
+			for b, v := range vals[f.item] {
 				if !math.IsNaN(v) {
 					ms.sum[j][b] += v
 					ms.n[j][b]++
@@ -220,25 +231,13 @@ func (rb *referenceBoot) addMeans(m, it, gi int, vals *[rowIntervals][]float64) 
 	}
 }
 
-// meanInterval is the position in ReferenceRow.Intervals of the item figure that ReferenceScale.Means[f]
-// averages.
-func meanInterval(f int) int {
-	switch f {
-	case MeanW1:
-		return IntervalW1
-	case MeanAlignment:
-		return IntervalAlignment
-	}
-	return IntervalSimBench
-}
-
 // meanIntervals fills rs.MeanIntervals for model m, scale k (the number of scales: every item) and group gi:
 // the quantiles of the means over the scale's items in each resample, each over the items where it is defined.
 func (rb *referenceBoot) meanIntervals(rs *ReferenceScale, m, k, gi int) {
-	if rb.samples == 0 || rb.means == nil || rb.means[m] == nil || rb.means[m][gi] == nil || rb.means[m][gi][k] == nil {
+	if rb.samples == 0 {
 		return
 	}
-	ms := rb.means[m][gi][k]
+	ms := &rb.means[m][gi][k]
 	v := make([]float64, rb.samples)
 	for j, f := range meanFigures {
 		for b := range v {
@@ -247,7 +246,7 @@ func (rb *referenceBoot) meanIntervals(rs *ReferenceScale, m, k, gi int) {
 				v[b] = ms.sum[j][b] / float64(n)
 			}
 		}
-		rs.MeanIntervals[f].Lo, rs.MeanIntervals[f].Hi = bootstrap.Interval(v)
+		rs.MeanIntervals[f.mean].Lo, rs.MeanIntervals[f.mean].Hi = bootstrap.Interval(v)
 	}
 }
 
@@ -261,6 +260,7 @@ func (a *Analysis) newReferenceBoot(h *humanSide, groups []string, samples int, 
 	for gi := range groups {
 		rb.personaRes[gi] = rb.personaResamples(gi)
 	}
+	rb.newMeanSums()
 	rb.human = make([][][][]float64, len(groups))
 	rb.humanRel = make([][][][2]float64, len(groups))
 	// The groups are resampled in parallel: each fills only its own slots from its own streams, so the result

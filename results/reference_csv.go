@@ -99,7 +99,7 @@ func writeReferenceScales(w io.Writer, runID string, rows []ReferenceScale) erro
 			iv(r.HumanAlpha, 2), iv(r.HumanOmega, 3), []string{strconv.Itoa(r.ItemsCompared)})
 		for i, v := range r.Means {
 			out = append(out, Stat(v))
-			if slices.Contains(meanFigures[:], i) {
+			if hasMeanInterval(i) {
 				out = append(out, Stat(r.MeanIntervals[i].Lo), Stat(r.MeanIntervals[i].Hi))
 			}
 		}
