@@ -98,6 +98,26 @@ func TestBatchRunSameCellsAtHalfPrice(t *testing.T) {
 // seconds between polls take milliseconds.
 func fastClock() ratelimit.Clock { return ratelimit.Scaled(time.Now(), 1000) }
 
+// heldClock stands still at base until release; after it, every reading is two hours after the one before, so a
+// batch of BatchConfig.ProcessingTime one hour has run by the first poll after its creation.
+type heldClock struct {
+	mu       sync.Mutex
+	base     time.Time
+	released bool
+	steps    int
+}
+
+func (c *heldClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released {
+		c.steps++
+	}
+	return c.base.Add(time.Duration(c.steps) * 2 * time.Hour)
+}
+
+func (c *heldClock) release() { c.mu.Lock(); defer c.mu.Unlock(); c.released = true }
+
 type stepClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -198,12 +218,34 @@ func checkCancelled(t *testing.T, now func() time.Time, clk ratelimit.Clock, arr
 // one more once the first is collected; the others are never sent, the run stops with the budget exhausted, its
 // other cells are recorded so, and the run costs less than its budget.
 func TestBatchRunReservesTheBudget(t *testing.T) {
-	s, err := sim.New(sim.Config{Batch: sim.BatchConfig{}})
+	// The provider runs no batch until each pass has submitted its first chunk: a pass whose share is spent stops
+	// the run, and without the hold a pass whose plan came back late (a loaded machine) found the run stopped
+	// before it submitted anything.
+	gate := &heldClock{base: time.Now()}
+	s, err := sim.New(sim.Config{Now: gate.Now, Batch: sim.BatchConfig{ProcessingTime: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
+	var holder sync.WaitGroup
+	defer holder.Wait()
+	done := make(chan struct{})
+	defer close(done)
+	holder.Go(func() {
+		deadline := time.After(time.Minute) // released anyway: the assertions below then say what was missing
+		for len(s.Batches()) < 2 {
+			select {
+			case <-done:
+				return
+			case <-deadline:
+				gate.release()
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		gate.release()
+	})
 	tok, err := llm.NewTokenizer()
 	if err != nil {
 		t.Fatal(err)
