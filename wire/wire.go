@@ -92,7 +92,7 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // long as a run started before the change may replay.
 func ChangeIDs() []string {
 	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeBatchCandidates, ChangeBatchCleanup,
-		ChangeTokenLimitSubmissions}
+		ChangeTokenLimitSubmissions, ChangeBatchBudgetPerPass}
 }
 
 // ChangeBatchAwait: a chunk waits for its batch (and for its cancel) with one AwaitBatch per status the batch
@@ -122,3 +122,9 @@ const (
 // shows in the run's batches only once its submission returns). Version 1 waits; DefaultVersion (runs recorded
 // before) judges at once, on the batches the run knew then.
 const ChangeTokenLimitSubmissions = "token-limit-submissions-2026-12-02"
+
+// ChangeBatchBudgetPerPass: a batch pass whose share of budget_usd cannot pay for its next submission stops
+// itself and the launching of passes, and the batch passes already running go on within their own shares, as
+// synchronous passes do. Before it (DefaultVersion), the first pass to run out stopped every running batch pass
+// at its next submission, so a pass that had started late could end with its share unspent.
+const ChangeBatchBudgetPerPass = "batch-budget-per-pass-2026-12-05"

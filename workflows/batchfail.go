@@ -264,8 +264,8 @@ func (r *runner) splitChunk(ctx workflow.Context, p experiment.Pass, key string,
 // instead: the message says how many failed, not that the last did) and the model does not send them
 // synchronously, and returns total with them.
 func (r *runner) chunkUnanswered(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, f chunkFailures,
-	total wire.BatchCollected) wire.BatchCollected {
-	if f.reason == "" || cells.Len() == 0 || ctx.Err() != nil || r.state.Stopped != "" ||
+	bb *batchBudget, total wire.BatchCollected) wire.BatchCollected {
+	if f.reason == "" || cells.Len() == 0 || ctx.Err() != nil || r.halted(bb) ||
 		r.plan.Models[p.Model].Batch.OnExpired == experiment.OnExpiredSync {
 		return total
 	}

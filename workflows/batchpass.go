@@ -81,7 +81,8 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.S
 	}
 	res := wire.PassResult{Pass: p.Index, Cells: p.Len(), Cached: plan.Cached, Done: plan.Cached + plan.Failed,
 		Failed: plan.Failed, FirstFailure: -1, Usage: plan.Usage}
-	bb := &batchBudget{on: sh.Budgeted, limit: sh.BudgetUSD}
+	bb := &batchBudget{on: sh.Budgeted, limit: sh.BudgetUSD,
+		ownShare: workflow.GetVersion(ctx, wire.ChangeBatchBudgetPerPass, workflow.DefaultVersion, 1) >= 1}
 	r.nextChunk[p.Index] = len(plan.Chunks) // the chunk numbers of a split chunk's halves follow the plan's
 	anthropic := plan.Format == wire.FormatAnthropic
 	wg := workflow.NewWaitGroup(ctx)
@@ -109,8 +110,8 @@ func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.S
 	if ctx.Err() != nil {
 		return
 	}
-	if r.state.Stopped != "" {
-		// The budget (or on_error=raise) stopped the run: the cells left are recorded with its reason.
+	if r.halted(bb) {
+		// The budget (or on_error=raise) stopped the pass: the cells left are recorded with the run's reason.
 		r.passDone(ctx, res)
 		return
 	}
@@ -155,23 +156,24 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		if !anthropic {
 			in.Known = slices.Clone(prior) // submitAnthropic sets the run's own
 		}
-		if r.state.Stopped != "" && workflow.GetVersion(ctx, wire.ChangeBatchFailures, workflow.DefaultVersion, 1) >= 1 {
-			// The budget (or on_error=raise) stopped the run while this chunk waited or backed off: nothing more
-			// is submitted, and its cells are recorded with the run's reason.
+		if r.halted(bb) && workflow.GetVersion(ctx, wire.ChangeBatchFailures, workflow.DefaultVersion, 1) >= 1 {
+			// The budget (or on_error=raise) stopped the pass while this chunk waited or backed off: nothing
+			// more is submitted, and its cells are recorded with the run's reason.
 			return total
 		}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
-		for !reserved && bb.reserved > 0 && r.state.Stopped == "" {
+		for !reserved && bb.reserved > 0 && !r.halted(bb) {
 			// Other chunks of the pass hold reservations of their worst case, which their collects turn into
 			// what they cost: wait for one before deciding that the budget is spent.
 			held := bb.reserved
-			if err := workflow.Await(ctx, func() bool { return bb.reserved < held || r.state.Stopped != "" }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return bb.reserved < held || r.halted(bb) }); err != nil {
 				return total
 			}
 			reserved = r.reserveBatch(p, bb, cost)
 		}
 		if !reserved {
+			bb.spentOut = true // the pass's other chunks stop too, whatever stopped the run first
 			if r.state.Stopped == "" {
 				r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
 					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD.Float()))
@@ -265,7 +267,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			}
 		}
 	}
-	return r.chunkUnanswered(ctx, p, cells, fails, total)
+	return r.chunkUnanswered(ctx, p, cells, fails, bb, total)
 }
 
 // cancelRecorded is a chunk's end when the run is cancelled after its batch info was created: the batch is
@@ -287,6 +289,25 @@ func (r *runner) cancelRecorded(ctx workflow.Context, p experiment.Pass, in wire
 type batchBudget struct {
 	on                     bool
 	limit, reserved, spent float64
+	// spentOut says a submission of the pass did not fit its share: the pass submits nothing more.
+	spentOut bool
+	// ownShare says a budget stop halts only the passes whose share is spent (wire.ChangeBatchBudgetPerPass);
+	// false, in runs recorded before, any stop of the run halts every batch pass.
+	ownShare bool
+}
+
+// halted says pass b's chunks submit nothing more: its own share ran out, or the run stopped for a reason other
+// than the budget (on_error=raise). A budget stop of another pass leaves this one running within its share, as
+// a synchronous pass runs on, unless the run was recorded before ChangeBatchBudgetPerPass.
+func (r *runner) halted(b *batchBudget) bool {
+	switch {
+	case b.spentOut:
+		return true
+	case r.state.Stopped == "":
+		return false
+	default:
+		return !b.ownShare || r.state.StopClass != errclass.BudgetExhausted
+	}
 }
 
 // left is what the pass's share has left.

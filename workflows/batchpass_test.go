@@ -216,11 +216,17 @@ func checkCancelled(t *testing.T, now func() time.Time, clk ratelimit.Clock, arr
 // waits for the collects of the chunks holding reservations, which turn them into what those batches cost. With
 // a budget that covers each pass's first chunk and half its second, each pass sends its first batch, and at most
 // one more once the first is collected; the others are never sent, the run stops with the budget exhausted, its
-// other cells are recorded so, and the run costs less than its budget.
+// other cells are recorded so, and the run costs less than its budget. A pass whose share runs out stops only
+// itself: the other runs on within its share, so no chunk left unsent would have fitted what the budget has left
+// (runs recorded before wire.ChangeBatchBudgetPerPass stopped every pass at the first one's stop).
 func TestBatchRunReservesTheBudget(t *testing.T) {
-	// The provider runs no batch until each pass has submitted its first chunk: a pass whose share is spent stops
-	// the run, and without the hold a pass whose plan came back late (a loaded machine) found the run stopped
-	// before it submitted anything.
+	t.Run("per pass", func(t *testing.T) { checkBatchBudget(t, false) })
+	t.Run("recorded before", func(t *testing.T) { checkBatchBudget(t, true) })
+}
+
+func checkBatchBudget(t *testing.T, before bool) {
+	// The provider runs no batch until each pass has submitted its first chunk, so that both passes have
+	// spent part of their shares when the first runs out whatever the machine's load.
 	gate := &heldClock{base: time.Now()}
 	s, err := sim.New(sim.Config{Now: gate.Now, Batch: sim.BatchConfig{ProcessingTime: time.Hour}})
 	if err != nil {
@@ -281,6 +287,9 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	if before {
+		env.OnGetVersion(wire.ChangeBatchBudgetPerPass, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
 	activities.Register(env, acts)
 	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, "budget-run"))
 	if err := env.GetWorkflowError(); err != nil {
@@ -303,10 +312,20 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	answered, exhausted := 0, 0
+	spent := make([]usage.USD, len(passes))
+	unsent := map[int]int{} // each chunk none of whose cells was answered: its first cell, and its pass
+	for i, p := range passes {
+		for c := p.Start; c < p.End; c += 7 {
+			unsent[c] = i
+		}
+	}
 	for _, r := range recs {
+		i := slices.IndexFunc(passes, func(p experiment.Pass) bool { return r.Index >= p.Start && r.Index < p.End })
+		spent[i] += r.CostUSD
 		switch {
 		case r.Status != store.StatusFailed:
 			answered++
+			delete(unsent, passes[i].Start+(r.Index-passes[i].Start)/7*7)
 		case r.ErrorClass == errclass.BudgetExhausted:
 			exhausted++
 		default:
@@ -319,6 +338,19 @@ func TestBatchRunReservesTheBudget(t *testing.T) {
 	}
 	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD.Float() > spec.BudgetUSD {
 		t.Errorf("stopped %q, cost %v of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
+	}
+	if before {
+		return
+	}
+	// A pass's share is at least half the budget (more once the other pass has ended): a chunk it never sent
+	// did not fit what that left it.
+	for _, c := range slices.Sorted(maps.Keys(unsent)) {
+		p := passes[unsent[c]]
+		end := min(c+7, p.End)
+		if w, left := worst(c, end), share-spent[unsent[c]].Float(); w <= left {
+			t.Errorf("pass %d never sent cells %d-%d, and their worst case $%.7f fits the $%.7f left of its half of the budget",
+				p.Index, c, end-1, w, left)
+		}
 	}
 }
 
