@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,9 +21,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -332,5 +337,73 @@ func TestAnthropicBatchRunOnTemporal(t *testing.T) {
 	}
 	if bytes.Contains(hist.Bytes(), []byte("SECRET")) {
 		t.Error("the key is in the history")
+	}
+}
+
+// TestBatchBudgetOnTemporal runs a grid in batch mode on a Temporal server with a budget_usd that pays for each
+// pass's first chunk and half its second: both passes send their first batch, a pass whose next chunk does not
+// fit its share stops itself (the other goes on within its own), the cells not sent are recorded BudgetExhausted,
+// and the run costs less than its budget. With -record-histories its history is the replay test's
+// batch-budget.json (a run behind wire.ChangeBatchBudgetPerPass).
+func TestBatchBudgetOnTemporal(t *testing.T) {
+	s := newStackWorkers(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: 2 * time.Second}}, 0)
+	s.batchWorker(t)
+	spec := batchGrid(12) // chunks of 12, 12 and 6 in each of 2 passes
+	tok, err := llm.NewTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := spec.Models[0]
+	price, ok := llm.BatchPriceFor(m)
+	if !ok {
+		t.Fatal("the model has no batch price")
+	}
+	worst := func(from, to int) float64 {
+		var c usage.USD
+		for i := from; i < to; i++ {
+			msgs, err := spec.Render(spec.Cell(i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c += llm.Cost(price, tok.CountMessages(m.Name, msgs), m.Params.MaxTokens)
+		}
+		return c.Float()
+	}
+	share := 0.0
+	for _, p := range spec.Passes() {
+		share = max(share, worst(p.Start, p.Start+12)+worst(p.Start+12, p.Start+24)/2)
+	}
+	spec.BudgetUSD = 2 * share
+	res := s.run(t, "batch-budget", spec)
+	first := map[string]bool{} // the passes that sent their first chunk (metadata silico_pass names a pass)
+	for _, b := range s.sim.Batches() {
+		if b.Metadata["silico_chunk"] == "0" {
+			first[b.Metadata["silico_pass"]] = true
+		}
+	}
+	if len(first) != 2 {
+		t.Errorf("the first chunks of passes %v were sent, want both passes'", slices.Sorted(maps.Keys(first)))
+	}
+	rows := rowsOf(t, res.OutputDir)
+	answered, exhausted := 0, 0
+	for _, r := range rows {
+		switch {
+		case r.Status != "failed":
+			answered++
+		case r.ErrorClass == errclass.BudgetExhausted:
+			exhausted++
+		default:
+			t.Errorf("cell %s: %s", r.CellID, r.ErrorClass)
+		}
+	}
+	if len(rows) != 60 || answered < 24 || exhausted == 0 {
+		t.Errorf("%d rows: %d answered, %d %s; want both first chunks answered and the rest recorded so",
+			len(rows), answered, exhausted, errclass.BudgetExhausted)
+	}
+	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD.Float() > spec.BudgetUSD {
+		t.Errorf("stopped %q, cost %v of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
+	}
+	if *historyDir != "" {
+		writeHistory(t, s.client, "batch-budget", filepath.Join(*historyDir, "batch-budget.json"))
 	}
 }

@@ -126,5 +126,7 @@ const ChangeTokenLimitSubmissions = "token-limit-submissions-2026-12-02"
 // ChangeBatchBudgetPerPass: a batch pass whose share of budget_usd cannot pay for its next submission stops
 // itself and the launching of passes, and the batch passes already running go on within their own shares, as
 // synchronous passes do. Before it (DefaultVersion), the first pass to run out stopped every running batch pass
-// at its next submission, so a pass that had started late could end with its share unspent.
+// at its next submission, so a pass that had started late could end with its share unspent. Version 1 also
+// waits for another chunk's reservation by counting reservations, where DefaultVersion compared their float sum
+// with 0, which a rounding residue could keep above 0 for ever (the run then hung).
 const ChangeBatchBudgetPerPass = "batch-budget-per-pass-2026-12-05"

@@ -163,11 +163,11 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
-		for !reserved && bb.reserved > 0 && !r.halted(bb) {
+		for !reserved && bb.holding() && !r.halted(bb) {
 			// Other chunks of the pass hold reservations of their worst case, which their collects turn into
 			// what they cost: wait for one before deciding that the budget is spent.
-			held := bb.reserved
-			if err := workflow.Await(ctx, func() bool { return bb.reserved < held || r.halted(bb) }); err != nil {
+			held, seen := bb.reserved, bb.settles
+			if err := workflow.Await(ctx, func() bool { return bb.freed(held, seen) || r.halted(bb) }); err != nil {
 				return total
 			}
 			reserved = r.reserveBatch(p, bb, cost)
@@ -289,6 +289,11 @@ func (r *runner) cancelRecorded(ctx workflow.Context, p experiment.Pass, in wire
 type batchBudget struct {
 	on                     bool
 	limit, reserved, spent float64
+	// holds counts the reservations not yet settled and settles the settlements so far. A chunk waits on them,
+	// not on reserved: the float sum of reservations made and settled need not come back to exactly 0, and a
+	// chunk that waited for a residue above 0 to fall waited forever. Runs recorded before
+	// wire.ChangeBatchBudgetPerPass (ownShare false) keep waiting on reserved, as they did.
+	holds, settles int
 	// spentOut says a submission of the pass did not fit its share: the pass submits nothing more.
 	spentOut bool
 	// ownShare says a budget stop halts only the passes whose share is spent (wire.ChangeBatchBudgetPerPass);
@@ -310,13 +315,34 @@ func (r *runner) halted(b *batchBudget) bool {
 	}
 }
 
+// holding says another chunk of the pass holds a reservation, whose settlement may leave room.
+func (b *batchBudget) holding() bool {
+	if b.ownShare {
+		return b.holds > 0
+	}
+	return b.reserved > 0
+}
+
+// freed says a reservation was settled since reserved was held and settles was seen.
+func (b *batchBudget) freed(held float64, seen int) bool {
+	if b.ownShare {
+		return b.settles > seen
+	}
+	return b.reserved < held
+}
+
 // left is what the pass's share has left.
 func (b *batchBudget) left() float64 { return max(0, b.limit-b.reserved-b.spent) }
 
 // settle ends a reservation of cost, of which spent was paid.
 func (b *batchBudget) settle(cost, spent float64) {
+	if !b.on {
+		return // nothing was reserved
+	}
 	b.reserved -= cost
 	b.spent += spent
+	b.holds--
+	b.settles++
 }
 
 // reserveBatch reserves cost against the pass's budget; when it does not fit, the share is computed again
@@ -332,6 +358,7 @@ func (r *runner) reserveBatch(p experiment.Pass, b *batchBudget, cost float64) b
 		}
 	}
 	b.reserved += cost
+	b.holds++
 	return true
 }
 

@@ -12,7 +12,7 @@ import (
 // workflow code" in docs/architecture.md): a new one is recorded into a new file. These were recorded on the
 // embedded test server:
 //
-//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal|TestBatchTokenLimitOnTemporal' \
+//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal|TestBatchTokenLimitOnTemporal|TestBatchBudgetOnTemporal' \
 //	    -record-history=$PWD/workflows/testdata/history.json -record-histories=$PWD/workflows/testdata
 //
 // history.json is a plain run; rate-limited.json has passes retried by Temporal after storms of 429s (recorded
@@ -28,13 +28,15 @@ import (
 // CleanupBatch after each collect).
 // batch-waitqueue.json and batch-token-limit-waitqueue.json are the two batch runs again, recorded with every
 // batch change of that release together (AwaitBatch on wire.WaitQueue, the failed batches' tries, CleanupBatch).
+// batch-budget.json is a batch run stopped by budget_usd, recorded since batch-budget-per-pass-2026-12-05 (a pass
+// whose share runs out stops itself; the other runs on within its own).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 13 {
-		t.Fatalf("%d recorded histories in testdata, want the 13 listed in this test's doc", len(files))
+	if len(files) < 14 {
+		t.Fatalf("%d recorded histories in testdata, want the 14 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
