@@ -23,10 +23,10 @@ import (
 
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
-	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -353,22 +353,7 @@ func TestBatchBudgetOnTemporal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := spec.Models[0]
-	price, ok := llm.BatchPriceFor(m)
-	if !ok {
-		t.Fatal("the model has no batch price")
-	}
-	worst := func(from, to int) float64 {
-		var c usage.USD
-		for i := from; i < to; i++ {
-			msgs, err := spec.Render(spec.Cell(i), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c += llm.Cost(price, tok.CountMessages(m.Name, msgs), m.Params.MaxTokens)
-		}
-		return c.Float()
-	}
+	worst := func(from, to int) float64 { return experimenttest.WorstBatchCost(t, spec, tok, from, to) }
 	share := 0.0
 	for _, p := range spec.Passes() {
 		share = max(share, worst(p.Start, p.Start+12)+worst(p.Start+12, p.Start+24)/2)

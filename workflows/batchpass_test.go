@@ -30,6 +30,7 @@ import (
 	"github.com/silicolab/silico/activities"
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/imagefetch"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
@@ -261,22 +262,7 @@ func checkBatchBudget(t *testing.T, before bool) {
 		Tokenizer: tok, OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 	spec := simSpec(srv.URL, true)
 	spec.Models[0].Params.MaxTokens = 20
-	m := spec.Models[0]
-	price, ok := llm.BatchPriceFor(m)
-	if !ok {
-		t.Fatal("the model has no batch price")
-	}
-	worst := func(from, to int) float64 {
-		var c usage.USD
-		for i := from; i < to; i++ {
-			msgs, err := spec.Render(spec.Cell(i), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c += llm.Cost(price, tok.CountMessages(m.Name, msgs), 20)
-		}
-		return c.Float()
-	}
+	worst := func(from, to int) float64 { return experimenttest.WorstBatchCost(t, spec, tok, from, to) }
 	// Two passes of 20 cells run at once, each with half the budget; chunks of 7, 7 and 6.
 	passes := spec.Passes()
 	share := 0.0
