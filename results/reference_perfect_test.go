@@ -63,14 +63,7 @@ func cell(l map[string]string, c string) (float64, bool) {
 // fall on the options (multinomial probabilities from q) of the figure computed here by its definition, over
 // the outcomes that define it. scored says which options are scored.
 func truth(q []float64, scored []bool, m int) map[string]float64 {
-	var sq []float64
-	var total float64
-	for k, v := range q {
-		if scored[k] {
-			sq = append(sq, v)
-			total += v
-		}
-	}
+	sq, total := scoredOf(q, scored)
 	for k := range sq {
 		sq[k] /= total
 	}
@@ -103,14 +96,7 @@ func truth(q []float64, scored []bool, m int) map[string]float64 {
 				}
 			}
 			add("jsd", jsd)
-			var sp []float64
-			var smass float64
-			for i, v := range p {
-				if scored[i] {
-					sp = append(sp, v)
-					smass += v
-				}
-			}
+			sp, smass := scoredOf(p, scored)
 			if smass == 0 {
 				return // no scored answer: no ordinal figure
 			}
@@ -142,6 +128,26 @@ func truth(q []float64, scored []bool, m int) map[string]float64 {
 	out := map[string]float64{}
 	for name, s := range sum {
 		out[name] = s / mass[name]
+	}
+	return out
+}
+
+// scoredOf is p's entries at the scored options, and their sum.
+func scoredOf(p []float64, scored []bool) (out []float64, mass float64) {
+	for k, v := range p {
+		if scored[k] {
+			out = append(out, v)
+			mass += v
+		}
+	}
+	return out, mass
+}
+
+// numberedPersonas are n personas p0 … p(n−1) without attributes.
+func numberedPersonas(n int) []experiment.Persona {
+	out := make([]experiment.Persona, n)
+	for i := range out {
+		out[i] = experiment.Persona{ID: "p" + strconv.Itoa(i)}
 	}
 	return out
 }
@@ -227,10 +233,7 @@ func TestPerfectModelFloor(t *testing.T) {
 func TestPerfectModelCoverage(t *testing.T) {
 	s := testSpec()
 	s.Models = s.Models[:1]
-	s.Personas = nil
-	for i := range 20 {
-		s.Personas = append(s.Personas, experiment.Persona{ID: "p" + strconv.Itoa(i)})
-	}
+	s.Personas = numberedPersonas(20)
 	s.Reference = &experiment.Reference{Form: experiment.ReferenceCountsForm,
 		Counts: []experiment.ReferenceCounts{{Item: "q1", Group: "all", Counts: []int{30, 50, 20}}}}
 	s.ApplyDefaults()

@@ -221,10 +221,7 @@ func TestReferenceComparison(t *testing.T) {
 func TestReferenceScalesMatchReliability(t *testing.T) {
 	s := testSpec()
 	s.Seeds = s.Seeds[:1]
-	s.Personas = nil
-	for p := range 8 {
-		s.Personas = append(s.Personas, experiment.Persona{ID: "p" + strconv.Itoa(p)})
-	}
+	s.Personas = numberedPersonas(8)
 	s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: "q4", Text: "I am loud.", Scale: "E"})
 	s.Reference = &experiment.Reference{Counts: []experiment.ReferenceCounts{{Item: "q1", Group: "all", Counts: []int{1, 1, 1}}}}
 	s.ApplyDefaults()
