@@ -41,9 +41,14 @@ func Key(parts ...string) string { return strings.Join(parts, "\x00") }
 
 // New returns the Resampler of the group named key (see Key) with n units under seed.
 func New(seed int64, key string, n int) *Resampler {
+	return &Resampler{r: stream(seed, key), n: n}
+}
+
+// stream is the PCG generator of (seed, FNV-1a 64 of key): every stream of the package starts so.
+func stream(seed int64, key string) *rand.Rand {
 	h := fnv.New64a()
 	h.Write([]byte(key))
-	return &Resampler{r: rand.New(rand.NewPCG(uint64(seed), h.Sum64())), n: n}
+	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
 }
 
 // N is the number of units of the group: the length of every resample.

@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"hash/fnv"
 	"io"
 	"math/rand/v2"
 )
@@ -18,9 +17,7 @@ type Splitter struct {
 
 // NewSplitter returns the Splitter of the group named key (see Key) with n units under seed.
 func NewSplitter(seed int64, key string, n int) *Splitter {
-	h := fnv.New64a()
-	h.Write([]byte(Key("split", key)))
-	return &Splitter{r: rand.New(rand.NewPCG(uint64(seed), h.Sum64())), n: n}
+	return &Splitter{r: stream(seed, Key("split", key)), n: n}
 }
 
 // Next draws the next split into first (length N, overwritten): first[i] says whether unit i is in the first

@@ -128,12 +128,12 @@ func checkGroups(t *testing.T, bctx context.Context, width, items int) {
 		t.Fatalf("width %d: %d group sections, want %d", width, len(groups), len(want))
 	}
 	for i, g := range groups {
-		// Everyone's rows have n_cells, two entropies, alignment and W1 each with its baseline and ceiling,
-		// SimBench, JSD, the two mean scores, respondents and the three per-cell columns; a group's all but the
-		// last three.
-		perRow := 14
+		// Everyone's rows have n_cells, two entropies, alignment and W1 each with its uniform baseline, split
+		// halves and perfect model, SimBench and JSD each with its perfect model, the two mean scores,
+		// respondents and the three per-cell columns; a group's all but the last three.
+		perRow := 18
 		if i == 0 {
-			perRow = 17
+			perRow = 21
 		}
 		if g.Heading != want[i] || !g.HeadingVisible || !g.TableVisible || g.Rows != items ||
 			g.Numbers != perRow*items || g.Percents != 2*6*items || !g.Scroll {
@@ -162,15 +162,15 @@ const whiskersInCells = `sel => {
 }`
 
 // checkScaleTables asserts that each group's scale table is on screen with the uniform baseline and the humans'
-// ceiling beside the scales' mean alignment and W1, a line over every item last, and the α and ω intervals
-// drawn as whiskers inside their cells.
+// split halves beside the scales' mean alignment and W1, the perfect model beside those and SimBench, a line
+// over every item last, and the α and ω intervals drawn as whiskers inside their cells.
 func checkScaleTables(t *testing.T, bctx context.Context, width int) {
 	t.Helper()
 	type scaleSeen struct {
-		Visible             bool
-		Baselines, Ceilings int
-		Last                string
-		Whiskers, Outside   int
+		Visible                   bool
+		Baselines, Splits, Floors int
+		Last                      string
+		Whiskers, Outside         int
 	}
 	seen := evaluate[[]scaleSeen](t, bctx, `[...document.querySelectorAll("section.group")].map((s, i) => {
 		const tb = s.querySelector("table.scales"), heads = [...tb.tHead.querySelectorAll("th")].filter(e => e.checkVisibility());
@@ -180,7 +180,8 @@ func checkScaleTables(t *testing.T, bctx context.Context, width int) {
 		return {
 			Visible: tb.checkVisibility() && tb.getBoundingClientRect().width > 0,
 			Baselines: heads.filter(e => e.textContent === "baseline (uniform)").length,
-			Ceilings: heads.filter(e => e.textContent === "ceiling (humans vs humans)").length,
+			Splits: heads.filter(e => e.textContent === "humans vs humans (split halves)").length,
+			Floors: heads.filter(e => e.textContent === "perfect model (floor)").length,
 			Last: rows[rows.length - 1].cells[0].innerText.trim(),
 			Whiskers: w[0], Outside: w[1],
 		};
@@ -191,8 +192,8 @@ func checkScaleTables(t *testing.T, bctx context.Context, width int) {
 	for i, g := range seen {
 		// Five scales; α and ω of each side have intervals where they have a value (some age bands' model
 		// figures are empty), so at least the humans' 10.
-		if !g.Visible || g.Baselines != 2 || g.Ceilings != 2 || g.Last != "all items every item" || g.Whiskers < 10 || g.Outside != 0 {
-			t.Errorf("width %d, group %d: scale table %+v; want it visible with 2 baseline and 2 ceiling columns, the line of all items last, at least 10 whiskers, none outside its cell",
+		if !g.Visible || g.Baselines != 2 || g.Splits != 2 || g.Floors != 3 || g.Last != "all items every item" || g.Whiskers < 10 || g.Outside != 0 {
+			t.Errorf("width %d, group %d: scale table %+v; want it visible with 2 uniform, 2 split-half and 3 perfect-model columns, the line of all items last, at least 10 whiskers, none outside its cell",
 				width, i, g)
 		}
 	}

@@ -92,28 +92,28 @@ type figure struct {
 
 // valCol is one comparison column of a group's table: a distance or score of the model against the humans,
 // and beside it, when the analysis has them, the same figure for the uniform answer (a baseline any model
-// should beat) and for the humans against themselves (split halves: a ceiling no model can be expected to
-// pass).
+// should beat), for two random halves of the humans (a human–human baseline, not a bound: each half has half
+// the people) and for the perfect model (a model of the run's size whose answers are drawn from the humans'
+// distribution: as close as sampling allows).
 type valCol struct {
 	Key  string // data-key suffix: w1, jsd
 	Head string // column heading
 	// Unit and Better say what the figure is measured in and which way is closer to the humans; Legend what it
 	// is.
-	Unit, Better, Legend string
-	Baseline, Ceiling    bool
+	Unit, Better, Legend     string
+	Baseline, Split, Perfect bool
 	// Axis names the whisker axis the column's intervals are drawn on: columns with the same Axis share one
 	// (the model's and the humans' mean score), "" is the column's own.
 	Axis string
 }
 
-// Span is the number of table columns c takes: the model's, and the baseline and ceiling when it has them.
+// Span is the number of table columns c takes: the model's, and the baselines and floor it has.
 func (c valCol) Span() int {
 	n := 1
-	if c.Baseline {
-		n++
-	}
-	if c.Ceiling {
-		n++
+	for _, has := range []bool{c.Baseline, c.Split, c.Perfect} {
+		if has {
+			n++
+		}
 	}
 	return n
 }
@@ -132,11 +132,12 @@ type valCells struct {
 	Key  string
 }
 
-// val is one row's figures of a valCol: the model's, the uniform answer's and the split-half ceiling's (the
-// latter two shown only when the column has them); Fill colours the model's cell ("" for none).
+// val is one row's figures of a valCol: the model's, the uniform answer's, the humans' split halves' and the
+// perfect model's (the last three shown only when the column has them; the perfect model's interval is the
+// spread of its draws); Fill colours the model's cell ("" for none).
 type val struct {
-	Model, Uniform, Ceiling figure
-	Fill                    string
+	Model, Uniform, Split, Perfect figure
+	Fill                           string
 }
 
 // optBar is one option of an item: its model and human probability as bar heights (pixels, see pmfHeight), as
@@ -194,8 +195,9 @@ func groupName(label string) string {
 }
 
 // refFlags say which optional figures the analysis' reference rows carry, so a column shows only with data:
-// the uniform baseline, the humans' split-half ceiling and nonresponse (an item with non-answer options).
-type refFlags struct{ Baseline, Ceiling, Nonresponse bool }
+// the uniform baseline, the humans' split halves, the perfect-model floor and nonresponse (an item with
+// non-answer options).
+type refFlags struct{ Baseline, Split, Perfect, Nonresponse bool }
 
 // flagsOf reads refFlags from the rows of reference.csv.
 func flagsOf(s *experiment.Spec, rows []results.ReferenceRow) refFlags {
@@ -203,7 +205,8 @@ func flagsOf(s *experiment.Spec, rows []results.ReferenceRow) refFlags {
 	for i := range rows {
 		r := &rows[i]
 		f.Baseline = f.Baseline || r.UniformAlignment != nil || r.UniformW1 != nil
-		f.Ceiling = f.Ceiling || r.HumanSplitAlignment != nil || r.HumanSplitW1 != nil
+		f.Split = f.Split || r.SplitHalfAlignment != nil || r.SplitHalfW1 != nil
+		f.Perfect = f.Perfect || slices.ContainsFunc(r.Perfect[:], func(fl results.Floor) bool { return fl.Mean != nil })
 	}
 	for it := range s.Questionnaire.Items {
 		if slices.ContainsFunc(s.OptionsFor(it).Options, func(o experiment.Option) bool { return o.IgnoredForScale }) {
@@ -214,9 +217,9 @@ func flagsOf(s *experiment.Spec, rows []results.ReferenceRow) refFlags {
 }
 
 // refCols are the comparison columns of a table with a reference: alignment and W1 with the uniform baseline
-// and the split-half ceiling where reference.csv has them, SimBench's score, JSD and, when an item has
-// non-answer options, the two sides' nonresponse shares; each row's refVals fills the same columns in the same
-// order.
+// and the humans' split halves where reference.csv has them, SimBench's score, JSD, the four with the perfect
+// model's floor where reference.csv has it, and, when an item has non-answer options, the two sides'
+// nonresponse shares; each row's refVals fills the same columns in the same order.
 func refCols(span string, f refFlags) []valCol {
 	w1Range := "from 0 (the same distribution) up to the number of scored options − 1"
 	if span != "" {
@@ -225,14 +228,16 @@ func refCols(span string, f refFlags) []valCol {
 	cols := []valCol{
 		{Key: "alignment", Head: "alignment", Unit: "0 to 1", Better: "higher is closer",
 			Legend:   "1 − W1 / (number of scored options − 1): 1 is identical, 0 as far apart as the scale allows; higher is closer",
-			Baseline: f.Baseline, Ceiling: f.Ceiling},
+			Baseline: f.Baseline, Split: f.Split, Perfect: f.Perfect},
 		{Key: "w1", Head: "W1", Unit: "scale points", Better: "lower is closer",
 			Legend:   "the 1-Wasserstein distance between the model's and the humans' distributions over the scored options, unit spacing: how far, in answer steps, the model's answers would have to move to match the humans', " + w1Range,
-			Baseline: f.Baseline, Ceiling: f.Ceiling},
+			Baseline: f.Baseline, Split: f.Split, Perfect: f.Perfect},
 		{Key: "simbench", Head: "SimBench", Unit: "score", Better: "higher is closer",
-			Legend: "100 · (1 − TVD(model, humans) / TVD(uniform, humans)): 0 is no better than the uniform answer, 100 identical to the humans, negative worse than uniform"},
+			Legend:  "100 · (1 − TVD(model, humans) / TVD(uniform, humans)): 0 is no better than the uniform answer, 100 identical to the humans, negative worse than uniform",
+			Perfect: f.Perfect},
 		{Key: "jsd", Head: "JSD", Unit: "bits", Better: "lower is closer",
-			Legend: "the Jensen–Shannon divergence over every option, 0 (the same) to 1 (nothing in common); the deeper the orange, the larger"},
+			Legend:  "the Jensen–Shannon divergence over every option, 0 (the same) to 1 (nothing in common); the deeper the orange, the larger",
+			Perfect: f.Perfect},
 		{Key: "model_mean", Head: "model mean", Unit: "score", Better: "closer to the humans' is closer", Axis: "mean",
 			Legend: "the model's expected score Σ p · score over the scored options (reverse-keyed items reversed)"},
 		{Key: "human_mean", Head: "human mean", Unit: "score", Better: "the reference", Axis: "mean",
@@ -251,6 +256,10 @@ func refCols(span string, f refFlags) []valCol {
 // withCI turns a results.Interval into a figure's bounds around v.
 func withCI(v *float64, iv results.Interval) figure { return figure{V: v, Lo: iv.Lo, Hi: iv.Hi} }
 
+// floorFigure is a perfect-model floor as a figure: its mean, with the 2.5 % and 97.5 % quantiles of its draws
+// as the interval.
+func floorFigure(f results.Floor) figure { return figure{V: f.Mean, Lo: f.Lo, Hi: f.Hi} }
+
 // refVals are row rr's figures of refCols' columns (f as refCols had it).
 func refVals(rr *results.ReferenceRow, f refFlags) []val {
 	n := 6
@@ -262,11 +271,11 @@ func refVals(rr *results.ReferenceRow, f refFlags) []val {
 		return out
 	}
 	out[0] = val{Model: withCI(rr.Alignment, rr.Intervals[results.IntervalAlignment]), Uniform: figure{V: rr.UniformAlignment},
-		Ceiling: figure{V: rr.HumanSplitAlignment}}
+		Split: figure{V: rr.SplitHalfAlignment}, Perfect: floorFigure(rr.Perfect[results.PerfectAlignment])}
 	out[1] = val{Model: withCI(rr.W1, rr.Intervals[results.IntervalW1]), Uniform: figure{V: rr.UniformW1},
-		Ceiling: figure{V: rr.HumanSplitW1}}
-	out[2] = val{Model: withCI(rr.SimBench, rr.Intervals[results.IntervalSimBench])}
-	out[3] = val{Model: withCI(rr.JSD, rr.Intervals[results.IntervalJSD])}
+		Split: figure{V: rr.SplitHalfW1}, Perfect: floorFigure(rr.Perfect[results.PerfectW1])}
+	out[2] = val{Model: withCI(rr.SimBench, rr.Intervals[results.IntervalSimBench]), Perfect: floorFigure(rr.Perfect[results.PerfectSimBench])}
+	out[3] = val{Model: withCI(rr.JSD, rr.Intervals[results.IntervalJSD]), Perfect: floorFigure(rr.Perfect[results.PerfectJSD])}
 	if rr.JSD != nil {
 		// JSD in bits lies in [0, 1]: white for equal distributions, deep orange for disjoint ones.
 		out[3].Fill = ramp(*rr.JSD, orange)
@@ -281,7 +290,8 @@ func refVals(rr *results.ReferenceRow, f refFlags) []val {
 }
 
 // scaleCols are the columns of a scale table's means of its items' figures: alignment and W1 with the uniform
-// baseline and the split-half ceiling where reference.csv has them, and SimBench; scaleVals fills them.
+// baseline and the humans' split halves where reference.csv has them, and SimBench, the three with the perfect
+// model's floor; scaleVals fills them.
 func scaleCols(span string, f refFlags) []valCol {
 	cols := refCols(span, f)[:3]
 	for i := range cols {
@@ -294,17 +304,19 @@ func scaleCols(span string, f refFlags) []valCol {
 // scaleVals are reference_scales.csv line rs's figures of scaleCols' columns.
 func scaleVals(rs *results.ReferenceScale) []val {
 	m, iv := rs.Means, rs.MeanIntervals
+	pf := rs.Perfect
 	return []val{
 		{Model: withCI(m[results.MeanAlignment], iv[results.MeanAlignment]), Uniform: figure{V: m[results.MeanUniformAlignment]},
-			Ceiling: figure{V: m[results.MeanSplitAlignment]}},
+			Split: figure{V: m[results.MeanSplitHalfAlignment]}, Perfect: floorFigure(pf[results.PerfectAlignment])},
 		{Model: withCI(m[results.MeanW1], iv[results.MeanW1]), Uniform: figure{V: m[results.MeanUniformW1]},
-			Ceiling: figure{V: m[results.MeanSplitW1]}},
-		{Model: withCI(m[results.MeanSimBench], iv[results.MeanSimBench])},
+			Split: figure{V: m[results.MeanSplitHalfW1]}, Perfect: floorFigure(pf[results.PerfectW1])},
+		{Model: withCI(m[results.MeanSimBench], iv[results.MeanSimBench]), Perfect: floorFigure(pf[results.PerfectSimBench])},
 	}
 }
 
 // drawWhiskers places the whiskers of the model figures of rows (each row's values, one per column of cols) on
-// one axis per column, or per shared Axis, with each row's baseline and ceiling marked.
+// one axis per column, or per shared Axis, with each row's uniform baseline and split halves marked, and the
+// perfect model's figures on the same axis as the model's.
 func drawWhiskers(cols []valCol, rows [][]val) {
 	axes := map[string]*axis{}
 	axisOf := func(c valCol) *axis {
@@ -318,13 +330,15 @@ func drawWhiskers(cols []valCol, rows [][]val) {
 		for c, v := range vals {
 			ax := axisOf(cols[c])
 			ax.addFigure(v.Model)
-			ax.add(v.Uniform.V, v.Ceiling.V)
+			ax.addFigure(v.Perfect)
+			ax.add(v.Uniform.V, v.Split.V)
 		}
 	}
 	for _, vals := range rows {
 		for c := range vals {
 			v := &vals[c]
-			axisOf(cols[c]).place(&v.Model, v.Uniform.V, v.Ceiling.V)
+			axisOf(cols[c]).place(&v.Model, v.Uniform.V, v.Split.V)
+			axisOf(cols[c]).place(&v.Perfect, nil, nil)
 		}
 	}
 }
@@ -596,7 +610,7 @@ type keyedFigure struct {
 func (g groupTable) HasCI() bool {
 	for _, r := range g.Rows {
 		for _, v := range r.Vals {
-			for _, f := range []figure{v.Model, v.Uniform, v.Ceiling} {
+			for _, f := range []figure{v.Model, v.Uniform, v.Split, v.Perfect} {
 				if f.Lo != nil && f.Hi != nil {
 					return true
 				}

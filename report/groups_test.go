@@ -78,12 +78,16 @@ func TestReportEveryGroup(t *testing.T) {
 		key := "dist/" + r[col["model"]] + "/" + g + "/" + r[col["item_id"]]
 		for stat, column := range map[string]string{"w1": "w1", "jsd": "jsd", "model_entropy": "model_entropy", "human_entropy": "human_entropy",
 			"alignment": "alignment", "simbench": "simbench", "model_mean": "model_mean", "human_mean": "human_mean",
-			"w1_uniform": "uniform_w1", "w1_ceiling": "human_split_w1", "alignment_uniform": "uniform_alignment",
-			"alignment_ceiling": "human_split_alignment"} {
+			"w1_uniform": "uniform_w1", "w1_split": "split_half_w1", "alignment_uniform": "uniform_alignment",
+			"alignment_split": "split_half_alignment", "w1_perfect": "perfect_w1", "alignment_perfect": "perfect_alignment",
+			"simbench_perfect": "perfect_simbench", "jsd_perfect": "perfect_jsd"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
 		}
 		for _, stat := range []string{"w1", "alignment", "jsd", "simbench", "model_mean", "human_mean"} {
 			pc.expectCI(key+"/"+stat, r[col[stat+"_lo"]], r[col[stat+"_hi"]])
+		}
+		for _, stat := range []string{"w1", "alignment", "jsd", "simbench"} {
+			pc.expectCI(key+"/"+stat+"_perfect", r[col["perfect_"+stat+"_lo"]], r[col["perfect_"+stat+"_hi"]])
 		}
 		expect(key+"/n_humans", thousandsOf(t, r[col["n_humans"]]), equal)
 		expect(key+"/n_cells", r[col["n_cells"]], equal)
@@ -146,11 +150,13 @@ func TestReportEveryGroup(t *testing.T) {
 		key := "refscale/" + r[col["model"]] + "/" + r[col["group"]] + "/" + r[col["scale"]]
 		// Every line, the scales' and the one over every item, has the means of its items' figures.
 		for stat, column := range map[string]string{"mean_alignment": "alignment", "mean_alignment_uniform": "uniform_alignment",
-			"mean_alignment_ceiling": "human_split_alignment", "mean_w1": "w1", "mean_w1_uniform": "uniform_w1",
-			"mean_w1_ceiling": "human_split_w1", "mean_simbench": "simbench"} {
+			"mean_alignment_split": "split_half_alignment", "mean_w1": "w1", "mean_w1_uniform": "uniform_w1",
+			"mean_w1_split": "split_half_w1", "mean_simbench": "simbench", "mean_alignment_perfect": "perfect_alignment",
+			"mean_w1_perfect": "perfect_w1", "mean_simbench_perfect": "perfect_simbench"} {
 			expect(key+"/"+stat, r[col[column]], sameStat)
 		}
-		for stat, column := range map[string]string{"mean_alignment": "alignment", "mean_w1": "w1", "mean_simbench": "simbench"} {
+		for stat, column := range map[string]string{"mean_alignment": "alignment", "mean_w1": "w1", "mean_simbench": "simbench",
+			"mean_alignment_perfect": "perfect_alignment", "mean_w1_perfect": "perfect_w1", "mean_simbench_perfect": "perfect_simbench"} {
 			pc.expectCI(key+"/"+stat, r[col[column+"_lo"]], r[col[column+"_hi"]])
 		}
 		expect(key+"/items_compared", r[col["n_items_compared"]], equal)
@@ -218,8 +224,11 @@ func TestReportEveryGroup(t *testing.T) {
 			t.Errorf("%q appears fewer than once per group", s)
 		}
 	}
-	// The analysis' baselines, ceilings and intervals show in every group's table.
-	for _, s := range []string{"<th>baseline (uniform)</th>", "<th>ceiling (humans vs humans)</th>", `class="ci"`, "95 % bootstrap interval", "SimBench", "alignment"} {
+	// The analysis' baselines, floors and intervals show in every group's table, and the legend says what the
+	// split halves and the perfect model are.
+	for _, s := range []string{"<th>baseline (uniform)</th>", "<th>humans vs humans (split halves)</th>", "<th>perfect model (floor)</th>",
+		`class="ci"`, "95 % bootstrap interval", "SimBench", "alignment", "a human–human baseline, not a bound",
+		"as close to the humans as sampling its number of answers allows"} {
 		if strings.Count(page, s) < len(groups) {
 			t.Errorf("%q appears fewer than once per group", s)
 		}
@@ -236,10 +245,10 @@ func thousandsOf(t *testing.T, s string) string {
 	return thousands(n)
 }
 
-// TestReportComingColumns: the view has room for the figures the analysis is to carry — the uniform answer's as
-// a baseline and the humans' split halves as a ceiling beside a distance, an interval under a figure, a
-// validity table — and the page shows each exactly when the view has it (today's analysis has none, see
-// TestReportEveryGroup).
+// TestReportComingColumns: the view has room for the figures the analysis is to carry — the uniform answer's and
+// the humans' split halves as baselines and the perfect model as a floor beside a distance, an interval under a
+// figure, a validity table — and the page shows each exactly when the view has it (the analysis here has none,
+// see TestReportEveryGroup).
 func TestReportComingColumns(t *testing.T) {
 	r, err := Analyze(context.Background(), distRecords(), distSpec(t), "r", 0)
 	if err != nil {
@@ -251,7 +260,7 @@ func TestReportComingColumns(t *testing.T) {
 		for gi := range v.Dists[d].Groups {
 			gg := &v.Dists[d].Groups[gi]
 			for c := range gg.Cols {
-				gg.Cols[c].Baseline, gg.Cols[c].Ceiling = false, false
+				gg.Cols[c].Baseline, gg.Cols[c].Split, gg.Cols[c].Perfect = false, false, false
 			}
 			gg.ScaleCols = nil
 			for i := range gg.Scales {
@@ -264,17 +273,18 @@ func TestReportComingColumns(t *testing.T) {
 			for i := range gg.Rows {
 				for k := range gg.Rows[i].Vals {
 					x := &gg.Rows[i].Vals[k]
-					x.Uniform, x.Ceiling, x.Model.Lo, x.Model.Hi, x.Model.W = figure{}, figure{}, nil, nil, nil
+					x.Uniform, x.Split, x.Perfect, x.Model.Lo, x.Model.Hi, x.Model.W = figure{}, figure{}, figure{}, nil, nil, nil
 				}
 			}
 		}
 	}
 	g := &v.Dists[0].Groups[0]
-	g.Cols[1].Baseline, g.Cols[1].Ceiling = true, true // W1
+	g.Cols[1].Baseline, g.Cols[1].Split, g.Cols[1].Perfect = true, true, true // W1
 	num := func(f float64) *float64 { return &f }
 	for i := range g.Rows {
 		w1 := &g.Rows[i].Vals[1]
-		w1.Uniform.V, w1.Ceiling.V = num(1.25+float64(i)), num(0.0625)
+		w1.Uniform.V, w1.Split.V = num(1.25+float64(i)), num(0.0625)
+		w1.Perfect = figure{V: num(0.5), Lo: num(0.25), Hi: num(1)}
 		w1.Model.Lo, w1.Model.Hi = num(0.125), num(0.875)
 	}
 	v.Validity = []validityTable{{Model: "m1", Open: true, Sections: []validitySection{{
@@ -287,7 +297,8 @@ func TestReportComingColumns(t *testing.T) {
 	out := b.String()
 	kv := keyedValues(t, out)
 	for key, want := range map[string]string{
-		"dist/m1/all/q1/w1_uniform": "1.250", "dist/m1/all/q2/w1_uniform": "2.250", "dist/m1/all/q1/w1_ceiling": "0.062",
+		"dist/m1/all/q1/w1_uniform": "1.250", "dist/m1/all/q2/w1_uniform": "2.250", "dist/m1/all/q1/w1_split": "0.062",
+		"dist/m1/all/q1/w1_perfect": "0.500", "dist/m1/all/q1/w1_perfect_ci": "[0.250, 1.000]",
 		"dist/m1/all/q1/w1_ci": "[0.125, 0.875]", "validity/m1/congruence/E/all///value": "0.500",
 		"validity/m1/congruence/E/all///value_ci": "[0.250, 0.750]",
 	} {
@@ -296,8 +307,9 @@ func TestReportComingColumns(t *testing.T) {
 		}
 	}
 	// Only the table that has them shows the columns: m1's everyone, not m2's.
-	for s, n := range map[string]int{"<th>baseline (uniform)</th>": 1, "<th>ceiling (humans vs humans)</th>": 1,
-		"<b>Baseline (uniform)</b>": 1, "95 % bootstrap interval": 2, `id="validity"`: 1, `data-key="dist/m2/all/q1/w1_uniform"`: 0, `class="ci"`: 3} {
+	for s, n := range map[string]int{"<th>baseline (uniform)</th>": 1, "<th>humans vs humans (split halves)</th>": 1,
+		"<th>perfect model (floor)</th>": 1, "<b>Baseline (uniform)</b>": 1, "<b>Perfect model (floor)</b>": 1,
+		"95 % bootstrap interval": 2, `id="validity"`: 1, `data-key="dist/m2/all/q1/w1_uniform"`: 0, `class="ci"`: 5} {
 		if c := strings.Count(out, s); c != n {
 			t.Errorf("%q appears %d times, want %d", s, c, n)
 		}

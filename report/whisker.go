@@ -6,13 +6,13 @@ import "math"
 const whiskerWidth = 72
 
 // whisker is a figure's 95 % interval drawn on the axis of its column: X1 to X2 the interval, X the figure,
-// Base and Ceil (nil for none) the row's uniform baseline and humans' ceiling on the same axis. Positions are
+// Base and Split (nil for none) the row's uniform baseline and humans' split-half distance on the same axis. Positions are
 // pixels in [whiskerPad, whiskerWidth − whiskerPad]. An infinite bound is drawn to the edge without its cap
 // (Open1, Open2).
 type whisker struct {
 	X1, X2, X    float64
 	Open1, Open2 bool
-	Base, Ceil   *float64
+	Base, Split  *float64
 }
 
 // whiskerPad keeps a whisker's end caps and dot inside its svg.
@@ -60,9 +60,9 @@ func (a *axis) x(v float64) float64 {
 	return whiskerPad + (v-a.lo)/span*(whiskerWidth-2*whiskerPad)
 }
 
-// place sets f's whisker when f has a value and both bounds; base and ceil (nil for none) are marked on it.
+// place sets f's whisker when f has a value and both bounds; base and split (nil for none) are marked on it.
 // Every value placed must have been added.
-func (a *axis) place(f *figure, base, ceil *float64) {
+func (a *axis) place(f *figure, base, split *float64) {
 	if f.V == nil || f.Lo == nil || f.Hi == nil || !a.seen {
 		return
 	}
@@ -73,7 +73,7 @@ func (a *axis) place(f *figure, base, ceil *float64) {
 	for _, m := range []struct {
 		v   *float64
 		dst **float64
-	}{{base, &w.Base}, {ceil, &w.Ceil}} {
+	}{{base, &w.Base}, {split, &w.Split}} {
 		if m.v != nil && !math.IsNaN(*m.v) {
 			x := a.x(*m.v)
 			*m.dst = &x
@@ -82,7 +82,7 @@ func (a *axis) place(f *figure, base, ceil *float64) {
 	f.W = w
 }
 
-// placeOnOneAxis places the whiskers of figs on one axis spanning them all, without baseline or ceiling.
+// placeOnOneAxis places the whiskers of figs on one axis spanning them all, without baseline or split halves.
 func placeOnOneAxis(figs []*figure) {
 	var a axis
 	for _, f := range figs {

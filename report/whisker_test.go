@@ -16,7 +16,7 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 	}
 	v := build(r)
 	checked := 0
-	// check holds the figures of one axis, with their rows' baselines and ceilings, to one increasing affine map
+	// check holds the figures of one axis, with their rows' baselines and split halves, to one increasing affine map
 	// x = a + b·value inside the whisker's padding.
 	check := func(what string, figs []marked) {
 		t.Helper()
@@ -39,9 +39,9 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 				t.Errorf("%s: whisker %+v of %g [%g, %g] out of order or out of its box", what, *w, *f.V, *f.Lo, *f.Hi)
 			}
 			pairs := [][2]float64{{*f.Lo, w.X1}, {*f.V, w.X}, {*f.Hi, w.X2}}
-			for _, m := range []struct{ v, x *float64 }{{f.base, w.Base}, {f.ceil, w.Ceil}} {
+			for _, m := range []struct{ v, x *float64 }{{f.base, w.Base}, {f.split, w.Split}} {
 				if (m.v == nil) != (m.x == nil) {
-					t.Errorf("%s: a baseline or ceiling tick without its value, or the other way round", what)
+					t.Errorf("%s: a baseline or split-half tick without its value, or the other way round", what)
 				} else if m.v != nil {
 					pairs = append(pairs, [2]float64{*m.v, *m.x})
 				}
@@ -91,7 +91,7 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 					if k == "" {
 						k = col.Key
 					}
-					byAxis[k] = append(byAxis[k], marked{val.Model, val.Uniform.V, val.Ceiling.V})
+					byAxis[k] = append(byAxis[k], marked{val.Model, val.Uniform.V, val.Split.V}, marked{figure: val.Perfect})
 				}
 			}
 			for k, figs := range byAxis {
@@ -100,7 +100,8 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 			scaleAxis := map[string][]marked{}
 			for _, sc := range g.Scales {
 				for c, val := range sc.Vals {
-					scaleAxis[g.ScaleCols[c].Key] = append(scaleAxis[g.ScaleCols[c].Key], marked{val.Model, val.Uniform.V, val.Ceiling.V})
+					scaleAxis[g.ScaleCols[c].Key] = append(scaleAxis[g.ScaleCols[c].Key], marked{val.Model, val.Uniform.V, val.Split.V},
+						marked{figure: val.Perfect})
 				}
 			}
 			for k, figs := range scaleAxis {
@@ -133,8 +134,8 @@ func TestWhiskersFollowTheirNumbers(t *testing.T) {
 	}
 }
 
-// marked is a figure with the baseline and ceiling its whisker marks (nil for none).
+// marked is a figure with the baseline and split halves its whisker marks (nil for none).
 type marked struct {
 	figure
-	base, ceil *float64
+	base, split *float64
 }

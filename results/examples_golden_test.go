@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/silicolab/silico/activities"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
@@ -138,6 +139,14 @@ func runSpecOn(t *testing.T, path string, cfg sim.Config) string {
 // h, and returns the directory Export wrote.
 func runInput(t *testing.T, canonical []byte, h *sim.Server) string {
 	t.Helper()
+	dir, _, _ := runInputStore(t, canonical, h)
+	return dir
+}
+
+// runInputStore is runInput that also returns the run's records (run id "run", open until the test ends) and
+// the spec Export read, for a test to analyze again.
+func runInputStore(t *testing.T, canonical []byte, h *sim.Server) (string, results.Source, *experiment.Spec) {
+	t.Helper()
 	ctx := context.Background()
 	spec, err := specfile.ParseInput(canonical, "input")
 	if err != nil {
@@ -174,7 +183,7 @@ func runInput(t *testing.T, canonical []byte, h *sim.Server) string {
 	if _, err := results.Export(ctx, st, spec, run, dir, 0); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return dir, st, spec
 }
 
 // maskCSV replaces the values of runColumns with "-" in every row of a results.csv, the header kept.

@@ -34,10 +34,17 @@ type ReferenceRow struct {
 	// The uniform answer U's own W1, alignment and TVD against the humans: the baseline a model must beat (its
 	// SimBench is 0 by definition).
 	UniformW1, UniformAlignment, UniformTVD *float64
-	// HumanSplitW1 is the mean over the split halves (analysis.bootstrap.samples of them, seeded by
-	// analysis.bootstrap.seed) of the W1 between two random halves of the group's humans; HumanSplitAlignment
-	// its alignment: the agreement of humans with humans, a ceiling for a model. nil without splits.
-	HumanSplitW1, HumanSplitAlignment *float64
+	// SplitHalfW1 is the mean over the split halves (analysis.bootstrap.samples of them, seeded by
+	// analysis.bootstrap.seed) of the W1 between two random halves of the group's humans; SplitHalfAlignment
+	// its alignment: a human–human baseline. It is not a bound on a model: each half has half the people, so
+	// the distance carries the sampling noise of two half-samples, and a model that answers as the humans do
+	// is closer on average. nil without splits.
+	SplitHalfW1, SplitHalfAlignment *float64
+	// Perfect is the perfect-model floor of W1, alignment, TVD, SimBench and JSD (positions PerfectW1 …): the
+	// figures of a model that gives as many answers as the row pools (Answers.Cells) and draws each from the
+	// humans' distribution Human, over analysis.bootstrap.samples seeded draws (perfectModel). A model at the
+	// floor is as close to the humans as sampling its number of answers allows. Empty without draws.
+	Perfect [perfectFigures]Floor
 	// Entropies are in bits over every option; means the expected scores over the scored options (reverse-keyed
 	// items reversed). nil where a side has no distribution.
 	ModelEntropy, HumanEntropy *float64
@@ -91,14 +98,18 @@ type ReferenceScale struct {
 	// order (IntervalModelAlpha …).
 	AlphaOmega [4]Interval
 	// ItemsCompared is the number of the scale's items with an alignment; Means the mean over the scale's items
-	// of reference.csv's W1, Alignment, TVD, SimBench, UniformW1, UniformAlignment, UniformTVD, HumanSplitW1 and
-	// HumanSplitAlignment, in that order (MeanW1 …), each over the items where it is defined.
+	// of reference.csv's W1, Alignment, TVD, SimBench, UniformW1, UniformAlignment, UniformTVD, SplitHalfW1 and
+	// SplitHalfAlignment, in that order (MeanW1 …), each over the items where it is defined.
 	ItemsCompared int
 	Means         [meanStats]*float64
 	// MeanIntervals are the 95 % bootstrap intervals of Means[MeanW1], Means[MeanAlignment] and
 	// Means[MeanSimBench]: in each resample the mean over the scale's items of the item's figure on that
-	// resample (reference.csv's intervals' resamples). The baselines' and ceilings' are zero.
+	// resample (reference.csv's intervals' resamples). The baselines' are zero.
 	MeanIntervals [meanStats]Interval
+	// Perfect is the perfect-model floor of the means of W1, alignment, TVD and SimBench (positions PerfectW1 …
+	// PerfectSimBench): each Mean the mean over the scale's items of their floors' means, its interval that of
+	// the mean over the items on each draw (scaleFloors).
+	Perfect [PerfectJSD]Floor
 }
 
 // ScaleOverall is the scale column of reference_scales.csv's lines over every item of the questionnaire.
@@ -121,14 +132,14 @@ const (
 	MeanUniformW1
 	MeanUniformAlignment
 	MeanUniformTVD
-	MeanSplitW1
-	MeanSplitAlignment
+	MeanSplitHalfW1
+	MeanSplitHalfAlignment
 	meanStats
 )
 
 func (r *ReferenceRow) means() [meanStats]*float64 {
 	return [meanStats]*float64{r.W1, r.Alignment, r.TVD, r.SimBench, r.UniformW1, r.UniformAlignment, r.UniformTVD,
-		r.HumanSplitW1, r.HumanSplitAlignment}
+		r.SplitHalfW1, r.SplitHalfAlignment}
 }
 
 // reference fills Reference, ReferenceScales and ReferenceOverall when the spec has a human reference.
@@ -143,6 +154,7 @@ func (a *Analysis) reference() {
 	h := newHumanSide(s, groups)
 	split := h.splitHalves(groups, samples, seed)
 	boot := a.newReferenceBoot(h, groups, samples, seed)
+	perfect := a.perfectModel(h, groups, samples, seed)
 	for m := range s.Models {
 		for it, item := range s.Questionnaire.Items {
 			opts := optionIDs(s, it)
@@ -152,9 +164,10 @@ func (a *Analysis) reference() {
 				row.Human, row.Humans = h.groupDist(it, g)
 				row.compare(s, it)
 				if w := split[gi][it]; w != nil {
-					row.HumanSplitW1 = w
-					row.HumanSplitAlignment = alignment(s, it, *w)
+					row.SplitHalfW1 = w
+					row.SplitHalfAlignment = alignment(s, it, *w)
 				}
+				perfect[m][gi][it].fill(&row)
 				boot.rowIntervals(&row, m, it, gi)
 				a.Reference = append(a.Reference, row)
 			}
@@ -179,10 +192,13 @@ func (a *Analysis) reference() {
 			for gi, g := range groups {
 				rs := ReferenceScale{Model: s.Models[m].ID, Scale: sc, ScaleName: name, Group: g}
 				var rows []*ReferenceRow
+				var draws []*perfectDraws
 				for _, it := range items {
 					rows = append(rows, byKey[[3]string{rs.Model, s.Questionnaire.Items[it].ID, g}])
+					draws = append(draws, perfect[m][gi][it])
 				}
 				rs.average(rows)
+				scaleFloors(&rs, draws, rows)
 				boot.meanIntervals(&rs, m, k, gi)
 				if overall {
 					rs.Note = "every item of the questionnaire: alpha and omega are per scale"

@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/silicolab/silico/bootstrap"
-	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/psychometrics"
 )
 
@@ -172,7 +171,7 @@ type referenceBoot struct {
 }
 
 // meanFigures are the figures of ReferenceScale.Means that have intervals: the model's against the humans' (the
-// baselines and ceilings have none).
+// baselines have none).
 var meanFigures = [...]meanFigure{
 	{MeanW1, IntervalW1}, {MeanAlignment, IntervalAlignment}, {MeanSimBench, IntervalSimBench},
 }
@@ -460,24 +459,25 @@ func orNaN(v *float64) float64 {
 	return *v
 }
 
-// WriteReferenceResamples writes the resamples and splits behind spec's reference intervals and split-half
-// ceilings as CSV (bootstrap.IndicesHeader: label, b from 1, indices joined with ";"), so that another
-// implementation can recompute every interval from exactly the resamples Export took. Per group of
-// Reference.GroupLabels, in that order: "persona:GROUP" lists resample b of the group's personas as their
-// 0-based index in spec.Personas; for a file of answers "respondent:GROUP" lists resample b of its respondents
-// as their 0-based row in the file (header not counted), and "split1:GROUP" and "split2:GROUP" the two halves
-// of split b in the same numbering. A file of counts resamples and splits per item and group, which are not
-// written. Nothing is written without resamples (analysis.bootstrap.samples 0).
-func WriteReferenceResamples(w io.Writer, spec *experiment.Spec) error {
+// WriteReferenceResamples writes the resamples, splits and draws behind the reference intervals, split-half
+// baselines and perfect-model floors of analysis a as CSV (bootstrap.IndicesHeader: label, b from 1, indices
+// joined with ";"), so that another implementation can recompute every one from exactly the draws Export took.
+// Per group of Reference.GroupLabels, in that order: "persona:GROUP" lists resample b of the group's personas
+// as their 0-based index in spec.Personas; for a file of answers "respondent:GROUP" lists resample b of its
+// respondents as their 0-based row in the file (header not counted), and "split1:GROUP" and "split2:GROUP" the
+// two halves of split b in the same numbering; then per item, for each number m of cells a model's row of the
+// item and group pools, "perfect:GROUP:ITEM:m" lists the perfect model's draw b, its m answers as 0-based
+// option indices in the order drawn (a file of counts resamples and splits per item and group, which are not
+// written; its draws are). Nothing is written without resamples (analysis.bootstrap.samples 0).
+func WriteReferenceResamples(w io.Writer, a *Analysis) error {
+	spec := a.Spec
 	if spec.Reference == nil {
 		return nil
 	}
 	samples, seed := spec.Analysis.Bootstrap.Resolve()
 	groups := spec.Reference.GroupLabels()
 	h := newHumanSide(spec, groups)
-	a := &Analysis{Spec: spec}
-	rb := a.newReferenceBootPersonas(groups, samples, seed)
-	cw := csv.NewWriter(w)
+	rb := (&Analysis{Spec: spec}).newReferenceBootPersonas(groups, samples, seed)
 	join := func(idx []int) string {
 		s := make([]string, len(idx))
 		for i, v := range idx {
@@ -485,35 +485,59 @@ func WriteReferenceResamples(w io.Writer, spec *experiment.Spec) error {
 		}
 		return strings.Join(s, ";")
 	}
-	write := func(label string, b int, idx []int) {
-		_ = cw.Write([]string{label, strconv.Itoa(b + 1), join(idx)})
-	}
+	fail := func(err error) error { return fmt.Errorf("results: write resamples: %w", err) }
 	if _, err := io.WriteString(w, bootstrap.IndicesHeader+"\n"); err != nil {
-		return fmt.Errorf("results: write resamples: %w", err)
+		return fail(err)
+	}
+	// rows[g][item] are the reference rows of a group and item, one per model.
+	rows := map[[2]string][]*ReferenceRow{}
+	for i := range a.Reference {
+		r := &a.Reference[i]
+		rows[[2]string{r.Group, r.ItemID}] = append(rows[[2]string{r.Group, r.ItemID}], r)
 	}
 	for gi, g := range groups {
+		cw := csv.NewWriter(w)
+		write := func(label string, b int, idx []int) {
+			_ = cw.Write([]string{label, strconv.Itoa(b + 1), join(idx)})
+		}
 		for b, units := range rb.personaResamples(gi) {
 			write("persona:"+g, b, units)
 		}
-		if h.rs == nil || samples == 0 {
+		if h.rs != nil && samples > 0 {
+			members := h.members[g]
+			rs := bootstrap.New(seed, bootstrap.Key(keyRespondent, g), len(members))
+			for b := range samples {
+				write("respondent:"+g, b, unitsOf(members, rs.Next()))
+			}
+			sp := bootstrap.NewSplitter(seed, bootstrap.Key(keyRespondent, g), len(members))
+			first := make([]bool, len(members))
+			for b := range samples {
+				one, two := halves(sp, first, members)
+				write("split1:"+g, b, one)
+				write("split2:"+g, b, two)
+			}
+		}
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return fail(err)
+		}
+		if samples == 0 {
 			continue
 		}
-		members := h.members[g]
-		rs := bootstrap.New(seed, bootstrap.Key(keyRespondent, g), len(members))
-		for b := range samples {
-			write("respondent:"+g, b, unitsOf(members, rs.Next()))
+		for it, item := range spec.Questionnaire.Items {
+			written := map[int]bool{}
+			for _, r := range rows[[2]string{g, item.ID}] {
+				m := r.Answers.Cells
+				if r.Human == nil || m == 0 || written[m] {
+					continue
+				}
+				written[m] = true
+				label := "perfect:" + g + ":" + item.ID + ":" + strconv.Itoa(m)
+				if err := bootstrap.WriteDraws(w, label, seed, perfectKey(spec, g, it, m), r.Human, m, samples); err != nil {
+					return fail(err)
+				}
+			}
 		}
-		sp := bootstrap.NewSplitter(seed, bootstrap.Key(keyRespondent, g), len(members))
-		first := make([]bool, len(members))
-		for b := range samples {
-			one, two := halves(sp, first, members)
-			write("split1:"+g, b, one)
-			write("split2:"+g, b, two)
-		}
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("results: write resamples: %w", err)
 	}
 	return nil
 }

@@ -221,10 +221,7 @@ func TestReferenceComparison(t *testing.T) {
 func TestReferenceScalesMatchReliability(t *testing.T) {
 	s := testSpec()
 	s.Seeds = s.Seeds[:1]
-	s.Personas = nil
-	for p := range 8 {
-		s.Personas = append(s.Personas, experiment.Persona{ID: "p" + strconv.Itoa(p)})
-	}
+	s.Personas = numberedPersonas(8)
 	s.Questionnaire.Items = append(s.Questionnaire.Items, experiment.Item{ID: "q4", Text: "I am loud.", Scale: "E"})
 	s.Reference = &experiment.Reference{Counts: []experiment.ReferenceCounts{{Item: "q1", Group: "all", Counts: []int{1, 1, 1}}}}
 	s.ApplyDefaults()
@@ -519,9 +516,10 @@ for (k in unique(paste(d$item, d$group))) {
 	}
 }
 
-// TestReferenceIntervalsArePure: the bootstrap intervals and split-half ceilings of reference.csv and
-// reference_scales.csv are a function of the spec's seed alone: two exports, one on a single thread and one
-// on four, are equal byte for byte; another seed moves them; samples: 0 leaves their columns empty.
+// TestReferenceIntervalsArePure: the bootstrap intervals, split-half baselines and perfect-model floors of
+// reference.csv and reference_scales.csv are a function of the spec's seed alone: two exports, one on a single
+// thread and one on four, are equal byte for byte; another seed moves them; samples: 0 leaves their columns
+// empty.
 func TestReferenceIntervalsArePure(t *testing.T) {
 	s := weightedSpec(t)
 	export := func(samples int, seed int64, procs int) map[string][]byte {
@@ -576,8 +574,10 @@ func TestReferenceIntervalsArePure(t *testing.T) {
 			t.Errorf("q1 all: %s interval [%q, %q]", c, r[col[c+"_lo"]], r[col[c+"_hi"]])
 		}
 	}
-	if r[col["human_split_w1"]] == "" || r[col["human_split_alignment"]] == "" {
-		t.Errorf("q1 all: no split-half ceiling: %v", r)
+	for _, c := range []string{"split_half_w1", "split_half_alignment", "perfect_w1", "perfect_w1_lo", "perfect_jsd_hi"} {
+		if r[col[c]] == "" {
+			t.Errorf("q1 all: no %s: %v", c, r)
+		}
 	}
 	scol, srows := records(one[ReferenceScalesFile])
 	found := false
@@ -593,7 +593,8 @@ func TestReferenceIntervalsArePure(t *testing.T) {
 		t.Error("no line m1 E all in reference_scales.csv")
 	}
 	col, rows = records(export(0, 5, 2)[ReferenceFile])
-	for _, c := range []string{"w1_lo", "w1_hi", "human_mean_lo", "human_split_w1", "human_split_alignment"} {
+	for _, c := range []string{"w1_lo", "w1_hi", "human_mean_lo", "split_half_w1", "split_half_alignment", "perfect_w1",
+		"perfect_alignment_hi", "perfect_tvd_lo", "perfect_simbench", "perfect_jsd"} {
 		if v := rows[0][col[c]]; v != "" {
 			t.Errorf("samples 0: %s is %q, want empty", c, v)
 		}

@@ -89,10 +89,13 @@ type validitySide struct {
 	// agreeing side twice and answered at all.
 	scale, acq, agree, pairs [][]float64
 	// ys, ws, gs and rows are scratch buffers: a resample's values, weights, levels and score rows as the
-	// psychometrics functions take them (a side is used by one goroutine).
+	// psychometrics functions take them (a side is used by one goroutine). seen and stamp count a resample's
+	// distinct units: unit u was met in the current count when seen[u] == stamp.
 	ys, ws []float64
 	gs     []int
 	rows   [][]float64
+	seen   []uint32
+	stamp  uint32
 	// byItems holds scaleRows' matrices by their list of items.
 	byItems map[string][][]float64
 }
@@ -115,6 +118,36 @@ func (v *validitySide) gather(y []float64, g int, idx []int) (ys, ws []float64, 
 		return v.ys, nil, v.gs
 	}
 	return v.ys, v.ws, v.gs
+}
+
+// distinct returns, per level of attribute g (levels of them), the number of distinct units of idx with a
+// value y and a level; with g < 0 one count over every unit of idx with a value. A resample draws units with
+// replacement, and a rule that needs two units means two people (or personas): one unit drawn twice is
+// still one.
+func (v *validitySide) distinct(y []float64, g, levels int, idx []int) []int {
+	if len(v.seen) != v.n {
+		v.seen, v.stamp = make([]uint32, v.n), 0
+	}
+	v.stamp++
+	if v.stamp == 0 { // wrapped: start the marks afresh
+		clear(v.seen)
+		v.stamp = 1
+	}
+	n := make([]int, max(levels, 1))
+	for _, u := range idx {
+		if math.IsNaN(y[u]) || v.seen[u] == v.stamp {
+			continue
+		}
+		l := 0
+		if g >= 0 {
+			if l = v.level[g][u]; l < 0 {
+				continue
+			}
+		}
+		v.seen[u] = v.stamp
+		n[l]++
+	}
+	return n
 }
 
 // keying is the items of one scale by key, and each item's midpoint: (lowest + highest weight)/2 of its
@@ -387,13 +420,18 @@ func (v *validitySide) weightedMean(y []float64, idx []int) (float64, int) {
 }
 
 // sdStat is the (weighted) standard deviation of y over the units with a value, psychometrics.WeightedSD: √(Σ
-// w (y − ȳ)² / (Σw − Σw²/Σw)), R's cov.wt(method = "unbiased"); with every weight 1 the n − 1 sample SD.
+// w (y − ȳ)² / (Σw − Σw²/Σw)), R's cov.wt(method = "unbiased"); with every weight 1 the n − 1 sample SD. It
+// needs two distinct units with a value: a resample of one unit drawn again and again has an SD of 0 that
+// says nothing about the spread.
 func sdStat(y func(v *validitySide) []float64) sideStat {
 	return func(v *validitySide, idx []int) (float64, int, string) {
 		ys, ws, _ := v.gather(y(v), -1, idx)
+		if v.distinct(y(v), -1, 0, idx)[0] < 2 {
+			return math.NaN(), len(ys), fmt.Sprintf("%s: fewer than two distinct %s with a score", v.name, v.unit)
+		}
 		sd, err := psychometrics.WeightedSD(ys, ws)
 		if err != nil {
-			return math.NaN(), len(ys), fmt.Sprintf("%s: fewer than two %s with a score", v.name, v.unit)
+			return math.NaN(), len(ys), fmt.Sprintf("%s: no spread: %s", v.name, strings.TrimPrefix(err.Error(), "psychometrics: "))
 		}
 		return sd, len(ys), ""
 	}
@@ -421,7 +459,7 @@ func (v *validitySide) groupMeans(y []float64, g, levels int, idx []int) (mean, 
 	return mean, wsum, n, grand / sw
 }
 
-// fewInLevel names the first level with fewer than two units, "" when none has.
+// fewInLevel names the first level with fewer than two units (distinct units: see distinct), "" when none has.
 func fewInLevel(n []int, levels []string) string {
 	for l, c := range n {
 		if c < 2 {
@@ -433,17 +471,13 @@ func fewInLevel(n []int, levels []string) string {
 
 // r2Stat is the share of the (weighted) variance of scale k's scores that attribute g's levels explain,
 // psychometrics.VarianceExplained: Σ_l W_l (ȳ_l − ȳ)² / Σ w (y − ȳ)², summary(lm(y ~ factor(level), weights =
-// w))$r.squared. It needs two units in every level: a level of one unit is fitted exactly, and a level missing
-// from a resample changes what is being explained.
+// w))$r.squared. It needs two distinct units in every level: a level of one unit (or of one unit drawn twice
+// by a resample) is fitted exactly, and a level missing from a resample changes what is being explained.
 func r2Stat(k, g int, levels []string) sideStat {
 	return func(v *validitySide, idx []int) (float64, int, string) {
 		ys, ws, gs := v.gather(v.scale[k], g, idx)
-		n := make([]int, len(levels))
-		for _, l := range gs {
-			n[l]++
-		}
-		if l := fewInLevel(n, levels); l != "" {
-			return math.NaN(), len(ys), fmt.Sprintf("%s: fewer than two %s with a score in level %s", v.name, v.unit, l)
+		if l := fewInLevel(v.distinct(v.scale[k], g, len(levels), idx), levels); l != "" {
+			return math.NaN(), len(ys), fmt.Sprintf("%s: fewer than two distinct %s with a score in level %s", v.name, v.unit, l)
 		}
 		r2, err := psychometrics.VarianceExplained(ys, gs, ws)
 		if err != nil {
@@ -454,12 +488,13 @@ func r2Stat(k, g int, levels []string) sideStat {
 }
 
 // diffStat is level l's (weighted) mean scale score minus the first level's: lm's treatment contrast, each
-// level needing two units with a score.
+// level needing two distinct units with a score.
 func diffStat(k, g, l int, levels []string) sideStat {
 	return func(v *validitySide, idx []int) (float64, int, string) {
 		mean, _, n, _ := v.groupMeans(v.scale[k], g, len(levels), idx)
-		if c := fewInLevel([]int{n[0], n[l]}, []string{levels[0], levels[l]}); c != "" {
-			return math.NaN(), n[0] + n[l], fmt.Sprintf("%s: fewer than two %s with a score in level %s", v.name, v.unit, c)
+		d := v.distinct(v.scale[k], g, len(levels), idx)
+		if c := fewInLevel([]int{d[0], d[l]}, []string{levels[0], levels[l]}); c != "" {
+			return math.NaN(), n[0] + n[l], fmt.Sprintf("%s: fewer than two distinct %s with a score in level %s", v.name, v.unit, c)
 		}
 		return mean[l] - mean[0], n[0] + n[l], ""
 	}
@@ -782,7 +817,7 @@ func (a *Analysis) fillValidity(lines []validityLine, human *validitySide) {
 		own[w] = map[*validitySide]*validitySide{}
 		for v := range sides {
 			c := *v
-			c.ys, c.ws, c.gs, c.rows = nil, nil, nil, nil
+			c.ys, c.ws, c.gs, c.rows, c.seen = nil, nil, nil, nil, nil
 			own[w][v] = &c
 		}
 	}
@@ -840,8 +875,13 @@ func (a *Analysis) fillValidity(lines []validityLine, human *validitySide) {
 			if point == nil || v == nil {
 				return
 			}
+			n := definedCount(v)
+			if !enoughResamples(n, samples) {
+				notes = append(notes, fmt.Sprintf("%s: no interval: defined on %d of %d resamples, fewer than half", side, n, samples))
+				return
+			}
 			*lo, *hi = bootstrap.Interval(v)
-			if n := definedCount(v); n < samples {
+			if n < samples {
 				notes = append(notes, fmt.Sprintf("%s interval over %d of %d resamples", side, n, samples))
 			}
 		}
@@ -851,6 +891,15 @@ func (a *Analysis) fillValidity(lines []validityLine, human *validitySide) {
 		r.Note = joinNotes(append([]string{r.Note}, notes...)...)
 	}
 }
+
+// MinDefinedShare is the share of the resamples on which a statistic of validity.csv must be defined for it to
+// have an interval. A resample that leaves it undefined (a level without two distinct personas) is left out,
+// and the resamples kept are those that happened to draw the rare units: when they are a minority, their
+// spread is that of a selected few, not the statistic's sampling spread, so no interval is given.
+const MinDefinedShare = 0.5
+
+// enoughResamples says whether n defined values of samples resamples may make an interval (MinDefinedShare).
+func enoughResamples(n, samples int) bool { return float64(n) >= MinDefinedShare*float64(samples) }
 
 // ratio is m/h, NaN with a reason where h is 0 (and NaN where either is).
 func ratio(m, h float64) (float64, string) {

@@ -2,6 +2,7 @@ package results_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,9 @@ import (
 func TestBFIValidityIntervalsEqualR(t *testing.T) {
 	rscript := rscriptWith(t, "psych", "GPArotation", "yaml")
 	const specPath = "../examples/bfi/experiment.yaml"
-	dir, resamples := runBFIWithResamples(t, "validity_resamples.csv", results.WriteValidityResamples)
+	dir, resamples := runBFIWithResamples(t, "validity_resamples.csv", func(w io.Writer, a *results.Analysis) error {
+		return results.WriteValidityResamples(w, a.Spec)
+	})
 	run := func(d string) (string, bool) { return checkValidityR(t, rscript, d, specPath, resamples) }
 	out, ok := run(dir)
 	t.Logf("check_validity.R:\n%s", out)

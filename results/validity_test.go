@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"math"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -43,10 +44,73 @@ func TestValidityWeightedStatistics(t *testing.T) {
 			t.Errorf("%s = %v over %d (%q), want %v over 4", c.name, got, n, why, c.want)
 		}
 	}
-	// A unit drawn twice counts twice: resample {0, 0, 2, 3} is y = 1, 1, 3, 5 weighing 1, 1, 2, 2; the grand
-	// mean is 3, the total sum of squares 4 + 4 + 0 + 8 = 16, the within-level one 0 + 2·1 + 2·1 = 4: R² 0.75.
-	if got, _, _ := r2Stat(0, 0, levels)(v, []int{0, 0, 2, 3}); math.Abs(got-0.75) > 1e-12 {
-		t.Errorf("r2 of a resample with a repeated unit = %v, want 0.75", got)
+	// A unit drawn twice counts twice: resample {0, 0, 1, 2, 3} is y = 1, 1, 2, 3, 5 weighing 1, 1, 1, 2, 2.
+	// R: summary(lm(y ~ f, weights = w))$r.squared with f = 0, 0, 0, 1, 1 is 0.72316384180790971.
+	if got, _, _ := r2Stat(0, 0, levels)(v, []int{0, 0, 1, 2, 3}); math.Abs(got-0.72316384180790971) > 1e-12 {
+		t.Errorf("r2 of a resample with a repeated unit = %v, want 0.72316384180790971", got)
+	}
+}
+
+// The rules that need two units in a level count distinct units, not the slots of a resample: a level made of
+// one unit drawn twice is fitted exactly (r2) or has a mean without a spread (difference), as a level of one
+// unit does, and a sample of one unit drawn twice has an SD of 0 that says nothing.
+func TestValidityCountsDistinctUnits(t *testing.T) {
+	v := side([]float64{1, 2, 3, 5}, []int{0, 0, 1, 1}, nil)
+	levels := []string{"a", "b"}
+	sd := sdStat(func(v *validitySide) []float64 { return v.scale[0] })
+	for _, c := range []struct {
+		name string
+		f    sideStat
+		idx  []int
+		why  string
+	}{
+		{"r2, level b one unit twice", r2Stat(0, 0, levels), []int{0, 1, 2, 2}, "two distinct respondents with a score in level b"},
+		{"r2, level a one unit three times", r2Stat(0, 0, levels), []int{1, 1, 1, 2, 3}, "level a"},
+		{"difference, level b one unit twice", diffStat(0, 0, 1, levels), []int{0, 1, 3, 3}, "two distinct respondents with a score in level b"},
+		{"sd, one unit four times", sd, []int{2, 2, 2, 2}, "two distinct respondents"},
+	} {
+		got, n, why := c.f(v, c.idx)
+		if !math.IsNaN(got) || !strings.Contains(why, c.why) {
+			t.Errorf("%s: %v over %d (%q), want NaN saying %q", c.name, got, n, why, c.why)
+		}
+	}
+	// Two distinct units in each level, one of them drawn twice, still define every statistic.
+	for name, f := range map[string]sideStat{"r2": r2Stat(0, 0, levels), "difference": diffStat(0, 0, 1, levels), "sd": sd} {
+		if got, _, why := f(v, []int{0, 1, 1, 2, 3}); math.IsNaN(got) {
+			t.Errorf("%s on a resample with two distinct units per level: NaN (%s)", name, why)
+		}
+	}
+}
+
+// An interval of validity.csv needs its statistic defined on at least half of the resamples: r2 and difference
+// of gridSpecForValidity's attribute g need all four personas (two per level) in a resample of four, which
+// 24 of 256 draws have (and the respondents likewise), so their intervals are refused with a note that says on
+// how many resamples the statistic was defined; sd_ratio, defined on nearly every resample, keeps its.
+func TestValidityRefusesThinIntervals(t *testing.T) {
+	a := validityRun(t, gridSpecForValidity(t))
+	samples, _ := a.Spec.Analysis.Bootstrap.Resolve()
+	re := regexp.MustCompile(`model: no interval: defined on (\d+) of (\d+) resamples`)
+	for _, stat := range []string{ValidityR2, ValidityDifference} {
+		r := findValidity(t, a.Validity, "m1", "E", stat)
+		if r.ModelValue == nil || r.HumanValue == nil {
+			t.Fatalf("%s: no point value: %+v", stat, r)
+		}
+		if r.ModelLo != nil || r.ModelHi != nil || r.HumanLo != nil || r.HumanHi != nil {
+			t.Errorf("%s: an interval from a minority of the resamples: %+v", stat, r)
+		}
+		m := re.FindStringSubmatch(r.Note)
+		if m == nil || !strings.Contains(r.Note, "humans: no interval: defined on ") {
+			t.Errorf("%s: note %q does not say on how many resamples each side's statistic was defined", stat, r.Note)
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		if m[2] != strconv.Itoa(samples) || float64(n) >= 0.5*float64(samples) || n < samples/20 {
+			t.Errorf("%s: note %q: want about 9 %% of %d resamples", stat, r.Note, samples)
+		}
+	}
+	sd := findValidity(t, a.Validity, "m1", "E", ValiditySDRatio)
+	if sd.ModelLo == nil || sd.HumanLo == nil || strings.Contains(sd.Note, "no interval") {
+		t.Errorf("sd_ratio lost its interval: %+v", sd)
 	}
 }
 
@@ -59,7 +123,7 @@ func TestValidityUndefined(t *testing.T) {
 		f    sideStat
 		why  string
 	}{
-		{"one unit in a level", side([]float64{1, 2, 3}, []int{0, 0, 1}, nil), r2Stat(0, 0, levels), "fewer than two respondents with a score in level b"},
+		{"one unit in a level", side([]float64{1, 2, 3}, []int{0, 0, 1}, nil), r2Stat(0, 0, levels), "fewer than two distinct respondents with a score in level b"},
 		{"difference, one unit", side([]float64{1, 2, 3}, []int{0, 1, 1}, nil), diffStat(0, 0, 1, levels), "level a"},
 		{"no variance", side([]float64{2, 2, 2, 2}, []int{0, 0, 1, 1}, nil), r2Stat(0, 0, levels), "no variance"},
 		{"sd of one", side([]float64{2, math.NaN()}, []int{0, 0}, nil), sdStat(func(v *validitySide) []float64 { return v.scale[0] }), "fewer than two"},
@@ -194,8 +258,9 @@ func TestValidityOfARun(t *testing.T) {
 	if d.HumanValue == nil || *d.HumanValue != -0.75 || d.Agree == nil || *d.Agree {
 		t.Errorf("difference %+v: want humans −0.75, signs disagreeing", d)
 	}
-	if d.ModelLo == nil || d.HumanLo == nil {
-		t.Errorf("difference %+v: no intervals with the default bootstrap", d)
+	// (Its intervals are refused, TestValidityRefusesThinIntervals: two personas per level of four.)
+	if q := findValidity(t, a.Validity, "m1", "E", ValiditySDRatio); q.ModelLo == nil || q.HumanLo == nil || q.ValueLo == nil {
+		t.Errorf("sd_ratio %+v: no intervals with the default bootstrap", q)
 	}
 
 	again := validityRun(t, s)

@@ -1,10 +1,11 @@
 # Recomputes, with base R and psych, the human comparison of an export of examples/bfi: reference.csv's
-# alignment, tvd, simbench, the uniform answer's figures and the humans' split-half ceiling, and the 95 %
-# bootstrap intervals of reference.csv (w1, alignment, jsd, simbench, model_mean, human_mean) and of
-# reference_scales.csv (model and human alpha and omega_total, and the means of w1, alignment and simbench over
-# each scale's items and over every item), from the very resamples and splits silico took,
-# which results.WriteReferenceResamples writes to resamples.csv beside the outputs. Each interval is R's
-# quantile(type = 7) at 0.025 and 0.975 of the resampled values that are defined.
+# alignment, tvd, simbench, the uniform answer's figures, the humans' split-half distance and the perfect-model
+# floors, and the 95 % bootstrap intervals of reference.csv (w1, alignment, jsd, simbench, model_mean,
+# human_mean) and of reference_scales.csv (model and human alpha and omega_total, the means of w1, alignment and
+# simbench over each scale's items and over every item, and the floors of those means and of tvd's), from the
+# very resamples, splits and draws silico took, which results.WriteReferenceResamples writes to resamples.csv
+# beside the outputs. Each interval is R's quantile(type = 7) at 0.025 and 0.975 of the resampled (or drawn)
+# values that are defined.
 #
 #   Rscript examples/bfi/check_intervals.R OUTDIR [BFIDIR [GROUPS [SCALES]]]
 #
@@ -15,7 +16,10 @@
 # has no option ignored for scale), W1 = sum |F_P - F_Q|, alignment = 1 - W1/5, tvd = sum |P - Q| / 2,
 # simbench = 100 (1 - tvd(P, Q) / tvd(U, Q)) with U uniform; the model's distribution of a set of personas is
 # their cells' mean (each persona's distributions.csv p weighted by its n_cells); a resample of respondents is
-# their answers' table. Prints the largest difference; exits 1 when one is over 1e-9.
+# their answers' table; the perfect model of a line gives n_cells answers drawn from the line's human_p, and draw
+# b's distribution is the table of its answers (rows perfect:GROUP:ITEM:n_cells, 0-based option indices), its
+# floor the mean over the draws of each figure against human_p and the draws' quantiles. Prints the largest
+# difference; exits 1 when one is over 1e-9.
 suppressPackageStartupMessages({library(psych); library(GPArotation)})
 args <- commandArgs(TRUE)
 out <- args[1]
@@ -83,6 +87,7 @@ for (g in unique(ref$group)) {
   s1 <- indices(paste0("split1:", g)); s2 <- indices(paste0("split2:", g))
   B <- length(hres)
   vs <- list()   # each item's resampled figures, for the scales' means
+  fs <- list()   # each item's perfect-model figures per draw, for the scales' floors
   for (it in items$id) {
     r <- ref[ref$item_id == it & ref$group == g, ]
     what <- paste(it, g)
@@ -94,8 +99,28 @@ for (g in unique(ref$group)) {
     check(paste(what, "uniform_alignment"), r$uniform_alignment, 1 - w1(u, q) / 5)
     check(paste(what, "uniform_tvd"), r$uniform_tvd, tvd(u, q))
     sw <- sapply(seq_len(B), function(b) w1(human_dist(it, s1[[b]]), human_dist(it, s2[[b]])))
-    check(paste(what, "human_split_w1"), r$human_split_w1, mean(sw))
-    check(paste(what, "human_split_alignment"), r$human_split_alignment, 1 - mean(sw) / 5)
+    check(paste(what, "split_half_w1"), r$split_half_w1, mean(sw))
+    check(paste(what, "split_half_alignment"), r$split_half_alignment, 1 - mean(sw) / 5)
+    # The perfect model: n_cells answers drawn from the humans' distribution, per draw.
+    m <- as.integer(r$n_cells)
+    f <- matrix(NA_real_, B, 5, dimnames = list(NULL, c("w1", "alignment", "tvd", "simbench", "jsd")))
+    if (m > 0 && r$human_p != "") {
+      dr <- indices(paste0("perfect:", g, ":", it, ":", m))
+      if (length(dr) != B) stop(sprintf("%s: %d perfect-model draws, want %d", what, length(dr), B))
+      for (b in seq_len(B)) {
+        pb <- tabulate(dr[[b]], 6) / m
+        if (length(dr[[b]]) != m) stop(sprintf("%s: draw %d has %d answers, want %d", what, b, length(dr[[b]]), m))
+        f[b, ] <- c(w1(pb, q), 1 - w1(pb, q) / 5, tvd(pb, q), simbench(pb, q), jsd(pb, q))
+      }
+    }
+    for (c in colnames(f)) {
+      d <- f[!is.na(f[, c]), c]
+      check(paste(what, "perfect", c), r[[paste0("perfect_", c)]], if (length(d) == 0) NA else mean(d))
+      iv <- q7(f[, c])
+      check(paste(what, "perfect", c, "lo"), r[[paste0("perfect_", c, "_lo")]], iv[1])
+      check(paste(what, "perfect", c, "hi"), r[[paste0("perfect_", c, "_hi")]], iv[2])
+    }
+    fs[[it]] <- f
     v <- matrix(NA_real_, B, 6, dimnames = list(NULL, c("w1", "alignment", "jsd", "simbench", "model_mean", "human_mean")))
     for (b in seq_len(B)) {
       pb <- model_dist(it, pres[[b]]); qb <- human_dist(it, hres[[b]])
@@ -123,6 +148,17 @@ for (g in unique(ref$group)) {
       iv <- q7(mb)
       check(paste(sc, g, "mean", c, "lo"), r[[paste0(c, "_lo")]], iv[1])
       check(paste(sc, g, "mean", c, "hi"), r[[paste0(c, "_hi")]], iv[2])
+    }
+    # The floors of the means: the mean over the items of each item's floor, and the quantiles of the mean over
+    # the items on each draw (over the items where the figure is defined).
+    for (c in c("w1", "alignment", "tvd", "simbench")) {
+      m <- sapply(its, function(it) fs[[it]][, c])
+      im <- apply(m, 2, function(x) if (all(is.na(x))) NA else mean(x[!is.na(x)]))
+      check(paste(sc, g, "perfect", c), r[[paste0("perfect_", c)]], if (all(is.na(im))) NA else mean(im[!is.na(im)]))
+      mb <- apply(m, 1, function(x) if (all(is.na(x))) NA else mean(x[!is.na(x)]))
+      iv <- q7(mb)
+      check(paste(sc, g, "perfect", c, "lo"), r[[paste0("perfect_", c, "_lo")]], iv[1])
+      check(paste(sc, g, "perfect", c, "hi"), r[[paste0("perfect_", c, "_hi")]], iv[2])
     }
   }
 }

@@ -131,9 +131,12 @@ wcor <- function(x, w) {
   }
   r
 }
-wsd <- function(y, w) {
+# The rules that need two units count distinct units (u: each row's unit, repeated where a resample drew it
+# again): one persona drawn twice is still one persona.
+distinct <- function(u) length(unique(u))
+wsd <- function(y, w, u) {
   ok <- !is.na(y)
-  if (sum(ok) < 2) return(NA)
+  if (distinct(u[ok]) < 2) return(NA)
   sqrt(cov.wt(cbind(y[ok]), wt = w[ok] / sum(w[ok]), method = "unbiased")$cov[1, 1])
 }
 
@@ -166,7 +169,7 @@ persona_attr <- function(g) vapply(personas, function(p) {
   if (is.null(v)) NA_character_ else trimws(as.character(v))
 }, "")
 fit_r2 <- function(y, f, w) summary(lm(y ~ f, weights = w))$r.squared
-ok_levels <- function(f) all(table(f) >= 2)
+ok_levels <- function(f, u) all(vapply(levels(f), function(l) distinct(u[f == l]), 0L) >= 2)
 
 h_raw <- human_raw
 h_key <- keyed_matrix(h_raw)
@@ -204,31 +207,31 @@ expected_rows <- function(mi, hi) {
         hk <- !is.na(hs) & ha %in% L
         mf <- factor(pa[mk], levels = L)
         hf <- factor(ha[hk], levels = L)
-        mr2 <- if (ok_levels(mf)) fit_r2(ms[mk], mf, rep(1, sum(mk))) else NA
-        hr2 <- if (ok_levels(hf)) fit_r2(hs[hk], hf, hw[hk]) else NA
+        mr2 <- if (ok_levels(mf, mi[mk])) fit_r2(ms[mk], mf, rep(1, sum(mk))) else NA
+        hr2 <- if (ok_levels(hf, hi[hk])) fit_r2(hs[hk], hf, hw[hk]) else NA
         add(model = m, scale = k, attribute = g, level = "", item_id = "", statistic = "r2", n_personas = sum(mk),
             n_humans = sum(hk), model_value = mr2, human_value = hr2, value = NA, agree = "")
         mc <- if (sum(mk) > 0) coef(lm(ms[mk] ~ mf)) else NULL
         hc <- if (sum(hk) > 0) coef(lm(hs[hk] ~ hf, weights = hw[hk])) else NULL
         for (l in seq_along(L)[-1]) {
-          two <- function(f) sum(f == L[1]) >= 2 && sum(f == L[l]) >= 2
+          two <- function(f, u) distinct(u[f == L[1]]) >= 2 && distinct(u[f == L[l]]) >= 2
           # by name: lm drops a level no unit has (a resample's), which shifts the later coefficients
-          md <- if (two(mf)) unname(mc[paste0("mf", L[l])]) else NA
-          hd <- if (two(hf)) unname(hc[paste0("hf", L[l])]) else NA
+          md <- if (two(mf, mi[mk])) unname(mc[paste0("mf", L[l])]) else NA
+          hd <- if (two(hf, hi[hk])) unname(hc[paste0("hf", L[l])]) else NA
           agree <- if (is.na(md) || is.na(hd)) "" else tolower(as.character(sign(md) == sign(hd)))
           add(model = m, scale = k, attribute = g, level = L[l], item_id = "", statistic = "difference",
               n_personas = sum(mf %in% L[c(1, l)]), n_humans = sum(hf %in% L[c(1, l)]), model_value = md,
               human_value = hd, value = NA, agree = agree)
         }
       }
-      msd <- sd(ms, na.rm = TRUE)
-      hsd <- wsd(hs, hw)
+      msd <- wsd(ms, rep(1, length(ms)), mi)
+      hsd <- wsd(hs, hw, hi)
       add(model = m, scale = k, attribute = "all", level = "", item_id = "", statistic = "sd_ratio",
           n_personas = sum(!is.na(ms)), n_humans = sum(!is.na(hs)), model_value = msd, human_value = hsd,
           value = ratio_of(msd, hsd), agree = "")
       for (it in scale_items[[k]]) {
-        msd <- sd(m_key[, it], na.rm = TRUE)
-        hsd <- wsd(hkey[, it], hw)
+        msd <- wsd(m_key[, it], rep(1, nrow(m_key)), mi)
+        hsd <- wsd(hkey[, it], hw, hi)
         add(model = m, scale = k, attribute = "all", level = "", item_id = it, statistic = "sd_ratio",
             n_personas = sum(!is.na(m_key[, it])), n_humans = sum(!is.na(hkey[, it])), model_value = msd,
             human_value = hsd, value = ratio_of(msd, hsd), agree = "")
@@ -306,8 +309,9 @@ for (st in unique(want$statistic)) {
 # With the resamples silico took (results.WriteValidityResamples), every line is recomputed on each resample b of
 # the personas and of the respondents (their weights travel with them), and each interval is R's quantile(type =
 # 7) at 0.025 and 0.975 of the resampled values that are defined (NA: a resample on which the statistic is
-# undefined, which silico leaves out as well). A line has an interval only where its point value is defined, and
-# the humans' and the compared value's only when there are respondents.
+# undefined, which silico leaves out as well; a level needs two distinct units, not two draws). A line has an
+# interval only where its point value is defined and on at least half of the resamples, and the humans' and the
+# compared value's only when there are respondents.
 if (!is.null(resamples_path)) {
   rs <- read_csv_text(resamples_path)
   draws <- function(label) {
@@ -327,9 +331,10 @@ if (!is.null(resamples_path)) {
       stopifnot(identical(key(wb), kw))
       for (c in cols) vals[[c]][b, ] <- wb[[c]]
     }
+    # No interval when the statistic is defined on fewer than half of the resamples (silico's MinDefinedShare).
     q7 <- function(v) {
       v <- v[!is.na(v)]
-      if (length(v) == 0) c(NA, NA) else unname(quantile(v, c(0.025, 0.975), type = 7))
+      if (length(v) == 0 || length(v) < 0.5 * B) c(NA, NA) else unname(quantile(v, c(0.025, 0.975), type = 7))
     }
     checked <- 0
     worst <- 0
