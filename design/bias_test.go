@@ -23,48 +23,18 @@ func simulate(seed uint64, beta float64, personas, k int) []Observation {
 					if r.Float64() < beta {
 						pos = 1
 					}
-					c := pos - 1 // canonical index of the answer
+					c, first := pos-1, 0 // canonical index of the answer, and of the option shown first
 					if order == string(experiment.OrderReversed) {
-						c = k - pos
+						c, first = k-pos, k-1
 					}
 					obs = append(obs, Observation{Model: "sim", Scale: "S", Item: fmt.Sprintf("i%d", it),
 						Persona: fmt.Sprintf("p%03d", p), Seed: int64(s), Order: order, Position: pos, K: k,
-						Score: float64(c + 1)})
+						Answer: c, First: first, Score: float64(c + 1), Weight: float64(c + 1)})
 				}
 			}
 		}
 	}
 	return obs
-}
-
-// TestFirstBiasRecoversInjectedBias injects a known bias toward the first shown position and checks that
-// first_bias estimates it and that its bootstrap interval covers it, while share(position 1) itself does not.
-func TestFirstBiasRecoversInjectedBias(t *testing.T) {
-	for _, tc := range []struct {
-		beta float64
-		k    int
-	}{{0, 5}, {0.2, 5}, {0.5, 4}, {0.3, 7}} {
-		a := analyse(t, simulate(uint64(100*tc.beta)+uint64(tc.k), tc.beta, 60, tc.k), Bootstrap{Samples: 1000, Seed: 1})
-		rows := a.OrderBias()
-		all := rows[len(rows)-1]
-		if all.Item != AllItems {
-			t.Fatalf("last row is item %q; want %q", all.Item, AllItems)
-		}
-		fb := all.FirstBias
-		if fb.Value == nil || fb.Lo == nil || fb.Hi == nil {
-			t.Fatalf("β %v: first_bias %v undefined", tc.beta, fb)
-		}
-		if *fb.Lo > tc.beta || *fb.Hi < tc.beta {
-			t.Errorf("β %v, K %d: first_bias %.4f, interval [%.4f, %.4f] misses it", tc.beta, tc.k, *fb.Value, *fb.Lo, *fb.Hi)
-		}
-		if tc.beta == 0 {
-			continue
-		}
-		// The raw share at position 1 overstates β by (1 − β)/K: far outside the interval.
-		if s := all.PositionShares[0]; s >= *fb.Lo && s <= *fb.Hi {
-			t.Errorf("β %v: share at position 1 %.4f inside first_bias's interval; the estimator does not correct for chance", tc.beta, s)
-		}
-	}
 }
 
 // TestBootstrapIsAPureFunction feeds the same cells in another order and to another accumulator: the resamples
@@ -80,8 +50,8 @@ func TestBootstrapIsAPureFunction(t *testing.T) {
 	moved := false
 	for i := range want {
 		for _, f := range []func(OrderBiasRow) Interval{
-			func(r OrderBiasRow) Interval { return r.Diff },
-			func(r OrderBiasRow) Interval { return r.FirstBias },
+			func(r OrderBiasRow) Interval { return r.WeightDiff },
+			func(r OrderBiasRow) Interval { return r.FirstEffect },
 			func(r OrderBiasRow) Interval { return r.PrimacyRecency },
 		} {
 			w, g, o := f(want[i]), f(got[i]), f(other[i])
@@ -103,8 +73,8 @@ func TestBootstrapIsAPureFunction(t *testing.T) {
 func TestNoIntervalsWithoutSamples(t *testing.T) {
 	rows := analyse(t, simulate(1, 0.2, 10, 5), Bootstrap{}).OrderBias()
 	for _, r := range rows {
-		if r.Diff.Value == nil || r.Diff.Lo != nil || r.Diff.Hi != nil || r.FirstBias.Lo != nil {
-			t.Errorf("%s/%s: diff %v with samples 0; want a value and no interval", r.Model, r.Item, r.Diff)
+		if r.WeightDiff.Value == nil || r.WeightDiff.Lo != nil || r.WeightDiff.Hi != nil || r.FirstEffect.Lo != nil {
+			t.Errorf("%s/%s: weight_diff %v with samples 0; want a value and no interval", r.Model, r.Item, r.WeightDiff)
 		}
 	}
 }
@@ -113,12 +83,19 @@ func TestNoIntervalsWithoutSamples(t *testing.T) {
 // and is not counted.
 func TestAddRefusesUnusableObservations(t *testing.T) {
 	a := New(Bootstrap{})
-	good := Observation{Model: "m", Scale: "S", Item: "i", Persona: "p", Order: string(experiment.OrderAsWritten), Position: 1, K: 5, Score: 1}
+	good := Observation{Model: "m", Scale: "S", Item: "i", Persona: "p", Order: string(experiment.OrderAsWritten), Position: 1, K: 5, Score: 1, Weight: 1}
+	nan := math.NaN()
 	for _, o := range []Observation{
 		{Model: "m", Item: "i", Persona: "p", Position: 0, K: 5},
 		{Model: "m", Item: "i", Persona: "p", Position: 6, K: 5},
 		{Model: "m", Item: "i", Persona: "p", Position: 1, K: 0},
 		{Model: "m", Item: "i", Persona: "p", Position: 1, K: 5, Score: math.NaN()},
+		{Model: "m", Item: "i", Persona: "p", Position: 1, K: 5, Weight: math.Inf(1)},
+		{Model: "m", Item: "i", Persona: "p", Position: 1, K: 5, ExpectedWeight: &nan},
+		{Model: "m", Item: "i", Persona: "p", Position: 2, K: 5, Answer: 5, First: 0},
+		{Model: "m", Item: "i", Persona: "p", Position: 2, K: 5, Answer: 1, First: -1},
+		{Model: "m", Item: "i", Persona: "p", Position: 1, K: 5, Answer: 2, First: 0}, // shown first, yet not the first option
+		{Model: "m", Item: "i", Persona: "p", Position: 3, K: 5, Answer: 2, First: 2}, // the first option, yet shown third
 	} {
 		if err := a.Add(o); err == nil {
 			t.Errorf("Add(%+v) accepted", o)

@@ -10,12 +10,13 @@ import (
 // OrderBiasHeader returns the header of order_bias.csv.
 func OrderBiasHeader() []string {
 	return []string{"run_id", "model", "scale", "item_id", "n", "n_personas", "k", "position_shares",
-		"n_as_written", "n_reversed", "n_shuffled", "mean_as_written", "mean_reversed", "mean_shuffled",
-		"diff", "diff_lo", "diff_hi", "primacy_recency", "primacy_recency_lo", "primacy_recency_hi",
-		"first_bias", "first_bias_lo", "first_bias_hi",
+		"n_as_written", "n_reversed", "n_shuffled", "weight_as_written", "weight_reversed", "weight_shuffled",
+		"weight_diff", "weight_diff_lo", "weight_diff_hi", "primacy_recency", "primacy_recency_lo", "primacy_recency_hi",
+		"first_effect", "first_effect_lo", "first_effect_hi",
 		"n_expected_as_written", "n_expected_reversed", "n_expected_shuffled",
-		"expected_as_written", "expected_reversed", "expected_shuffled",
-		"diff_expected", "diff_expected_lo", "diff_expected_hi", "marginal_probs", "n_marginal"}
+		"expected_weight_as_written", "expected_weight_reversed", "expected_weight_shuffled",
+		"expected_weight_diff", "expected_weight_diff_lo", "expected_weight_diff_hi",
+		"marginal_p", "marginal_cells", "marginal_source"}
 }
 
 // VarianceHeader returns the header of variance.csv: per term of Terms() its levels, df, ss and share.
@@ -56,20 +57,20 @@ func WriteOrderBias(w io.Writer, runID string, rows []OrderBiasRow) error {
 		for _, n := range r.NOrder {
 			rec = append(rec, strconv.Itoa(n))
 		}
-		for _, m := range r.MeanOrder {
+		for _, m := range r.WeightOrder {
 			rec = append(rec, Num(m))
 		}
-		for _, iv := range []Interval{r.Diff, r.PrimacyRecency, r.FirstBias} {
+		for _, iv := range []Interval{r.WeightDiff, r.PrimacyRecency, r.FirstEffect} {
 			rec = append(rec, Num(iv.Value), Num(iv.Lo), Num(iv.Hi))
 		}
 		for _, n := range r.NExpected {
 			rec = append(rec, strconv.Itoa(n))
 		}
-		for _, m := range r.MeanExpected {
+		for _, m := range r.ExpectedWeightOrder {
 			rec = append(rec, Num(m))
 		}
-		return append(rec, Num(r.DiffExpected.Value), Num(r.DiffExpected.Lo), Num(r.DiffExpected.Hi),
-			nums(r.Marginal), strconv.Itoa(r.MarginalCells))
+		return append(rec, Num(r.ExpectedWeightDiff.Value), Num(r.ExpectedWeightDiff.Lo), Num(r.ExpectedWeightDiff.Hi),
+			nums(r.Marginal), strconv.Itoa(r.MarginalCells), r.MarginalSource)
 	})
 }
 

@@ -41,8 +41,8 @@ func TestCSVReadsBack(t *testing.T) {
 	}
 	for i, r := range bias {
 		rec := recs[i+1]
-		for name, want := range map[string]*float64{"diff_lo": r.Diff.Lo, "first_bias": r.FirstBias.Value,
-			"mean_reversed": r.MeanOrder[1], "diff_expected_hi": r.DiffExpected.Hi} {
+		for name, want := range map[string]*float64{"weight_diff_lo": r.WeightDiff.Lo, "first_effect": r.FirstEffect.Value,
+			"weight_reversed": r.WeightOrder[1], "expected_weight_diff_hi": r.ExpectedWeightDiff.Hi} {
 			got := rec[col(recs[0], name)]
 			if (want == nil) != (got == "") || (want != nil && got != strconv.FormatFloat(*want, 'g', -1, 64)) {
 				t.Errorf("%s/%s %s: %q for %v", r.Model, r.Item, name, got, want)

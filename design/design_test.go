@@ -27,9 +27,11 @@ const (
 )
 
 // synthetic draws the observations of the R check. Model m1 is a complete crossing (balanced); model m2 has a
-// shuffled order, prompt variants, probabilities and a tenth of its cells missing (unbalanced); model m3 words
-// each item in one variant only, so variant is aliased with item (df 0, as R drops it). Answers lean
-// to the first shown position with probability beta; otherwise they follow a persona × item distribution.
+// shuffled order, prompt variants, probabilities, its B items' last option pinned and a tenth of its cells
+// missing (unbalanced); model m3 words each item in one variant only, so variant is aliased with item (df 0, as
+// R drops it); model m4 shows its options as written only, where no first-position effect is defined. Answers
+// lean to the first shown position with probability beta; otherwise they follow a persona × item distribution.
+// Scale A's options weigh 1…k; scale B's descend, 10, 8, …, so that weights and scores differ in more than keying.
 func synthetic() []Observation {
 	r := rand.New(rand.NewPCG(20261203, 1))
 	items := []struct {
@@ -38,18 +40,32 @@ func synthetic() []Observation {
 		reversed  bool
 	}{{"a1", "A", 5, false}, {"a2", "A", 5, true}, {"a3", "A", 5, false}, {"b1", "B", 4, false}, {"b2", "B", 4, true}}
 	var obs []Observation
-	for _, model := range []string{"m1", "m2", "m3"} {
+	for _, model := range []string{"m1", "m2", "m3", "m4"} {
 		orders := []string{string(experiment.OrderAsWritten), string(experiment.OrderReversed)}
 		pvs := []string{""}
-		if model == "m2" {
+		switch model {
+		case "m2":
 			orders = append(orders, string(experiment.OrderShuffled))
 			pvs = []string{"pv1", "pv2"}
+		case "m4":
+			orders = orders[:1]
 		}
 		for p := 1; p <= 10; p++ {
 			persona := fmt.Sprintf("p%02d", p)
 			lean := r.Float64()
 			for _, it := range items {
 				centre := lean*float64(it.k-1) + r.NormFloat64()*0.5
+				weights := make([]float64, it.k)
+				for c := range weights {
+					weights[c] = float64(c + 1)
+					if it.scale == "B" {
+						weights[c] = float64(10 - 2*c)
+					}
+				}
+				pin := -1
+				if model == "m2" && it.scale == "B" {
+					pin = it.k - 1
+				}
 				for _, variant := range []string{"v1", "v2"} {
 					if model == "m3" && (variant == "v1") != (it.id == "a1" || it.id == "b1") {
 						continue
@@ -60,8 +76,10 @@ func synthetic() []Observation {
 								if model != "m1" && r.Float64() < 0.1 {
 									continue
 								}
-								obs = append(obs, draw(r, model, it.scale, it.id, persona, seed, order, variant, pv, it.k,
-									it.reversed, centre, 0.25, model == "m2"))
+								c := cell{model: model, scale: it.scale, item: it.id, persona: persona, seed: seed,
+									order: order, variant: variant, pv: pv, weights: weights, pin: pin,
+									reversed: it.reversed, probs: model == "m2"}
+								obs = append(obs, c.draw(r, centre, 0.25))
 							}
 						}
 					}
@@ -72,19 +90,41 @@ func synthetic() []Observation {
 	return obs
 }
 
-// draw makes one cell: with probability beta the answer is the option shown first, otherwise an option drawn
-// around centre (canonical index). probs adds a pmf centred on the answer and its expected score.
-func draw(r *rand.Rand, model, scale, item, persona string, seed int64, order, variant, pv string, k int,
-	reversed bool, centre, beta float64, probs bool) Observation {
+// cell is one cell of synthetic: where it is, its options' weights (questionnaire order), the option pinned at
+// its place (-1: none), and whether it has probabilities.
+type cell struct {
+	model, scale, item, persona string
+	seed                        int64
+	order, variant, pv          string
+	weights                     []float64
+	pin                         int
+	reversed, probs             bool
+}
+
+// draw makes the cell's observation: with probability beta the answer is the option shown first, otherwise an
+// option drawn around centre (canonical index). With probs it adds a pmf centred on the answer and its
+// expected weight.
+func (cl cell) draw(r *rand.Rand, centre, beta float64) Observation {
+	k := len(cl.weights)
+	var free []int
+	for i := range k {
+		if i != cl.pin {
+			free = append(free, i)
+		}
+	}
+	moved := slices.Clone(free)
+	switch cl.order {
+	case string(experiment.OrderReversed):
+		slices.Reverse(moved)
+	case string(experiment.OrderShuffled):
+		r.Shuffle(len(moved), func(i, j int) { moved[i], moved[j] = moved[j], moved[i] })
+	}
 	shown := make([]int, k) // shown[pos] = canonical index
 	for i := range shown {
 		shown[i] = i
 	}
-	switch order {
-	case string(experiment.OrderReversed):
-		slices.Reverse(shown)
-	case string(experiment.OrderShuffled):
-		r.Shuffle(k, func(i, j int) { shown[i], shown[j] = shown[j], shown[i] })
+	for i, pos := range free {
+		shown[pos] = moved[i]
 	}
 	var c int
 	if r.Float64() < beta {
@@ -92,15 +132,15 @@ func draw(r *rand.Rand, model, scale, item, persona string, seed int64, order, v
 	} else {
 		c = min(k-1, max(0, int(math.Round(centre+r.NormFloat64()))))
 	}
-	score := func(c int) float64 {
-		if reversed {
-			return float64(k - c)
-		}
-		return float64(c + 1)
+	lo, hi := slices.Min(cl.weights), slices.Max(cl.weights)
+	score := cl.weights[c]
+	if cl.reversed {
+		score = lo + hi - score
 	}
-	o := Observation{Model: model, Scale: scale, Item: item, Persona: persona, Seed: seed, Order: order,
-		Variant: variant, PromptVariant: pv, Position: slices.Index(shown, c) + 1, K: k, Score: score(c)}
-	if probs {
+	o := Observation{Model: cl.model, Scale: cl.scale, Item: cl.item, Persona: cl.persona, Seed: cl.seed,
+		Order: cl.order, Variant: cl.variant, PromptVariant: cl.pv, Position: slices.Index(shown, c) + 1, K: k,
+		Answer: c, First: shown[0], Score: score, Weight: cl.weights[c]}
+	if cl.probs {
 		w := make([]float64, k)
 		s := 0.5 + r.Float64()
 		var sum, e float64
@@ -109,16 +149,15 @@ func draw(r *rand.Rand, model, scale, item, persona string, seed int64, order, v
 			sum += w[j]
 		}
 		for j := range w {
-			w[j] /= sum
-			e += w[j] * score(j)
+			e += w[j] / sum * cl.weights[j]
 		}
-		o.Probs, o.Expected = w, &e
+		o.ExpectedWeight = &e
 	}
 	return o
 }
 
 var obsHeader = []string{"model", "scale", "item", "persona", "seed", "order", "variant", "prompt_variant",
-	"position", "k", "score", "expected", "probs"}
+	"position", "k", "answer", "first", "score", "weight", "expected_weight"}
 
 func writeObservations(t *testing.T, path string, obs []Observation) {
 	var b bytes.Buffer
@@ -126,7 +165,8 @@ func writeObservations(t *testing.T, path string, obs []Observation) {
 	cw.Write(obsHeader)
 	for _, o := range obs {
 		cw.Write([]string{o.Model, o.Scale, o.Item, o.Persona, strconv.FormatInt(o.Seed, 10), o.Order, o.Variant,
-			o.PromptVariant, strconv.Itoa(o.Position), strconv.Itoa(o.K), num(o.Score), Num(o.Expected), nums(o.Probs)})
+			o.PromptVariant, strconv.Itoa(o.Position), strconv.Itoa(o.K), strconv.Itoa(o.Answer), strconv.Itoa(o.First),
+			num(o.Score), num(o.Weight), Num(o.ExpectedWeight)})
 	}
 	cw.Flush()
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
@@ -165,13 +205,13 @@ func readObservations(t *testing.T, path string) []Observation {
 		seed, _ := strconv.ParseInt(r[4], 10, 64)
 		pos, _ := strconv.Atoi(r[8])
 		k, _ := strconv.Atoi(r[9])
+		answer, _ := strconv.Atoi(r[10])
+		first, _ := strconv.Atoi(r[11])
 		o := Observation{Model: r[0], Scale: r[1], Item: r[2], Persona: r[3], Seed: seed, Order: r[5], Variant: r[6],
-			PromptVariant: r[7], Position: pos, K: k, Score: parseF(t, r[10])}
-		if r[11] != "" {
-			o.Expected = ptr(parseF(t, r[11]))
-			for _, p := range strings.Split(r[12], ";") {
-				o.Probs = append(o.Probs, parseF(t, p))
-			}
+			PromptVariant: r[7], Position: pos, K: k, Answer: answer, First: first, Score: parseF(t, r[12]),
+			Weight: parseF(t, r[13])}
+		if r[14] != "" {
+			o.ExpectedWeight = ptr(parseF(t, r[14]))
 		}
 		obs[i] = o
 	}
@@ -274,15 +314,12 @@ func goOrderBias(rows []OrderBiasRow) map[string]string {
 			out[key+"share_"+strconv.Itoa(k+1)] = num(s)
 		}
 		for j, o := range []string{string(experiment.OrderAsWritten), string(experiment.OrderReversed), string(experiment.OrderShuffled)} {
-			out[key+"mean_"+o] = Num(r.MeanOrder[j])
-			out[key+"expected_"+o] = Num(r.MeanExpected[j])
+			out[key+"weight_"+o] = Num(r.WeightOrder[j])
+			out[key+"expected_weight_"+o] = Num(r.ExpectedWeightOrder[j])
 		}
-		for name, iv := range map[string]Interval{"diff": r.Diff, "primacy_recency": r.PrimacyRecency,
-			"first_bias": r.FirstBias, "diff_expected": r.DiffExpected} {
+		for name, iv := range map[string]Interval{"weight_diff": r.WeightDiff, "primacy_recency": r.PrimacyRecency,
+			"first_effect": r.FirstEffect, "expected_weight_diff": r.ExpectedWeightDiff} {
 			out[key+name], out[key+name+"_lo"], out[key+name+"_hi"] = Num(iv.Value), Num(iv.Lo), Num(iv.Hi)
-		}
-		for k, p := range r.Marginal {
-			out[key+"marginal_"+strconv.Itoa(k+1)] = num(p)
 		}
 	}
 	return out

@@ -15,7 +15,8 @@ import (
 	"math"
 )
 
-// Observation is one answered cell: where it lies in the grid, where its answer was shown and what it scores.
+// Observation is one answered cell: where it lies in the grid, what it showed where, what it answered and what
+// that scores.
 type Observation struct {
 	Model   string
 	Scale   string
@@ -31,13 +32,18 @@ type Observation struct {
 	// Position is the 1-based position at which the written answer was shown, K the number of options shown.
 	Position int
 	K        int
-	// Score is the written answer's score, reverse-keyed items already reversed.
+	// Answer is the written answer's index among the item's options in the questionnaire's (canonical) order,
+	// First the canonical index of the option shown first: 0 to K − 1 both.
+	Answer, First int
+	// Score is the written answer's score, reverse-keyed items already reversed (the variance decomposition's).
 	Score float64
-	// Expected is Σ p · score over the cell's option probabilities (logprob runs); nil without them.
-	Expected *float64
-	// Probs is the cell's probability of each option in the questionnaire's (canonical) option order, not the
-	// shown order; nil without probabilities. Used only when it has K entries.
-	Probs []float64
+	// Weight is the written answer's option weight as the questionnaire writes it, reverse keying not applied:
+	// order bias compares orders on it, so that a reverse-keyed item's shift adds to the others' (Score would
+	// turn it around).
+	Weight float64
+	// ExpectedWeight is Σ p · weight over the cell's option probabilities (logprob runs), on the same weights;
+	// nil without them.
+	ExpectedWeight *float64
 }
 
 // check returns why o cannot be used, or nil.
@@ -47,10 +53,16 @@ func (o *Observation) check() error {
 		return fmt.Errorf("observation %s/%s/%s: %d options shown; want at least 1", o.Model, o.Item, o.Persona, o.K)
 	case o.Position < 1 || o.Position > o.K:
 		return fmt.Errorf("observation %s/%s/%s: shown position %d; want 1 to %d", o.Model, o.Item, o.Persona, o.Position, o.K)
+	case o.Answer < 0 || o.Answer >= o.K || o.First < 0 || o.First >= o.K:
+		return fmt.Errorf("observation %s/%s/%s: answer %d, first shown %d; want option indices 0 to %d", o.Model, o.Item, o.Persona, o.Answer, o.First, o.K-1)
+	case (o.Position == 1) != (o.Answer == o.First):
+		return fmt.Errorf("observation %s/%s/%s: answer %d shown at position %d, the option shown first %d; want the answer shown first exactly when it is that option", o.Model, o.Item, o.Persona, o.Answer, o.Position, o.First)
 	case math.IsNaN(o.Score) || math.IsInf(o.Score, 0):
 		return fmt.Errorf("observation %s/%s/%s: score %v is not a finite number", o.Model, o.Item, o.Persona, o.Score)
-	case o.Expected != nil && (math.IsNaN(*o.Expected) || math.IsInf(*o.Expected, 0)):
-		return fmt.Errorf("observation %s/%s/%s: expected score %v is not a finite number", o.Model, o.Item, o.Persona, *o.Expected)
+	case math.IsNaN(o.Weight) || math.IsInf(o.Weight, 0):
+		return fmt.Errorf("observation %s/%s/%s: option weight %v is not a finite number", o.Model, o.Item, o.Persona, o.Weight)
+	case o.ExpectedWeight != nil && (math.IsNaN(*o.ExpectedWeight) || math.IsInf(*o.ExpectedWeight, 0)):
+		return fmt.Errorf("observation %s/%s/%s: expected weight %v is not a finite number", o.Model, o.Item, o.Persona, *o.ExpectedWeight)
 	}
 	return nil
 }

@@ -30,20 +30,32 @@ func orderIndex(label string) int {
 
 type groupKey struct{ model, item string }
 
-// moments are the sums of one order's cells: scores and, where the cells have them, expected scores.
+// moments are the sums of one order's cells: option weights and, where the cells have them, expected weights.
 type moments struct {
 	n, nExp   int
 	sum, sumE float64
 }
 
+// optionCounts are what first_effect needs of one option among a persona's cells of one item: the cells that
+// showed it first, those of them answered with it, and the cells answered with it wherever it was shown.
+type optionCounts struct{ first, firstAnswered, answered int32 }
+
+// itemCounts are a persona's cells of one item and their optionCounts per option (questionnaire order).
+type itemCounts struct {
+	cells int32
+	opts  []optionCounts
+}
+
 // personaSums are one persona's sums within a group: everything a bootstrap resample needs, since every
-// statistic of the group is a ratio of sums over its personas.
+// statistic of the group is a function of sums over its personas.
 type personaSums struct {
 	n           int   // answered cells
 	pos         []int // cells whose answer was shown at position k+1
 	first, last int   // cells whose answer was shown first, last
-	beta        float64
 	order       [nOrders]moments
+	// counts are the persona's optionCounts of the group's item (item groups only: an AllItems group reads its
+	// items' groups, so a run keeps them once).
+	counts itemCounts
 }
 
 // biasGroup is one model × item (or model × AllItems) group.
@@ -51,26 +63,24 @@ type biasGroup struct {
 	scale    string
 	k        int // the largest number of options shown
 	personas map[string]*personaSums
-	// probs sums the canonical-order pmfs per order label (item groups only), with the number of cells summed.
-	probs  map[string][]float64
-	nProbs map[string]int
 }
 
 func (a *Accumulator) addBias(o *Observation) {
-	a.group(groupKey{o.Model, o.Item}, o.Scale).add(o, true)
-	a.group(groupKey{o.Model, AllItems}, "").add(o, false)
+	a.group(groupKey{o.Model, o.Item}, o.Scale).add(o).count(o)
+	a.group(groupKey{o.Model, AllItems}, "").add(o)
 }
 
 func (a *Accumulator) group(k groupKey, scale string) *biasGroup {
 	g := a.bias[k]
 	if g == nil {
-		g = &biasGroup{scale: scale, personas: map[string]*personaSums{}, probs: map[string][]float64{}, nProbs: map[string]int{}}
+		g = &biasGroup{scale: scale, personas: map[string]*personaSums{}}
 		a.bias[k] = g
 	}
 	return g
 }
 
-func (g *biasGroup) add(o *Observation, withProbs bool) {
+// add counts o in the group's sums and returns its persona's.
+func (g *biasGroup) add(o *Observation) *personaSums {
 	g.k = max(g.k, o.K)
 	p := g.personas[o.Persona]
 	if p == nil {
@@ -88,32 +98,29 @@ func (g *biasGroup) add(o *Observation, withProbs bool) {
 	if o.Position == o.K {
 		p.last++
 	}
-	if o.K > 1 {
-		ind := 0.0
-		if o.Position == 1 {
-			ind = 1
-		}
-		p.beta += (float64(o.K)*ind - 1) / float64(o.K-1)
-	}
 	if i := orderIndex(o.Order); i >= 0 {
 		m := &p.order[i]
 		m.n++
-		m.sum += o.Score
-		if o.Expected != nil {
+		m.sum += o.Weight
+		if o.ExpectedWeight != nil {
 			m.nExp++
-			m.sumE += *o.Expected
+			m.sumE += *o.ExpectedWeight
 		}
 	}
-	if withProbs && len(o.Probs) == o.K {
-		s := g.probs[o.Order]
-		for len(s) < o.K {
-			s = append(s, 0)
-		}
-		for k, v := range o.Probs {
-			s[k] += v
-		}
-		g.probs[o.Order] = s
-		g.nProbs[o.Order]++
+	return p
+}
+
+// count adds o to the persona's optionCounts of its item.
+func (p *personaSums) count(o *Observation) {
+	ic := &p.counts
+	for len(ic.opts) < o.K {
+		ic.opts = append(ic.opts, optionCounts{})
+	}
+	ic.cells++
+	ic.opts[o.First].first++
+	ic.opts[o.Answer].answered++
+	if o.Answer == o.First {
+		ic.opts[o.First].firstAnswered++
 	}
 }
 
@@ -134,45 +141,56 @@ type OrderBiasRow struct {
 	// K is the largest number of options shown; PositionShares[k] the share of answers shown at position k+1.
 	K              int
 	PositionShares []float64
-	// NOrder and MeanOrder are the cells and mean score under as_written, reversed and shuffled order.
-	NOrder    [3]int
-	MeanOrder [3]*float64
-	// Diff is mean(reversed) − mean(as_written).
-	Diff Interval
+	// NOrder and WeightOrder are the cells and the mean option weight of their answers (reverse keying not
+	// applied) under as_written, reversed and shuffled order.
+	NOrder      [3]int
+	WeightOrder [3]*float64
+	// WeightDiff is WeightOrder reversed − as_written.
+	WeightDiff Interval
 	// PrimacyRecency is share(shown first) − share(shown last).
 	PrimacyRecency Interval
-	// FirstBias is the excess share at position 1 over chance: mean over cells of (K·[position = 1] − 1)/(K − 1).
-	FirstBias Interval
-	// NExpected, MeanExpected and DiffExpected are the same on expected scores (cells with probabilities).
-	NExpected    [3]int
-	MeanExpected [3]*float64
-	DiffExpected Interval
-	// Marginal is the order-marginal distribution: the mean over the order labels present of each order's mean
-	// pmf, in canonical option order (item rows of logprob runs; nil otherwise). MarginalCells counts the cells.
-	Marginal      []float64
-	MarginalCells int
+	// FirstEffect is the first-position effect: Σ over the options c of the line's items of
+	// (F_c·P(c | c shown first) − F_c·P(c | c shown elsewhere)) / Σ F_c, F_c the cells showing c first, over the
+	// options both shown first and elsewhere; nil where no option is (the position is not separable from the
+	// option: as written, reversed only).
+	FirstEffect Interval
+	// NExpected, ExpectedWeightOrder and ExpectedWeightDiff are the same on expected weights (cells with
+	// probabilities).
+	NExpected           [3]int
+	ExpectedWeightOrder [3]*float64
+	ExpectedWeightDiff  Interval
+	// Marginal is the item's order-marginal answer distribution, which design does not compute: the caller
+	// (results) sets it on item rows from every cell of the item, answered or not, so that it is one with the
+	// other outputs' distributions. MarginalCells counts the cells, MarginalSource says what they had.
+	Marginal       []float64
+	MarginalCells  int
+	MarginalSource string
 }
 
 // biasStats are the group's statistics for one weighting of its personas.
-type biasStats struct{ diff, diffE, pri, beta float64 }
+type biasStats struct{ diff, diffE, pri, first float64 }
+
+// groupData is a group's personas in persona id order and, per item of the group in item id order, each
+// persona's optionCounts of it (nil where the persona has no cell of the item).
+type groupData struct {
+	ps    []*personaSums
+	items [][]*itemCounts
+	// f, fa, a are scratch: one item's weighted optionCounts, as long as the most options shown.
+	f, fa, a []float64
+}
 
 // stats computes the statistics with persona i weighted w[i] (nil: every persona once). Undefined ones are NaN.
-func stats(ps []*personaSums, w []int) biasStats {
+func (gd *groupData) stats(w []int) biasStats {
 	var n, first, last float64
-	var beta float64
 	var ord [nOrders]struct{ n, sum, nE, sumE float64 }
-	for i, p := range ps {
-		wi := 1.0
-		if w != nil {
-			if w[i] == 0 {
-				continue
-			}
-			wi = float64(w[i])
+	for i, p := range gd.ps {
+		wi := weightOf(w, i)
+		if wi == 0 {
+			continue
 		}
 		n += wi * float64(p.n)
 		first += wi * float64(p.first)
 		last += wi * float64(p.last)
-		beta += wi * p.beta
 		for j, m := range p.order {
 			ord[j].n += wi * float64(m.n)
 			ord[j].sum += wi * m.sum
@@ -185,8 +203,49 @@ func stats(ps []*personaSums, w []int) biasStats {
 		diff:  rv.sum/rv.n - aw.sum/aw.n, // NaN when either order is absent (0/0)
 		diffE: rv.sumE/rv.nE - aw.sumE/aw.nE,
 		pri:   first/n - last/n,
-		beta:  beta / n,
+		first: gd.firstEffect(w),
 	}
+}
+
+// firstEffect is the first-position effect with persona i weighted w[i]: per item and option c, with F the cells
+// that showed c first (FA of them answered c), N the item's cells and A those answered c, c's share when shown
+// first FA/F less its share when shown elsewhere (A − FA)/(N − F), weighted by F over the options where both are
+// defined. NaN when none is.
+func (gd *groupData) firstEffect(w []int) float64 {
+	var num, den float64
+	for _, counts := range gd.items {
+		clear(gd.f)
+		clear(gd.fa)
+		clear(gd.a)
+		var n float64
+		for i, ic := range counts {
+			wi := weightOf(w, i)
+			if wi == 0 || ic == nil {
+				continue
+			}
+			n += wi * float64(ic.cells)
+			for c, oc := range ic.opts {
+				gd.f[c] += wi * float64(oc.first)
+				gd.fa[c] += wi * float64(oc.firstAnswered)
+				gd.a[c] += wi * float64(oc.answered)
+			}
+		}
+		for c, f := range gd.f {
+			if f == 0 || n-f == 0 {
+				continue
+			}
+			num += gd.fa[c] - f*(gd.a[c]-gd.fa[c])/(n-f)
+			den += f
+		}
+	}
+	return num / den
+}
+
+func weightOf(w []int, i int) float64 {
+	if w == nil {
+		return 1
+	}
+	return float64(w[i])
 }
 
 // OrderBias returns the rows of order_bias.csv: per model (sorted), each item (sorted) and then AllItems.
@@ -220,10 +279,12 @@ func (a *Accumulator) biasRow(k groupKey, g *biasGroup) OrderBiasRow {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	ps := make([]*personaSums, len(ids))
+	gd := &groupData{ps: make([]*personaSums, len(ids)), items: a.itemCounts(k, ids),
+		f: make([]float64, g.k), fa: make([]float64, g.k), a: make([]float64, g.k)}
 	for i, id := range ids {
-		ps[i] = g.personas[id]
+		gd.ps[i] = g.personas[id]
 	}
+	ps := gd.ps
 	r := OrderBiasRow{Model: k.model, Scale: g.scale, Item: k.item, Personas: len(ps)}
 	var pos []int
 	for _, p := range ps {
@@ -253,57 +314,59 @@ func (a *Accumulator) biasRow(k groupKey, g *biasGroup) OrderBiasRow {
 			se += p.order[j].sumE
 		}
 		if r.NOrder[j] > 0 {
-			r.MeanOrder[j] = ptr(s / float64(r.NOrder[j]))
+			r.WeightOrder[j] = ptr(s / float64(r.NOrder[j]))
 		}
 		if r.NExpected[j] > 0 {
-			r.MeanExpected[j] = ptr(se / float64(r.NExpected[j]))
+			r.ExpectedWeightOrder[j] = ptr(se / float64(r.NExpected[j]))
 		}
 	}
-	point := stats(ps, nil)
-	r.Diff.Value, r.DiffExpected.Value = defined(point.diff), defined(point.diffE)
-	r.PrimacyRecency.Value, r.FirstBias.Value = defined(point.pri), defined(point.beta)
+	point := gd.stats(nil)
+	r.WeightDiff.Value, r.ExpectedWeightDiff.Value = defined(point.diff), defined(point.diffE)
+	r.PrimacyRecency.Value, r.FirstEffect.Value = defined(point.pri), defined(point.first)
 	if a.boot.Samples > 0 && len(ps) > 0 {
-		var diff, diffE, pri, beta []float64
+		var diff, diffE, pri, first []float64
 		w := make([]int, len(ps))
 		rs := resamplerOf(a.boot.Seed, k.model, k.item, len(ps))
 		for range a.boot.Samples {
 			rs.Counts(w)
-			s := stats(ps, w)
+			s := gd.stats(w)
 			diff, diffE = append(diff, s.diff), append(diffE, s.diffE)
-			pri, beta = append(pri, s.pri), append(beta, s.beta)
+			pri, first = append(pri, s.pri), append(first, s.first)
 		}
-		r.Diff.Lo, r.Diff.Hi = bootstrap.Interval(diff)
-		r.DiffExpected.Lo, r.DiffExpected.Hi = bootstrap.Interval(diffE)
+		r.WeightDiff.Lo, r.WeightDiff.Hi = bootstrap.Interval(diff)
+		r.ExpectedWeightDiff.Lo, r.ExpectedWeightDiff.Hi = bootstrap.Interval(diffE)
 		r.PrimacyRecency.Lo, r.PrimacyRecency.Hi = bootstrap.Interval(pri)
-		r.FirstBias.Lo, r.FirstBias.Hi = bootstrap.Interval(beta)
+		r.FirstEffect.Lo, r.FirstEffect.Hi = bootstrap.Interval(first)
 	}
-	r.Marginal, r.MarginalCells = marginal(g)
 	return r
 }
 
-// marginal averages each order's mean pmf over the order labels present, labels in sorted order.
-func marginal(g *biasGroup) ([]float64, int) {
-	labels := make([]string, 0, len(g.probs))
-	for l := range g.probs {
-		labels = append(labels, l)
-	}
-	if len(labels) == 0 {
-		return nil, 0
-	}
-	slices.Sort(labels)
-	var out []float64
-	cells := 0
-	for _, l := range labels {
-		s, n := g.probs[l], g.nProbs[l]
-		cells += n
-		for len(out) < len(s) {
-			out = append(out, 0)
+// itemCounts returns, for the group k whose personas are ids, per item of the group in item id order (the item's
+// own for an item group, the model's items for an AllItems group) each persona's optionCounts of the item, nil
+// where it has none.
+func (a *Accumulator) itemCounts(k groupKey, ids []string) [][]*itemCounts {
+	var items []string
+	if k.item != AllItems {
+		items = []string{k.item}
+	} else {
+		for gk := range a.bias {
+			if gk.model == k.model && gk.item != AllItems {
+				items = append(items, gk.item)
+			}
 		}
-		for k, v := range s {
-			out[k] += v / float64(n) / float64(len(labels))
+		slices.Sort(items)
+	}
+	out := make([][]*itemCounts, len(items))
+	for j, it := range items {
+		g := a.bias[groupKey{k.model, it}]
+		out[j] = make([]*itemCounts, len(ids))
+		for i, id := range ids {
+			if p := g.personas[id]; p != nil {
+				out[j][i] = &p.counts
+			}
 		}
 	}
-	return out, cells
+	return out
 }
 
 // resamplerOf is the bootstrap.Resampler of the group of model and item with n personas: its key is

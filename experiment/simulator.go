@@ -35,6 +35,11 @@ type SimulatorSettings struct {
 	SnapshotChange *SimulatorSnapshotChange `json:"snapshot_change,omitempty"`
 	// PositionBias makes the simulated model favour the option at one place of the list as shown; nil: none.
 	PositionBias *SimulatorPositionBias `json:"position_bias,omitempty"`
+	// Preferences make the simulated model favour options by what they say, wherever they are shown: a weight per
+	// option text (after its enumeration, "Neutral" for "3. Neutral"), options not named weighing 1. The answer
+	// the position bias leaves alone is drawn with these weights, so a known content distribution holds in every
+	// order.
+	Preferences map[string]float64 `json:"preferences,omitempty"`
 }
 
 // SimulatorSnapshotChange is the second snapshot of SimulatorSettings.SnapshotChange: the calls whose seed is

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -190,6 +191,11 @@ func (s *Spec) checkSimulator(errs *Errors) {
 		}
 		if b.Strength < 0 || b.Strength > 1 || math.IsNaN(b.Strength) {
 			errs.add("simulator.position_bias.strength", "%v is out of range; want the share of answers moved to that position, from 0 to 1", b.Strength)
+		}
+	}
+	for _, text := range slices.Sorted(maps.Keys(sim.Preferences)) {
+		if w := sim.Preferences[text]; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			errs.add("simulator.preferences."+text, "weight %v; want a number >= 0 (0: never answered by meaning)", w)
 		}
 	}
 	nonNegative(errs, "simulator.rpm", sim.RPM, "requests per minute ≥ 0 (0: unlimited)")

@@ -51,8 +51,8 @@ func TestReportInChromium(t *testing.T) {
 		dir, _ := renderRun(t, spec, recs)
 		openInChromium(t, bin, dir, pageView{"order", 1280, 2*2 + 2}, func(bctx context.Context) {
 			// Each model's all-items line is shown; its item lines are folded away.
-			all := evaluate[int](t, bctx, `[...document.querySelectorAll("#order ~ div.scroll td[data-key$='/all/first_bias']")].filter(e => e.checkVisibility()).length`)
-			items := evaluate[int](t, bctx, `[...document.querySelectorAll("#order ~ details td[data-key$='/first_bias']")].filter(e => e.checkVisibility()).length`)
+			all := evaluate[int](t, bctx, `[...document.querySelectorAll("#order ~ div.scroll td[data-key$='/all/first_effect']")].filter(e => e.checkVisibility()).length`)
+			items := evaluate[int](t, bctx, `[...document.querySelectorAll("#order ~ details td[data-key$='/first_effect']")].filter(e => e.checkVisibility()).length`)
 			if all != 2 || items != 0 {
 				t.Errorf("%d all-items lines and %d item lines visible; want 2 and 0 (folded)", all, items)
 			}

@@ -20,10 +20,11 @@ type orderRow struct {
 	Key, Item, Scale string
 	N                int
 	// Shares are the shares of the answers by shown position, 1 first, as percentages with one decimal.
-	Shares                           string
-	AsWritten, Reversed, Shuffled    *float64
-	Diff, PrimacyRecency, FirstBias  design.Interval
-	NAsWritten, NReversed, NShuffled int
+	Shares string
+	// AsWritten, Reversed and Shuffled are the mean option weights of the answers per order.
+	AsWritten, Reversed, Shuffled           *float64
+	WeightDiff, PrimacyRecency, FirstEffect design.Interval
+	NAsWritten, NReversed, NShuffled        int
 }
 
 // orderTables groups the order-bias rows by model, in their order (models sorted, the all line last of each).
@@ -38,9 +39,9 @@ func orderTables(rows []design.OrderBiasRow) []orderTable {
 			out = append(out, orderTable{Model: r.Model})
 		}
 		v := orderRow{Key: r.Model + "/" + r.Item, Item: r.Item, Scale: r.Scale, N: r.N, Shares: shares(r.PositionShares),
-			AsWritten: r.MeanOrder[0], Reversed: r.MeanOrder[1], Shuffled: r.MeanOrder[2],
+			AsWritten: r.WeightOrder[0], Reversed: r.WeightOrder[1], Shuffled: r.WeightOrder[2],
 			NAsWritten: r.NOrder[0], NReversed: r.NOrder[1], NShuffled: r.NOrder[2],
-			Diff: r.Diff, PrimacyRecency: r.PrimacyRecency, FirstBias: r.FirstBias}
+			WeightDiff: r.WeightDiff, PrimacyRecency: r.PrimacyRecency, FirstEffect: r.FirstEffect}
 		if r.Item == design.AllItems {
 			out[i].All = v
 		} else {

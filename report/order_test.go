@@ -76,12 +76,12 @@ func TestReportOrderMatchesCSV(t *testing.T) {
 		if got := kv[key+"/n"]; got != r[col["n"]] {
 			t.Errorf("%s/n: report %q, csv %q", key, got, r[col["n"]])
 		}
-		for _, c := range []string{"mean_as_written", "mean_reversed", "mean_shuffled"} {
+		for _, c := range []string{"weight_as_written", "weight_reversed", "weight_shuffled"} {
 			if got := kv[key+"/"+c]; !sameStat(got, r[col[c]]) {
 				t.Errorf("%s/%s: report %q, csv %q", key, c, got, r[col[c]])
 			}
 		}
-		for _, c := range []string{"diff", "primacy_recency", "first_bias"} {
+		for _, c := range []string{"weight_diff", "primacy_recency", "first_effect"} {
 			got := kv[key+"/"+c]
 			v, rest, _ := strings.Cut(got, " [")
 			lo, hi, _ := strings.Cut(strings.TrimSuffix(rest, "]"), ", ")

@@ -205,7 +205,7 @@ func build(r *Run) view {
 		v.HasRef = s.Reference != nil
 	}
 	v.Validity = validityTables(a)
-	v.Order = orderTables(r.order)
+	v.Order = orderTables(r.OrderBias)
 	v.Scales = scaleCharts(a)
 	v.Heatmaps = heatmaps(a)
 	v.Reliability, v.Items = relRows(a)

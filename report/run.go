@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/silicolab/silico/design"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
@@ -17,8 +16,6 @@ import (
 type Run struct {
 	*results.Analysis
 	cells *cellStats
-	// order is order_bias.csv's rows (design.Accumulator.OrderBias); nil when the run did not vary option order.
-	order []design.OrderBiasRow
 }
 
 // Analyze reads the records of a run once, computing its results.Analysis (as results.Analyze does) and the
@@ -37,31 +34,12 @@ func Analyze(ctx context.Context, src results.Source, spec *experiment.Spec, run
 		}
 		return &Run{Analysis: a, cells: cs}, nil
 	}
-	var order *design.Accumulator
-	if results.VariesOrder(spec) {
-		n, seed := spec.Analysis.Bootstrap.Resolve()
-		order = design.New(design.Bootstrap{Samples: n, Seed: seed})
-	}
-	var orderErr error
-	tee := teeSource{src: src, add: func(r store.Record) {
-		row := results.BuildRow(spec, runID, r)
-		cs.add(row)
-		if o, ok := results.DesignObservation(spec.Cell(r.Index), &row); ok && order != nil && orderErr == nil {
-			orderErr = order.Add(o)
-		}
-	}}
+	tee := teeSource{src: src, add: func(r store.Record) { cs.add(results.BuildRow(spec, runID, r)) }}
 	a, err := results.Analyze(ctx, tee, spec, runID, elapsed)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	if orderErr != nil {
-		return nil, fmt.Errorf("report: %s: %w", results.OrderBiasFile, orderErr)
-	}
-	out := &Run{Analysis: a, cells: cs}
-	if order != nil {
-		out.order = order.OrderBias()
-	}
-	return out, nil
+	return &Run{Analysis: a, cells: cs}, nil
 }
 
 // teeSource hands every record to add after the analysis has taken it. The analysis checks each record's index

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/silicolab/silico/design"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/psychometrics"
 	"github.com/silicolab/silico/store"
@@ -135,6 +136,9 @@ type Analysis struct {
 	ReferenceScales []ReferenceScale
 	// Validity is validity.csv: the checks of the model's personas against the reference's respondents.
 	Validity []Validity
+	// OrderBias is order_bias.csv's rows (design.Accumulator.OrderBias, with each item's order-marginal
+	// distribution); nil when the spec does not vary option order (VariesOrder).
+	OrderBias []design.OrderBiasRow
 	// ReferenceOverall are reference_scales.csv's lines of scale ScaleOverall (every item, per model × group),
 	// written after ReferenceScales' and kept apart so that a reader of the scales sees scales only.
 	ReferenceOverall []ReferenceScale
@@ -165,11 +169,10 @@ func Analyze(ctx context.Context, src Source, spec *experiment.Spec, runID strin
 	if spec == nil {
 		return nil, errors.New("results: analyze: nil spec")
 	}
-	an := newAnalyzer(spec, runID, elapsed)
+	an := newAnalyzer(spec, runID, elapsed, false)
 	err := walk(ctx, src, spec, runID, func(r store.Record) error {
 		row := BuildRow(spec, runID, r)
-		an.add(&row)
-		return nil
+		return an.add(&row)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("results: analyze %s: %w", runID, err)
@@ -182,17 +185,20 @@ type analyzer struct {
 	a      *Analysis
 	sum    *summarizer
 	scales *scaleAccumulator
+	design *designSums
 }
 
-func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration) *analyzer {
+// newAnalyzer returns an empty analyzer; export also sums what only the export writes (variance.csv, modes.csv).
+func newAnalyzer(spec *experiment.Spec, runID string, elapsed time.Duration, export bool) *analyzer {
 	sc := newScaleAccumulator(spec)
 	a := &Analysis{Spec: spec, RunID: runID, ScaleIDs: sc.scales, ScaleNames: sc.names, ItemScale: sc.itemScale,
 		dists: newDistAccumulator(spec)}
 	a.cells = newCellStats(spec, a.reliabilityOf)
-	return &analyzer{a: a, sum: newSummarizer(spec, runID, elapsed), scales: sc}
+	return &analyzer{a: a, sum: newSummarizer(spec, runID, elapsed), scales: sc, design: newDesignSums(spec, export)}
 }
 
-func (an *analyzer) add(r *Row) {
+// add counts one row; rows must come in index order. It fails only on a row the design statistics cannot use.
+func (an *analyzer) add(r *Row) error {
 	an.sum.add(r)
 	an.scales.add(r)
 	c := CellResult{LatencyMS: r.LatencyMS, Attempts: int32(r.Attempts), Option: -1, Status: CellFailed, Expected: math.NaN()}
@@ -219,6 +225,10 @@ func (an *analyzer) add(r *Row) {
 	}
 	an.a.cells.add(c, r.Index)
 	an.a.dists.add(r, int(c.Option))
+	if err := an.design.add(an.a.Spec.Cell(r.Index), r); err != nil {
+		return fmt.Errorf("cell %d: %w", r.Index, err)
+	}
+	return nil
 }
 
 // finish computes what needs every record. keepScales fills Scales; without it ScaleScore reads the sums, and
@@ -237,6 +247,7 @@ func (an *analyzer) finish(keepScales bool) *Analysis {
 	a.agreement()
 	a.reference()
 	a.validity()
+	a.OrderBias = an.design.orderBias(a)
 	return a
 }
 

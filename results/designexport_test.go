@@ -2,6 +2,7 @@ package results_test
 
 import (
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/silicolab/silico/design"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/specfile"
@@ -46,44 +48,86 @@ func number(t *testing.T, row map[string]string, col string) float64 {
 	return v
 }
 
-// TestExportOrderBiasRecoversPositionBias: a balanced run on a simulator that moves 30% of the answers to the
-// option shown first writes order_bias.csv, whose first-position bias over all items covers 0.3 in its interval,
-// and variance.csv with a row per scale.
+// TestExportOrderBiasRecoversPositionBias: runs on a simulator that answers the option shown first with
+// probability b and otherwise by what the options say (the middle far more often than the extremes, where an
+// excess over 1/K at position 1 is no bias), balanced and shuffled, b = 0 and 0.3, two of six items reverse-keyed.
+// order_bias.csv's all line recovers b in first_effect and primacy_recency, each inside its 95 % interval, and at
+// b = 0.3 under balanced orders shows the shift b·(w_K − w_1) in weight_diff (its interval covers it), where
+// reverse-keyed items used to cancel the others. The simulator's draws are functions of the requests, so the
+// numbers are the same on every run; how often the intervals cover over many draws is the known-truth suite's.
+// A balanced run also writes variance.csv with a row per scale.
 func TestExportOrderBiasRecoversPositionBias(t *testing.T) {
 	path := filepath.Join("testdata", "design", "orderbias.yaml")
-	spec, err := specfile.Load(path)
+	base, err := specfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test's simulator is shared (its settings fixed), so it is given the spec's bias itself.
-	pb := spec.Simulator.PositionBias
-	dir := runSpecOn(t, path, sim.Config{Forget: true, PositionBias: sim.PositionBias{Position: pb.Position, Strength: pb.Strength}})
-	var all map[string]string
-	for _, r := range readTable(t, dir, results.OrderBiasFile) {
-		if r["item_id"] == design.AllItems {
-			all = r
+	for _, mode := range []experiment.OrderMode{experiment.OrderBalanced, experiment.OrderShuffled} {
+		for _, b := range []float64{0, 0.3} {
+			spec, err := specfile.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.Questionnaire.Order.Mode = mode
+			spec.Personas = nil
+			for p := range 24 {
+				spec.Personas = append(spec.Personas, experiment.Persona{ID: fmt.Sprintf("p%02d", p),
+					Template: fmt.Sprintf("respondent %d", p)})
+			}
+			spec.Simulator.PositionBias.Strength = b
+			_, canonical, err := spec.Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The test's simulator is shared (its settings fixed), so it is given the spec's settings itself.
+			h, err := sim.New(sim.Config{Forget: true, Preferences: base.Simulator.Preferences,
+				PositionBias: sim.PositionBias{Position: base.Simulator.PositionBias.Position, Strength: b}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := runInput(t, canonical, h)
+			var all map[string]string
+			for _, r := range readTable(t, dir, results.OrderBiasFile) {
+				if r["item_id"] == design.AllItems {
+					all = r
+				}
+			}
+			if all == nil {
+				t.Fatalf("%s, b %v: %s has no %q row", mode, b, results.OrderBiasFile, design.AllItems)
+			}
+			what := fmt.Sprintf("%s, b %v, n %s", mode, b, all["n"])
+			coversCol(t, what, all, "first_effect", b)
+			coversCol(t, what, all, "primacy_recency", b)
+			if mode == experiment.OrderBalanced && b > 0 {
+				coversCol(t, what, all, "weight_diff", b*4) // option weights 1…5
+				if all["n_as_written"] == "0" || all["n_reversed"] == "0" {
+					t.Errorf("%s: %s as written and %s reversed cells; want both", what, all["n_as_written"], all["n_reversed"])
+				}
+			}
+			if mode != experiment.OrderBalanced || b > 0 {
+				continue
+			}
+			var scales []string
+			for _, r := range readTable(t, dir, results.VarianceFile) {
+				scales = append(scales, r["scale"])
+			}
+			if !slices.Equal(scales, []string{"A", "B"}) {
+				t.Errorf("%s scales %v, want [A B]", results.VarianceFile, scales)
+			}
+			if _, err := os.Stat(filepath.Join(dir, results.ModesFile)); !os.IsNotExist(err) {
+				t.Errorf("%s written for a single-mode run (stat: %v)", results.ModesFile, err)
+			}
 		}
 	}
-	if all == nil {
-		t.Fatalf("%s has no %q row", results.OrderBiasFile, design.AllItems)
-	}
-	b, lo, hi := number(t, all, "first_bias"), number(t, all, "first_bias_lo"), number(t, all, "first_bias_hi")
-	t.Logf("first_bias %.3f [%.3f, %.3f], n %s", b, lo, hi, all["n"])
-	if !(lo <= 0.3 && 0.3 <= hi) {
-		t.Errorf("first_bias %.3f, interval [%.3f, %.3f] does not cover the simulator's 0.3", b, lo, hi)
-	}
-	if all["n_as_written"] == "0" || all["n_reversed"] == "0" {
-		t.Errorf("balanced run counted %s as written and %s reversed cells; want both", all["n_as_written"], all["n_reversed"])
-	}
-	var scales []string
-	for _, r := range readTable(t, dir, results.VarianceFile) {
-		scales = append(scales, r["scale"])
-	}
-	if !slices.Equal(scales, []string{"A", "B"}) {
-		t.Errorf("%s scales %v, want [A B]", results.VarianceFile, scales)
-	}
-	if _, err := os.Stat(filepath.Join(dir, results.ModesFile)); !os.IsNotExist(err) {
-		t.Errorf("%s written for a single-mode run (stat: %v)", results.ModesFile, err)
+}
+
+// coversCol fails the test unless row's column col has an interval (col_lo, col_hi) covering want.
+func coversCol(t *testing.T, what string, row map[string]string, col string, want float64) {
+	t.Helper()
+	v, lo, hi := number(t, row, col), number(t, row, col+"_lo"), number(t, row, col+"_hi")
+	t.Logf("%s: %s %.4f [%.4f, %.4f]", what, col, v, lo, hi)
+	if lo > want || hi < want {
+		t.Errorf("%s: %s %.4f [%.4f, %.4f] does not cover %v", what, col, v, lo, hi, want)
 	}
 }
 

@@ -171,8 +171,8 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 	if err := cw.Write(HeaderFor(spec)); err != nil {
 		return wire.Summary{}, fmt.Errorf("results: export: %s: %w", CSVFile, err)
 	}
-	an := newAnalyzer(spec, runID, elapsed)
-	dz := newDesignSums(spec)
+	an := newAnalyzer(spec, runID, elapsed, true)
+	dz := an.design
 	var line []byte // one results.jsonl line, its buffer reused from row to row
 	emit := func(r store.Record) error {
 		row := BuildRow(spec, runID, r)
@@ -187,11 +187,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 		if err := cw.Write(row.ValuesFor(probCols)); err != nil {
 			return fmt.Errorf("%s: %w", CSVFile, err)
 		}
-		an.add(&row)
-		if err := dz.add(spec.Cell(r.Index), &row); err != nil {
-			return fmt.Errorf("cell %d: %w", r.Index, err)
-		}
-		return nil
+		return an.add(&row)
 	}
 	if err := walk(ctx, src, spec, runID, emit); err != nil {
 		return wire.Summary{}, fmt.Errorf("results: export %s: %w", runID, err)
@@ -213,7 +209,7 @@ func Export(ctx context.Context, src Source, spec *experiment.Spec, runID, dir s
 			return writeReferenceScales(w, runID, slices.Concat(a.ReferenceScales, a.ReferenceOverall))
 		},
 		ValidityFile:  func(w io.Writer) error { return writeValidity(w, runID, a.Validity) },
-		OrderBiasFile: func(w io.Writer) error { return design.WriteOrderBias(w, runID, dz.design.OrderBias()) },
+		OrderBiasFile: func(w io.Writer) error { return design.WriteOrderBias(w, runID, a.OrderBias) },
 		VarianceFile: func(w io.Writer) error {
 			rows, err := dz.design.Variance()
 			if err != nil {

@@ -402,13 +402,18 @@ func expectedScore(s *experiment.Spec, it int, p []float64) *float64 {
 
 // expectedCellScore is expectedScore with cell c's scoring (a negated wording variant keyed opposite).
 func expectedCellScore(s *experiment.Spec, c experiment.Cell, p []float64) *float64 {
-	it := c.Item
+	return expectedBy(s.OptionsFor(c.Item).Options, p, func(o experiment.Option) (int, bool) { return s.CellScore(c, o.ID) })
+}
+
+// expectedBy is Σ p_k · value_k over the options opts whose value is defined (ok), divided by their mass; nil
+// without p or without mass on such an option.
+func expectedBy(opts []experiment.Option, p []float64, value func(experiment.Option) (int, bool)) *float64 {
 	if p == nil {
 		return nil
 	}
 	var sum, mass float64
-	for k, o := range s.OptionsFor(it).Options {
-		v, ok := s.CellScore(c, o.ID)
+	for k, o := range opts {
+		v, ok := value(o)
 		if !ok {
 			continue
 		}

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,7 +20,7 @@ func TestPositionBiasIsRecoverable(t *testing.T) {
 		hits := 0
 		for i := range n {
 			h := mix64(uint64(i) * 0x9e3779b97f4a7c15)
-			r := compose(h, msgs, responseFormat{}, -1, tc.bias)
+			r := compose(h, msgs, responseFormat{}, -1, tc.bias, nil)
 			if r.chosen == tc.place {
 				hits++
 			}
@@ -63,5 +65,62 @@ func TestPositionBiasMovesTheLabelMass(t *testing.T) {
 		t.Fatal("position middle is accepted")
 	} else if !strings.Contains(err.Error(), "position_bias") || !strings.Contains(err.Error(), "first or last") {
 		t.Fatalf("error %q does not say what is accepted", err)
+	}
+}
+
+// TestPreferencesAnswerByMeaning: with preferences the options are answered in the shares of their weights by
+// text, whichever order they are listed in; a position bias b on top answers the option listed first with
+// probability b + (1 − b) × its share. The draw is a function of the request: the same request, the same answer.
+func TestPreferencesAnswerByMeaning(t *testing.T) {
+	prefs := Preferences{"Disagree": 1, "Slightly disagree": 4, "Neutral": 10, "Slightly agree": 4, "Agree": 1}
+	share := map[string]float64{"Disagree": 0.05, "Slightly disagree": 0.2, "Neutral": 0.5, "Slightly agree": 0.2, "Agree": 0.05}
+	written := []string{"Disagree", "Slightly disagree", "Neutral", "Slightly agree", "Agree"}
+	list := func(texts []string) []chatMessage {
+		var b strings.Builder
+		b.WriteString("How much do you agree?\n")
+		for i, s := range texts {
+			b.WriteString(strconv.Itoa(i+1) + ". " + s + "\n")
+		}
+		return []chatMessage{{Role: "user", Content: b.String() + "Answer."}}
+	}
+	reversed := slices.Clone(written)
+	slices.Reverse(reversed)
+	const n = 20000
+	for _, tc := range []struct {
+		texts []string
+		bias  PositionBias
+	}{{written, PositionBias{}}, {reversed, PositionBias{}}, {written, PositionBias{Position: BiasFirst, Strength: 0.3}},
+		{reversed, PositionBias{Position: BiasFirst, Strength: 0.3}}} {
+		msgs := list(tc.texts)
+		counts := map[string]int{}
+		for i := range n {
+			h := mix64(uint64(i) * 0x9e3779b97f4a7c15)
+			r := compose(h, msgs, responseFormat{}, -1, tc.bias, prefs)
+			if again := compose(h, msgs, responseFormat{}, -1, tc.bias, prefs); again.text != r.text {
+				t.Fatalf("request %d answered %q, then %q", i, r.text, again.text)
+			}
+			counts[optionText(r.text)]++
+		}
+		for k, text := range tc.texts {
+			want := (1 - tc.bias.Strength) * share[text]
+			if k == 0 {
+				want += tc.bias.Strength
+			}
+			got := float64(counts[text]) / n
+			if math.Abs(got-want) > 0.015 {
+				t.Errorf("%v, listed %d: %q answered %.4f of the time; want %.3f", tc.bias, k+1, text, got, want)
+			}
+		}
+	}
+	// A prompt listing none of the texts is answered as without preferences.
+	other := []chatMessage{{Role: "user", Content: "Pick one:\n1. Red\n2. Blue\n3. Green\nAnswer."}}
+	for i := range 200 {
+		h := mix64(uint64(i) + 17)
+		if a, b := compose(h, other, responseFormat{}, -1, PositionBias{}, prefs), compose(h, other, responseFormat{}, -1, PositionBias{}, nil); a.text != b.text {
+			t.Fatalf("request %d: %q with preferences for other texts, %q without", i, a.text, b.text)
+		}
+	}
+	if err := (Config{Preferences: Preferences{"Neutral": -1}}).validate(); err == nil || !strings.Contains(err.Error(), "preferences") {
+		t.Errorf("a negative preference: error %v; want one naming preferences", err)
 	}
 }

@@ -178,7 +178,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Ignored = req.ignoredParams(s.cfg.Sampling == SamplingSeeded)
 	opts, param, err := parseChatOptions(&req)
-	opts.bias = s.cfg.PositionBias
+	opts.bias, opts.prefs = s.cfg.PositionBias, s.cfg.Preferences
 	rec.Logprobs, rec.ResponseFormat = req.Logprobs, opts.format.kind
 	if err != nil {
 		s.badRequest(w, &rec, param, err.Error())
@@ -303,8 +303,9 @@ type chatOptions struct {
 	n int
 	// seeded is set under seeded sampling (Config.Sampling); nil: the answer is the hash's.
 	seeded *seededDraw
-	// bias is the server's PositionBias.
-	bias PositionBias
+	// bias is the server's PositionBias, prefs its Preferences.
+	bias  PositionBias
+	prefs Preferences
 }
 
 // parseChatOptions checks the request's max_tokens, logprobs, top_logprobs, n and response_format as OpenAI
@@ -364,13 +365,13 @@ func choose(tc *tokenCounter, h uint64, i int, msgs []chatMessage, o chatOptions
 		c.FinishReason = "content_filter"
 		return c, 0, nil
 	}
-	r := compose(h, msgs, o.format, -1, o.bias)
+	r := compose(h, msgs, o.format, -1, o.bias, o.prefs)
 	var label []candidate
 	if d := o.seeded; d != nil && len(r.labels) > 0 {
 		// The preferred option is the one compose writes for the preference hash; the distribution is drawn
 		// from a stream of that hash alone, so neither depends on the seed. A position bias moves its share of
 		// that distribution (and of the options' shares the draw reads) onto its option before the draw.
-		pref := compose(d.pref, msgs, o.format, -1, PositionBias{})
+		pref := compose(d.pref, msgs, o.format, -1, PositionBias{}, o.prefs)
 		st := rng{state: mix64(d.pref ^ preferenceSalt)}
 		var shares []float64
 		label, shares = labelDistribution(&st, pref.labels, pref.chosen)
@@ -382,7 +383,7 @@ func choose(tc *tokenCounter, h uint64, i int, msgs []chatMessage, o chatOptions
 			}
 			shares[b] += o.bias.Strength
 		}
-		r = compose(h, msgs, o.format, sampleOption(shares, d.temperature, seededUniform(d.seed, i)), PositionBias{})
+		r = compose(h, msgs, o.format, sampleOption(shares, d.temperature, seededUniform(d.seed, i)), PositionBias{}, nil)
 	}
 	limit := o.maxTokens
 	if fault == FaultLength {

@@ -48,6 +48,12 @@ func optionLabel(option string) string {
 	return option[:max(i, 1)]
 }
 
+// optionText returns an option's text after its enumerator and the separator and spaces that follow it
+// ("Neutral" for "3. Neutral").
+func optionText(option string) string {
+	return strings.TrimLeft(option[len(optionLabel(option)):], ".) \t")
+}
+
 // compose writes the answer of hash h to msgs in format f. The option is the one answer chose before formats
 // existed (opts[h mod len(opts)]), so a plain request's answer is unchanged; a plain answer is the option as the
 // prompt writes it ("3. Neither Accurate Nor Inaccurate"), label first. A JSON answer is {"answer":"<label>"},
@@ -55,9 +61,10 @@ func optionLabel(option string) string {
 // value at the option's place when the enum lists as many values as the prompt lists options, else
 // enum[h mod len(enum)]. A reason, when the schema has one, follows the answer, so the label is always the
 // token after {"answer":". pick, when not negative, is the index in the reply's labels of the option to write
-// instead (seeded sampling's draw; the labels do not depend on h). Otherwise, under a position bias, the answers
-// its draw picks (see PositionBias) write the option at its position instead.
-func compose(h uint64, msgs []chatMessage, f responseFormat, pick int, bias PositionBias) reply {
+// instead (seeded sampling's draw; the labels do not depend on h). Otherwise, with preferences, the option is
+// drawn by them (see Preferences) rather than taken at h mod len(opts); and under a position bias, the answers its
+// draw picks (see PositionBias) write the option at its position instead.
+func compose(h uint64, msgs []chatMessage, f responseFormat, pick int, bias PositionBias, prefs Preferences) reply {
 	last := lastUser(msgs)
 	var buf [maxEnumerators]span
 	spans := findOptions(last, buf[:0])
@@ -68,6 +75,9 @@ func compose(h uint64, msgs []chatMessage, f responseFormat, pick int, bias Posi
 	k := -1
 	if len(spans) > 0 {
 		k = int(h % uint64(len(spans)))
+		if c := prefs.draw(h, last, spans); c >= 0 {
+			k = c
+		}
 		if pick >= 0 && pick < len(spans) {
 			k = pick
 		} else if b := bias.at(h, len(spans)); b >= 0 {

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -180,6 +181,8 @@ type Config struct {
 	SnapshotChange *SnapshotChange
 	// PositionBias makes answers favour an option by its place in the prompt's list. Optional: none.
 	PositionBias PositionBias
+	// Preferences make answers favour options by what they say, wherever they are listed. Optional: none.
+	Preferences Preferences
 
 	// lineServer marks the simulator that answers batch lines: it serves no batch APIs of its own.
 	lineServer bool
@@ -262,6 +265,52 @@ func (b PositionBias) index(n int) int {
 		return n - 1
 	}
 	return 0
+}
+
+// Preferences are the simulated model's answer by meaning: a weight per option text, the text as the prompt lists
+// it after its enumeration ("Neutral" for "3. Neutral"), options not named weighing 1. The option an answer's hash
+// would take is instead drawn with these weights (by a uniform of the hash, like every choice of the simulator),
+// so an option's share of the answers is its weight over the listed options' total in whatever order they are
+// shown: with a PositionBias of strength b on top, the option shown first is answered with probability
+// b + (1 − b)·its share. A prompt listing none of the texts, or whose options all weigh 0, is answered as without
+// preferences.
+type Preferences map[string]float64
+
+// meaningSalt separates the preference draw from every other use of an answer's hash.
+const meaningSalt = 0x6d65616e696e6721
+
+// draw returns the index among the options of text at spans drawn by their weights with a uniform of hash h, or
+// -1 when p names none of them or their weights sum to 0.
+func (p Preferences) draw(h uint64, text string, spans []span) int {
+	if len(p) == 0 || len(spans) == 0 {
+		return -1
+	}
+	w := make([]float64, len(spans))
+	named, total := false, 0.0
+	for i, s := range spans {
+		w[i] = 1
+		if v, ok := p[optionText(text[s.start:s.end])]; ok {
+			w[i], named = v, true
+		}
+		total += w[i]
+	}
+	if !named || total <= 0 {
+		return -1
+	}
+	r := rng{state: mix64(h ^ meaningSalt)}
+	u := r.uniform() * total
+	last := -1
+	for i, v := range w {
+		if v <= 0 {
+			continue
+		}
+		if u < v {
+			return i
+		}
+		u -= v
+		last = i
+	}
+	return last // rounding left u at the total's end
 }
 
 // DefaultModels returns the models /v1/models lists when Config.Models is empty.
@@ -439,6 +488,11 @@ func (c Config) validate() error {
 	var errs []error
 	if b := c.PositionBias; b.Strength < 0 || b.Strength > 1 || (b.Strength > 0 && b.Position != BiasFirst && b.Position != BiasLast) {
 		errs = append(errs, fmt.Errorf("position_bias {position: %q, strength: %v}: want position first or last and a strength from 0 to 1", b.Position, b.Strength))
+	}
+	for text, w := range c.Preferences {
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			errs = append(errs, fmt.Errorf("preferences %q: weight %v; want a number >= 0", text, w))
+		}
 	}
 	if c.Latency.Fixed < 0 || c.Latency.Jitter < 0 {
 		errs = append(errs, fmt.Errorf("latency %v ± %v: want durations >= 0", c.Latency.Fixed, c.Latency.Jitter))

@@ -315,6 +315,34 @@ func (d *decoder) duration(n *node, path string) experiment.Duration {
 	return 0
 }
 
+// numberMap reads a mapping of texts to numbers.
+func (d *decoder) numberMap(n *node, path string) map[string]float64 {
+	if n == nil {
+		return nil
+	}
+	return mapping(d, n, path, "a mapping of texts to numbers", false, (*decoder).number)
+}
+
+// mapping reads a mapping whose values value reads; want says what n should be, in the error when it is no
+// mapping. Each entry's position is its key's when atKey (a key that is wrong is reported there), else its value's.
+func mapping[V any](d *decoder, n *node, path, want string, atKey bool, value func(*decoder, *node, string) V) map[string]V {
+	if n.kind != kindMap {
+		d.errAt(n, path, "want %s, got %s", want, n.describe())
+		return nil
+	}
+	out := make(map[string]V, len(n.keys))
+	for i, k := range n.keys {
+		p := child(path, k.str)
+		at := n.vals[i]
+		if atKey {
+			at = k
+		}
+		d.mark(p, p, at)
+		out[k.str] = value(d, n.vals[i], p)
+	}
+	return out
+}
+
 // attributes reads a mapping of scalars as strings.
 func (d *decoder) attributes(n *node, path string) map[string]string {
 	if n == nil {

@@ -52,17 +52,7 @@ func (d *decoder) seedPtr(n *node, path string) *int64 {
 
 // logitBias reads a mapping of token ids to whole-number biases; experiment.Validate checks ids and ranges.
 func (d *decoder) logitBias(n *node, path string) map[string]int {
-	if n.kind != kindMap {
-		d.errAt(n, path, "want a mapping of token ids to biases, such as {\"1639\": -100}, got %s", n.describe())
-		return nil
-	}
-	out := make(map[string]int, len(n.keys))
-	for i, k := range n.keys {
-		p := child(path, k.str)
-		d.mark(p, p, k)
-		out[k.str] = d.integer(n.vals[i], p)
-	}
-	return out
+	return mapping(d, n, path, `a mapping of token ids to biases, such as {"1639": -100}`, true, (*decoder).integer)
 }
 
 // jsonMap reads a mapping whose values are sent as JSON, each as jsonValue writes it.

@@ -2,6 +2,7 @@ package specfile
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,41 @@ func TestSimulatorBatchTime(t *testing.T) {
 	doc = strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  batch_enqueued_tokens: -1", 1)
 	if _, err := Parse([]byte(doc), "spec.yaml", t.TempDir()); err == nil || !strings.Contains(err.Error(), "simulator.batch_enqueued_tokens") {
 		t.Errorf("batch_enqueued_tokens -1: %v, want refused", err)
+	}
+}
+
+// TestSimulatorPreferences: simulator.preferences reads as a mapping of option texts to weights, survives the
+// canonical JSON form, and a negative weight or a value that is no mapping is an error at its place.
+func TestSimulatorPreferences(t *testing.T) {
+	doc := strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  preferences: {\"Neutral\": 10, \"Agree\": 2.5}", 1)
+	s, err := Parse([]byte(doc), "spec.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"Neutral": 10, "Agree": 2.5}
+	if !maps.Equal(s.Simulator.Preferences, want) {
+		t.Errorf("preferences %v, want %v", s.Simulator.Preferences, want)
+	}
+	_, canonical, err := s.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseInput(canonical, "input")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(back.Simulator.Preferences, want) {
+		t.Errorf("preferences after the canonical form %v, want %v", back.Simulator.Preferences, want)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{`{"Neutral": -1}`, "simulator.preferences.Neutral: weight -1"},
+		{`{"Neutral": lots}`, "simulator.preferences.Neutral"},
+		{`[Neutral]`, "simulator.preferences: want a mapping of texts to numbers"},
+	} {
+		doc := strings.Replace(baseSpec, "name: test", "name: test\nsimulator:\n  preferences: "+tc.value, 1)
+		if _, err := Parse([]byte(doc), "spec.yaml", t.TempDir()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("preferences %s: %v, want an error containing %q", tc.value, err, tc.want)
+		}
 	}
 }
 

@@ -292,6 +292,7 @@ var simulatorKeys = table[experiment.SimulatorSettings]{
 	field("system_fingerprint", func(s *experiment.SimulatorSettings) *string { return &s.SystemFingerprint }, (*decoder).str),
 	field("snapshot_change", func(s *experiment.SimulatorSettings) **experiment.SimulatorSnapshotChange { return &s.SnapshotChange }, snapshotKeys.decodePtr),
 	field("position_bias", func(s *experiment.SimulatorSettings) **experiment.SimulatorPositionBias { return &s.PositionBias }, positionBiasKeys.decodePtr),
+	field("preferences", func(s *experiment.SimulatorSettings) *map[string]float64 { return &s.Preferences }, (*decoder).numberMap),
 }
 
 var snapshotKeys = table[experiment.SimulatorSnapshotChange]{

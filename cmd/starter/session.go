@@ -259,6 +259,7 @@ func (s *session) startSim(set *experiment.SimulatorSettings) error {
 		if b := set.PositionBias; b != nil {
 			cfg.PositionBias = sim.PositionBias{Position: b.Position, Strength: b.Strength}
 		}
+		cfg.Preferences = set.Preferences
 		if o := set.Outage; o != nil {
 			// This simulator owns its listener (sim.Serve below), so every kind applies, refuse included.
 			cfg.Outages = []sim.Outage{{After: time.Duration(o.After), For: time.Duration(o.For),

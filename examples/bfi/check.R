@@ -1,6 +1,6 @@
 # Recomputes, independently of silico, every figure of an examples/bfi run's comparison with the humans, from the
 # run's per-cell answers (results.csv), the raw human answers (bfi.csv) and the spec's scoring, with base R and
-# psych, and compares each with what the run wrote.
+# psych, and compares each with what the run wrote; and order_bias.csv's point values from results.csv.
 #
 # Run from the repository root after a run of examples/bfi:
 #   go run ./cmd/starter run examples/bfi/experiment.yaml --output /tmp/bfi
@@ -418,9 +418,99 @@ check_reference_scales <- function() {
               packageVersion("psych"), sum(is.na(want$model_omega_total)), n, sum(is.na(want$human_omega_total)), n))
 }
 
+# ---- order_bias.csv ----------------------------------------------------------------------------------------------
+
+# The point values of order_bias.csv, from results.csv by their definitions (docs/architecture.md, "Order bias"):
+# the cells are the main calls with a score (every wording and prompt variant; not the verbalized probe), the
+# position of a cell's answer its shown_position, K the options in its shown column, the option shown first the
+# first of them, the weight of an answer its option's weight as written (no reverse keying). The intervals are
+# design/testdata/make_design.R's to check, from replayed resamples.
+check_order_bias <- function() {
+  o <- read_out("order_bias.csv")
+  all <- read_out("results.csv")
+  d <- all[all$score != "" & !grepl("/verbalized(/rev)?$", all$cell_id), ]
+  shown <- strsplit(d$shown, "|", fixed = TRUE)
+  d$k <- lengths(shown)
+  d$first <- sapply(shown, `[`, 1)
+  d$position <- as.integer(d$shown_position)
+  d$weight <- options$weight[match(d$option_id, options$id)]
+  probs_d <- if (all(pcols %in% names(d))) matrix(sapply(pcols, function(c) num(d[[c]])), nrow(d)) else
+    matrix(NA_real_, nrow(d), length(pcols))
+  d$expected_weight <- apply(probs_d, 1, function(p) {
+    if (anyNA(p) || sum(p[scored]) <= 0) NA_real_ else sum(p[scored] * options$weight[scored]) / sum(p[scored])
+  })
+  orders <- c("as_written", "reversed", "shuffled")
+  mean_or_na <- function(v) if (length(v) == 0) NA_real_ else mean(v)
+  # first_effect: over the items and the options shown first in some cells and elsewhere in others, the option's
+  # share of the answers when shown first less its share when shown elsewhere, weighted by the cells showing it
+  # first.
+  first_effect <- function(x) {
+    effect <- c()
+    shown_first <- c()
+    for (it in unique(x$item_id)) {
+      xi <- x[x$item_id == it, ]
+      for (c in options$id) {
+        f <- xi$first == c
+        if (!any(f) || all(f)) next
+        effect <- c(effect, mean(xi$option_id[f] == c) - mean(xi$option_id[!f] == c))
+        shown_first <- c(shown_first, sum(f))
+      }
+    }
+    if (length(effect) == 0) NA_real_ else weighted.mean(effect, shown_first)
+  }
+  key <- paste(o$model, o$item_id, sep = "/")
+  n <- nrow(o)
+  want <- list(position_shares = vector("list", n), marginal_p = vector("list", n))
+  for (c in c("n", "n_personas", "k", paste0("n_", orders), paste0("n_expected_", orders), "marginal_cells",
+              "marginal_source")) want[[c]] <- character(n)
+  for (c in c(paste0("weight_", orders), paste0("expected_weight_", orders), "weight_diff", "expected_weight_diff",
+              "primacy_recency", "first_effect")) want[[c]] <- rep(NA_real_, n)
+  for (i in seq_len(n)) {
+    m <- o$model[i]
+    it <- o$item_id[i]
+    x <- d[d$model == m & (it == "all" | d$item_id == it), ]
+    k <- max(x$k)
+    want$n[i] <- as.character(nrow(x))
+    want$n_personas[i] <- as.character(length(unique(x$persona_id)))
+    want$k[i] <- as.character(k)
+    want$position_shares[[i]] <- sapply(seq_len(k), function(j) mean(x$position == j))
+    for (ord in orders) {
+      xo <- x[x$order == ord, ]
+      e <- xo$expected_weight[!is.na(xo$expected_weight)]
+      want[[paste0("n_", ord)]][i] <- as.character(nrow(xo))
+      want[[paste0("n_expected_", ord)]][i] <- as.character(length(e))
+      want[[paste0("weight_", ord)]][i] <- mean_or_na(xo$weight)
+      want[[paste0("expected_weight_", ord)]][i] <- mean_or_na(e)
+    }
+    want$weight_diff[i] <- want$weight_reversed[i] - want$weight_as_written[i]
+    want$expected_weight_diff[i] <- want$expected_weight_reversed[i] - want$expected_weight_as_written[i]
+    want$primacy_recency[i] <- mean(x$position == 1) - mean(x$position == x$k)
+    want$first_effect[i] <- first_effect(x)
+    # The item's order-marginal distribution is reference.csv's model_p of group all: pool over every persona.
+    if (it != "all") {
+      pl <- pool(m, it, personas)
+      want$marginal_p[[i]] <- pl$p
+      want$marginal_cells[i] <- as.character(pl$cells)
+      want$marginal_source[i] <- source_of(pl)
+    } else {
+      want$marginal_cells[i] <- "0"
+    }
+  }
+  expected_rows <- length(models) * (nrow(items) + 1)
+  if (n != expected_rows || anyDuplicated(key)) {
+    fail(sprintf("order_bias.csv: %d rows (%d distinct), want %d: models × (items + all)", n, length(unique(key)),
+                 expected_rows))
+  }
+  for (c in c("n", "n_personas", "k", paste0("n_", orders), paste0("n_expected_", orders), "marginal_cells",
+              "marginal_source")) compare_text("order_bias.csv", c, key, o[[c]], want[[c]])
+  for (c in c("position_shares", "marginal_p")) compare_vec("order_bias.csv", c, key, o[[c]], want[[c]])
+  for (c in c(paste0("weight_", orders), paste0("expected_weight_", orders), "weight_diff", "expected_weight_diff",
+              "primacy_recency", "first_effect")) compare_num("order_bias.csv", c, key, o[[c]], want[[c]])
+}
+
 # ---- run every check ---------------------------------------------------------------------------------------------
 
-checks <- list(check_distributions, check_reference, check_reference_scales)
+checks <- list(check_distributions, check_reference, check_reference_scales, check_order_bias)
 for (f in checks) f()
 cat(sprintf("worst difference: %.3g (%s); tolerance %g\n", state$worst$diff, state$worst$what, tol))
 if (length(state$failures) > 0) {
