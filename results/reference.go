@@ -185,6 +185,7 @@ func (a *Analysis) reference() {
 				rs.average(rows)
 				boot.meanIntervals(&rs, m, k, gi)
 				if overall {
+					rs.Humans = h.headCount(items, g, rows)
 					rs.Note = "every item of the questionnaire: alpha and omega are per scale"
 					for p := range s.Personas {
 						if s.InGroup(p, g) {
@@ -206,6 +207,8 @@ func (a *Analysis) reference() {
 					}
 				} else if hs, ok := h.scales[[2]string{sc, g}]; ok {
 					rs.Humans, rs.HumanItemsUsed, rs.HumanAlpha, rs.HumanOmega = hs.Respondents, hs.ItemsUsed, hs.Alpha, hs.OmegaTotal
+				} else {
+					rs.Humans = h.headCount(items, g, rows)
 				}
 				boot.scaleIntervals(&rs, m, k, items, gi)
 				a.ReferenceScales = append(a.ReferenceScales, rs)
