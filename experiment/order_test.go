@@ -94,6 +94,29 @@ func TestAnItemsOwnOrderChangesOnlyItsCells(t *testing.T) {
 	}
 }
 
+// TestTheFirstItemsOwnOrderChangesOnlyItsCells: the same with the first item the balanced one, whose cell count
+// the layout once took for every item's.
+func TestTheFirstItemsOwnOrderChangesOnlyItsCells(t *testing.T) {
+	s := gridSpec(1, 2, 3, 2)
+	s.Questionnaire.Options = likert()
+	s.Questionnaire.Items[0].Order = &OrderSettings{Mode: OrderBalanced}
+	if got := s.NumCells(); got != 2*(4+2+2) {
+		t.Fatalf("NumCells = %d, want 16", got)
+	}
+	var got []string
+	for i := range s.NumCells() {
+		c := s.Cell(i)
+		if s.CellIndexOf(c) != i {
+			t.Fatalf("CellIndexOf does not invert Cell(%d) = %+v", i, c)
+		}
+		got = append(got, s.CellID(c))
+	}
+	want := "m0/100/i0/p0 m0/100/i0/p0/rev m0/100/i0/p1 m0/100/i0/p1/rev m0/100/i1/p0 m0/100/i1/p1 m0/100/i2/p0 m0/100/i2/p1"
+	if strings.Join(got[:8], " ") != want {
+		t.Fatalf("ids %v, want %s", got[:8], want)
+	}
+}
+
 func TestDefaultSpecIsTodays(t *testing.T) {
 	s := gridSpec(1, 1, 2, 2)
 	b, err := json.Marshal(s)
