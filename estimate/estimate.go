@@ -55,7 +55,7 @@ type ModelEstimate struct {
 	// Model is the model's id in the spec; Name the model name sent to the provider (it picks the tokenizer).
 	Model string `json:"model"`
 	Name  string `json:"name"`
-	// Cells is the number of cells: seeds × items × personas × option orders (2 for a balanced item).
+	// Cells is the number of the model's cells: Estimate.Grid's calls over its models.
 	Cells int `json:"cells"`
 	// Cached is how many of them the response cache already answers (see WithCache); Calls the others, the calls
 	// the run will make. Tokens, cost and wall time are those of the calls.
@@ -95,16 +95,19 @@ type ModelEstimate struct {
 
 // Estimate sizes a whole experiment: the totals of its models.
 type Estimate struct {
-	Cells               int     `json:"cells"`
-	Cached              int     `json:"cached"`
-	Calls               int     `json:"calls"`
-	SavedMinUSD         float64 `json:"saved_min_usd,omitempty"`
-	SavedMaxUSD         float64 `json:"saved_max_usd,omitempty"`
-	PromptTokens        int     `json:"prompt_tokens"`
-	ImageTokens         int     `json:"image_tokens,omitempty"`
-	MaxCompletionTokens int     `json:"max_completion_tokens"`
-	MinCostUSD          float64 `json:"min_cost_usd"`
-	MaxCostUSD          float64 `json:"max_cost_usd"`
+	// Grid is the calls as the product of the factors the grid multiplies (experiment.Spec.Grid): the formula
+	// validate, the dry run and the run's summary print.
+	Grid                experiment.Grid `json:"grid"`
+	Cells               int             `json:"cells"`
+	Cached              int             `json:"cached"`
+	Calls               int             `json:"calls"`
+	SavedMinUSD         float64         `json:"saved_min_usd,omitempty"`
+	SavedMaxUSD         float64         `json:"saved_max_usd,omitempty"`
+	PromptTokens        int             `json:"prompt_tokens"`
+	ImageTokens         int             `json:"image_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens"`
+	MinCostUSD          float64         `json:"min_cost_usd"`
+	MaxCostUSD          float64         `json:"max_cost_usd"`
 	// MinWall is the run's wall-time lower bound: the sum of the models' when passes run one at a time, else the
 	// largest (see the package doc).
 	MinWall time.Duration   `json:"min_wall_ns"`
@@ -134,7 +137,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 	}
 	c := counter{spec: spec, tok: tok, grids: map[string]*grid{}}
 	pics := countImages(spec)
-	var est Estimate
+	est := Estimate{Grid: spec.Grid()}
 	for mi, m := range spec.Models {
 		g, err := c.grid(mi)
 		if err != nil {
