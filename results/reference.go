@@ -412,6 +412,9 @@ func expectedCellScore(s *experiment.Spec, c experiment.Cell, p []float64) *floa
 // compares; nil when they have no mass.
 func ScoredPMF(s *experiment.Spec, it int, p []float64) []float64 { return scoredPMF(s, it, p) }
 
-// ExpectedScore is Σ p_k · score_k over item it's scored options divided by their mass (reverse-keyed items
-// reversed); nil without p or without mass on a scored option. For a point mass it is the option's score.
-func ExpectedScore(s *experiment.Spec, it int, p []float64) *float64 { return expectedScore(s, it, p) }
+// ExpectedScore is Σ p_k · score_k over cell c's item's scored options divided by their mass, with the cell's
+// scoring (reverse-keyed items and negated wordings reversed, experiment.Spec.CellScore): the row's
+// expected_score. nil without p or without mass on a scored option. For a point mass it is the option's score.
+func ExpectedScore(s *experiment.Spec, c experiment.Cell, p []float64) *float64 {
+	return expectedCellScore(s, c, p)
+}
