@@ -196,22 +196,9 @@ func TestCompareOtherOptions(t *testing.T) {
 // seeded 1 and 2) and recomputes every figure from the two runs' results.csv, with code of its own.
 func TestCompareMatchesIndependentFigures(t *testing.T) {
 	spec := testSpec(t)
-	ctx := context.Background()
 	ra, rb := fakeRun(spec, 1), fakeRun(spec, 2)
-	dir := t.TempDir()
-	for id, recs := range map[string]sliceSource{"run-a": ra, "run-b": rb} {
-		if _, err := results.Export(ctx, recs, spec, id, filepath.Join(dir, id), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
 	opt := Options{Samples: 500, Seed: 7}
-	c, err := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := comparetest.Independent(t, filepath.Join(dir, "run-a", results.CSVFile), filepath.Join(dir, "run-b", results.CSVFile),
-		opt.Samples, opt.Seed, nil, nil)
-	sameFigures(t, c, want)
+	c := compareIndependently(t, spec, ra, rb, opt)
 	// A rerun gives the same intervals; another seed others.
 	again, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
 	other, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), Options{Samples: 500, Seed: 8})
@@ -225,6 +212,25 @@ func TestCompareMatchesIndependentFigures(t *testing.T) {
 	if !differ {
 		t.Error("seed 8 gave the intervals of seed 7")
 	}
+}
+
+// compareIndependently compares runs ra and rb of spec ("run-a" and "run-b") with opt, and checks every figure
+// against what comparetest computes from the two runs' results.csv.
+func compareIndependently(t *testing.T, spec *experiment.Spec, ra, rb sliceSource, opt Options) *Comparison {
+	t.Helper()
+	dir := t.TempDir()
+	for id, recs := range map[string]sliceSource{"run-a": ra, "run-b": rb} {
+		if _, err := results.Export(context.Background(), recs, spec, id, filepath.Join(dir, id), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFigures(t, c, comparetest.Independent(t, filepath.Join(dir, "run-a", results.CSVFile),
+		filepath.Join(dir, "run-b", results.CSVFile), opt.Samples, opt.Seed, nil, nil))
+	return c
 }
 
 func show(v *float64) string {
@@ -576,21 +582,7 @@ func TestCompareWordingMatchesIndependentFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	ra, rb := fakeRun(spec, 1), fakeRun(spec, 2)
-	dir := t.TempDir()
-	for id, recs := range map[string]sliceSource{"run-a": ra, "run-b": rb} {
-		if _, err := results.Export(ctx, recs, spec, id, filepath.Join(dir, id), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	opt := Options{Samples: 300, Seed: 4}
-	c, err := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameFigures(t, c, comparetest.Independent(t, filepath.Join(dir, "run-a", results.CSVFile),
-		filepath.Join(dir, "run-b", results.CSVFile), opt.Samples, opt.Seed, nil, nil))
+	compareIndependently(t, spec, fakeRun(spec, 1), fakeRun(spec, 2), Options{Samples: 300, Seed: 4})
 }
 
 // TestCompareAcrossOrderModes: a balanced run beside an as-written one pairs its as-written cells and leaves its

@@ -95,25 +95,25 @@ type ModelEstimate struct {
 
 // Estimate sizes a whole experiment: the totals of its models.
 type Estimate struct {
-	// Grid is the calls as the product of the factors the grid multiplies (experiment.Spec.Grid): the formula
-	// validate, the dry run and the run's summary print.
-	Grid                experiment.Grid `json:"grid"`
-	Cells               int             `json:"cells"`
-	Cached              int             `json:"cached"`
-	Calls               int             `json:"calls"`
-	SavedMinUSD         float64         `json:"saved_min_usd,omitempty"`
-	SavedMaxUSD         float64         `json:"saved_max_usd,omitempty"`
-	PromptTokens        int             `json:"prompt_tokens"`
-	ImageTokens         int             `json:"image_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens"`
-	MinCostUSD          float64         `json:"min_cost_usd"`
-	MaxCostUSD          float64         `json:"max_cost_usd"`
+	Cells               int     `json:"cells"`
+	Cached              int     `json:"cached"`
+	Calls               int     `json:"calls"`
+	SavedMinUSD         float64 `json:"saved_min_usd,omitempty"`
+	SavedMaxUSD         float64 `json:"saved_max_usd,omitempty"`
+	PromptTokens        int     `json:"prompt_tokens"`
+	ImageTokens         int     `json:"image_tokens,omitempty"`
+	MaxCompletionTokens int     `json:"max_completion_tokens"`
+	MinCostUSD          float64 `json:"min_cost_usd"`
+	MaxCostUSD          float64 `json:"max_cost_usd"`
 	// MinWall is the run's wall-time lower bound: the sum of the models' when passes run one at a time, else the
 	// largest (see the package doc).
 	MinWall time.Duration   `json:"min_wall_ns"`
 	Models  []ModelEstimate `json:"models"`
 	// Notes qualify the figures: upper bounds, unpriced models, how MinWall was combined.
 	Notes []string `json:"notes,omitempty"`
+	// Grid is Cells as the product of the factors the grid multiplies (experiment.Spec.Grid): the formula
+	// validate, the dry run and the run's summary print.
+	Grid experiment.Grid `json:"grid"`
 }
 
 // Compute estimates spec, which must be valid (as specfile.Load returns it), counting tokens with tok.
