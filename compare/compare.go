@@ -1,6 +1,8 @@
 // Package compare sets two runs side by side, cell by cell: a retest of the same spec, the same spec some weeks
-// later (drift), or two models under one model id. Cells are matched by their cell id (model id / seed / item /
-// persona, results.Row.CellID); per model and item, and per model over all its items, it gives the distance
+// later (drift), or two models under one model id. Cells are matched by their whole identity, experiment.CellKey
+// (model and seed as the Pairing pairs them; item, wording, prompt, persona, probe and shown option order equal),
+// so a cell of A meets the one cell of B that asked the same question the same way; per model and item, and per
+// model over all its items, it gives the distance
 // between the two runs' answer distributions (W1, JSD), the mean score shift from A to B with a bootstrap
 // interval over personas, the exact agreement of the written answers, Cohen's κ, the ICC(2,1) of the cells'
 // expected scores, and how many cells matched. docs/architecture.md defines every number.
@@ -65,7 +67,7 @@ type Side struct {
 
 // cell is what a comparison keeps of one recorded cell.
 type cell struct {
-	model, item, persona string
+	key experiment.CellKey
 	// options are the ids of the item's options (spec.OptionsFor order).
 	options []string
 	// option is the written answer of an ok cell, "" otherwise.
@@ -75,11 +77,10 @@ type cell struct {
 	it   int
 	// pmf is results.CellPMF of the row, nil without one.
 	pmf []float64
-	// score is the expected score of pmf (results.ExpectedScore): Σ p·score over the scored options, reversed
-	// items reversed; for a cell without probabilities the written option's score. nil without one.
+	// score is the expected score of pmf with the cell's scoring (results.ExpectedScore): Σ p·score over the
+	// scored options, reversed items and negated wordings reversed; for a cell without probabilities the written
+	// option's score. nil without one.
 	score *float64
-	// seed is the cell's seed value (an entry of the spec's seeds).
-	seed int64
 	// served and fingerprint are what the provider said it served the cell with.
 	served, fingerprint string
 }
@@ -106,14 +107,14 @@ func Load(ctx context.Context, src results.Source, spec *experiment.Spec, id str
 			return fmt.Errorf("record of cell %d, but the spec has %d cells: is this the run's spec?", r.Index, n)
 		}
 		row := results.BuildRow(spec, id, r)
-		it := spec.Cell(r.Index).Item
-		c := &cell{model: row.Model, seed: row.Seed, item: row.ItemID, persona: row.PersonaID, options: opts[it], spec: spec, it: it}
+		sc := spec.Cell(r.Index)
+		c := &cell{key: spec.Key(sc), options: opts[sc.Item], spec: spec, it: sc.Item}
 		if row.Status == store.StatusOK {
 			c.option = row.OptionID
 		}
 		if p, _, ok := results.CellPMF(spec, &row); ok {
 			c.pmf = p
-			c.score = results.ExpectedScore(spec, it, p)
+			c.score = results.ExpectedScore(spec, sc, p)
 		}
 		c.served, c.fingerprint = row.ServedModel, row.SystemFingerprint
 		if _, dup := s.cells[row.CellID]; !dup {
@@ -145,6 +146,11 @@ type Row struct {
 	Model, ModelB string
 	Item          string
 	Scope         string
+	// MatchedOn names the factors of the cell identity (experiment.CellKey) the row's cells were matched on:
+	// model, seed, item and persona always, then those the item has in either run's spec (identityFactors'
+	// order): variant (wording variants), prompt_variant, probe (a verbalized probe), order (an order mode
+	// other than as_written). A model's row lists those of any of its items.
+	MatchedOn []string
 	// Matched cells have a record in both runs; OnlyA and OnlyB in one of them only.
 	Matched, OnlyA, OnlyB int
 	// Distributions: matched cells with an answer distribution in both runs; W1 and JSD between the two runs'
@@ -203,14 +209,44 @@ func pooledKappa(items []Row) *float64 {
 // pair is a matched cell: its record in A and in B.
 type pair struct{ a, b *cell }
 
+// The factors of a cell's identity as MatchedOn names them; the first four always identify a cell.
+var identityFactors = []string{"model", "seed", "item", "persona", "variant", "prompt_variant", "probe", "order"}
+
+// factorsOf says which identity factors item id has in spec s (nil when s has no such item): those beyond the
+// first four that take a value other than the spec as written (its own wording and prompt, the main call, the
+// options as written), in identityFactors' order.
+func factorsOf(s *experiment.Spec, index map[string]int, id string) map[string]bool {
+	it, ok := index[id]
+	if !ok {
+		return nil
+	}
+	return map[string]bool{"variant": s.Variants(it) > 1, "prompt_variant": s.NumPromptVariants() > 1,
+		"probe": s.Probes() > 1, "order": s.OrderFor(it).Mode != experiment.OrderAsWritten}
+}
+
+// matchedOn is identityFactors restricted to the first four and those set in any of has.
+func matchedOn(has ...map[string]bool) []string {
+	var out []string
+	for i, f := range identityFactors {
+		in := i < 4
+		for _, h := range has {
+			in = in || h[f]
+		}
+		if in {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Label names the row's model pair (ModelPair.Label).
 func (r Row) Label() string { return ModelPair{r.Model, r.ModelB}.Label() }
 
 // matchKey is what a cell of A and a cell of B share when they are set side by side: their model pair and seed
-// pair (indices into the Pairing) and their item and persona ids.
+// pair (indices into the Pairing) and the rest of their CellKey (its Model and Seed zero).
 type matchKey struct {
-	model, seed   int
-	item, persona string
+	model, seed int
+	rest        experiment.CellKey
 }
 
 // keys maps each cell id of s to its matchKey under the pairing (side picks A's or B's ids); cells of a model or
@@ -235,10 +271,12 @@ func keys(s *Side, p Pairing, sideB bool) map[string]matchKey {
 	}
 	out := make(map[string]matchKey, len(s.cells))
 	for id, c := range s.cells {
-		m, ok1 := model[c.model]
-		sd, ok2 := seed[c.seed]
+		m, ok1 := model[c.key.Model]
+		sd, ok2 := seed[c.key.Seed]
 		if ok1 && ok2 {
-			out[id] = matchKey{m, sd, c.item, c.persona}
+			rest := c.key
+			rest.Model, rest.Seed = "", 0
+			out[id] = matchKey{m, sd, rest}
 		}
 	}
 	return out
@@ -265,7 +303,7 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 	}
 	// A model with no partner has no key: its cells are only in its run, under its pair's index.
 	pairOf := func(s *Side, id string, sideB bool) int {
-		m := s.cells[id].model
+		m := s.cells[id].key.Model
 		return slices.IndexFunc(pairing.Models, func(p ModelPair) bool { return (sideB && p.B == m) || (!sideB && p.A == m) })
 	}
 	matchedB := map[string]bool{}
@@ -275,21 +313,21 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 		k, ok := ka[id]
 		idB, found := inB[k]
 		if !ok || !found {
-			onlyA[key{pairOf(a, id, false), ca.item}]++
+			onlyA[key{pairOf(a, id, false), ca.key.Item}]++
 			continue
 		}
 		cb := b.cells[idB]
 		if !slices.Equal(ca.options, cb.options) {
 			return nil, fmt.Errorf("compare: item %s has options %v in run %s but %v in run %s: the answers are not over "+
-				"the same options", ca.item, ca.options, a.ID, cb.options, b.ID)
+				"the same options", ca.key.Item, ca.options, a.ID, cb.options, b.ID)
 		}
-		pairs[key{k.model, ca.item}] = append(pairs[key{k.model, ca.item}], pair{ca, cb})
+		pairs[key{k.model, ca.key.Item}] = append(pairs[key{k.model, ca.key.Item}], pair{ca, cb})
 		matchedB[idB] = true
 		matched++
 	}
 	for _, id := range b.order {
 		if !matchedB[id] {
-			onlyB[key{pairOf(b, id, true), b.cells[id].item}]++
+			onlyB[key{pairOf(b, id, true), b.cells[id].key.Item}]++
 		}
 	}
 	if matched == 0 {
@@ -298,20 +336,30 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 	}
 	out := &Comparison{A: a.ID, B: b.ID, Options: opt, Pairing: pairing}
 	seeds := pairing.SeedPairs(" ")
-	// Items in A's spec order, then those only B's spec has.
+	// Items in A's spec order, then those only B's spec has; each item's identity factors in either spec.
 	var items []string
-	for _, s := range []*experiment.Spec{a.Spec, b.Spec} {
-		for _, it := range s.Questionnaire.Items {
-			if !slices.Contains(items, it.ID) {
+	index := [2]map[string]int{{}, {}}
+	for i, s := range []*experiment.Spec{a.Spec, b.Spec} {
+		for k, it := range s.Questionnaire.Items {
+			if _, dup := index[i][it.ID]; dup {
+				continue
+			}
+			index[i][it.ID] = k
+			if _, inA := index[0][it.ID]; i == 0 || !inA {
 				items = append(items, it.ID)
 			}
 		}
+	}
+	factors := map[string][]map[string]bool{}
+	for _, it := range items {
+		factors[it] = []map[string]bool{factorsOf(a.Spec, index[0], it), factorsOf(b.Spec, index[1], it)}
 	}
 	for mi, mp := range pairing.Models {
 		all := Row{Model: mp.A, ModelB: mp.B, Item: AllItems, Scope: ScopeModel, seeds: seeds}
 		label := mp.Label()
 		var allPairs []pair
 		var w1s, jsds []float64
+		var allFactors []map[string]bool
 		seen := false
 		itemRows := 0
 		for _, it := range items {
@@ -321,7 +369,9 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 				continue
 			}
 			seen = true
-			r := Row{Model: mp.A, ModelB: mp.B, Item: it, Scope: ScopeItem, OnlyA: onlyA[k], OnlyB: onlyB[k], seeds: seeds}
+			r := Row{Model: mp.A, ModelB: mp.B, Item: it, Scope: ScopeItem, MatchedOn: matchedOn(factors[it]...),
+				OnlyA: onlyA[k], OnlyB: onlyB[k], seeds: seeds}
+			allFactors = append(allFactors, factors[it]...)
 			r.fill(ps, opt, label, it)
 			itemRows++
 			r.distances(ps)
@@ -340,6 +390,7 @@ func Compare(a, b *Side, opt Options) (*Comparison, error) {
 		if !seen {
 			continue
 		}
+		all.MatchedOn = matchedOn(allFactors...)
 		all.fill(allPairs, opt, label, AllItems)
 		all.Kappa = pooledKappa(out.Rows[len(out.Rows)-itemRows:])
 		all.Items = len(w1s)
@@ -376,11 +427,11 @@ func (r *Row) fill(ps []pair, opt Options, label, item string) {
 		va, vb := *p.a.score, *p.b.score
 		x = append(x, []float64{va, vb})
 		sa, sb, diffs = append(sa, va), append(sb, vb), append(diffs, vb-va)
-		i, ok := persona[p.a.persona]
+		i, ok := persona[p.a.key.Persona]
 		if !ok {
 			i = len(personas)
-			persona[p.a.persona] = i
-			personas = append(personas, p.a.persona)
+			persona[p.a.key.Persona] = i
+			personas = append(personas, p.a.key.Persona)
 			cluster = append(cluster, nil)
 		}
 		cluster[i] = append(cluster[i], vb-va)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/silicolab/silico/compare/comparetest"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/specfile"
 	"github.com/silicolab/silico/store"
@@ -49,9 +50,10 @@ func testSpec(t *testing.T) *experiment.Spec {
 	return spec
 }
 
-// fakeRun is a run of spec answered by a generator seeded with seed: each persona leans to one option per item,
-// most answers follow the lean, some are unparsed or failed, and a few cells have no record. The "probs"
-// model's cells carry option probabilities, but one in five, which have none (a mixed run).
+// fakeRun is a run of spec answered by a generator seeded with seed: each persona leans to one option per item
+// and way of asking it (wording, prompt, probe and option order), most answers follow the lean, some are unparsed
+// or failed, and a few cells have no record. The cells of the "probs" model and of every answer mode that records
+// probabilities carry option probabilities, but one in five, which have none (a mixed run).
 func fakeRun(spec *experiment.Spec, seed uint64) sliceSource {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var out sliceSource
@@ -61,7 +63,7 @@ func fakeRun(spec *experiment.Spec, seed uint64) sliceSource {
 			continue
 		}
 		opts := spec.OptionsFor(c.Item).Options
-		lean := (c.Persona*7 + c.Item*3) % len(opts)
+		lean := (c.Persona*7 + c.Item*3 + c.Variant*2 + c.PromptVariant*5 + c.Probe*4 + c.Order*3) % len(opts)
 		k := lean
 		if rng.Float64() < 0.35 {
 			k = rng.IntN(len(opts))
@@ -74,7 +76,8 @@ func fakeRun(spec *experiment.Spec, seed uint64) sliceSource {
 		case u < 0.08:
 			r = store.Record{Index: i, Status: store.StatusUnparsed, Raw: "hmm", Attempts: 1}
 		}
-		if spec.Models[c.Model].ID == "probs" && r.Status != store.StatusFailed && rng.IntN(5) > 0 {
+		probs := spec.Models[c.Model].ID == "probs" || spec.CellAnswer(c).ProbsSource() != ""
+		if probs && r.Status != store.StatusFailed && rng.IntN(5) > 0 {
 			p := make([]float64, len(opts))
 			var s float64
 			for j := range p {
@@ -193,22 +196,9 @@ func TestCompareOtherOptions(t *testing.T) {
 // seeded 1 and 2) and recomputes every figure from the two runs' results.csv, with code of its own.
 func TestCompareMatchesIndependentFigures(t *testing.T) {
 	spec := testSpec(t)
-	ctx := context.Background()
 	ra, rb := fakeRun(spec, 1), fakeRun(spec, 2)
-	dir := t.TempDir()
-	for id, recs := range map[string]sliceSource{"run-a": ra, "run-b": rb} {
-		if _, err := results.Export(ctx, recs, spec, id, filepath.Join(dir, id), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
 	opt := Options{Samples: 500, Seed: 7}
-	c, err := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := comparetest.Independent(t, filepath.Join(dir, "run-a", results.CSVFile), filepath.Join(dir, "run-b", results.CSVFile),
-		opt.Samples, opt.Seed, nil, nil)
-	sameFigures(t, c, want)
+	c := compareIndependently(t, spec, ra, rb, opt)
 	// A rerun gives the same intervals; another seed others.
 	again, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
 	other, _ := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), Options{Samples: 500, Seed: 8})
@@ -222,6 +212,25 @@ func TestCompareMatchesIndependentFigures(t *testing.T) {
 	if !differ {
 		t.Error("seed 8 gave the intervals of seed 7")
 	}
+}
+
+// compareIndependently compares runs ra and rb of spec ("run-a" and "run-b") with opt, and checks every figure
+// against what comparetest computes from the two runs' results.csv.
+func compareIndependently(t *testing.T, spec *experiment.Spec, ra, rb sliceSource, opt Options) *Comparison {
+	t.Helper()
+	dir := t.TempDir()
+	for id, recs := range map[string]sliceSource{"run-a": ra, "run-b": rb} {
+		if _, err := results.Export(context.Background(), recs, spec, id, filepath.Join(dir, id), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Compare(side(t, spec, "run-a", ra), side(t, spec, "run-b", rb), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFigures(t, c, comparetest.Independent(t, filepath.Join(dir, "run-a", results.CSVFile),
+		filepath.Join(dir, "run-b", results.CSVFile), opt.Samples, opt.Seed, nil, nil))
+	return c
 }
 
 func show(v *float64) string {
@@ -455,5 +464,163 @@ func TestPairModels(t *testing.T) {
 	}
 	if _, err := Pair(testSpec(t), reseed(t, []int64{1, 2, 3}, ""), nil); !errors.Is(err, ErrUnpaired) || !strings.Contains(err.Error(), "seeds") {
 		t.Errorf("seeds [1 2] vs [1 2 3]: err %v, want ErrUnpaired about seeds", err)
+	}
+}
+
+// identity checks that c, a run compared with itself or with a rerun that answered every cell alike, is the
+// identity: nothing only in one run, every record matched, distances and shift 0, agreement, κ and ICC 1 where
+// defined, and defined on every model's row.
+func identity(t *testing.T, name string, c *Comparison, records int) {
+	t.Helper()
+	matched := 0
+	for _, r := range c.Rows {
+		where := name + " " + r.Label() + "/" + r.Item
+		if r.OnlyA != 0 || r.OnlyB != 0 {
+			t.Errorf("%s: %d only in A, %d only in B; want none", where, r.OnlyA, r.OnlyB)
+		}
+		for what, v := range map[string]*float64{"w1": r.W1, "jsd": r.JSD, "shift": r.Shift, "shift_lo": r.ShiftLo, "shift_hi": r.ShiftHi} {
+			if v != nil && *v != 0 {
+				t.Errorf("%s: %s = %v, want 0", where, what, *v)
+			}
+		}
+		for what, v := range map[string]*float64{"agreement": r.Agreement, "kappa": r.Kappa, "icc": r.ICC} {
+			if v != nil && *v != 1 {
+				t.Errorf("%s: %s = %v, want 1", where, what, *v)
+			}
+		}
+		if r.Scope == ScopeModel {
+			matched += r.Matched
+			if r.Agreement == nil || r.Kappa == nil || r.ICC == nil || r.Shift == nil {
+				t.Errorf("%s: agreement %s, κ %s, ICC %s, shift %s; want each defined", where, show(r.Agreement), show(r.Kappa), show(r.ICC), show(r.Shift))
+			}
+		}
+	}
+	if matched != records {
+		t.Errorf("%s: %d cells matched, want every one of the %d records", name, matched, records)
+	}
+}
+
+// TestCompareEveryExampleWithItself: every chat example under examples/ — balanced option orders, wording and
+// prompt variants, pictures — compared with itself, and with a rerun under another id whose answers are the
+// same, is the identity, and its rows say which factors the cells were matched on.
+func TestCompareEveryExampleWithItself(t *testing.T) {
+	entries, err := os.ReadDir("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFactors := map[string]string{
+		"quickstart": "model seed item persona",
+		"bfi":        "model seed item persona order",
+		"wording":    "model seed item persona variant prompt_variant order",
+	}
+	ran := 0
+	for _, e := range entries {
+		spec, err := specfile.Load(filepath.Join("../examples", e.Name(), "experiment.yaml"))
+		if err != nil || spec.IsEmbed() {
+			continue
+		}
+		ran++
+		recs := fakeRun(spec, 1)
+		a := side(t, spec, "run-a", recs)
+		for _, b := range []*Side{a, side(t, spec, "rerun", recs)} {
+			c, err := Compare(a, b, Options{Samples: 100, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			identity(t, e.Name()+" vs "+b.ID, c, len(recs))
+			all := c.Rows[len(c.Rows)-1]
+			if want, ok := wantFactors[e.Name()]; ok && strings.Join(all.MatchedOn, " ") != want {
+				t.Errorf("%s: matched on %v, want %s", e.Name(), all.MatchedOn, want)
+			}
+		}
+	}
+	if ran < 4 {
+		t.Fatalf("%d chat examples, want quickstart, bfi, wording and pictures", ran)
+	}
+}
+
+// TestCompareDesignsWithThemselves: the same for 200 specs drawn over the design space (orders with and without
+// pins, wording and prompt variants, answer modes with a verbalized probe).
+func TestCompareDesignsWithThemselves(t *testing.T) {
+	for seed := range uint64(200) {
+		spec := experimenttest.Design(seed, experimenttest.Defaults())
+		if err := spec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		recs := fakeRun(&spec, seed+1)
+		if len(recs) == 0 {
+			continue
+		}
+		a := side(t, &spec, "a", recs)
+		c, err := Compare(a, side(t, &spec, "rerun", recs), Options{Samples: 20, Seed: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", spec.Name, err)
+		}
+		// A design's cells may all answer one option, leaving κ or the ICC undefined: hold the defined ones.
+		for _, r := range c.Rows {
+			if r.OnlyA != 0 || r.OnlyB != 0 || (r.Agreement != nil && *r.Agreement != 1) || (r.Kappa != nil && *r.Kappa != 1) ||
+				(r.ICC != nil && *r.ICC != 1) || (r.Shift != nil && *r.Shift != 0) || (r.W1 != nil && *r.W1 != 0) {
+				t.Fatalf("%s (%s), %s/%s: only %d/%d, agreement %s, κ %s, ICC %s, shift %s, W1 %s; want the identity",
+					spec.Name, spec.Summary(), r.Label(), r.Item, r.OnlyA, r.OnlyB, show(r.Agreement), show(r.Kappa), show(r.ICC), show(r.Shift), show(r.W1))
+			}
+		}
+		matched := 0
+		for _, r := range c.modelRows() {
+			matched += r.Matched
+		}
+		if matched != len(recs) {
+			t.Fatalf("%s: %d of %d records matched", spec.Name, matched, len(recs))
+		}
+	}
+}
+
+// TestCompareWordingMatchesIndependentFigures: two different runs of examples/wording (balanced orders, wording
+// variants, two prompts) give every figure code of its own computes from their results.csv, pairing each cell
+// with the one of the same item, wording, prompt, persona and shown order.
+func TestCompareWordingMatchesIndependentFigures(t *testing.T) {
+	spec, err := specfile.Load("../examples/wording/experiment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareIndependently(t, spec, fakeRun(spec, 1), fakeRun(spec, 2), Options{Samples: 300, Seed: 4})
+}
+
+// TestCompareAcrossOrderModes: a balanced run beside an as-written one pairs its as-written cells and leaves its
+// reversed ones only in A; beside a reversed one, the other way round. The cells meet by the order they showed,
+// not by their place in a balanced pair.
+func TestCompareAcrossOrderModes(t *testing.T) {
+	load := func(mode experiment.OrderMode) *experiment.Spec {
+		s, err := specfile.Load("../examples/bfi/experiment.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Questionnaire.Order.Mode = mode
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	all := func(s *experiment.Spec) sliceSource {
+		var recs sliceSource
+		for i := range s.NumCells() {
+			// The written answer is the option shown first: it tells which order the cell showed.
+			recs = append(recs, store.Record{Index: i, Status: store.StatusOK, OptionID: s.Shown(s.Cell(i)).CanonicalIDs()[0], Attempts: 1})
+		}
+		return recs
+	}
+	balanced := load(experiment.OrderBalanced)
+	a := side(t, balanced, "balanced", all(balanced))
+	for _, mode := range []experiment.OrderMode{experiment.OrderAsWritten, experiment.OrderReversed} {
+		other := load(mode)
+		c, err := Compare(a, side(t, other, string(mode), all(other)), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := c.Rows[len(c.Rows)-1]
+		if r.Matched != other.NumCells() || r.OnlyA != balanced.NumCells()-other.NumCells() || r.OnlyB != 0 ||
+			r.Agreement == nil || *r.Agreement != 1 {
+			t.Errorf("balanced vs %s: %d matched, %d only in A, %d only in B, agreement %s; want %d, %d, 0 and 1 (the same order shown)",
+				mode, r.Matched, r.OnlyA, r.OnlyB, show(r.Agreement), other.NumCells(), balanced.NumCells()-other.NumCells())
+		}
 	}
 }

@@ -51,6 +51,7 @@ var columns = []column{
 	{"model_b", func(r *Row) string { return r.ModelB }},
 	{"item", func(r *Row) string { return r.Item }},
 	{"scope", func(r *Row) string { return r.Scope }},
+	{"matched_on", func(r *Row) string { return strings.Join(r.MatchedOn, " ") }},
 	{"matched", count(func(r *Row) int { return r.Matched })},
 	{"only_a", count(func(r *Row) int { return r.OnlyA })},
 	{"only_b", count(func(r *Row) int { return r.OnlyB })},
@@ -123,6 +124,10 @@ func WriteCSV(w io.Writer, c *Comparison) error {
 	return nil
 }
 
+// restByID says how the factors other than models and seeds pair, after the Pairing in the summary and the page.
+const restByID = "items, personas, wordings and prompts by id, probes and shown option orders as they are " +
+	"(a cell meets the one that asked the same question the same way)"
+
 // Largest is how many items the summary and the page name as the largest shifts of a model.
 const Largest = 3
 
@@ -155,12 +160,13 @@ func (c *Comparison) modelRows() []Row {
 func WriteSummary(w io.Writer, c *Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (A) vs %s (B)\n", c.A, c.B)
-	fmt.Fprintf(&b, "  cells paired: %s; items and personas by id\n", c.Pairing)
+	fmt.Fprintf(&b, "  cells paired: %s; %s\n", c.Pairing, restByID)
 	if c.Options.Samples == 0 {
 		b.WriteString("  no bootstrap intervals (analysis.bootstrap.samples: 0 in run A's spec)\n")
 	}
 	for _, r := range c.modelRows() {
 		fmt.Fprintf(&b, "  %s: %d matched cells, %d only in A, %d only in B\n", r.Label(), r.Matched, r.OnlyA, r.OnlyB)
+		fmt.Fprintf(&b, "    matched on %s\n", strings.Join(r.MatchedOn, ", "))
 		fmt.Fprintf(&b, "    agreement %s of %d answered · κ %s · ICC(2,1) %s · mean W1 %s · mean JSD %s\n",
 			short(r.Agreement), r.Answered, short(r.Kappa), short(r.ICC), short(r.W1), short(r.JSD))
 		fmt.Fprintf(&b, "    shift B − A %s%s over %d scored cells\n", signed(r.Shift), interval(r), r.Scored)
@@ -228,7 +234,8 @@ func interval(r Row) string {
 var templates embed.FS
 
 // page is compare.html, parsed beside the report's templates: the same head, style and policy.
-var page = template.Must(report.Page(templates, "compare.html.tmpl", template.FuncMap{"signed": signed, "deref": func(b *bool) bool { return *b }}))
+var page = template.Must(report.Page(templates, "compare.html.tmpl", template.FuncMap{"signed": signed, "deref": func(b *bool) bool { return *b },
+	"join": strings.Join}))
 
 // htmlView is what compare.html shows.
 type htmlView struct {
@@ -253,7 +260,7 @@ type modelView struct {
 // WriteHTML writes c as compare.html to w; a and b describe the two runs.
 func WriteHTML(w io.Writer, c *Comparison, a, b SideInfo) error {
 	v := htmlView{Title: a.Name + " vs " + b.Name, A: a, B: b, Samples: c.Options.Samples, Seed: c.Options.Seed,
-		Pairing: c.Pairing.String()}
+		Pairing: c.Pairing.String() + "; " + restByID}
 	if a.Name == b.Name {
 		v.Title = a.Name + ": two runs"
 	}

@@ -17,7 +17,7 @@ func computeEmbed(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 	if err != nil {
 		return Estimate{}, fmt.Errorf("estimate: %w", err)
 	}
-	var est Estimate
+	est := Estimate{Grid: spec.Grid()}
 	var tooLong int
 	for _, m := range spec.Models {
 		var tokens []int

@@ -55,7 +55,7 @@ type ModelEstimate struct {
 	// Model is the model's id in the spec; Name the model name sent to the provider (it picks the tokenizer).
 	Model string `json:"model"`
 	Name  string `json:"name"`
-	// Cells is the number of cells: seeds × items × personas × option orders (2 for a balanced item).
+	// Cells is the number of the model's cells: Estimate.Grid's calls over its models.
 	Cells int `json:"cells"`
 	// Cached is how many of them the response cache already answers (see WithCache); Calls the others, the calls
 	// the run will make. Tokens, cost and wall time are those of the calls.
@@ -111,6 +111,9 @@ type Estimate struct {
 	Models  []ModelEstimate `json:"models"`
 	// Notes qualify the figures: upper bounds, unpriced models, how MinWall was combined.
 	Notes []string `json:"notes,omitempty"`
+	// Grid is Cells as the product of the factors the grid multiplies (experiment.Spec.Grid): the formula
+	// validate, the dry run and the run's summary print.
+	Grid experiment.Grid `json:"grid"`
 }
 
 // Compute estimates spec, which must be valid (as specfile.Load returns it), counting tokens with tok.
@@ -134,7 +137,7 @@ func Compute(spec *experiment.Spec, tok *llm.Tokenizer) (Estimate, error) {
 	}
 	c := counter{spec: spec, tok: tok, grids: map[string]*grid{}}
 	pics := countImages(spec)
-	var est Estimate
+	est := Estimate{Grid: spec.Grid()}
 	for mi, m := range spec.Models {
 		g, err := c.grid(mi)
 		if err != nil {

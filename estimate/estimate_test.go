@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/specfile"
 )
@@ -400,5 +401,29 @@ questionnaire:
 	}
 	if est, err := Compute(balanced, tok); err != nil || est.ImageTokens != 2*want {
 		t.Errorf("balanced: image tokens %d (%v), want %d", est.ImageTokens, err, 2*want)
+	}
+}
+
+// TestGridIsTheCells: the estimate carries the call count as the product of the grid's factors, and it is the
+// cells it estimates, for specs over every factor of the design space (wordings, prompts, orders, probes).
+func TestGridIsTheCells(t *testing.T) {
+	tok := tokenizer(t)
+	for seed := range uint64(20) {
+		spec := experimenttest.Design(seed, experimenttest.Defaults())
+		if err := spec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		est, err := Compute(&spec, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		product := 1
+		for _, f := range est.Grid.Factors {
+			product *= f.N
+		}
+		if product != est.Cells || est.Grid.Calls != est.Cells || est.Cells != spec.NumCells() {
+			t.Errorf("%s: the factors %v multiply to %d, the grid says %d calls, the estimate has %d cells of %d",
+				spec.Name, est.Grid.Factors, product, est.Grid.Calls, est.Cells, spec.NumCells())
+		}
 	}
 }

@@ -91,13 +91,7 @@ func (s *Spec) Shown(c Cell) ShownOptions {
 	set := s.OptionsFor(c.Item)
 	n := len(set.Options)
 	ord := s.OrderFor(c.Item)
-	mode := ord.Mode
-	switch {
-	case mode == OrderBalanced && c.Order == 1:
-		mode = OrderReversed
-	case mode == OrderBalanced:
-		mode = OrderAsWritten
-	}
+	mode := s.ShownOrder(c)
 	perm := make([]int, n)
 	for k := range perm {
 		perm[k] = k

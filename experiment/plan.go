@@ -51,11 +51,12 @@ func (s *Spec) computeLayout() layout {
 	if items == 0 {
 		return layout{perItem: len(s.Personas) * s.Probes()}
 	}
+	// Every item is compared with the first, plain or not: when the first item has an order or variants of its
+	// own, the plain items are the ones that differ.
 	first := s.itemCells(0)
 	uniform := true
 	for i := range items {
-		it := &s.Questionnaire.Items[i]
-		if (it.Order != nil || len(it.Variants) > 0) && s.itemCells(i) != first {
+		if s.itemCells(i) != first {
 			uniform = false
 			break
 		}

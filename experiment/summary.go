@@ -45,15 +45,13 @@ func (s *Spec) Canonical() (*Spec, []byte, error) {
 	return c, b, nil
 }
 
-// Summary describes the grid in one line: "IPIP-50 · 2 models × 3 seeds × 50 items × 20 personas = 6,000 calls".
+// Summary describes the grid in one line, its name and its Grid: "IPIP-50 · 2 models × 3 seeds × 50 items × 20
+// personas = 6,000 calls", "bfi · 1 model × 2 seeds × 25 items × 12 personas × 2 option orders = 1,200 calls".
 func (s *Spec) Summary() string {
 	if s.IsEmbed() {
-		return fmt.Sprintf("%s · embed %s × %s = %s", s.Name, count(len(s.Models), "model"),
-			count(s.numEmbedTexts(), embedNoun[s.Embed.Texts]), count(s.NumCells(), "vector"))
+		return s.Name + " · embed " + s.Grid().String()
 	}
-	return fmt.Sprintf("%s · %s × %s × %s × %s = %s", s.Name,
-		count(len(s.Models), "model"), count(len(s.Seeds), "seed"), count(len(s.Questionnaire.Items), "item"),
-		count(len(s.Personas), "persona"), count(s.NumCells(), "call"))
+	return s.Name + " · " + s.Grid().String()
 }
 
 // embedNoun names one text of each source in Summary.

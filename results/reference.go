@@ -201,6 +201,7 @@ func (a *Analysis) reference() {
 				scaleFloors(&rs, draws, rows)
 				boot.meanIntervals(&rs, m, k, gi)
 				if overall {
+					rs.Humans = h.headCount(items, g, rows)
 					rs.Note = "every item of the questionnaire: alpha and omega are per scale"
 					for p := range s.Personas {
 						if s.InGroup(p, g) {
@@ -222,6 +223,8 @@ func (a *Analysis) reference() {
 					}
 				} else if hs, ok := h.scales[[2]string{sc, g}]; ok {
 					rs.Humans, rs.HumanItemsUsed, rs.HumanAlpha, rs.HumanOmega = hs.Respondents, hs.ItemsUsed, hs.Alpha, hs.OmegaTotal
+				} else {
+					rs.Humans = h.headCount(items, g, rows)
 				}
 				boot.scaleIntervals(&rs, m, k, items, gi)
 				a.ReferenceScales = append(a.ReferenceScales, rs)
@@ -430,6 +433,9 @@ func expectedBy(opts []experiment.Option, p []float64, value func(experiment.Opt
 // compares; nil when they have no mass.
 func ScoredPMF(s *experiment.Spec, it int, p []float64) []float64 { return scoredPMF(s, it, p) }
 
-// ExpectedScore is Σ p_k · score_k over item it's scored options divided by their mass (reverse-keyed items
-// reversed); nil without p or without mass on a scored option. For a point mass it is the option's score.
-func ExpectedScore(s *experiment.Spec, it int, p []float64) *float64 { return expectedScore(s, it, p) }
+// ExpectedScore is Σ p_k · score_k over cell c's item's scored options divided by their mass, with the cell's
+// scoring (reverse-keyed items and negated wordings reversed, experiment.Spec.CellScore): the row's
+// expected_score. nil without p or without mass on a scored option. For a point mass it is the option's score.
+func ExpectedScore(s *experiment.Spec, c experiment.Cell, p []float64) *float64 {
+	return expectedCellScore(s, c, p)
+}

@@ -123,6 +123,31 @@ func (h *humanSide) groupDist(it int, g string) ([]float64, int) {
 	return p, n
 }
 
+// headCount is how many people of group g stand behind the human side of a line that averages items: with
+// respondents, those of the group who answered at least one of the items; a file of counts does not say which of
+// its counts are the same people, so there it is the largest head count of one item (at least that many), read
+// from rows, the items' reference.csv lines of the group (nil where an item has none).
+func (h *humanSide) headCount(items []int, g string, rows []*ReferenceRow) int {
+	n := 0
+	if h.rs == nil {
+		for _, r := range rows {
+			if r != nil {
+				n = max(n, r.Humans)
+			}
+		}
+		return n
+	}
+	for _, i := range h.members[g] {
+		for _, it := range items {
+			if c := h.col[it]; c >= 0 && h.rs.Answers[i][c] >= 0 {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 // reliability is α and ω of the respondents units (repeats counting again) on items: the units × items matrix
 // of their scores (reverse-keyed items reversed, options ignored for scale and missing answers missing), each
 // row with its respondent's weight. ok is false without respondents.

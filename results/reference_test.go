@@ -603,3 +603,62 @@ func TestReferenceIntervalsArePure(t *testing.T) {
 		t.Error("samples 0: the estimates go too")
 	}
 }
+
+// TestReferenceHeadCounts: every line of reference_scales.csv that averages humans says how many stand behind
+// it. From respondents: those of the group who answered at least one of the line's items (a respondent who
+// answered none is not counted); from a file of counts, which does not link its items to people: the largest
+// head count of one of the line's items.
+func TestReferenceHeadCounts(t *testing.T) {
+	line := func(a *Analysis, scale, group string) ReferenceScale {
+		t.Helper()
+		for _, r := range slices.Concat(a.ReferenceScales, a.ReferenceOverall) {
+			if r.Model == "m1" && r.Scale == scale && r.Group == group {
+				return r
+			}
+		}
+		t.Fatalf("no reference_scales.csv line m1 %s %s", scale, group)
+		return ReferenceScale{}
+	}
+
+	counts := referenceSpec(t)
+	counts.Reference.Counts[2].Counts = []int{1, 1, 3} // q3: 5 people, q1 4
+	a, err := Analyze(context.Background(), sliceSource{recs: referenceRecords()}, counts, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		scale, group string
+		want         int
+	}{
+		{ScaleOverall, "all", 5}, {ScaleOverall, "sex=f", 2},
+		{"A", "all", 5},
+		{"E", "all", 4}, // the spec's own figure for the scale
+	} {
+		if got := line(a, c.scale, c.group).Humans; got != c.want {
+			t.Errorf("counts, %s %s: n_humans %d, want %d", c.scale, c.group, got, c.want)
+		}
+	}
+
+	answers := weightedSpec(t)
+	rs := answers.Reference.Respondents
+	rs.Answers[0] = []int{-1, -1} // answered nothing
+	rs.Answers[1] = []int{2, -1}  // answered q1 only
+	a, err = Analyze(context.Background(), sliceSource{recs: referenceRecords()}, answers, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range answers.Reference.GroupLabels() {
+		want := 0
+		for i := range rs.Len() {
+			if rs.InGroup(answers.Reference.Groups, i, g) && (rs.Answers[i][0] >= 0 || rs.Answers[i][1] >= 0) {
+				want++
+			}
+		}
+		if want == 0 {
+			t.Fatalf("group %s has no respondent: the test checks nothing there", g)
+		}
+		if got := line(a, ScaleOverall, g).Humans; got != want {
+			t.Errorf("answers, all items, %s: n_humans %d, want %d", g, got, want)
+		}
+	}
+}

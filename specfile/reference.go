@@ -3,9 +3,7 @@ package specfile
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/silicolab/silico/experiment"
@@ -191,9 +189,10 @@ func (rr *refReader) answers(groups *node) {
 		}
 		if weightCol >= 0 {
 			v := strings.TrimSpace(row[weightCol])
-			w, err := strconv.ParseFloat(v, 64)
-			if err != nil || !(w > 0) || math.IsInf(w, 0) {
-				rr.fail(t.lines[r], t.cols[r][weightCol], "weight %q in column %s: want a finite number > 0 for every respondent", v, ref.Weight)
+			w, err := dataNumber(v)
+			if err != nil || !(w > 0) {
+				rr.fail(t.lines[r], t.cols[r][weightCol], "weight %q in column %s: want a number > 0 for every respondent, "+
+					"written as %s", v, ref.Weight, acceptedNumbers)
 			}
 			weights = append(weights, w)
 		}
@@ -269,9 +268,9 @@ func (rr *refReader) counts(lower []string) {
 			continue
 		}
 		cs, cCol := cell("count")
-		n, err := strconv.Atoi(cs)
-		if err != nil || n < 0 {
-			rr.fail(line, cCol, "count %q: want a whole number of people ≥ 0", cs)
+		n, err := dataCount(cs)
+		if err != nil {
+			rr.fail(line, cCol, "count %q: want a whole number of people ≥ 0, written as %s", cs, acceptedNumbers)
 			continue
 		}
 		g, gCol := cell("group")

@@ -218,6 +218,26 @@ func TestReferenceAnswersSmall(t *testing.T) {
 	}
 }
 
+// TestReferenceNumberForms: numbers in a reference file are read in every plain decimal and exponent form R's
+// read.csv reads as the same number.
+func TestReferenceNumberForms(t *testing.T) {
+	s, err := refSpec(t, "{file: human.csv, weight: w}", "w,i1\n1e3,1\n.5,2\n+2,1\n5.,2\n 2.5E-1 ,1\n007,2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Reference.Respondents.Weights, []float64{1000, 0.5, 2, 5, 0.25, 7}; !reflect.DeepEqual(got, want) {
+		t.Errorf("weights %v, want %v", got, want)
+	}
+	s, err = refSpec(t, "{file: human.csv}", "item_id,option_id,count\ni1,1,12.0\ni1,2,1e2\ni2,1,+3\ni2,2,0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []experiment.ReferenceCounts{{Item: "i1", Group: "all", Counts: []int{12, 100}}, {Item: "i2", Group: "all", Counts: []int{3, 0}}}
+	if !reflect.DeepEqual(s.Reference.Counts, want) {
+		t.Errorf("counts %+v, want %+v", s.Reference.Counts, want)
+	}
+}
+
 // TestReferenceRespondents: a file of answers inlines its people one by one (answers as option indices on the
 // items the file has, group values, weights), which the resolved spec carries through JSON and validation
 // refuses when they do not fit the questionnaire.
@@ -285,6 +305,16 @@ func TestReferenceErrors(t *testing.T) {
 		{"unknown count column", "{file: human.csv}", "item_id,option_id,count,gruop\n", []string{`human.csv:1:25: reference.file: unknown column "gruop" in a file of counts (did you mean "group"?)`}},
 		{"bad weight", "{file: human.csv, weight: w}", "i1,i2,w\n1,2,0.5\n2,1,0\n1,1,x\n2,2,\n",
 			[]string{`human.csv:3:5: reference.file: weight "0" in column w`, `human.csv:4:5: reference.file: weight "x"`, `human.csv:5:5: reference.file: weight ""`}},
+		// Go's number syntax is not a data file's: R and pandas read 1_000 and 0x1p3 as text, and a weight must be
+		// a finite number.
+		{"weight in Go syntax", "{file: human.csv, weight: w}", "i1,i2,w\n1,2,1_000\n2,1,0x1p3\n1,1,Inf\n2,2,NaN\n1,2,1e999\n",
+			[]string{`human.csv:2:5: reference.file: weight "1_000" in column w: want a number > 0 for every respondent, written as digits ` +
+				`with an optional sign, decimal point and exponent, such as 12, 0.5 or 1e3 (no digit separators, hexadecimal, Inf or NaN)`,
+				`human.csv:3:5: reference.file: weight "0x1p3"`, `human.csv:4:5: reference.file: weight "Inf"`,
+				`human.csv:5:5: reference.file: weight "NaN"`, `human.csv:6:5: reference.file: weight "1e999"`}},
+		{"count in Go syntax", "{file: human.csv}", "item_id,option_id,count\ni1,1,1_000\ni1,2,2.5\ni2,1,0x10\n",
+			[]string{`human.csv:2:6: reference.file: count "1_000": want a whole number of people ≥ 0, written as digits with an optional sign`,
+				`human.csv:3:6: reference.file: count "2.5"`, `human.csv:4:6: reference.file: count "0x10"`}},
 		{"no weight column", "{file: human.csv, weight: wt}", "i1,i2,w\n1,2,0.5\n", []string{`spec.yaml:38:38: reference.weight: no column "wt" in `, `(columns: i1, i2, w) (did you mean "w"?)`}},
 		{"no file", "{groups: [sex]}", "", []string{`reference: missing file`}},
 		{"not a file", "{file: nowhere.csv}", "", []string{`reference.file: cannot read`}},

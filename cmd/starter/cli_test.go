@@ -36,18 +36,26 @@ func TestValidateQuickstart(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errOut)
 	}
-	want := "OK " + cliQuickstart + ": IPIP-50 quickstart - 50 items x 10 personas x 1 models x 2 seeds = 1000 calls\n"
+	want := "OK " + cliQuickstart + ": IPIP-50 quickstart · 1 model × 2 seeds × 50 items × 10 personas = 1,000 calls\n"
 	if out != want {
 		t.Errorf("stdout:\n%q\nwant\n%q", out, want)
 	}
 	if errOut != "" {
 		t.Errorf("stderr not empty: %q", errOut)
 	}
+	// Every factor the grid multiplies is named, so the line multiplies out.
+	_, out, _ = runCLI(t, "validate", "../../examples/bfi/experiment.yaml", "../../examples/wording/experiment.yaml")
+	for _, want := range []string{"bfi against humans · 1 model × 2 seeds × 25 items × 12 personas × 2 option orders = 1,200 calls\n",
+		"wording and order · 1 model × 2 seeds × 2 prompts × 6 items × 2 wordings × 8 personas × 2 option orders = 768 calls\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate's output lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestValidateEmbedSpec(t *testing.T) {
 	code, out, errs := runCLI(t, "validate", "../../examples/embed/experiment.yaml")
-	want := "OK ../../examples/embed/experiment.yaml: IPIP-50 embeddings - embed 50 texts (items) x 2 models = 100 vectors\n"
+	want := "OK ../../examples/embed/experiment.yaml: IPIP-50 embeddings · embed 2 models × 50 items = 100 vectors\n"
 	if code != exitOK || out != want {
 		t.Errorf("validate of an embed spec: exit %d, stdout %q, stderr %q; want %q", code, out, errs, want)
 	}

@@ -24,9 +24,10 @@ func newValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate SPEC...",
 		Short: "Check specs without running anything",
-		Long: `Validate loads each spec and prints "OK path: name - I items x P personas x M models x S seeds = N calls"
-("OK path: name - embed T texts (source) x M models = N vectors" for a kind: embed spec),
-or every mistake with file, line and field. Exit code 2 when any spec is invalid. --json prints the resolved spec
+		Long: `Validate loads each spec and prints "OK path: name · M models × S seeds × I items × P personas = N calls",
+every factor the grid multiplies named (prompts, wordings, answer modes and option orders where there are more
+than one; "OK path: name · embed M models × T texts = N vectors" for a kind: embed spec), or every mistake with
+file, line and field. Exit code 2 when any spec is invalid. --json prints the resolved spec
 as JSON instead: the input a raw Temporal client can start ExperimentWorkflow with.`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,15 +55,7 @@ as JSON instead: the input a raw Temporal client can start ExperimentWorkflow wi
 					}
 					continue
 				}
-				q := spec.Questionnaire
-				if spec.IsEmbed() {
-					// An embed spec's cells are (model, text): its items or personas may be none.
-					fmt.Fprintf(out, "OK %s: %s - embed %d texts (%s) x %d models = %d vectors\n", path, spec.Name,
-						spec.NumCells()/max(1, len(spec.Models)), spec.Embed.Texts, len(spec.Models), spec.NumCells())
-				} else {
-					fmt.Fprintf(out, "OK %s: %s - %d items x %d personas x %d models x %d seeds = %d calls\n", path, spec.Name,
-						len(q.Items), len(spec.Personas), len(spec.Models), len(spec.Seeds), spec.NumCells())
-				}
+				fmt.Fprintf(out, "OK %s: %s\n", path, spec.Summary())
 				for _, line := range slices.Concat(batchModeLines(spec), answerModeLines(spec)) {
 					fmt.Fprintln(out, "  "+line)
 				}

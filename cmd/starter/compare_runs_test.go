@@ -19,8 +19,9 @@ import (
 	"github.com/silicolab/silico/store"
 )
 
-// compareRunsSpec is a small spec (1 model × 2 seeds × 6 items × 8 personas = 96 cells) answered in logprobs
-// mode, so that every cell has a distribution over the options; %s are its seeds and its bootstrap settings.
+// compareRunsSpec is a small spec (1 model × 2 seeds × 6 items × 8 personas × 2 option orders = 192 cells)
+// answered in logprobs mode, so that every cell has a distribution over the options, and asked with the options
+// in both orders, which the simulator answers differently; %s are its seeds and its bootstrap settings.
 const compareRunsSpec = `name: compare two runs
 seeds: %s
 analysis: {bootstrap: %s}
@@ -46,6 +47,7 @@ personas:
   - {id: p7, attributes: {age: 62, job: an accountant}}
   - {id: p8, attributes: {age: 71, job: a captain}}
 questionnaire:
+  order: {mode: balanced}
   options:
     - {id: "1", text: "1. Very Inaccurate", weight: 1}
     - {id: "2", text: "2. Moderately Inaccurate", weight: 2}
@@ -104,7 +106,7 @@ func TestCompareTwoRealRuns(t *testing.T) {
 		t.Fatalf("compare.csv has %d rows, independently %d; want 6 items and the model's row", len(got), len(want))
 	}
 	for i, row := range got {
-		if row["matched"] != map[bool]string{true: "96", false: "16"}[row["scope"] == compare.ScopeModel] {
+		if row["matched"] != map[bool]string{true: "192", false: "32"}[row["scope"] == compare.ScopeModel] {
 			t.Errorf("%s/%s: %s matched cells, want every cell of the run", row["model"], row["item"], row["matched"])
 		}
 		if row["shift_lo"] == "" || row["w1"] == "" {
@@ -122,7 +124,8 @@ func TestCompareTwoRealRuns(t *testing.T) {
 		t.Fatalf("compare with itself: exit %d; stderr:\n%s", code, errOut)
 	}
 	for _, row := range readCompareCSV(t, filepath.Join(self, compare.CSVFile)) {
-		for name, want := range map[string]string{"w1": "0", "jsd": "0", "shift": "0", "kappa": "1", "agreement": "1", "only_a": "0", "only_b": "0"} {
+		for name, want := range map[string]string{"w1": "0", "jsd": "0", "shift": "0", "kappa": "1", "agreement": "1", "icc": "1",
+			"only_a": "0", "only_b": "0", "matched_on": "model seed item persona order"} {
 			if row[name] != want {
 				t.Errorf("run beside itself, %s/%s: %s = %q, want %s", row["model"], row["item"], name, row[name], want)
 			}

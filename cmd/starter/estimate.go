@@ -76,7 +76,7 @@ invalid.`,
 				if i > 0 {
 					fmt.Fprintln(out)
 				}
-				fmt.Fprintf(out, "%s: %s\n", path, spec.Name)
+				fmt.Fprintf(out, "%s: %s\n", path, spec.Summary())
 				if err := printEstimate(out, est); err != nil {
 					return err
 				}

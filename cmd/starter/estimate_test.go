@@ -61,7 +61,7 @@ func TestEstimateQuickstart(t *testing.T) {
 	if !row.MatchString(out) {
 		t.Errorf("no row for sim with %d prompt tokens and %s in:\n%s", m.PromptTokens, usdRange(m.MinCostUSD, m.MaxCostUSD), out)
 	}
-	for _, s := range []string{"examples/quickstart/experiment.yaml: IPIP-50 quickstart", "MODEL", "PROMPT TOKENS", "MAX COMPLETION",
+	for _, s := range []string{"examples/quickstart/experiment.yaml: IPIP-50 quickstart · 1 model × 2 seeds × 50 items × 10 personas = 1,000 calls", "MODEL", "PROMPT TOKENS", "MAX COMPLETION",
 		"COST", "MIN WALL", "BOUND BY", "model sim: latency 300ms a call (the simulator's latency)"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)

@@ -17,14 +17,29 @@ import (
 // csvCell is what the independent computation reads of a results.csv row.
 type csvCell struct {
 	model, seed, item, persona, option string
-	served, fingerprint                string
-	answered                           bool
-	pmf                                []float64
-	score                              *float64
+	// variant, promptVariant, probe and order are the rest of the cell's identity: the wording and prompt ids
+	// ("" for the spec's own), "verbalized" for a verbalized probe, and the order its options were shown in.
+	variant, promptVariant, probe, order string
+	served, fingerprint                  string
+	answered                             bool
+	pmf                                  []float64
+	score                                *float64
+}
+
+// identity is the cell's identity with its model and seed replaced by model and seed.
+func (c csvCell) identity(model, seed string) string {
+	return strings.Join([]string{model, seed, c.item, c.variant, c.promptVariant, c.persona, c.probe, c.order}, "\x00")
+}
+
+// factors are the identity factors beyond model, seed, item and persona on which c differs from a cell asked as
+// written.
+func (c csvCell) factors() map[string]bool {
+	return map[string]bool{"variant": c.variant != "", "prompt_variant": c.promptVariant != "", "probe": c.probe != "",
+		"order": c.order != "as_written"}
 }
 
 // readRun reads a results.csv: the recorded cells (NotRun rows are cells without a record) by cell id, the
-// cell ids in order.
+// cell ids in order. The options are the p_ columns' (every item of the spec has the same options, all scored).
 func readRun(t testing.TB, path string) (map[string]csvCell, []string) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -37,8 +52,18 @@ func readRun(t testing.TB, path string) (map[string]csvCell, []string) {
 		t.Fatal(err)
 	}
 	col := map[string]int{}
+	var options []string
 	for i, h := range rows[0] {
 		col[h] = i
+		if o, ok := strings.CutPrefix(h, "p_"); ok {
+			options = append(options, o)
+		}
+	}
+	original := func(v string) string {
+		if v == "original" {
+			return ""
+		}
+		return v
 	}
 	out := map[string]csvCell{}
 	var order []string
@@ -47,12 +72,16 @@ func readRun(t testing.TB, path string) (map[string]csvCell, []string) {
 			continue
 		}
 		c := csvCell{model: r[col["model"]], seed: r[col["seed"]], item: r[col["item_id"]], persona: r[col["persona_id"]],
+			variant: original(r[col["variant"]]), promptVariant: original(r[col["prompt_variant"]]), order: r[col["order"]],
 			served: r[col["served_model"]], fingerprint: r[col["system_fingerprint"]]}
+		if strings.Contains(r[col["cell_id"]]+"/", "/verbalized/") {
+			c.probe = "verbalized"
+		}
 		if r[col["status"]] == "ok" {
 			c.option, c.answered = r[col["option_id"]], true
 		}
 		var p []float64
-		for _, o := range []string{"1", "2", "3", "4", "5"} {
+		for _, o := range options {
 			if v := r[col["p_"+o]]; v != "" {
 				f, _ := strconv.ParseFloat(v, 64)
 				p = append(p, f)
@@ -66,7 +95,7 @@ func readRun(t testing.TB, path string) (map[string]csvCell, []string) {
 			return nil
 		}
 		switch {
-		case len(p) == 5:
+		case len(p) == len(options):
 			var s float64
 			for _, v := range p {
 				s += v
@@ -76,9 +105,8 @@ func readRun(t testing.TB, path string) (map[string]csvCell, []string) {
 			}
 			c.pmf, c.score = p, score("expected_score")
 		case c.answered:
-			c.pmf = make([]float64, 5)
-			k, _ := strconv.Atoi(c.option)
-			c.pmf[k-1] = 1
+			c.pmf = make([]float64, len(options))
+			c.pmf[slices.Index(options, c.option)] = 1
 			c.score = score("score")
 		}
 		out[r[col["cell_id"]]] = c
@@ -88,14 +116,19 @@ func readRun(t testing.TB, path string) (map[string]csvCell, []string) {
 }
 
 // Independent computes compare.csv's rows, each a map of column name to value, from two results.csv files, as
-// docs/architecture.md defines them, with code of its own: cell ids are rebuilt from the columns, model A's id
-// and seed replaced by their partners in models and seeds (A's value to B's; a value not in them is kept).
-// Samples and seed are the bootstrap's. The spec's options must be 1 to 5, every item of A's run must have a
-// cell of each model, and every model of A a partner.
+// docs/architecture.md defines them, with code of its own: a cell of A meets the cell of B with the same item,
+// wording, prompt, persona, probe and shown order (results.csv's columns) whose model and seed are the partners
+// of A's in models and seeds (A's value to B's; a value not in them is kept). Samples and seed are the
+// bootstrap's. Every item must have the same options, all scored, every item of A's run a cell of each model,
+// and every model of A a partner; the runs must record probabilities (results.csv's p_ columns).
 func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, models, seeds map[string]string) []map[string]string {
 	t.Helper()
 	a, orderA := readRun(t, pathA)
-	b, _ := readRun(t, pathB)
+	cellsB, _ := readRun(t, pathB)
+	b := map[string]csvCell{} // by identity
+	for _, c := range cellsB {
+		b[c.identity(c.model, c.seed)] = c
+	}
 	partner := func(m map[string]string, v string) string {
 		if p, ok := m[v]; ok {
 			return p
@@ -118,6 +151,7 @@ func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, mod
 	type group struct {
 		pairs        [][2]csvCell
 		onlyA, onlyB int
+		factors      []map[string]bool
 	}
 	groups := map[[2]string]*group{}
 	get := func(m, it string) *group {
@@ -129,13 +163,14 @@ func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, mod
 	hit := map[string]bool{}
 	for _, id := range orderA {
 		ca := a[id]
-		idB := partner(models, ca.model) + "/" + partner(seeds, ca.seed) + "/" + ca.item + "/" + ca.persona
+		g := get(ca.model, ca.item)
+		g.factors = append(g.factors, ca.factors())
+		idB := ca.identity(partner(models, ca.model), partner(seeds, ca.seed))
 		if cb, ok := b[idB]; ok {
-			g := get(ca.model, ca.item)
 			g.pairs = append(g.pairs, [2]csvCell{ca, cb})
 			hit[idB] = true
 		} else {
-			get(ca.model, ca.item).onlyA++
+			g.onlyA++
 		}
 	}
 	toA := map[string]string{}
@@ -143,9 +178,20 @@ func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, mod
 		toA[mb] = ma
 	}
 	for id, cb := range b {
+		g := get(partner(toA, cb.model), cb.item)
+		g.factors = append(g.factors, cb.factors())
 		if !hit[id] {
-			get(partner(toA, cb.model), cb.item).onlyB++
+			g.onlyB++
 		}
+	}
+	matchedOn := func(fs []map[string]bool) string {
+		out := []string{"model", "seed", "item", "persona"}
+		for _, f := range []string{"variant", "prompt_variant", "probe", "order"} {
+			if slices.ContainsFunc(fs, func(m map[string]bool) bool { return m[f] }) {
+				out = append(out, f)
+			}
+		}
+		return strings.Join(out, " ")
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	var out []map[string]string
@@ -158,6 +204,7 @@ func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, mod
 		var all [][2]csvCell
 		allRow := map[string]string{"model": m, "model_b": mb, "item": "all", "scope": "model"}
 		var w1s, jsds []float64
+		var allFactors []map[string]bool
 		onlyA, onlyB, dists := 0, 0, 0
 		for _, item := range itemOrder {
 			g := groups[[2]string{m, item}]
@@ -167,15 +214,20 @@ func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, mod
 			row := figures(g.pairs, samples, seed, label, item)
 			row["model"], row["model_b"], row["item"], row["scope"] = m, mb, item, "item"
 			row["only_a"], row["only_b"] = strconv.Itoa(g.onlyA), strconv.Itoa(g.onlyB)
+			row["matched_on"] = matchedOn(g.factors)
+			allFactors = append(allFactors, g.factors...)
 			// Distances between the mean pmfs over the cells with one in both runs.
-			pa, pb := make([]float64, 5), make([]float64, 5)
+			var pa, pb []float64
 			n := 0
 			for _, p := range g.pairs {
 				if p[0].pmf == nil || p[1].pmf == nil {
 					continue
 				}
+				if n == 0 {
+					pa, pb = make([]float64, len(p[0].pmf)), make([]float64, len(p[0].pmf))
+				}
 				n++
-				for k := range 5 {
+				for k := range pa {
 					pa[k] += p[0].pmf[k]
 					pb[k] += p[1].pmf[k]
 				}
@@ -183,16 +235,16 @@ func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, mod
 			row["distributions"], row["items"] = strconv.Itoa(n), "0"
 			if n > 0 {
 				var w1, jsd, ca, cb float64
-				for k := range 5 {
+				for k := range pa {
 					pa[k] /= float64(n)
 					pb[k] /= float64(n)
 				}
-				for k := range 4 {
+				for k := range len(pa) - 1 {
 					ca += pa[k]
 					cb += pb[k]
 					w1 += math.Abs(ca - cb)
 				}
-				for k := range 5 {
+				for k := range pa {
 					mk := (pa[k] + pb[k]) / 2
 					if pa[k] > 0 {
 						jsd += pa[k] * math.Log2(pa[k]/mk) / 2
@@ -213,6 +265,7 @@ func Independent(t testing.TB, pathA, pathB string, samples int, seed int64, mod
 		}
 		allRow["only_a"], allRow["only_b"], allRow["distributions"] = strconv.Itoa(onlyA), strconv.Itoa(onlyB), strconv.Itoa(dists)
 		allRow["items"] = strconv.Itoa(len(w1s))
+		allRow["matched_on"] = matchedOn(allFactors)
 		var sw, sj float64
 		for i := range w1s {
 			sw += w1s[i]

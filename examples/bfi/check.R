@@ -353,7 +353,12 @@ check_reference <- function() {
 check_reference_scales <- function() {
   r <- read_out("reference_scales.csv")
   # The lines of scale "all" average reference.csv's figures over every item and have no alpha or omega;
-  # check_intervals.R recomputes their figures. Here: the scales' lines.
+  # check_intervals.R recomputes their figures. Here: their head count, the group's respondents who answered at
+  # least one item, then the scales' lines.
+  all <- r[r$scale == "all", ]
+  answered <- rowSums(!is.na(human[, items$id, drop = FALSE])) > 0
+  compare_text("reference_scales.csv", "n_humans (all)", paste(all$model, all$group, sep = "/"), all$n_humans,
+               sapply(all$group, function(g) as.character(sum(human_groups[[g]] & answered))))
   r <- r[r$scale != "all", ]
   key <- paste(r$model, r$scale, r$group, sep = "/")
   n <- nrow(r)

@@ -1,13 +1,16 @@
 # The human reference of examples/bfi: psych's bfi data set (2,800 people answering the 25 IPIP Big-Five items
-# of the SAPA project on a 6-point scale; Revelle, Wilt and Rosenthal 2010) and its item texts and keying from
-# psychTools' bfi.dictionary. IPIP items are public domain.
+# of the SAPA project on a 6-point scale; Revelle, Wilt and Rosenthal 2010), its item texts from psychTools'
+# bfi.dictionary and its keying from psych's scoring keys bfi.keys. IPIP items are public domain.
 #
 # Run from the repository root (Debian: apt-get install r-cran-psych r-cran-gparotation, which brings
 # r-cran-psychtools):
 #   Rscript examples/bfi/make_reference.R
 #
 # Writes into examples/bfi:
-#   items.csv          id, text, scale, keyed: the 25 items A1..O5 (keyed "-" where bfi.dictionary's Keying is -1)
+#   items.csv          id, text, scale, keyed: the 25 items A1..O5, keyed "-" where psych's bfi.keys reverses the
+#                      item ("-A1"). bfi.dictionary's Keying column is not used: it keys N1..N5 -1, the direction of
+#                      emotional stability, while bfi.keys scores neuroticism with N1..N5 forward, as the scale's
+#                      name says
 #   bfi.csv            the raw answers, one row per respondent: A1..O5 (1..6, empty where bfi has NA), gender
 #                      (bfi's code: 1 male, 2 female) and age_band, derived from age: 0-17, 18-29, 30-44, 45+
 #                      (bfi's ages run from 3 to 86, median 26; a fifth of the sample is over 30 and under 45,
@@ -16,8 +19,8 @@
 #                      gender=2, age_band=... — with zero counts kept; silico's own counts from bfi.csv must equal
 #                      these exactly, and the file is itself a reference file of counts
 #   human_scales.csv   scale, group, n_items_used, alpha, omega_total: psych's alpha()$total$raw_alpha and
-#                      omega(x, nfactors = 1, fm = "pa")$omega.tot per scale and group on the reverse-keyed
-#                      scores (7 - x), 17 significant digits
+#                      omega(x, nfactors = 1, fm = "pa")$omega.tot per scale and group on the keyed scores (7 - x
+#                      for the items bfi.keys reverses), 17 significant digits
 suppressPackageStartupMessages({
   library(psych)
   library(psychTools)
@@ -30,8 +33,11 @@ data(bfi.dictionary, package = "psychTools")
 
 items <- paste0(rep(c("A", "C", "E", "N", "O"), each = 5), 1:5)
 dict <- bfi.dictionary[items, ]
+keys <- unlist(psych::bfi.keys)
+reversed <- setNames(items %in% sub("^-", "", keys[startsWith(keys, "-")]), items)
+stopifnot(setequal(sub("^-", "", keys), items))
 write.csv(data.frame(id = items, text = dict$Item, scale = substr(items, 1, 1),
-                     keyed = ifelse(dict$Keying < 0, "-", "+")),
+                     keyed = ifelse(reversed, "-", "+")),
           file.path(dir, "items.csv"), row.names = FALSE)
 
 bands <- c("0-17", "18-29", "30-44", "45+")
@@ -56,7 +62,7 @@ for (sc in c("A", "C", "E", "N", "O")) {
   cols <- items[substr(items, 1, 1) == sc]
   for (g in names(groups)) {
     x <- human[groups[[g]], cols]
-    for (k in which(dict[cols, "Keying"] < 0)) x[[k]] <- 7 - x[[k]]
+    for (k in which(reversed[cols])) x[[k]] <- 7 - x[[k]]
     a <- suppressWarnings(suppressMessages(alpha(x, warnings = FALSE)))
     kept <- rownames(a$item.stats)
     om <- suppressWarnings(suppressMessages(omega(x[, kept], nfactors = 1, fm = "pa", plot = FALSE)))
