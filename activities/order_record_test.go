@@ -2,6 +2,7 @@ package activities
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -86,5 +87,47 @@ func TestAShuffledCellsJSONSchemaListsAndReadsShownLetterIDs(t *testing.T) {
 	rec := answerRecord(&spec, c, respcache.Answer{Text: `{"answer":"A"}`, FinishReason: llm.FinishStop}, experiment.Price{}, false)
 	if rec.OptionID != "C" {
 		t.Fatalf("json answer A (shown Disagree) recorded as %q, want C", rec.OptionID)
+	}
+}
+
+// TestAnswerRecordReadsTheLabelsShownNotTheIDs: options with ids 5, 4, 9, 2, 1 shown as written read "1. …"
+// to "5. …". The model's "1" is the option shown first (id 5), its logprobs on "1" and "2" are the first two
+// options', and "9", the one id no position shows, is no label: its mass is outside the coverage. Under
+// json_schema the JSON's "1" is the same option.
+func TestAnswerRecordReadsTheLabelsShownNotTheIDs(t *testing.T) {
+	lp := math.Log
+	for _, mode := range []experiment.AnswerMode{experiment.AnswerLogprobs, experiment.AnswerJSONSchema} {
+		spec := experimenttest.Grid(1, 1, 1, 1, experimenttest.Edit(func(s *experiment.Spec) {
+			s.Questionnaire.Options = experiment.OptionSet{}
+			for k, id := range []string{"5", "4", "9", "2", "1"} {
+				s.Questionnaire.Options.Options = append(s.Questionnaire.Options.Options,
+					experiment.Option{ID: id, Text: fmt.Sprintf("%d. Level %d", k+1, k+1), Weight: k + 1})
+			}
+			s.Run.Answer = &experiment.AnswerSettings{Mode: mode, Logprobs: true}
+		}))
+		if err := spec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		text, toks := "1", []llm.TokenLogprob{}
+		if mode == experiment.AnswerJSONSchema {
+			text = `{"answer":"1"}`
+			toks = append(toks, llm.TokenLogprob{Token: `{"answer":"`, Logprob: 0})
+		}
+		toks = append(toks, llm.TokenLogprob{Token: "1", Logprob: lp(.6), Top: []llm.TopLogprob{
+			{Token: "1", Logprob: lp(.6)}, {Token: "2", Logprob: lp(.2)}, {Token: "9", Logprob: lp(.15)}, {Token: "I", Logprob: lp(.05)}}})
+		rec := answerRecord(&spec, spec.Cell(0), respcache.Answer{Text: text, FinishReason: llm.FinishStop, Logprobs: toks}, experiment.Price{}, false)
+		if rec.OptionID != "5" {
+			t.Errorf("%s: answer %s recorded as option %q, want 5 (shown as 1.)", mode, text, rec.OptionID)
+		}
+		want := []float64{.6 / .8, .2 / .8, 0, 0, 0}
+		if len(rec.Probs) != len(want) || math.Abs(rec.Coverage-.8) > 1e-12 {
+			t.Fatalf("%s: probs %v coverage %v; want %v over 0.8", mode, rec.Probs, rec.Coverage, want)
+		}
+		for k := range want {
+			if math.Abs(rec.Probs[k]-want[k]) > 1e-12 {
+				t.Errorf("%s: probs %v, want %v in option order", mode, rec.Probs, want)
+				break
+			}
+		}
 	}
 }

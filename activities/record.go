@@ -80,7 +80,8 @@ func (r *recorder) answerRecord(c experiment.Cell, a respcache.Answer) store.Rec
 // schema invalid and its error_message saying why.
 func answerRecord(spec *experiment.Spec, c experiment.Cell, a respcache.Answer, price experiment.Price, priced bool) store.Record {
 	// The model read the options as the cell showed them: the answer is matched and its distribution read
-	// against that set, then mapped back to canonical ids and order, so analyses pool across orders.
+	// against the labels it saw (the shown set's ids; never the spec's ids, which the prompt does not show),
+	// then mapped back by position to canonical ids and order, so analyses pool across orders.
 	shown := spec.Shown(c)
 	set := shown.Set
 	mode := spec.CellAnswer(c)
@@ -175,8 +176,9 @@ func statedAnswer(d optionprobs.Dist, err error, set experiment.OptionSet) exper
 	return experiment.MatchResult{Status: experiment.MatchOK, OptionID: tied[0]}
 }
 
-// jsonAnswer reads the option id of a json_schema answer: a JSON object whose "answer" is one of set's ids. ok
-// is false for anything else (the server did not apply the schema), and the text is then matched as written.
+// jsonAnswer reads the label of a json_schema answer: a JSON object whose "answer" is one of set's ids (the
+// labels shown, which the schema's enum lists). ok is false for anything else (the server did not apply the
+// schema), and the text is then matched as written.
 func jsonAnswer(text string, set experiment.OptionSet) (string, bool) {
 	var v struct {
 		Answer *string `json:"answer"`

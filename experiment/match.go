@@ -311,7 +311,10 @@ func normalizeAnswer(s string) string {
 // Labels maps every spelling of an option label to the option's index in set: how the label token of an answer
 // is read (see package optionprobs). The labels of an option are its id, the enumeration its text starts with ("3." gives
 // "3"), its letter by position when no option id is a letter (as Match reads "c)"), and its text when the text is
-// one word ("agree"); all lower-cased. A spelling two options share belongs to neither.
+// one word ("agree"); all lower-cased. A spelling two options share belongs to neither. The answer reader
+// passes the set a cell showed (ShownOptions.Set), whose ids are the labels shown, so no spelling comes from an
+// id the prompt did not show; Match is given the same set, so the written answer and its logprobs are read
+// alike.
 func Labels(set OptionSet) map[string]int {
 	out := make(map[string]int, 3*len(set.Options))
 	shared := map[string]bool{}

@@ -71,7 +71,9 @@ func (s *Spec) numOrders(i int) int {
 
 // ShownOptions are the options of a cell as its prompt shows them.
 type ShownOptions struct {
-	// Set is the option set in shown order, each option relabelled for its shown position (see Shown).
+	// Set is the option set in shown order, each option's text relabelled for its shown position and its id
+	// replaced by its label there (see Shown): the one mapping, label ↔ shown position ↔ option, that the
+	// json_schema enum, the verbalized keys, Match on the written answer and the logprob labels all read.
 	Set OptionSet
 	// Perm maps a shown position to the canonical option's index in OptionsFor(item).
 	Perm []int
@@ -83,10 +85,11 @@ type ShownOptions struct {
 
 // Shown returns cell c's options as shown: in the order of the cell's order mode, pinned options at their
 // written positions. An option whose text starts with an enumeration ("1. Very Inaccurate", "A) Agree") has it
-// replaced by the enumeration the written list has at the option's shown position (so the list still reads 1, 2,
-// 3 …), and an option whose id equals its enumeration takes that enumeration as its id: Match and Labels then
-// read the label the model saw. Canonical maps shown ids, positions and distributions back to the spec's.
-// Render's {answer_options}, the answer reader, the json_schema enum and the results all use it.
+// replaced by the enumeration the written list has at the option's shown position, so the list still reads 1,
+// 2, 3 …. Every option's id in Set is then the label the model saw at its position (ShownLabels): a model
+// answers "1" having read "1. Disagree strongly", whatever id the spec gave that option, and an id the prompt
+// never shows ("9") names nothing. Canonical maps labels, positions and distributions back to the spec's ids
+// and order. Render's {answer_options}, the answer reader, the json_schema enum and the results all use it.
 func (s *Spec) Shown(c Cell) ShownOptions {
 	set := s.OptionsFor(c.Item)
 	n := len(set.Options)
@@ -98,6 +101,7 @@ func (s *Spec) Shown(c Cell) ShownOptions {
 	}
 	out := ShownOptions{Set: set, Perm: perm, Order: mode, canon: set.Options}
 	if mode == OrderAsWritten || n < 2 {
+		out.Set.Options = ShownLabels(set.Options)
 		return out
 	}
 	// free are the positions of unpinned options: the permutation moves options among them only.
@@ -125,12 +129,66 @@ func (s *Spec) Shown(c Cell) ShownOptions {
 	for i, pos := range free {
 		perm[pos] = moved[i]
 	}
-	out.Set.Options = make([]Option, n)
+	shown := make([]Option, n)
 	for pos, k := range perm {
-		out.Set.Options[pos] = relabel(set.Options[k], set.Options[pos])
+		shown[pos] = relabel(set.Options[k], set.Options[pos])
+	}
+	out.Set.Options = ShownLabels(shown)
+	return out
+}
+
+// ShownLabels returns options (in the order shown, their texts as shown) with each id replaced by the label the
+// option is shown with, the name a model has for it: the enumeration its text starts with, bare ("1. Agree" →
+// "1", "(b) No" → "b"; spelt as the id that equals it but for case, if one does); for a text without one, the
+// option's own id, which is then the only name the json_schema enum gives it, unless that id is another
+// option's shown label (a "Don't know" with id "3" beside "3. Neutral"): that option is then named by its text.
+// Labels follow what is shown, never the spec's ids, so an id that is another option's shown label, or that the
+// list never shows, cannot misplace an answer. Validate refuses a list that shows one enumeration twice. options
+// is returned as it is when every id already is its label.
+func ShownLabels(options []Option) []Option {
+	var buf [16]string
+	enums := buf[:0]
+	for _, o := range options {
+		enums = append(enums, shownEnum(o.Text))
+	}
+	var out []Option
+	for k, o := range options {
+		label := o.ID
+		switch {
+		case enums[k] != "":
+			// In the spelling of the id that is this label, if there is one ("a" for a text "A"), as the
+			// spec writes it everywhere else.
+			label = enums[k]
+			if j := slices.IndexFunc(options, func(p Option) bool { return strings.EqualFold(p.ID, label) }); j >= 0 {
+				label = options[j].ID
+			}
+		case slices.ContainsFunc(enums, func(e string) bool { return strings.EqualFold(e, o.ID) }):
+			label = o.Text
+		}
+		if label != o.ID {
+			if out == nil {
+				out = slices.Clone(options)
+			}
+			out[k].ID = label
+		}
+	}
+	if out == nil {
+		return options
 	}
 	return out
 }
+
+// shownEnum is the enumeration text starts with, without brackets and separators ("(b) No" → "b"), or "".
+func shownEnum(text string) string {
+	e, _, ok := splitEnum(text)
+	if !ok {
+		return ""
+	}
+	return strings.Trim(e, enumTrim)
+}
+
+// enumTrim are the characters around an enumeration that are not its label.
+const enumTrim = "()[].:-, \t"
 
 // permutationSource is the PRNG of a shuffled cell: PCG seeded with the SHA-256 of the versioned string
 // "silico/option-order/v1\x00<seed>\x00<cell id>", so a cell's permutation depends on nothing but the two.
@@ -140,26 +198,14 @@ func permutationSource(seed int64, cellID string) *rand.Rand {
 }
 
 // relabel is option o shown at the position where the written list has option at: its text's leading
-// enumeration replaced by at's, and its id too where the id is that enumeration. An option or a position
-// without an enumeration keeps its text and id.
+// enumeration replaced by at's. An option or a position without an enumeration keeps its text. The id is left
+// to ShownLabels.
 func relabel(o, at Option) Option {
-	oe, orest, ok1 := splitEnum(o.Text)
+	_, orest, ok1 := splitEnum(o.Text)
 	ae, _, ok2 := splitEnum(at.Text)
-	if !ok1 || !ok2 {
-		return o
+	if ok1 && ok2 {
+		o.Text = ae + orest
 	}
-	enumOf := func(prefix string) string {
-		e, _ := leadingEnum(strings.ToLower(strings.TrimSpace(prefix)))
-		return e
-	}
-	if strings.EqualFold(o.ID, enumOf(oe)) {
-		o.ID = at.ID
-		if !strings.EqualFold(at.ID, enumOf(ae)) {
-			// The position's own id is no enumeration: take the enumeration, in the case the text writes it.
-			o.ID = strings.Trim(ae, "()[].:-, \t")
-		}
-	}
-	o.Text = ae + orest
 	return o
 }
 
@@ -168,7 +214,16 @@ func relabel(o, at Option) Option {
 func splitEnum(text string) (enum, rest string, ok bool) {
 	lead := len(text) - len(strings.TrimLeft(text, " \t"))
 	t := text[lead:]
-	if _, ok := leadingEnum(strings.ToLower(t)); !ok {
+	// leadingEnum reads at most a bracket, three digits and two more bytes: lower-casing that prefix alone keeps
+	// a long option text from being copied (Shown labels every cell's options).
+	var low [8]byte
+	m := copy(low[:], t)
+	for i := range m {
+		if 'A' <= low[i] && low[i] <= 'Z' {
+			low[i] += 'a' - 'A'
+		}
+	}
+	if _, ok := leadingEnum(string(low[:m])); !ok {
 		return "", "", false
 	}
 	n := 0
@@ -191,10 +246,11 @@ func splitEnum(text string) (enum, rest string, ok bool) {
 // Canonical is the canonical option index of shown position k.
 func (sh ShownOptions) Canonical(k int) int { return sh.Perm[k] }
 
-// CanonicalID maps the id of a shown option to its canonical id; ok is false for an id the shown set lacks.
-func (sh ShownOptions) CanonicalID(shownID string) (string, bool) {
+// CanonicalID maps a shown label (the id of an option of Set) to the canonical id of the option shown with it;
+// ok is false for a label the cell did not show.
+func (sh ShownOptions) CanonicalID(label string) (string, bool) {
 	for k, o := range sh.Set.Options {
-		if o.ID == shownID {
+		if o.ID == label {
 			return sh.canon[sh.Perm[k]].ID, true
 		}
 	}

@@ -310,3 +310,99 @@ func TestTheVerbalizedProbeIsInstructed(t *testing.T) {
 		}
 	}
 }
+
+// otherDigits is a five-point set whose ids are digits other than the enumerations its texts show: four of
+// them are another option's label, and 9 is none.
+func otherDigits() OptionSet {
+	ids := []string{"5", "4", "9", "2", "1"}
+	var set OptionSet
+	for k, id := range ids {
+		set.Options = append(set.Options, Option{ID: id, Text: fmt.Sprintf("%d. Level %d", k+1, k+1), Weight: k + 1})
+	}
+	return set
+}
+
+// TestShownLabelsAreWhatThePromptShows: whatever the ids, the label of a position is the enumeration shown
+// there, so the written answer, the logprob labels, the json_schema enum and the verbalized keys all follow the
+// prompt: "1" is the option shown first, and 9 (no label shown) names nothing.
+func TestShownLabelsAreWhatThePromptShows(t *testing.T) {
+	for _, tc := range []struct {
+		mode  OrderMode
+		first string // canonical id of the option shown first, labelled 1
+	}{{OrderAsWritten, "5"}, {OrderReversed, "1"}} {
+		s := gridSpec(1, 1, 1, 1)
+		s.Questionnaire.Options = otherDigits()
+		s.Questionnaire.Order = &OrderSettings{Mode: tc.mode}
+		s.Run.Answer = &AnswerSettings{Mode: AnswerJSONSchema}
+		c := s.Cell(0)
+		sh := s.Shown(c)
+		var ids []string
+		for _, o := range sh.Set.Options {
+			ids = append(ids, o.ID)
+		}
+		if want := []string{"1", "2", "3", "4", "5"}; !slices.Equal(ids, want) {
+			t.Fatalf("%s: shown labels %q, want %q", tc.mode, ids, want)
+		}
+		m := Match("1", sh.Set)
+		if id, ok := sh.CanonicalID(m.OptionID); !ok || id != tc.first {
+			t.Errorf("%s: answer 1 maps to %q (%v), want %s, the option shown first", tc.mode, id, ok, tc.first)
+		}
+		labels := Labels(sh.Set)
+		if k, ok := labels["1"]; !ok || k != 0 {
+			t.Errorf("%s: label 1 reads as shown position %d (%v), want 0", tc.mode, k, ok)
+		}
+		if k, ok := labels["9"]; ok {
+			t.Errorf("%s: id 9, shown nowhere, reads as shown position %d", tc.mode, k)
+		}
+		if got := string(s.CallParams(c).ResponseFormat); !strings.Contains(got, `"enum":["1","2","3","4","5"]`) {
+			t.Errorf("%s: json_schema %s; want the enum of the labels shown", tc.mode, got)
+		}
+		s.Run.Answer = &AnswerSettings{Mode: AnswerVerbalized}
+		if got := string(s.CallParams(c).ResponseFormat); !strings.Contains(got, `"required":["1","2","3","4","5"]`) {
+			t.Errorf("%s: verbalized schema %s; want the labels shown as its keys", tc.mode, got)
+		}
+		if got := mustRender(t, s, c); !strings.Contains(got, "for each option (1, 2, 3, 4, 5)") {
+			t.Errorf("%s: verbalized prompt %q; want it to name the labels shown", tc.mode, got)
+		}
+	}
+}
+
+// TestShownLabelsOfPlainTexts: a text without an enumeration is named by its id, which a shown label
+// overrides: a "Don't know" whose id is 3 beside "3. Level 3" is named by its text, and "3" is the option shown
+// with it. A text that is a label itself ("A") keeps the spelling of the id that equals it ("a").
+func TestShownLabelsOfPlainTexts(t *testing.T) {
+	set := likert().Options
+	set[5].ID = "3"
+	set[2].ID = "x"
+	got := ShownLabels(set)
+	var ids []string
+	for _, o := range got {
+		ids = append(ids, o.ID)
+	}
+	if want := []string{"1", "2", "3", "4", "5", "Don't know"}; !slices.Equal(ids, want) {
+		t.Fatalf("labels %q, want %q", ids, want)
+	}
+	if m := Match("3", OptionSet{Options: got}); m.OptionID != "3" || got[2].Text != "3. Level 3" {
+		t.Errorf("answer 3 matched %+v, want the option shown as 3. Level 3", m)
+	}
+	if set[0].ID != "1" || set[5].ID != "3" {
+		t.Errorf("ShownLabels changed its argument: %+v", set)
+	}
+	plain := []Option{{ID: "dk", Text: "Don't know"}, {ID: "a", Text: "A"}, {ID: "b", Text: "B"}}
+	if got := ShownLabels(plain); &got[0] != &plain[0] {
+		t.Errorf("labels %+v: want the options as they are, every id already its label", got)
+	}
+}
+
+// TestShownEnumerationsAreUnique: two options showing one label could not be told apart by a model's answer.
+func TestShownEnumerationsAreUnique(t *testing.T) {
+	errs := Errors{}
+	checkOptions(&errs, "questionnaire.options", OptionSet{Options: []Option{
+		{ID: "a", Text: "1. Yes"}, {ID: "b", Text: "(1) No"}, {ID: "c", Text: "c) Maybe"}, {ID: "d", Text: "C. Never"}}})
+	msg := errs.Error()
+	for _, want := range []string{"questionnaire.options.options[1].text", "label 1, as options[0] does", "options[3].text", "label C, as options[2] does"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("errors %q lack %q", msg, want)
+		}
+	}
+}

@@ -427,12 +427,24 @@ func checkOptions(errs *Errors, path string, o OptionSet) {
 		return
 	}
 	seen := map[string]int{}
+	// enums are the labels the texts show (an order moves them among the options, it shows no other):
+	// a model names an option by its label, so two options showing one would be one answer.
+	enums := map[string]int{}
 	for i, opt := range o.Options {
 		p := fmt.Sprintf("%s.options[%d]", path, i)
 		checkID(errs, seen, p, "option", opt.ID, i)
 		if strings.TrimSpace(opt.Text) == "" {
 			errs.add(p+".text", "missing: the option text shown in {answer_options}")
 		}
+		e := strings.ToLower(shownEnum(opt.Text))
+		if e == "" {
+			continue
+		}
+		if j, dup := enums[e]; dup {
+			errs.add(p+".text", "%q starts with the label %s, as options[%d] does: a model answering %s could mean either; number the options apart", opt.Text, shownEnum(opt.Text), j, shownEnum(opt.Text))
+			continue
+		}
+		enums[e] = i
 	}
 }
 

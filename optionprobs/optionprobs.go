@@ -4,7 +4,8 @@
 // The label token is the first generated token that goes past a fixed prefix (none: the first token with text;
 // a json_schema answer: `{"answer":"`), whitespace and case aside. Every alternative the server listed at that
 // position is read as the text generated so far plus the alternative: what follows the prefix, stripped of
-// quotes and punctuation, is looked up among the item's label spellings (experiment.Labels). The probability of
+// quotes and punctuation, is looked up among the label spellings of the options as the cell showed them
+// (experiment.Labels of experiment.ShownOptions.Set, whose ids are the labels shown). The probability of
 // an option is the sum over its spellings ("3", " 3", "3."); the mass on spellings of any option is the coverage,
 // and the option probabilities are renormalised over it.
 package optionprobs

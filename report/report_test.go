@@ -493,3 +493,37 @@ func (c *pageCheck) expect(key, want string, ok func(shown, want string) bool) {
 
 // sameText is expect's comparison of figures shown exactly as wanted.
 func sameText(shown, want string) bool { return shown == want }
+
+// TestReportWarnsLowCoverage: a model whose logprobs put on average less than half of the label token's mass
+// on the labels shown is warned in the report, as in summary.json; one above it is not.
+func TestReportWarnsLowCoverage(t *testing.T) {
+	spec, src := fixedRun(t)
+	spec.Run.Answer = &experiment.AnswerSettings{Mode: experiment.AnswerLogprobs}
+	per := spec.NumCells() / 2
+	for i := range src {
+		if src[i].Status == store.StatusFailed {
+			continue
+		}
+		n := len(spec.OptionsFor(spec.Cell(i).Item).Options)
+		src[i].Probs, src[i].Coverage = make([]float64, n), 0.9
+		src[i].Probs[0] = 1
+		if i >= per {
+			src[i].Coverage = 0.2 // the noisy model's answers start with something else
+		}
+	}
+	a, err := Analyze(context.Background(), src, spec, "coverage-run", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, html.EscapeString("model noisy put on average 0.20 of the label token's probability on the labels the prompt showed")) {
+		t.Errorf("the report does not warn about noisy's coverage; warnings %q", a.Summary.Warnings)
+	}
+	if strings.Contains(page, "model "+spec.Models[0].ID+" put on average") {
+		t.Errorf("the report warns about %s, whose coverage is 0.9", spec.Models[0].ID)
+	}
+}

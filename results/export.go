@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/design"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/store"
@@ -342,6 +343,8 @@ type summarizer struct {
 	spec      *experiment.Spec
 	// served counts the answered cells by model, served model and fingerprint (wire.ModelSummary.Served).
 	served map[servedKey]int
+	// coverage sums the coverage of each model's answered logprob cells (wire.ModelSummary.Coverage).
+	coverage []float64
 }
 
 func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *summarizer {
@@ -349,8 +352,9 @@ func newSummarizer(spec *experiment.Spec, runID string, elapsed time.Duration) *
 		spec: spec,
 		s: wire.Summary{RunID: runID, Name: spec.Name, ElapsedSeconds: round(elapsed.Seconds(), 3),
 			Errors: []string{}, Models: make([]wire.ModelSummary, len(spec.Models))},
-		models: make(map[string]int, len(spec.Models)),
-		seen:   make(map[string]bool),
+		models:   make(map[string]int, len(spec.Models)),
+		seen:     make(map[string]bool),
+		coverage: make([]float64, len(spec.Models)),
 	}
 	if !spec.IsEmbed() {
 		z.s.Outputs = OutputFiles(spec)
@@ -405,6 +409,14 @@ func (z *summarizer) add(r *Row) {
 		}
 		c.usage.Add(u)
 	}
+	if r.ProbsSource == experiment.ProbsFromLogprobs && r.Status != store.StatusFailed && r.ErrorClass != errclass.ContentFiltered {
+		// An answer whose label token was not found, or spelt no label shown, has no distribution: none of its
+		// mass was on the labels.
+		m.CoverageCells++
+		if r.Coverage != nil {
+			z.coverage[mi] += *r.Coverage
+		}
+	}
 	if r.ServedModel != "" || r.SystemFingerprint != "" {
 		k := servedKey{mi, r.ServedModel, r.SystemFingerprint}
 		if z.served == nil {
@@ -438,6 +450,13 @@ func (z *summarizer) summary() wire.Summary {
 				cmp.Compare(a.SystemFingerprint, b.SystemFingerprint))
 		})
 		if w := wire.ServedWarning(*m); w != "" {
+			s.Warnings = append(s.Warnings, w)
+		}
+		if m.CoverageCells > 0 {
+			c := z.coverage[i] / float64(m.CoverageCells)
+			m.Coverage = &c
+		}
+		if w := wire.CoverageWarning(*m); w != "" {
 			s.Warnings = append(s.Warnings, w)
 		}
 	}

@@ -1,10 +1,13 @@
 package results
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/silicolab/silico/errclass"
+	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -54,5 +57,41 @@ func TestSummaryGreedySeeds(t *testing.T) {
 	spec.Seeds = spec.Seeds[:1]
 	if s := newSummarizer(spec, "run", 0).summary(); len(s.Warnings) != 0 {
 		t.Errorf("one seed: warnings %q", s.Warnings)
+	}
+}
+
+// TestSummaryCoverage: a model's coverage is the mean over its answered logprob cells, a cell without a
+// distribution counting 0, failed and content-filtered cells and other sources left out; a mean below
+// wire.LowCoverage is warned, one at it is not, and a model that reads no logprobs has none.
+func TestSummaryCoverage(t *testing.T) {
+	spec := testSpec()
+	spec.Models[0].Answer = &experiment.AnswerSettings{Mode: experiment.AnswerLogprobs}
+	z := newSummarizer(spec, "run", 0)
+	c := func(v float64) *float64 { return &v }
+	L := experiment.ProbsFromLogprobs
+	for _, r := range []Row{
+		{Model: "m1", Status: "ok", ProbsSource: L, Coverage: c(0.6)},
+		{Model: "m1", Status: "ok", ProbsSource: L, Coverage: c(0.5)},
+		{Model: "m1", Status: "unparsed", ProbsSource: L}, // no label found: 0
+		{Model: "m1", Status: "failed", ProbsSource: L},
+		{Model: "m1", Status: "unparsed", ProbsSource: L, ErrorClass: errclass.ContentFiltered},
+		{Model: "m1", Status: "ok", ProbsSource: experiment.ProbsFromVerbalized, Coverage: c(1)},
+		{Model: "m2", Status: "ok"},
+	} {
+		z.add(&r)
+	}
+	s := z.summary()
+	if m := s.Models[0]; m.Coverage == nil || math.Abs(*m.Coverage-1.1/3) > 1e-15 || m.CoverageCells != 3 {
+		t.Fatalf("m1 coverage %v over %d cells, want %v over 3", m.Coverage, m.CoverageCells, 1.1/3)
+	}
+	if s.Models[1].Coverage != nil {
+		t.Errorf("m2 reads no logprobs, coverage %v", *s.Models[1].Coverage)
+	}
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "model m1 put on average 0.37 of the label token's probability on the labels the prompt showed (coverage, over 3 cells; below 0.5)") {
+		t.Errorf("warnings %q, want one for m1", s.Warnings)
+	}
+	at := wire.ModelSummary{Model: "m", Coverage: c(wire.LowCoverage), CoverageCells: 1}
+	if w := wire.CoverageWarning(at); w != "" {
+		t.Errorf("coverage at %v warned: %s", wire.LowCoverage, w)
 	}
 }

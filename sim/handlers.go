@@ -249,6 +249,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		choices[i], completion = c, completion+k
 	}
 	rec.FinishReason = choices[0].FinishReason
+	rec.Labels, rec.LabelProbs = choices[0].labels, choices[0].labelProbs
 	rec.PromptTokens, rec.CompletionTokens, rec.Status = prompt, completion, http.StatusOK
 	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	id := "chatcmpl-sim" + strconv.FormatUint(n, 36)
@@ -411,6 +412,12 @@ func choose(tc *tokenCounter, h uint64, i int, msgs []chatMessage, o chatOptions
 			}
 		}
 		if o.logprobs {
+			if labelAt >= 0 {
+				if label == nil {
+					label = labelCandidates(h, labelAt, pieces[labelAt], r.labels, r.chosen, o.bias)
+				}
+				c.labels, c.labelProbs = r.labels, labelShares(label, r.labels)
+			}
 			c.Logprobs = logprobsOf(h, pieces, labelAt, r.labels, r.chosen, o.top, label, o.bias)
 		}
 	}

@@ -201,17 +201,14 @@ func sortCandidates(c []candidate) {
 func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen, top int, label []candidate, bias PositionBias) *choiceLogprobs {
 	lp := &choiceLogprobs{Content: make([]tokenLogprob, len(pieces))}
 	for i, tok := range pieces {
-		r := rng{state: mix64(fnvString(fnvUint64(h, uint64(i)), tok))}
 		var cands []candidate
 		switch {
 		case i == labelAt && label != nil:
 			cands = label
 		case i == labelAt:
-			cands, _ = labelDistribution(&r, labels, chosen)
-			if bias.Strength > 0 && len(labels) >= 2 {
-				cands = biased(cands, labels[bias.index(len(labels))], bias.Strength)
-			}
+			cands = labelCandidates(h, i, tok, labels, chosen, bias)
 		default:
+			r := positionStream(h, i, tok)
 			cands = tokenDistribution(&r, tok)
 		}
 		e := tokenLogprob{Token: tok, Bytes: bytesOf(tok), TopLogprobs: make([]topLogprob, 0, top)}
@@ -226,6 +223,49 @@ func logprobsOf(h uint64, pieces []string, labelAt int, labels []string, chosen,
 		lp.Content[i] = e
 	}
 	return lp
+}
+
+// positionStream is the stream position i of an answer of hash h draws from, tok being the token there.
+func positionStream(h uint64, i int, tok string) rng {
+	return rng{state: mix64(fnvString(fnvUint64(h, uint64(i)), tok))}
+}
+
+// labelCandidates are the candidates at the label position i (token tok) of an answer of hash h that is not
+// seeded-sampled: labelDistribution drawn from the position's stream, then a position bias applied.
+func labelCandidates(h uint64, i int, tok string, labels []string, chosen int, bias PositionBias) []candidate {
+	r := positionStream(h, i, tok)
+	cands, _ := labelDistribution(&r, labels, chosen)
+	if bias.Strength > 0 && len(labels) >= 2 {
+		cands = biased(cands, labels[bias.index(len(labels))], bias.Strength)
+	}
+	return cands
+}
+
+// labelShares is the server's own distribution over labels at a label position whose candidates are cands:
+// each label's mass, its spellings (labelVariants) included, over the mass of all of them. It is what an
+// exact reader of the position gets before top_logprobs cuts the list. A spelling two labels share counts for
+// the first.
+func labelShares(cands []candidate, labels []string) []float64 {
+	owner := make(map[string]int, 5*len(labels))
+	for j, l := range labels {
+		for _, v := range labelVariants(l) {
+			if _, ok := owner[v]; !ok {
+				owner[v] = j
+			}
+		}
+	}
+	out := make([]float64, len(labels))
+	var sum float64
+	for _, c := range cands {
+		if j, ok := owner[c.token]; ok {
+			out[j] += c.p
+			sum += c.p
+		}
+	}
+	for j := range out {
+		out[j] /= sum
+	}
+	return out
 }
 
 // biased is the mixture (1 − strength) × cands + strength × all mass on label, likeliest first.

@@ -759,3 +759,59 @@ func TestAnthropicContentFilter(t *testing.T) {
 		t.Errorf("messages under content_filter: %d %s; want no content, stop_reason refusal", code, raw)
 	}
 }
+
+// TestRequestLogKeepsTheLabelDistribution: a request with logprobs logs the labels its answer chose among (the
+// prompt's, or the json_schema enum's) and the server's own distribution over them. It sums to 1, puts the most
+// mass on a label the reply lists first or second, and agrees with what the 20 listed alternatives give per
+// label within the spellings the list leaves out; under a position bias the biased label gets at least the
+// bias's share. A request without logprobs logs neither.
+func TestRequestLogKeepsTheLabelDistribution(t *testing.T) {
+	bias := PositionBias{Position: BiasFirst, Strength: 0.4}
+	for _, cfg := range []Config{{}, {PositionBias: bias}, {Sampling: SamplingSeeded}} {
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range labelCases {
+			for seed := range 10 {
+				for _, format := range []any{nil, schemaFormat(tc.labels, false)} {
+					extra := map[string]any{"logprobs": true, "top_logprobs": 20}
+					if format != nil {
+						extra["response_format"] = format
+					}
+					resp := chatOK(t, s, chatBody("sim-chat", seed, tc.prompt, extra))
+					log := s.Requests()
+					q := log[len(log)-1]
+					if !slices.Equal(q.Labels, tc.labels) || len(q.LabelProbs) != len(tc.labels) {
+						t.Fatalf("%+v %s: logged labels %q probs %v, want a distribution over %q", cfg, tc.name, q.Labels, q.LabelProbs, tc.labels)
+					}
+					at := checkLogprobs(t, resp.Choices[0], resp.Usage.CompletionTokens, 20)
+					listed := make([]float64, len(tc.labels))
+					var sum, total float64
+					for _, a := range resp.Choices[0].Logprobs.Content[at].TopLogprobs {
+						if l := optionOf(a.Token, tc.labels); l != "" {
+							listed[slices.Index(tc.labels, l)] += math.Exp(a.Logprob)
+							sum += math.Exp(a.Logprob)
+						}
+					}
+					for j, p := range q.LabelProbs {
+						total += p
+						if d := math.Abs(listed[j]/sum - p); d > 0.02 {
+							t.Errorf("%+v %s seed %d: label %s logged %.4f, listed %.4f", cfg, tc.name, seed, tc.labels[j], p, listed[j]/sum)
+						}
+					}
+					if math.Abs(total-1) > 1e-12 {
+						t.Errorf("%+v %s: logged probabilities sum to %v", cfg, tc.name, total)
+					}
+					if cfg.PositionBias.Strength > 0 && q.LabelProbs[0] < bias.Strength {
+						t.Errorf("%s seed %d: the first label, biased by %.1f, has %.3f", tc.name, seed, bias.Strength, q.LabelProbs[0])
+					}
+				}
+			}
+		}
+		chatOK(t, s, chatBody("sim-chat", 1, ipipPrompt, nil))
+		if q := s.Requests()[len(s.Requests())-1]; q.Labels != nil || q.LabelProbs != nil {
+			t.Errorf("a request without logprobs logged %q %v", q.Labels, q.LabelProbs)
+		}
+	}
+}

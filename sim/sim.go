@@ -344,6 +344,15 @@ type Request struct {
 	// Logprobs is set when the chat request asked for logprobs; ResponseFormat is its response_format's type.
 	Logprobs       bool   `json:"logprobs,omitempty"`
 	ResponseFormat string `json:"response_format,omitempty"`
+	// Labels are the labels the first choice's answer chose among, as the request shows them: the enumerators
+	// of the options its last user message lists ("1", "b"), or the values of its json_schema enum. LabelProbs
+	// is the server's own distribution over them at the label's token: each label's mass, its spellings (" 3",
+	// "3.", the other case) included, over the mass of all of them, position bias and seeded sampling's shape
+	// included, before top_logprobs cuts the list. Both are set when the request asked for logprobs and the
+	// answer has a label token, so a test can hold a reader of the logprobs to what the server meant, request
+	// by request.
+	Labels     []string  `json:"labels,omitempty"`
+	LabelProbs []float64 `json:"label_probs,omitempty"`
 	// Ignored are the parameters the simulator accepted without acting on them (sampling parameters such as
 	// temperature, presence_penalty, logit_bias or top_k; temperature not under seeded sampling), as
 	// "name=value" pairs joined by spaces.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -511,7 +512,7 @@ func TestRequestLog(t *testing.T) {
 		t.Errorf("RequestLog line %s, want done %v, not before the arrival", lines[0], log[0].Done)
 	}
 	first.Time, first.Done = log[0].Time, log[0].Done
-	if first != log[0] {
+	if !reflect.DeepEqual(first, log[0]) {
 		t.Errorf("RequestLog line %s (err %v), want %+v", lines[0], err, log[0])
 	}
 }

@@ -169,6 +169,10 @@ type chatChoice struct {
 	Message      responseMessage `json:"message"`
 	Logprobs     *choiceLogprobs `json:"logprobs"`
 	FinishReason string          `json:"finish_reason"`
+	// labels and labelProbs are the labels the answer chose among and the server's own distribution over them
+	// at the label's token (Request.Labels, Request.LabelProbs); not sent.
+	labels     []string
+	labelProbs []float64
 }
 
 type responseMessage struct {

@@ -38,7 +38,8 @@ type Summary struct {
 	// Outputs are the files Export writes for the run, summary.json last; empty for an embed run's summary.
 	Outputs []string `json:"outputs,omitempty"`
 	// Warnings are what makes the results weaker than they look, one sentence each: a model whose cells were
-	// answered by more than one served model (ServedWarning), several seeds at temperature 0
+	// answered by more than one served model (ServedWarning), a model whose logprobs put less than LowCoverage
+	// of the label token's mass on the labels shown (CoverageWarning), several seeds at temperature 0
 	// (experiment.Spec.GreedySeeds). Absent when there is none.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -74,6 +75,24 @@ func ServedWarning(m ModelSummary) string {
 		"served_model column", m.Model, len(names), strings.Join(names, ", "))
 }
 
+// LowCoverage is the mean coverage under which a model's logprob probabilities are warned about: below it, the
+// labels shown get less than half of the mass at the token where the model writes its answer, so the
+// probabilities describe a minority of what it starts its answers with (often a label the prompt did not show,
+// or a preamble before the label).
+const LowCoverage = 0.5
+
+// CoverageWarning is the warning for model m when its answered logprob cells put on average less than
+// LowCoverage of the label token's mass on the labels shown, "" otherwise.
+func CoverageWarning(m ModelSummary) string {
+	if m.Coverage == nil || *m.Coverage >= LowCoverage {
+		return ""
+	}
+	return fmt.Sprintf("model %s put on average %.2f of the label token's probability on the labels the prompt showed "+
+		"(coverage, over %d cells; below %.1f): its option probabilities describe a minority of how it starts its answers; "+
+		"see what its answers start with (the raw column) and set answer.prefix, or use answer: {mode: samples}",
+		m.Model, *m.Coverage, m.CoverageCells, LowCoverage)
+}
+
 // ModelSummary is the part of a Summary that concerns one model.
 type ModelSummary struct {
 	Model    string `json:"model"`
@@ -91,4 +110,9 @@ type ModelSummary struct {
 	// served model, then fingerprint); cells without either (failed, or recorded before they were kept) are
 	// not counted. Absent when there is none.
 	Served []Served `json:"served,omitempty"`
+	// Coverage is the mean, over the model's CoverageCells answered cells whose probabilities come from logprobs,
+	// of the probability the label token put on the labels the cell showed (results' coverage column; 0 for a
+	// cell where none was found). Absent when the model reads no logprobs.
+	Coverage      *float64 `json:"coverage,omitempty"`
+	CoverageCells int      `json:"coverage_cells,omitempty"`
 }
