@@ -45,13 +45,17 @@ func (a *Anthropic) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 	return nil
 }
 
-// Cleanup deletes the ended batch (its inline answers with it) and its responses file. An uploaded input file is
-// left to the Files API, which deletes every file 48 hours after its upload: the batch does not name it back.
+// Cleanup deletes the ended batch (its inline answers with it), its responses file and its uploaded input file
+// (InputFileID, which the batch names in its inputConfig; a caller that submits the same lines again clears it).
+// The Files API would delete the upload 48 hours after it was made; until then it holds the chunk's prompts.
 func (g *Gemini) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 	var errs []error
-	if info.ResponsesFile != "" {
-		if err := g.c.DeleteFile(ctx, info.ResponsesFile); err != nil && !gone(err) {
-			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", info.ResponsesFile, info.ID, err))
+	for _, f := range []string{info.ResponsesFile, info.InputFileID} {
+		if f == "" {
+			continue
+		}
+		if err := g.c.DeleteFile(ctx, f); err != nil && !gone(err) {
+			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", f, info.ID, err))
 		}
 	}
 	if err := g.c.DeleteBatch(ctx, info.ID); err != nil && !gone(err) {

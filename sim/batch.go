@@ -55,7 +55,21 @@ type BatchConfig struct {
 	// DropMetadata makes /v1/batches accept a create's metadata and keep none of it, as some OpenAI-format
 	// gateways do (LiteLLM's proxy, for some backends): the batch comes back, and is listed, without metadata.
 	DropMetadata bool
+	// GeminiJobStates makes the Gemini API report its batches' states by the JOB_STATE_* names of Google's SDKs
+	// and Vertex AI (JOB_STATE_RUNNING, JOB_STATE_SUCCEEDED, …) instead of BATCH_STATE_*.
+	GeminiJobStates bool
+	// GeminiStatusShape is where a Gemini result's failure is written: GeminiStatusError (the default, the
+	// field the API writes), GeminiStatusField (a "status" field) or GeminiStatusTop (a google.rpc.Status at the
+	// top level of the line). Google's guide names no field.
+	GeminiStatusShape string
 }
+
+// The shapes of BatchConfig.GeminiStatusShape.
+const (
+	GeminiStatusError = "error"
+	GeminiStatusField = "status"
+	GeminiStatusTop   = "top"
+)
 
 // The providers' limits, the defaults of BatchConfig.
 const (
@@ -104,15 +118,17 @@ type File struct {
 	Created           time.Time
 }
 
-// Files returns every file the simulator holds (uploaded, or written as a batch's results, and not deleted), in
-// order of creation: a test reads in it whether a client uploaded the same input twice, or left files behind.
+// Files returns every file the simulator holds (uploaded, or written as a batch's results, and not deleted: the
+// OpenAI API's files and the Gemini API's), in order of creation: a test reads in it whether a client uploaded the same input twice, or left files behind.
 func (s *Server) Files() []File {
 	b := s.batches
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]File, 0, len(b.files))
-	for _, f := range b.files {
-		out = append(out, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(f.data), Created: f.created})
+	out := make([]File, 0, len(b.files)+len(b.gfiles))
+	for _, files := range []map[string]*simFile{b.files, b.gfiles} {
+		for _, f := range files {
+			out = append(out, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(f.data), Created: f.created})
+		}
 	}
 	slices.SortFunc(out, func(x, y File) int {
 		return cmp.Or(x.Created.Compare(y.Created), cmp.Compare(len(x.ID), len(y.ID)), cmp.Compare(x.ID, y.ID))
@@ -195,6 +211,12 @@ func newBatches(cfg Config) (*batches, error) {
 	if b.Window == 0 {
 		b.Window = defaultWindow
 	}
+	switch b.GeminiStatusShape {
+	case "", GeminiStatusError, GeminiStatusField, GeminiStatusTop:
+	default:
+		return nil, fmt.Errorf("batch config: gemini status shape %q, want %q, %q or %q", b.GeminiStatusShape,
+			GeminiStatusError, GeminiStatusField, GeminiStatusTop)
+	}
 	fail := make(map[string]int, len(b.FailLines)+len(cfg.FailCells))
 	for _, c := range cfg.FailCells {
 		fail[c] = http.StatusInternalServerError
@@ -266,7 +288,7 @@ func (s *Server) Batches() []Batch {
 		case BatchAnthropic:
 			out[i].Status = anthropicStatus(out[i].Status)
 		case BatchGemini:
-			out[i].Status = geminiState(out[i].Status)
+			out[i].Status = geminiState(out[i].Status, b.cfg.GeminiJobStates)
 		}
 	}
 	return out
@@ -296,7 +318,7 @@ func (b *batches) deleteFile(files map[string]*simFile, id string) bool {
 	return true
 }
 
-// Uploads returns the batch input files uploaded so far, deleted ones included, in order: a test reads in it
+// Uploads returns the batch input files uploaded so far (OpenAI's and Gemini's), deleted ones included, in order: a test reads in it
 // whether a client uploaded the same input twice, whatever was deleted since.
 func (s *Server) Uploads() []File {
 	b := s.batches

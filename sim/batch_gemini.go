@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -72,19 +73,24 @@ func geminiCanonical(status int) (int, string) {
 }
 
 // geminiState is the Gemini state of a batch of OpenAI status st (Gemini has no cancelling state: a batch being
-// cancelled is still running).
-func geminiState(st string) string {
+// cancelled is still running), by its BATCH_STATE_* name, or with job by the JOB_STATE_* name of Google's SDKs
+// and Vertex AI.
+func geminiState(st string, job bool) string {
+	name := "RUNNING"
 	switch st {
 	case "completed":
-		return "BATCH_STATE_SUCCEEDED"
+		name = "SUCCEEDED"
 	case "failed":
-		return "BATCH_STATE_FAILED"
+		name = "FAILED"
 	case "cancelled":
-		return "BATCH_STATE_CANCELLED"
+		name = "CANCELLED"
 	case "expired":
-		return "BATCH_STATE_EXPIRED"
+		name = "EXPIRED"
 	}
-	return "BATCH_STATE_RUNNING"
+	if job {
+		return "JOB_STATE_" + name
+	}
+	return "BATCH_STATE_" + name
 }
 
 // geminiRequestBody is the part of a GenerateContentRequest the simulator reads.
@@ -387,10 +393,13 @@ func (b *batches) geminiObject(sb *simBatch, now time.Time) map[string]any {
 	md := map[string]any{
 		"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
 		"name":  sb.id, "displayName": sb.metadata["display_name"], "model": "models/" + sb.model,
-		"state": geminiState(st), "createTime": ts(sb.created), "updateTime": ts(now),
+		"state": geminiState(st, b.cfg.GeminiJobStates), "createTime": ts(sb.created), "updateTime": ts(now),
 		"batchStats": map[string]string{"requestCount": strconv.Itoa(len(sb.lines)),
 			"successfulRequestCount": strconv.Itoa(ok), "failedRequestCount": strconv.Itoa(failed),
 			"pendingRequestCount": strconv.Itoa(len(sb.lines) - n)},
+	}
+	if sb.inputFileID != "" {
+		md["inputConfig"] = map[string]string{"fileName": sb.inputFileID}
 	}
 	op := map[string]any{"name": sb.id, "metadata": md, "done": terminal(st)}
 	if terminal(st) {
@@ -459,15 +468,26 @@ func (b *batches) geminiResult(sb *simBatch, i int, now time.Time, inline bool) 
 		res = &r
 	}
 	sb.mu.Unlock()
-	fail := func(status int, msg string) {
-		code, name := geminiCanonical(status)
-		out["error"] = map[string]any{"code": code, "message": msg, "status": name}
+	status := func(code int, msg, name string) {
+		st := map[string]any{"code": code, "message": msg, "status": name}
+		switch b.cfg.GeminiStatusShape {
+		case GeminiStatusField:
+			out["status"] = map[string]any{"code": code, "message": msg, "details": []any{}}
+		case GeminiStatusTop:
+			maps.Copy(out, st)
+		default:
+			out["error"] = st
+		}
+	}
+	fail := func(httpStatus int, msg string) {
+		code, name := geminiCanonical(httpStatus)
+		status(code, msg, name)
 	}
 	switch {
 	case res == nil && sb.status(now, b.cfg) == "cancelled":
-		out["error"] = map[string]any{"code": 1, "message": "The batch was cancelled before this request ran.", "status": "CANCELLED"}
+		status(1, "The batch was cancelled before this request ran.", "CANCELLED")
 	case res == nil:
-		out["error"] = map[string]any{"code": 4, "message": "The batch expired before this request ran.", "status": "DEADLINE_EXCEEDED"}
+		status(4, "The batch expired before this request ran.", "DEADLINE_EXCEEDED")
 	case res.status == http.StatusOK:
 		resp, err := chatToGemini(res.body)
 		if err != nil {
@@ -655,6 +675,7 @@ func (b *batches) geminiFinishUpload(w http.ResponseWriter, r *http.Request, id 
 	delete(b.uploads, id)
 	f := &simFile{id: b.newID("files/sim-"), name: up.name, purpose: "gemini", created: now, data: data}
 	b.gfiles[f.id] = f
+	b.uploaded = append(b.uploaded, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(data), Created: now})
 	b.mu.Unlock()
 	writeObject(w, http.StatusOK, map[string]any{"file": geminiFileObject(f)})
 }
