@@ -16,8 +16,9 @@ import (
 // so it must never run before: the results are read from what it deletes. Deleting what is already gone (an
 // earlier attempt of the cleanup got that far) is no error, so a cleanup can simply run again.
 
-// gone reports whether err says the provider no longer has what was to be deleted.
-func gone(err error) bool {
+// NotFound reports whether err says the provider does not have what was asked for (HTTP 404): a file or batch
+// already deleted, or one it no longer knows.
+func NotFound(err error) bool {
 	var e *llm.Error
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
@@ -30,7 +31,7 @@ func (o *OpenAI) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 		if id == "" {
 			continue
 		}
-		if err := o.c.DeleteFile(ctx, id); err != nil && !gone(err) {
+		if err := o.c.DeleteFile(ctx, id); err != nil && !NotFound(err) {
 			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", id, info.ID, err))
 		}
 	}
@@ -39,7 +40,7 @@ func (o *OpenAI) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 
 // Cleanup deletes the ended batch, and its results with it (Message Batches have no separate files).
 func (a *Anthropic) Cleanup(ctx context.Context, info wire.BatchInfo) error {
-	if err := a.c.DeleteMessageBatch(ctx, info.ID); err != nil && !gone(err) {
+	if err := a.c.DeleteMessageBatch(ctx, info.ID); err != nil && !NotFound(err) {
 		return fmt.Errorf("delete message batch %s: %w", info.ID, err)
 	}
 	return nil
@@ -54,11 +55,11 @@ func (g *Gemini) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 		if f == "" {
 			continue
 		}
-		if err := g.c.DeleteFile(ctx, f); err != nil && !gone(err) {
+		if err := g.c.DeleteFile(ctx, f); err != nil && !NotFound(err) {
 			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", f, info.ID, err))
 		}
 	}
-	if err := g.c.DeleteBatch(ctx, info.ID); err != nil && !gone(err) {
+	if err := g.c.DeleteBatch(ctx, info.ID); err != nil && !NotFound(err) {
 		errs = append(errs, fmt.Errorf("delete batch %s: %w", info.ID, err))
 	}
 	return errors.Join(errs...)
