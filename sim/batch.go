@@ -55,6 +55,11 @@ type BatchConfig struct {
 	// DropMetadata makes /v1/batches accept a create's metadata and keep none of it, as some OpenAI-format
 	// gateways do (LiteLLM's proxy, for some backends): the batch comes back, and is listed, without metadata.
 	DropMetadata bool
+	// StateDir is where the simulator keeps its files and batches (batchstate.go), so that a simulator started
+	// again on the same directory serves them: the embedded simulator of `starter run` keeps them in the state dir
+	// (.silico/sim), and a run resumed after a kill -9 of its starter finds its batches. Optional: empty keeps them
+	// in memory, gone with the process.
+	StateDir string
 	// GeminiJobStates makes the Gemini API report its batches' states by the JOB_STATE_* names of Google's SDKs
 	// and Vertex AI (JOB_STATE_RUNNING, JOB_STATE_SUCCEEDED, …) instead of BATCH_STATE_*.
 	GeminiJobStates bool
@@ -235,8 +240,14 @@ func newBatches(cfg Config) (*batches, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &batches{cfg: b, lines: lines, files: map[string]*simFile{}, batches: map[string]*simBatch{},
-		gfiles: map[string]*simFile{}, uploads: map[string]pendingUpload{}}, nil
+	bs := &batches{cfg: b, lines: lines, files: map[string]*simFile{}, batches: map[string]*simBatch{},
+		gfiles: map[string]*simFile{}, uploads: map[string]pendingUpload{}}
+	if b.StateDir != "" {
+		if err := bs.load(); err != nil {
+			return nil, err
+		}
+	}
+	return bs, nil
 }
 
 func (s *Server) registerBatches() {
@@ -294,28 +305,32 @@ func (s *Server) Batches() []Batch {
 	return out
 }
 
-// deleteBatch marks the batch deleted and logs it (Server.Deletions); false when it already was.
-func (b *batches) deleteBatch(sb *simBatch) bool {
+// deleteBatch marks the batch deleted and logs it (Server.Deletions); false when it already was. The error is
+// the state dir's.
+func (b *batches) deleteBatch(sb *simBatch) (bool, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if sb.deleted {
-		return false
+		b.mu.Unlock()
+		return false, nil
 	}
 	sb.deleted = true
 	b.deletions = append(b.deletions, sb.id)
-	return true
+	b.mu.Unlock()
+	return true, b.saveBatch(sb)
 }
 
 // deleteFile removes file id from files (OpenAI's or Gemini's Files API) and logs it; false when there is none.
-func (b *batches) deleteFile(files map[string]*simFile, id string) bool {
+// The error is the state dir's.
+func (b *batches) deleteFile(files map[string]*simFile, id string) (bool, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if _, ok := files[id]; !ok {
-		return false
+		b.mu.Unlock()
+		return false, nil
 	}
 	delete(files, id)
 	b.deletions = append(b.deletions, id)
-	return true
+	b.mu.Unlock()
+	return true, b.removeFile(id)
 }
 
 // Uploads returns the batch input files uploaded so far (OpenAI's and Gemini's), deleted ones included, in order: a test reads in it

@@ -371,6 +371,10 @@ func (b *batches) handleGeminiCreate(w http.ResponseWriter, r *http.Request) {
 	b.batches[sb.id] = sb
 	b.order = append(b.order, sb.id)
 	b.mu.Unlock()
+	if err := b.saveBatch(sb); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	b.writeGemini(w, sb, now, false)
 }
 
@@ -536,7 +540,10 @@ func (b *batches) handleGeminiDelete(w http.ResponseWriter, r *http.Request) {
 		geminiError(w, http.StatusBadRequest, "the batch is still running: cancel it first, or wait for it to end")
 		return
 	}
-	if !b.deleteBatch(sb) {
+	if ok, err := b.deleteBatch(sb); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	} else if !ok {
 		geminiError(w, http.StatusNotFound, "no such batch: "+sb.id)
 		return
 	}
@@ -549,7 +556,10 @@ func (b *batches) handleGeminiFileDelete(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	name := "files/" + r.PathValue("id")
-	if !b.deleteFile(b.gfiles, name) {
+	if ok, err := b.deleteFile(b.gfiles, name); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	} else if !ok {
 		geminiError(w, http.StatusNotFound, "no such file: "+name)
 		return
 	}
@@ -575,6 +585,10 @@ func (b *batches) handleGeminiCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sb.cancel(now)
+	if err := b.saveBatch(sb); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, []byte("{}"))
 }
 
@@ -677,6 +691,10 @@ func (b *batches) geminiFinishUpload(w http.ResponseWriter, r *http.Request, id 
 	b.gfiles[f.id] = f
 	b.uploaded = append(b.uploaded, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(data), Created: now})
 	b.mu.Unlock()
+	if err := b.saveFile(f, true); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	writeObject(w, http.StatusOK, map[string]any{"file": geminiFileObject(f)})
 }
 
