@@ -59,7 +59,7 @@ func (a *Activities) AwaitBatch(ctx context.Context, in wire.BatchAwaitInput) (w
 	return a.awaitBatch(ctx, api.driver, in)
 }
 
-// The schedule's fixed intervals and the bounds of an unknown batch.
+// The schedule's fixed intervals, and the bounds of a batch missing or in an unknown state (wire.BatchLostPolls).
 const (
 	// awaitFirst is the wait before the first poll of a batch just created, and the shortest of its waits.
 	awaitFirst = 5 * time.Second
@@ -69,12 +69,9 @@ const (
 	awaitCancelling = 30 * time.Second
 	// pollTimeout bounds one poll: a provider answers a batch's status in seconds.
 	pollTimeout = 2 * time.Minute
-	// lostPolls and lostAfter: a batch the provider answered 404 for on lostPolls polls in a row, the first and
-	// the last lostAfter of waiting apart, is lost.
-	lostPolls = 5
-	lostAfter = 2 * time.Minute
-	// unknownFor is how long a batch may stay in a state silico does not know before it is given up.
-	unknownFor = 2 * time.Hour
+	lostPolls   = wire.BatchLostPolls
+	lostAfter   = wire.BatchLostAfter
+	unknownFor  = wire.BatchUnknownFor
 )
 
 // awaitBatch is AwaitBatch on driver d, in an activity: it resumes from the attempt's heartbeat details when a

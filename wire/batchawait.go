@@ -1,6 +1,22 @@
 package wire
 
-import "github.com/silicolab/silico/experiment"
+import (
+	"time"
+
+	"github.com/silicolab/silico/experiment"
+)
+
+// The bounds of AwaitBatch's patience with a batch it cannot follow (activities/batchawait.go), here so that
+// what shows them (`starter status`) says the same.
+const (
+	// BatchLostPolls and BatchLostAfter: a batch the provider answered 404 for on BatchLostPolls polls in a row,
+	// the first and the last BatchLostAfter of waiting apart, is lost (errclass.BatchLost).
+	BatchLostPolls = 5
+	BatchLostAfter = 2 * time.Minute
+	// BatchUnknownFor is how long a batch may stay in a state silico does not know before it is given up
+	// (errclass.BatchStateUnknown).
+	BatchUnknownFor = 2 * time.Hour
+)
 
 // BatchAwaitInput asks AwaitBatch to follow a created batch until its status changes.
 type BatchAwaitInput struct {
