@@ -176,7 +176,10 @@ func TestGeminiSubmitAdoptsByDisplayName(t *testing.T) {
 // adopts it as soon as it shows: with a lag of 8 s, 40 s (which made a second batch when the bound was 10 s) and
 // 2 minutes, the bound.
 func TestGeminiSubmitWaitsOutTheListingsLag(t *testing.T) {
-	for _, lag := range []time.Duration{8 * time.Second, 40 * time.Second, DefaultGeminiListLag} {
+	if DefaultGeminiListLag < 2*time.Minute {
+		t.Fatalf("DefaultGeminiListLag %v, want 2 minutes or more", DefaultGeminiListLag)
+	}
+	for _, lag := range []time.Duration{8 * time.Second, 40 * time.Second, 2 * time.Minute} {
 		t.Run(lag.String(), func(t *testing.T) {
 			f := newGemFixture(t, sim.BatchConfig{ProcessingTime: time.Hour, ListLag: lag})
 			ctx := context.Background()

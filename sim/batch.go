@@ -49,6 +49,10 @@ type BatchConfig struct {
 	// tokens plus those of the model's batches still in progress exceed it makes a batch that is failed at once
 	// with token_limit_exceeded and OpenAI's message (line null). Optional: 0 is no limit.
 	EnqueuedTokens int
+	// OddLines are custom_ids whose result line, once their request ran, is written in a shape no format
+	// documents (OpenAI: neither a response nor an error; Anthropic: a result type "pending"; Gemini: neither a
+	// response nor a status), as a provider's change or a gateway's fault would. Optional.
+	OddLines []string
 	// RejectLines are custom_ids whose line fails the whole OpenAI batch at its validation: the batch is failed,
 	// nothing runs, and errors.data names each such line (code invalid_request, its line number). Optional.
 	RejectLines []string
@@ -234,6 +238,7 @@ func newBatches(cfg Config) (*batches, error) {
 	}
 	b.FailLines = fail
 	b.RejectLines = slices.Clone(b.RejectLines)
+	b.OddLines = slices.Clone(b.OddLines)
 	// The lines are answered by the same snapshots as synchronous calls.
 	lines, err := New(Config{Models: cfg.Models, Now: cfg.Now, Forget: true, lineServer: true,
 		ServedModel: cfg.ServedModel, SystemFingerprint: cfg.SystemFingerprint, SnapshotChange: cfg.SnapshotChange, Sampling: cfg.Sampling})
@@ -567,3 +572,6 @@ func pageLimit(r *http.Request) (int, error) {
 	}
 	return limit, nil
 }
+
+// odd reports whether the result line of request id is written in a shape no format documents (OddLines).
+func (b *batches) odd(id string) bool { return slices.Contains(b.cfg.OddLines, id) }

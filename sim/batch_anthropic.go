@@ -273,6 +273,8 @@ func (b *batches) handleAnthropicResults(w http.ResponseWriter, r *http.Request)
 		switch {
 		case i >= len(sb.results):
 			result = map[string]string{"type": notRun}
+		case b.odd(l.customID):
+			result = map[string]string{"type": "pending"}
 		case sb.results[i].status == http.StatusOK:
 			msg, err := chatToMessage(sb.results[i].body)
 			if err != nil {

@@ -488,6 +488,8 @@ func (b *batches) geminiResult(sb *simBatch, i int, now time.Time, inline bool) 
 		status(code, msg, name)
 	}
 	switch {
+	case res != nil && b.odd(l.customID):
+		out["outcome"] = "unknown"
 	case res == nil && sb.status(now, b.cfg) == "cancelled":
 		status(1, "The batch was cancelled before this request ran.", "CANCELLED")
 	case res == nil:

@@ -337,6 +337,11 @@ func (b *batches) finalize(sb *simBatch, now time.Time) string {
 			continue
 		}
 		res := sb.results[i]
+		if b.odd(l.customID) {
+			line, _ := json.Marshal(map[string]any{"id": reqID, "custom_id": l.customID, "response": nil, "error": nil})
+			out.Write(append(line, '\n'))
+			continue
+		}
 		// Every request that got an HTTP response, whatever its status, is in the output file with "error": null:
 		// a 400 or 500 shows only in response.status_code.
 		line, _ := json.Marshal(map[string]any{"id": reqID, "custom_id": l.customID,
