@@ -84,7 +84,7 @@ func (r *runner) giveUp(ctx workflow.Context, p experiment.Pass, cells experimen
 	case errclass.BatchRefused:
 		code = ""
 	case errclass.BatchLost:
-		code, msg = "batch_lost", fmt.Sprintf("%s: %s (%d of the chunk's batches were lost)", what, msg, maxLostBatches+1)
+		code, msg = "batch_lost", what+": "+msg
 	case errclass.BatchStateUnknown:
 		code, msg = "unknown_state", what+": "+msg
 	default:

@@ -183,7 +183,7 @@ func TestBatchLostForGood(t *testing.T) {
 	}
 	checkRecords(t, recs, want)
 	for _, r := range recs[7:14] {
-		if r.ErrorCode != "batch_lost" || r.Tries != 3 || !strings.Contains(r.ErrorMessage, "3 of the chunk's batches were lost") {
+		if r.ErrorCode != "batch_lost" || r.Tries != 3 || !strings.HasPrefix(r.ErrorMessage, "3 of the chunk's batches were lost: batch ") {
 			t.Errorf("cell %d: %+v", r.Index, r)
 		}
 	}

@@ -279,8 +279,12 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 				round--
 				continue
 			}
+			what := "the chunk's batch " + info.ID + " was given up"
+			if lost > 0 {
+				what = fmt.Sprintf("%d of the chunk's batches were lost", lost+1)
+			}
 			r.abandonBatch(ctx, p, info, err)
-			return r.giveUp(ctx, p, cells, total, err, "wait_failed", "the chunk's batch "+info.ID+" was given up", len(prior))
+			return r.giveUp(ctx, p, cells, total, err, "wait_failed", what, len(prior))
 		}
 		// The batch ended and is paid for: its results are recorded even when the run is being cancelled.
 		var got wire.BatchCollected

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 )
 
@@ -18,11 +19,17 @@ import (
 const retryShownFrom = 3
 
 // retryLines says, for each pending activity that has failed at least twice and is being retried, what and why:
-// "retrying SubmitBatch: attempt 5 of 30, next in 16s; last failure: create batch: …". In the order given.
+// "retrying SubmitBatch: attempt 5 of 30, next in 16s; last failure: create batch: …". In the order given. An
+// attempt that is running and has heartbeated since it started is not shown: it is past its failures for now (a
+// pass resumed after its worker was killed twice keeps its attempt count, and goes on as well as ever).
 func retryLines(pending []*workflowpb.PendingActivityInfo, now time.Time) []string {
 	var out []string
 	for _, pa := range pending {
 		if pa.GetAttempt() < retryShownFrom || pa.GetLastFailure() == nil {
+			continue
+		}
+		if pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.GetLastHeartbeatTime() != nil &&
+			pa.GetLastStartedTime() != nil && pa.GetLastHeartbeatTime().AsTime().After(pa.GetLastStartedTime().AsTime()) {
 			continue
 		}
 		line := "retrying " + pa.GetActivityType().GetName() + ": attempt " + fmt.Sprint(pa.GetAttempt())

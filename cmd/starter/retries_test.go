@@ -6,6 +6,7 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -13,7 +14,8 @@ import (
 
 // TestRetryLines: a pending activity that failed twice or more is shown with its attempt, its bound, when it is
 // tried next and its last failure (type and message, on one line, cut short); one that failed once, or is on its
-// first attempt, is not.
+// first attempt, or whose attempt runs and has heartbeated since it started (a pass resumed after two kills), is
+// not.
 func TestRetryLines(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	fail := func(typ, msg string) *failurepb.Failure {
@@ -27,6 +29,9 @@ func TestRetryLines(t *testing.T) {
 		{ActivityType: &commonpb.ActivityType{Name: "SubmitBatch"}, Attempt: 2, MaximumAttempts: 30,
 			LastFailure: fail("ServerError", "create batch: 500")},
 		{ActivityType: &commonpb.ActivityType{Name: "RunSeedPass"}, Attempt: 1},
+		{ActivityType: &commonpb.ActivityType{Name: "RunSeedPass"}, Attempt: 3, State: enumspb.PENDING_ACTIVITY_STATE_STARTED,
+			LastStartedTime: timestamppb.New(now.Add(-time.Minute)), LastHeartbeatTime: timestamppb.New(now.Add(-time.Second)),
+			LastFailure: fail("", "activity Heartbeat timeout")},
 		{ActivityType: &commonpb.ActivityType{Name: "RunSeedPass"}, Attempt: 3,
 			LastFailure: fail("Internal", strings.Repeat("store down ", 40))},
 	}
