@@ -408,8 +408,8 @@ func TestAwaitBatchResumesFromHeartbeat(t *testing.T) {
 	}
 }
 
-// noSuchBatch is the error a driver's Poll returns for a batch the provider does not know.
-var noSuchBatch = fmt.Errorf("retrieve batch batch_1: %w", &llm.Error{Class: errclass.InvalidRequest, Status: http.StatusNotFound,
+// errNoSuchBatch is the error a driver's Poll returns for a batch the provider does not know.
+var errNoSuchBatch = fmt.Errorf("retrieve batch batch_1: %w", &llm.Error{Class: errclass.InvalidRequest, Status: http.StatusNotFound,
 	Message: "No such batch: batch_1"})
 
 // TestAwaitBatchTakesAMissingBatchAsLost: polls the provider answers 404 do not fail the activity (a gateway may
@@ -422,7 +422,7 @@ func TestAwaitBatchTakesAMissingBatchAsLost(t *testing.T) {
 			if n == 3 {
 				return nil // found again once
 			}
-			return noSuchBatch
+			return errNoSuchBatch
 		}}
 	clk := newWaitClock(t)
 	in := wire.BatchAwaitInput{BatchRef: wire.BatchRef{ID: "batch_1"}, Batch: batchAt(wire.BatchStatusInProgress, 0),

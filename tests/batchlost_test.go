@@ -12,7 +12,6 @@ import (
 
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/sim"
-	"github.com/silicolab/silico/workerhost"
 )
 
 // forgetFirstBatch is a provider that loses the first batch it creates: every later poll of it is a 404, as the
@@ -81,15 +80,7 @@ func TestBatchLostOnTemporal(t *testing.T) {
 	forget := &forgetFirstBatch{}
 	s := newStackWith(t, sim.Config{Batch: sim.BatchConfig{ProcessingTime: time.Second}}, stackOptions{
 		wrap: func(h http.Handler) http.Handler { forget.next = h; return forget }})
-	w, err := workerhost.New(s.client, workerhost.Config{Store: s.store, Getenv: func(string) string { return "" },
-		SimURL: s.simURL, OutputRoot: s.out, Clock: ratelimit.Scaled(time.Now(), 60)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	s.batchWorkerWith(t, func(string) string { return "" }, ratelimit.Scaled(time.Now(), 60))
 	res := s.run(t, "batch-lost", batchGrid(12))
 	if res.Summary.Cells != 60 || res.Summary.Failed != 0 {
 		t.Fatalf("summary %+v, want 60 cells answered", res.Summary)

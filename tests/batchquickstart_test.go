@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,24 +17,10 @@ import (
 func batchQuickstartCopy(t *testing.T, batchTime string) string {
 	t.Helper()
 	dir := quickstartCopy(t)
-	path := filepath.Join(dir, "experiment.yaml")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	for old, repl := range map[string]string{
+	editSpec(t, filepath.Join(dir, "experiment.yaml"), map[string]string{
 		"  # batch: {mode: batch, keep_files: false}": "  batch: {mode: batch}",
 		"simulator:\n": "simulator:\n  batch_time: " + batchTime + "\n",
-	} {
-		if !strings.Contains(s, old) {
-			t.Fatalf("quickstart spec no longer contains %q; update the test", old)
-		}
-		s = strings.Replace(s, old, repl, 1)
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return dir
 }
 
@@ -161,25 +146,12 @@ func TestBatchQuickstartSurvivesKill(t *testing.T) {
 	}
 	got := cellColumns(t, filepath.Join(dir, "out", id))
 
+	if len(got) != cells {
+		t.Fatalf("resumed run wrote %d rows, want %d", len(got), cells)
+	}
+
 	// 3. An uninterrupted batch run of the same spec, in its own directory, writes the same cell columns.
-	base := batchQuickstartCopy(t, "20s")
-	verb, idb := runOKCells(t, bin, base, "req.jsonl", cells)
-	if verb != "Started" || idb != id {
-		t.Fatalf("uninterrupted run: %q run %s, want \"Started\" run %s", verb, idb, id)
-	}
-	want := cellColumns(t, filepath.Join(base, "out", id))
-	if len(want) != len(got) || len(got) != cells {
-		t.Fatalf("uninterrupted run wrote %d rows, resumed %d", len(want), len(got))
-	}
-	diffs := 0
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			if diffs < 5 {
-				t.Errorf("row %d differs after kill and resume:\n got %q\nwant %q", i, got[i], want[i])
-			}
-			diffs++
-		}
-	}
+	checkUninterrupted(t, bin, batchQuickstartCopy(t, "20s"), id, got)
 }
 
 func keysOf(m map[string][]string) []string {

@@ -45,13 +45,7 @@ func batchBounded(ctx workflow.Context) bool {
 
 // batchNote keeps note on the progress of chunk key, where it stays while the chunk's next batches run.
 func (r *runner) batchNote(ctx workflow.Context, key, note string) {
-	b, ok := r.batches[key]
-	if !ok {
-		return
-	}
-	b.Note = note
-	r.batches[key] = b
-	r.details(ctx)
+	r.editBatch(ctx, key, func(b *wire.BatchProgress) { b.Note = note })
 }
 
 // abandonBatch cancels batch info of pass p, which the chunk gives up because of err, so that the provider does
@@ -91,16 +85,8 @@ func (r *runner) giveUp(ctx workflow.Context, p experiment.Pass, cells experimen
 		msg = fmt.Sprintf("%s: %s: %s", what, class, msg)
 		class = errclass.BatchNotRun
 	}
-	var f wire.FailOutput
-	ferr := wire.FailUnfinished.Execute(shortCtx(ctx), wire.FailInput{RunID: r.runID, Start: p.Start, End: p.End,
-		Cells: cells, Class: class, Code: code, Message: msg, Attempts: batches, Tries: batches}).Get(ctx, &f)
-	if ferr != nil {
-		workflow.GetLogger(ctx).Error("recording a chunk's cells failed", "pass", p.Index, "error", ferr)
-		return total
-	}
-	total.Recorded += f.Recorded
-	total.Failed += f.Recorded
-	return total
+	return r.failCells(ctx, p, wire.FailInput{RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: class,
+		Code: code, Message: msg, Attempts: batches, Tries: batches}, total)
 }
 
 // deleteKeptInput deletes the input file of kept, a collected batch of pass p whose input was kept for the same

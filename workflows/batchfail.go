@@ -215,11 +215,16 @@ func (r *runner) batchEnds(before, after wire.BatchProgress) {
 
 // batchWaiting shows reason on the progress of batch key (empty: none).
 func (r *runner) batchWaiting(ctx workflow.Context, key, reason string) {
+	r.editBatch(ctx, key, func(b *wire.BatchProgress) { b.Reason = reason })
+}
+
+// editBatch changes the progress of batch key with edit, when the run has seen it, and updates the run's details.
+func (r *runner) editBatch(ctx workflow.Context, key string, edit func(*wire.BatchProgress)) {
 	b, ok := r.batches[key]
 	if !ok {
 		return
 	}
-	b.Reason = reason
+	edit(&b)
 	r.batches[key] = b
 	r.details(ctx)
 }
@@ -281,12 +286,5 @@ func (r *runner) chunkUnanswered(ctx workflow.Context, p experiment.Pass, cells 
 	if u.bounded {
 		in.Code, in.Attempts, in.Tries = u.reason, u.batches, u.batches
 	}
-	var out wire.FailOutput
-	if err := wire.FailUnfinished.Execute(shortCtx(ctx), in).Get(ctx, &out); err != nil {
-		workflow.GetLogger(ctx).Error("recording a chunk's unanswered cells failed", "pass", p.Index, "error", err)
-		return total
-	}
-	total.Recorded += out.Recorded
-	total.Failed += out.Recorded
-	return total
+	return r.failCells(ctx, p, in, total)
 }

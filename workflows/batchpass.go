@@ -434,13 +434,17 @@ func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells expe
 	if ctx.Err() != nil || !refused {
 		return total
 	}
-	class := errclass.BatchRefused
+	return r.failCells(ctx, p, wire.FailInput{RunID: r.runID, Start: p.Start, End: p.End, Cells: cells,
+		Class: errclass.BatchRefused, Message: msg}, total)
+}
+
+// failCells records the cells of in (a chunk's, of pass p) that have no record failed as in says
+// (FailUnfinished), and returns total with them; a failure to record is logged, and the cells are left to the
+// export, which records them NotRun.
+func (r *runner) failCells(ctx workflow.Context, p experiment.Pass, in wire.FailInput, total wire.BatchCollected) wire.BatchCollected {
 	var f wire.FailOutput
-	ferr := wire.FailUnfinished.Execute(shortCtx(ctx), wire.FailInput{
-		RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: class, Message: msg,
-	}).Get(ctx, &f)
-	if ferr != nil {
-		workflow.GetLogger(ctx).Error("recording a chunk's cells failed", "pass", p.Index, "error", ferr)
+	if err := wire.FailUnfinished.Execute(shortCtx(ctx), in).Get(ctx, &f); err != nil {
+		workflow.GetLogger(ctx).Error("recording a chunk's cells failed", "pass", p.Index, "error", err)
 		return total
 	}
 	total.Recorded += f.Recorded
