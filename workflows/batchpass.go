@@ -270,7 +270,8 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			if !bounded {
 				return total
 			}
-			if class, msg := classOf(err); class == errclass.BatchLost && lost < maxLostBatches {
+			class, msg := classOf(err)
+			if class == errclass.BatchLost && lost < maxLostBatches {
 				// Its results can never arrive: the same cells go again, as a fresh try that no round counts and
 				// whose key is new, so that the lost batch, should it be listed again, is never adopted.
 				lost++
@@ -280,7 +281,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 				continue
 			}
 			what := "the chunk's batch " + info.ID + " was given up"
-			if lost > 0 {
+			if class == errclass.BatchLost {
 				what = fmt.Sprintf("%d of the chunk's batches were lost", lost+1)
 			}
 			r.abandonBatch(ctx, p, info, err)
