@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 
@@ -166,6 +167,15 @@ func TestBatchLostIsSubmittedAgain(t *testing.T) {
 	}
 	if !noted {
 		t.Errorf("no batch's progress says %s was lost: %+v", lost.ID, f.progress(t).Batches)
+	}
+	// The Web UI's run details say it too.
+	v, err := f.env.QueryWorkflow("__temporal_workflow_metadata")
+	var md sdkpb.WorkflowMetadata
+	if err == nil {
+		err = v.Get(&md)
+	}
+	if err != nil || !strings.Contains(md.GetCurrentDetails(), "batch "+lost.ID+" lost") {
+		t.Errorf("the run's details %q (%v) do not say %s was lost", md.GetCurrentDetails(), err, lost.ID)
 	}
 }
 
