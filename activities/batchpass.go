@@ -451,7 +451,9 @@ func (a *Activities) CollectCandidates(ctx context.Context, in wire.BatchCandida
 // record records the results of the terminal batches of a chunk whose requests are reqs, in order, each request's
 // first result that answers it (one that is to be sent again leaves it to a later batch), and returns what it
 // recorded and the cells no batch answered: those that never ran or failed transiently, and those the results do
-// not mention. A result for a request that is not of the chunk is errForeignResult.
+// not mention, with the most frequent reason among them (AgainReason). A result line that could not be read
+// records its request's cells BatchUnreadable; one that names no request is skipped, and its cell goes again. A
+// result for a request that is not of the chunk is errForeignResult.
 func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batchAPI, in wire.BatchChunkInput,
 	reqs []batchRequest, batches []wire.BatchInfo) (wire.BatchCollected, error) {
 	m := spec.Models[in.Pass.Model]
