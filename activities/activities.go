@@ -118,7 +118,7 @@ func (a *Activities) failUnfinished(ctx context.Context, in wire.FailInput, cost
 	for i := range cells.All() {
 		if i >= in.Start && i < in.End && !have[i] {
 			recs = append(recs, store.Record{Index: i, Status: store.StatusFailed, ErrorClass: in.Class, ErrorCode: in.Code,
-				ErrorMessage: in.Message, Attempts: in.Attempts})
+				ErrorMessage: in.Message, Attempts: in.Attempts, Tries: in.Tries})
 		}
 	}
 	if len(recs) == 0 {

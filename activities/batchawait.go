@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/silicolab/silico/batchapi"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/wire"
@@ -27,13 +30,23 @@ import (
 // at once (the retry's backoff was its wait). Cancelling the run reaches the activity through its heartbeat: it
 // returns the context's error, and the workflow cancels the batch (which it then follows with AwaitBatch again).
 //
-// The schedule (see awaitWait and awaitNext): a batch just created is polled after awaitFirst, then whenever as
-// long again has passed as since the first poll's wait began (5 s, 10 s, 20 s, 40 s after the first call
-// started, with the 5 s default), so a batch of seconds is collected within seconds of its end; then every
-// poll_every while its status or counts change, the interval doubling up to experiment.MaxPollEvery while nothing
-// does, as the workflow's poll loop did before. A cancelling batch is polled every poll_every, at most every
+// The schedule (see awaitWait and awaitNext): every poll_every while the batch's status or counts change, the
+// interval doubling up to experiment.MaxPollEvery while nothing does, as the workflow's poll loop did before; and
+// no wait longer than a quarter of the time waited so far since the batch's first poll (awaitShare), nor shorter
+// than awaitFirst for that reason. So a batch just created is polled after 5, 10, 15, 20, 25, 31, 39 … s, and a
+// batch that ends is collected after at most a quarter of the time it ran (or 5 s) more: one that ended at 20.5 s
+// was collected at 41 s when the first waits doubled. A cancelling batch is polled every poll_every, at most every
 // awaitCancelling, without back-off: providers end a cancelled batch within minutes, and the run's cancellation
 // waits for it.
+//
+// Two answers end the wait without a status, each after a bound, as a non-retryable failure the workflow acts on:
+// a batch the provider answers 404 for on lostPolls polls in a row spanning lostAfter of waiting is taken as lost
+// (errclass.BatchLost: its results can never arrive, so the workflow submits the chunk again), and a batch whose
+// state silico does not know (wire.BatchStatusUnknown) for unknownFor is given up (errclass.BatchStateUnknown).
+// A single 404 is no proof (a gateway that fails now and then, a provider whose reads lag behind a create): the
+// wait goes on, showing the failure in its heartbeat, until the bound is reached; a poll that finds the batch again
+// starts the count over. Any other failed poll fails the attempt, which Temporal retries (a bounded number of
+// times, see workflows/batchwait.go).
 func (a *Activities) AwaitBatch(ctx context.Context, in wire.BatchAwaitInput) (wire.BatchWatch, error) {
 	spec, err := a.spec(ctx, in.RunID)
 	if err != nil {
@@ -46,20 +59,25 @@ func (a *Activities) AwaitBatch(ctx context.Context, in wire.BatchAwaitInput) (w
 	return a.awaitBatch(ctx, api.driver, in)
 }
 
-// The schedule's fixed intervals.
+// The schedule's fixed intervals, and the bounds of a batch missing or in an unknown state (wire.BatchLostPolls).
 const (
-	// awaitFirst is the wait before the first poll of a batch just created, and the shortest of its first waits.
+	// awaitFirst is the wait before the first poll of a batch just created, and the shortest of its waits.
 	awaitFirst = 5 * time.Second
+	// awaitShare bounds a wait to 1/awaitShare of the time waited so far (when that is longer than awaitFirst).
+	awaitShare = 4
 	// awaitCancelling is the longest wait between the polls of a cancelling batch.
 	awaitCancelling = 30 * time.Second
 	// pollTimeout bounds one poll: a provider answers a batch's status in seconds.
 	pollTimeout = 2 * time.Minute
+	lostPolls   = wire.BatchLostPolls
+	lostAfter   = wire.BatchLostAfter
+	unknownFor  = wire.BatchUnknownFor
 )
 
 // awaitBatch is AwaitBatch on driver d, in an activity: it resumes from the attempt's heartbeat details when a
 // previous attempt left some, and heartbeats where it stands on every poll and every HeartbeatEvery.
 func (a *Activities) awaitBatch(ctx context.Context, d batchDriver, in wire.BatchAwaitInput) (wire.BatchWatch, error) {
-	w := wire.BatchWatch{Batch: in.Batch, Polls: in.Polls, Every: in.PollEvery}
+	w := wire.BatchWatch{Batch: in.Batch, Polls: in.Polls, Every: in.PollEvery, Waited: in.Waited, UnknownFrom: in.Waited}
 	resumed := false
 	if activity.HasHeartbeatDetails(ctx) {
 		var last wire.BatchWatch
@@ -96,8 +114,9 @@ func (a *Activities) awaitBatch(ctx context.Context, d batchDriver, in wire.Batc
 
 // watchBatch polls batch in.ID through d on the schedule from w, at once first when now is set, telling beat of
 // every poll, until its status differs from in.Batch's or is terminal, and returns where it stands then. A poll's
-// error is returned as the driver gave it (as PollBatch returns it), for Temporal to retry the activity; the
-// end of ctx ends the wait.
+// error is returned as the driver gave it (as PollBatch returns it), for Temporal to retry the activity, except a
+// 404, which is counted (a batch missing long enough is lost); a batch in an unknown state for too long is given
+// up. The end of ctx ends the wait.
 func watchBatch(ctx context.Context, d batchDriver, clk ratelimit.Clock, in wire.BatchAwaitInput, w wire.BatchWatch, now bool,
 	beat func(wire.BatchWatch)) (wire.BatchWatch, error) {
 	pollEvery := time.Duration(in.PollEvery)
@@ -106,11 +125,13 @@ func watchBatch(ctx context.Context, d batchDriver, clk ratelimit.Clock, in wire
 	}
 	for {
 		if !now {
+			wait := awaitWait(w, pollEvery)
 			select {
 			case <-ctx.Done():
 				return w, fmt.Errorf("awaiting batch %s: %w", in.ID, ctx.Err())
-			case <-clk.After(awaitWait(w, pollEvery)):
+			case <-clk.After(wait):
 			}
+			w.Waited += experiment.Duration(wait)
 		}
 		now = false
 		// A poll that hangs (a connection gone half-open) would hold the wait while the heartbeats go on: it
@@ -118,6 +139,16 @@ func watchBatch(ctx context.Context, d batchDriver, clk ratelimit.Clock, in wire
 		pctx, cancel := context.WithTimeout(ctx, pollTimeout)
 		info, err := d.Poll(pctx, in.ID)
 		cancel()
+		if err != nil && batchapi.NotFound(err) {
+			w = awaitMissing(w, err)
+			beat(w)
+			if lost(w) {
+				return w, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+					"batch %s lost: the provider answered %d polls in a row over %s that it does not know it (%v)",
+					in.ID, w.Missing, time.Duration(w.Waited-w.MissingFrom).Round(time.Second), err), errclass.BatchLost, err, w)
+			}
+			continue
+		}
 		if err != nil {
 			return w, err
 		}
@@ -126,43 +157,51 @@ func watchBatch(ctx context.Context, d batchDriver, clk ratelimit.Clock, in wire
 		if info.Status != in.Batch.Status || info.Status.Terminal() {
 			return w, nil
 		}
+		if info.Status == wire.BatchStatusUnknown && time.Duration(w.Waited-w.UnknownFrom) >= unknownFor {
+			return w, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"batch %s: the provider reported its state as %q, which silico does not know, for %s", in.ID, info.State,
+				time.Duration(w.Waited-w.UnknownFrom).Round(time.Second)), errclass.BatchStateUnknown, nil, w)
+		}
 	}
 }
 
+// awaitMissing is where the watch stands after a poll that the provider answered 404 with err.
+func awaitMissing(w wire.BatchWatch, err error) wire.BatchWatch {
+	if w.Missing == 0 {
+		w.MissingFrom = w.Waited
+	}
+	w.Missing++
+	w.Polls++
+	w.Failure = err.Error()
+	return w
+}
+
+// lost reports whether the polls of w have found the batch missing long enough to take it as lost.
+func lost(w wire.BatchWatch) bool {
+	return w.Missing >= lostPolls && time.Duration(w.Waited-w.MissingFrom) >= lostAfter
+}
+
 // awaitWait is how long to wait before the next poll of a batch that stands at w: awaitCancelling at most
-// while it is cancelling; while its first waits last less than pollEvery, awaitFirst for the first two and
-// then twice the one before; then w.Every.
+// while it is cancelling; else w.Every, but no more than a quarter of the time waited so far (awaitShare) and no
+// less than awaitFirst for that reason.
 func awaitWait(w wire.BatchWatch, pollEvery time.Duration) time.Duration {
 	if w.Batch.Status == wire.BatchStatusCancelling {
 		return min(pollEvery, awaitCancelling)
 	}
-	if r, ok := rampWait(w.Polls, pollEvery); ok {
-		return r
-	}
-	return max(time.Duration(w.Every), time.Second)
+	return min(max(time.Duration(w.Every), time.Second), max(awaitFirst, time.Duration(w.Waited)/awaitShare))
 }
 
-// rampWait is the wait before poll n+1 of a batch just created (n polls done): awaitFirst << (n-1), awaitFirst
-// for n = 0, and whether it is still shorter than pollEvery (once it is not, the schedule is w.Every's).
-func rampWait(n int, pollEvery time.Duration) (time.Duration, bool) {
-	d := awaitFirst
-	for i := 1; i < n && d < pollEvery; i++ {
-		d *= 2
-	}
-	return min(d, pollEvery), d < pollEvery
-}
-
-// awaitNext is where the watch stands after a poll that saw info: the steady interval is pollEvery again when
-// the status or the counts changed (or while the first waits last), doubled up to experiment.MaxPollEvery when
-// nothing did, as the workflow's poll loop backed off.
+// awaitNext is where the watch stands after a poll that saw info: the interval is pollEvery again when the
+// status or the counts changed, doubled up to experiment.MaxPollEvery when nothing did, as the workflow's poll
+// loop backed off; the batch is found, so no longer missing.
 func awaitNext(w wire.BatchWatch, info wire.BatchInfo, pollEvery time.Duration) wire.BatchWatch {
 	every := time.Duration(w.Every)
-	_, ramping := rampWait(w.Polls, pollEvery)
 	switch {
-	case ramping || every <= 0 || info.Status != w.Batch.Status || info.Counts != w.Batch.Counts:
+	case every <= 0 || info.Status != w.Batch.Status || info.Counts != w.Batch.Counts:
 		every = pollEvery
 	default:
 		every = min(2*every, experiment.MaxPollEvery)
 	}
-	return wire.BatchWatch{Batch: info, Polls: w.Polls + 1, Every: experiment.Duration(every)}
+	return wire.BatchWatch{Batch: info, Polls: w.Polls + 1, Every: experiment.Duration(every), Waited: w.Waited,
+		UnknownFrom: w.UnknownFrom}
 }

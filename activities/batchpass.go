@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -450,7 +451,9 @@ func (a *Activities) CollectCandidates(ctx context.Context, in wire.BatchCandida
 // record records the results of the terminal batches of a chunk whose requests are reqs, in order, each request's
 // first result that answers it (one that is to be sent again leaves it to a later batch), and returns what it
 // recorded and the cells no batch answered: those that never ran or failed transiently, and those the results do
-// not mention. A result for a request that is not of the chunk is errForeignResult.
+// not mention, with the most frequent reason among them (AgainReason). A result line that could not be read
+// records its request's cells BatchUnreadable; one that names no request is skipped, and its cell goes again. A
+// result for a request that is not of the chunk is errForeignResult.
 func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batchAPI, in wire.BatchChunkInput,
 	reqs []batchRequest, batches []wire.BatchInfo) (wire.BatchCollected, error) {
 	m := spec.Models[in.Pass.Model]
@@ -471,6 +474,8 @@ func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batc
 	}
 	var out wire.BatchCollected
 	var page store.Batch
+	again := make(map[int]string) // why each request to be sent again is, by its index in reqs
+	unnamed := 0                  // unreadable results that name no request
 	for _, b := range batches {
 		flush := func() error {
 			if len(page.Records) == 0 {
@@ -495,6 +500,10 @@ func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batc
 			latency = float64(now.Sub(b.CreatedAt).Microseconds()) / 1000
 		}
 		err := api.driver.Collect(ctx, b, func(r batchformat.Result) error {
+			if r.Outcome == batchformat.Unreadable && r.CustomID == "" {
+				unnamed++ // a line that names no request it can be matched to: its cell is not answered
+				return nil
+			}
 			i, ok := byID[r.CustomID]
 			if !ok {
 				return fmt.Errorf("%w: batch %s: result for %q", errForeignResult, b.ID, r.CustomID)
@@ -506,6 +515,7 @@ func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batc
 			if req.Embed != nil {
 				o := embedResultOutcome(req, r, vectors.check, pr, in.Round+1, latency)
 				if o.Again {
+					again[i] = o.Reason
 					return nil
 				}
 				answered[i] = true
@@ -520,6 +530,7 @@ func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batc
 			} else {
 				o := batchResultOutcome(spec, req.Cell, api.format, r, pr, api.redact, in.Round+1, latency)
 				if o.Again {
+					again[i] = o.Reason
 					return nil
 				}
 				answered[i] = true
@@ -549,22 +560,45 @@ func (a *Activities) record(ctx context.Context, spec *experiment.Spec, api batc
 			return wire.BatchCollected{}, err
 		}
 	}
-	var again []int
+	var cells []int
+	reasons := map[string]int{}
 	for i, r := range reqs {
-		if !answered[i] {
-			again = append(again, r.cells()...) // not answered: never ran, or to be sent again
+		if answered[i] {
+			continue
 		}
+		cells = append(cells, r.cells()...) // not answered: never ran, or to be sent again
+		why, ok := again[i]
+		switch {
+		case ok:
+		case unnamed > 0:
+			why = "unreadable_result" // the results do not mention it, and some of them named nothing readable
+		default:
+			why = "missing"
+		}
+		reasons[why]++
 	}
-	slices.Sort(again)
-	out.Again = experiment.CellsOf(again...)
-	if len(again) > 0 {
-		next, err := a.againLines(ctx, spec, in.Pass.Model, reqs, again)
+	slices.Sort(cells)
+	out.Again = experiment.CellsOf(cells...)
+	out.AgainReason = mostFrequent(reasons)
+	if len(cells) > 0 {
+		next, err := a.againLines(ctx, spec, in.Pass.Model, reqs, cells)
 		if err != nil {
 			return wire.BatchCollected{}, err
 		}
 		out.AgainDigest, out.AgainCost = linesDigest(next), worstCost(spec, a.Tokenizer, next)
 	}
 	return out, nil
+}
+
+// mostFrequent is the key of n with the largest count, the first in name order among equals; "" when n is empty.
+func mostFrequent(n map[string]int) string {
+	best := ""
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		if best == "" || n[k] > n[best] {
+			best = k
+		}
+	}
+	return best
 }
 
 // againLines are the lines of the cells to submit again (ascending), as the next round will build them: a chat

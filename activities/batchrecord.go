@@ -2,6 +2,7 @@ package activities
 
 import (
 	"github.com/silicolab/silico/batchformat"
+	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/respcache"
@@ -41,6 +42,9 @@ func batchResultOutcome(spec *experiment.Spec, c experiment.Cell, f wire.BatchFo
 	switch r.Outcome {
 	case batchformat.NotRun:
 		return batchOutcome{Again: true, Reason: r.Reason}
+	case batchformat.Unreadable:
+		rec := unreadableRecord(c.Index, r, attempts, latencyMS)
+		return batchOutcome{Record: &rec}
 	case batchformat.Errored:
 		if r.Err.Class.Retryable() {
 			return batchOutcome{Again: true, Reason: string(r.Err.Class)}
@@ -95,6 +99,12 @@ func embedResultOutcome(req batchRequest, r batchformat.Result, check func([][]f
 	switch r.Outcome {
 	case batchformat.NotRun:
 		return embedOutcome{Again: true, Reason: r.Reason}
+	case batchformat.Unreadable:
+		var o embedOutcome
+		for _, idx := range req.cells() {
+			o.Records = append(o.Records, unreadableRecord(idx, r, attempts, latencyMS))
+		}
+		return o
 	case batchformat.Errored:
 		if r.Err.Class.Retryable() {
 			return embedOutcome{Again: true, Reason: string(r.Err.Class)}
@@ -122,4 +132,14 @@ func embedResultOutcome(req batchRequest, r batchformat.Result, check func([][]f
 		}
 	})
 	return o
+}
+
+// unreadableRecord is the record of cell idx whose result line r could not be read: failed, of class
+// errclass.BatchUnreadable, with the reason (already redacted). It settles the cell, as a permanent failure does:
+// the provider ran the request (it answered something), and the line would read the same way again; the other
+// lines of the file are recorded as they are.
+func unreadableRecord(idx int, r batchformat.Result, attempts int, latencyMS float64) store.Record {
+	return store.Record{Index: idx, Status: store.StatusFailed, ErrorClass: errclass.BatchUnreadable,
+		ErrorCode: "unreadable_result", ErrorMessage: "the provider's result could not be read: " + r.Reason,
+		LatencyMS: latencyMS, Attempts: attempts, Tries: attempts}
 }

@@ -16,8 +16,9 @@ import (
 // so it must never run before: the results are read from what it deletes. Deleting what is already gone (an
 // earlier attempt of the cleanup got that far) is no error, so a cleanup can simply run again.
 
-// gone reports whether err says the provider no longer has what was to be deleted.
-func gone(err error) bool {
+// NotFound reports whether err says the provider does not have what was asked for (HTTP 404): a file or batch
+// already deleted, or one it no longer knows.
+func NotFound(err error) bool {
 	var e *llm.Error
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
@@ -30,7 +31,7 @@ func (o *OpenAI) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 		if id == "" {
 			continue
 		}
-		if err := o.c.DeleteFile(ctx, id); err != nil && !gone(err) {
+		if err := o.c.DeleteFile(ctx, id); err != nil && !NotFound(err) {
 			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", id, info.ID, err))
 		}
 	}
@@ -39,22 +40,26 @@ func (o *OpenAI) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 
 // Cleanup deletes the ended batch, and its results with it (Message Batches have no separate files).
 func (a *Anthropic) Cleanup(ctx context.Context, info wire.BatchInfo) error {
-	if err := a.c.DeleteMessageBatch(ctx, info.ID); err != nil && !gone(err) {
+	if err := a.c.DeleteMessageBatch(ctx, info.ID); err != nil && !NotFound(err) {
 		return fmt.Errorf("delete message batch %s: %w", info.ID, err)
 	}
 	return nil
 }
 
-// Cleanup deletes the ended batch (its inline answers with it) and its responses file. An uploaded input file is
-// left to the Files API, which deletes every file 48 hours after its upload: the batch does not name it back.
+// Cleanup deletes the ended batch (its inline answers with it), its responses file and its uploaded input file
+// (InputFileID, which the batch names in its inputConfig; a caller that submits the same lines again clears it).
+// The Files API would delete the upload 48 hours after it was made; until then it holds the chunk's prompts.
 func (g *Gemini) Cleanup(ctx context.Context, info wire.BatchInfo) error {
 	var errs []error
-	if info.ResponsesFile != "" {
-		if err := g.c.DeleteFile(ctx, info.ResponsesFile); err != nil && !gone(err) {
-			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", info.ResponsesFile, info.ID, err))
+	for _, f := range []string{info.ResponsesFile, info.InputFileID} {
+		if f == "" {
+			continue
+		}
+		if err := g.c.DeleteFile(ctx, f); err != nil && !NotFound(err) {
+			errs = append(errs, fmt.Errorf("delete file %s of batch %s: %w", f, info.ID, err))
 		}
 	}
-	if err := g.c.DeleteBatch(ctx, info.ID); err != nil && !gone(err) {
+	if err := g.c.DeleteBatch(ctx, info.ID); err != nil && !NotFound(err) {
 		errs = append(errs, fmt.Errorf("delete batch %s: %w", info.ID, err))
 	}
 	return errors.Join(errs...)

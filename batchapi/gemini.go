@@ -26,13 +26,19 @@ type GeminiSubmission struct {
 	// Since bounds the listing: no batch of this key was created before it (the run's start). Zero: no bound.
 	Since time.Time
 	// Resumed says an earlier attempt of this submission ran, and may have created the batch: when the listing
-	// shows none, Submit lists again once the listing's lag has passed before it creates one.
+	// shows none, Submit lists again, every geminiRelist, until the listing's lag has passed since it began,
+	// before it creates one.
 	Resumed bool
 }
 
-// DefaultGeminiListLag is how long Gemini's listing is assumed to lag behind a create: a batch created that long
-// ago is in it.
-const DefaultGeminiListLag = 10 * time.Second
+// DefaultGeminiListLag is how long Gemini's listing is assumed to lag behind a create at most: a batch created
+// that long ago is in it. Google documents no bound; a lag of 40 s was seen to make a second batch when the bound
+// was 10 s, so it is minutes, and it costs only the submissions that follow a failed attempt.
+const DefaultGeminiListLag = 2 * time.Minute
+
+// geminiRelist is how often a resumed submission lists the batches again while it waits out the listing's lag:
+// a batch that shows sooner is adopted sooner.
+const geminiRelist = 10 * time.Second
 
 // Gemini drives Gemini's Batch API.
 //
@@ -40,8 +46,9 @@ const DefaultGeminiListLag = 10 * time.Second
 // a batch is named by its key and the digest of its input in its display name (batchformat.Key.DisplayName), and
 // found again, adopted and converged exactly as the OpenAI format's batches are by their metadata. A listing can
 // lag behind a create: the batch just created is kept even when the listing after it does not show it yet, and an
-// attempt that follows one that may have created (GeminiSubmission.Resumed) lists again after the lag before it
-// creates. Uploads (for inputs too large to send inline) are found again by display name and size.
+// attempt that follows one that may have created (GeminiSubmission.Resumed) lists again until the lag
+// (DefaultGeminiListLag) has passed before it creates. Uploads (for inputs too large to send inline) are found
+// again by display name and size, and deleted with the batch that read them (Cleanup).
 type Gemini struct {
 	c        *llm.GeminiClient
 	pageSize int
@@ -68,11 +75,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// geminiFileName is the display name of the input file of k with the given digest: what finds an upload again.
-func geminiFileName(k batchformat.Key, digest string) string {
-	return fmt.Sprintf("silico-%s-chunk%d-round%d-%s.jsonl", digest[:16], k.Chunk, k.Round, digest[16:32])
-}
-
 // Submit makes sure exactly one batch of s.Key runs s.Input and returns it: the batch an earlier attempt created,
 // or a new one.
 func (g *Gemini) Submit(ctx context.Context, s GeminiSubmission) (wire.BatchInfo, error) {
@@ -81,11 +83,14 @@ func (g *Gemini) Submit(ctx context.Context, s GeminiSubmission) (wire.BatchInfo
 	if err != nil {
 		return wire.BatchInfo{}, err
 	}
-	if len(found) == 0 && s.Resumed {
-		// The create of the attempt before may be younger than the listing: look again once it cannot be.
-		if err := g.sleep(ctx, g.listLag); err != nil {
+	// The create of the attempt before (which ended before this one began) may be younger than the listing: look
+	// again until it cannot be. The waits are counted, not read from a clock: they are at least that long.
+	for waited := time.Duration(0); len(found) == 0 && s.Resumed && waited < g.listLag; {
+		step := min(geminiRelist, g.listLag-waited)
+		if err := g.sleep(ctx, step); err != nil {
 			return wire.BatchInfo{}, err
 		}
+		waited += step
 		if found, err = g.Find(ctx, s.Key, digest, s.Since); err != nil {
 			return wire.BatchInfo{}, err
 		}
@@ -142,7 +147,7 @@ func (g *Gemini) createBody(ctx context.Context, k batchformat.Key, digest strin
 			return body, nil
 		}
 	}
-	file, err := g.upload(ctx, geminiFileName(k, digest), input)
+	file, err := g.upload(ctx, fileName(k, digest), input)
 	if err != nil {
 		return nil, err
 	}

@@ -76,11 +76,26 @@ var gemKey = batchformat.Key{Run: "run-g", Pass: "sim/1/0", Chunk: 0, Round: 0}
 
 // TestGeminiBatchAnswersAsSync: a batch's answers, inline or from a responses file, are what the OpenAI-compatible
 // endpoint answers the same requests synchronously; errors keep their classes, and what a cancel stopped never ran.
+// The same whether the provider writes a result's failure under "error", under "status" or at the top level of the
+// line, and names its states BATCH_STATE_* or JOB_STATE_*.
 func TestGeminiBatchAnswersAsSync(t *testing.T) {
+	type variant struct {
+		file  bool
+		shape string
+		job   bool
+	}
+	var variants []variant
 	for _, file := range []bool{false, true} {
-		t.Run(fmt.Sprintf("file=%v", file), func(t *testing.T) {
+		for _, shape := range []string{sim.GeminiStatusError, sim.GeminiStatusField, sim.GeminiStatusTop} {
+			variants = append(variants, variant{file, shape, shape == sim.GeminiStatusField})
+		}
+	}
+	for _, v := range variants {
+		file := v.file
+		t.Run(fmt.Sprintf("file=%v/status=%s/job=%v", file, v.shape, v.job), func(t *testing.T) {
 			in, ids := gemChunk(t, 0, 10)
-			f := newGemFixture(t, sim.BatchConfig{ProcessingTime: 10 * time.Hour, FailLines: map[string]int{ids[0]: 400, ids[2]: 503}})
+			f := newGemFixture(t, sim.BatchConfig{ProcessingTime: 10 * time.Hour, FailLines: map[string]int{ids[0]: 400, ids[2]: 503},
+				GeminiStatusShape: v.shape, GeminiJobStates: v.job})
 			if file {
 				f.g.inlineMax = 100 // every batch goes through the Files API
 			}
@@ -155,24 +170,48 @@ func TestGeminiSubmitAdoptsByDisplayName(t *testing.T) {
 	}
 }
 
-// TestGeminiSubmitWaitsOutTheListingsLag: the listing shows a batch only seconds after its create. The create
+// TestGeminiSubmitWaitsOutTheListingsLag: the listing shows a batch only some time after its create. The create
 // itself keeps its batch though the listing after it does not show it, and a resumed submission (whose earlier
-// attempt created the batch and died before it learnt so) looks again once the lag has passed, and adopts it.
+// attempt created the batch and died before it learnt so) lists again until DefaultGeminiListLag has passed, and
+// adopts it as soon as it shows: with a lag of 8 s, 40 s (which made a second batch when the bound was 10 s) and
+// 2 minutes, the bound.
 func TestGeminiSubmitWaitsOutTheListingsLag(t *testing.T) {
-	f := newGemFixture(t, sim.BatchConfig{ProcessingTime: time.Hour, ListLag: 8 * time.Second})
-	ctx := context.Background()
-	in, _ := gemChunk(t, 0, 4)
-	lost, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in})
-	if err != nil || lost.ID == "" {
-		t.Fatalf("first submission: %+v, %v", lost, err)
+	if DefaultGeminiListLag < 2*time.Minute {
+		t.Fatalf("DefaultGeminiListLag %v, want 2 minutes or more", DefaultGeminiListLag)
 	}
-	f.clk.Advance(time.Second) // the retry comes before the listing shows the batch
-	got, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in, Resumed: true})
-	if err != nil {
+	for _, lag := range []time.Duration{8 * time.Second, 40 * time.Second, 2 * time.Minute} {
+		t.Run(lag.String(), func(t *testing.T) {
+			f := newGemFixture(t, sim.BatchConfig{ProcessingTime: time.Hour, ListLag: lag})
+			ctx := context.Background()
+			in, _ := gemChunk(t, 0, 4)
+			lost, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in})
+			if err != nil || lost.ID == "" {
+				t.Fatalf("first submission: %+v, %v", lost, err)
+			}
+			f.clk.Advance(time.Second) // the retry comes before the listing shows the batch
+			start := f.clk.Now()
+			got, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in, Resumed: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(f.sim.Batches()); got.ID != lost.ID || n != 1 {
+				t.Errorf("resumed submission: %s with %d batches at the provider, want %s alone", got.ID, n, lost.ID)
+			}
+			// Adopted as soon as the listing shows it, not after the whole bound.
+			if waited := f.clk.Now().Sub(start); waited > lag-time.Second+geminiRelist {
+				t.Errorf("waited %s for a batch that showed after %s", waited, lag-time.Second)
+			}
+		})
+	}
+	// A resumed submission of a chunk no attempt created waits out the bound, then creates.
+	f := newGemFixture(t, sim.BatchConfig{ProcessingTime: time.Hour})
+	in, _ := gemChunk(t, 0, 4)
+	start := f.clk.Now()
+	if _, err := f.g.Submit(context.Background(), GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in, Resumed: true}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.sim.Batches()); got.ID != lost.ID || n != 1 {
-		t.Errorf("resumed submission: %s with %d batches at the provider, want %s alone", got.ID, n, lost.ID)
+	if waited := f.clk.Now().Sub(start); waited != DefaultGeminiListLag || len(f.sim.Batches()) != 1 {
+		t.Errorf("waited %s and made %d batches, want %s and one", waited, len(f.sim.Batches()), DefaultGeminiListLag)
 	}
 }
 
@@ -243,5 +282,41 @@ func TestGeminiUploadReused(t *testing.T) {
 	}
 	if n := strings.Count(string(raw), `"name":"files/`); n != 1 || len(f.sim.Batches()) != 1 {
 		t.Errorf("%d files uploaded and %d batches, want one of each: %s", n, len(f.sim.Batches()), raw)
+	}
+}
+
+// TestGeminiCleanupDeletesTheUpload: the batch of an uploaded input names the file, and its cleanup deletes it
+// with the batch; with the input kept (the same lines go again) only the batch goes.
+func TestGeminiCleanupDeletesTheUpload(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
+			f := newGemFixture(t, sim.BatchConfig{ProcessingTime: time.Hour})
+			f.g.inlineMax = 100
+			ctx := context.Background()
+			in, _ := gemChunk(t, 0, 4)
+			info, err := f.g.Submit(ctx, GeminiSubmission{Key: gemKey, Model: "sim-chat", Input: in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(2 * time.Hour)
+			if info, err = f.g.Poll(ctx, info.ID); err != nil || info.Status != wire.BatchStatusCompleted {
+				t.Fatalf("poll: %+v, %v", info, err)
+			}
+			if info.InputFileID == "" || len(f.sim.Files()) != 1 || f.sim.Files()[0].ID != info.InputFileID {
+				t.Fatalf("the batch names input %q, the provider holds %+v", info.InputFileID, f.sim.Files())
+			}
+			if keep {
+				info.InputFileID = "" // as CleanupBatch clears it
+			}
+			if err := f.g.Cleanup(ctx, info); err != nil {
+				t.Fatal(err)
+			}
+			if left := len(f.sim.Files()); left != map[bool]int{false: 0, true: 1}[keep] {
+				t.Errorf("%d files left at the provider", left)
+			}
+			if _, err := f.g.Poll(ctx, info.ID); err == nil {
+				t.Error("the batch is still there")
+			}
+		})
 	}
 }

@@ -61,8 +61,8 @@ type OpenAI struct {
 // NewOpenAI returns a driver of the endpoint c calls.
 func NewOpenAI(c *llm.Client) *OpenAI { return &OpenAI{c: c, pageSize: 100} }
 
-// fileName is the name of the input file of k with the given digest: what finds an upload again, and through it
-// a batch of it whose metadata a gateway dropped. It names the content and the chunk, not the round or the try, so
+// fileName is the name of the input file of k with the given digest (an OpenAI file's name, a Gemini file's
+// display name): what finds an upload again, and through it a batch of it whose metadata a gateway dropped. It names the content and the chunk, not the round or the try, so
 // a resubmission of the same lines (a batch that failed as a whole, or expired before any of its requests ran)
 // reuses the file already uploaded instead of uploading it anew; and the run and the pass by 16 hex digits of
 // their SHA-256, so that another run (or pass) of the same requests never shares the file, nor a batch found

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -429,9 +430,25 @@ func TestScan(t *testing.T) {
 	if err := Scan(wire.FormatOpenAI, strings.NewReader(in), nil, func(Result) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("Scan's callback error: got %v", err)
 	}
-	if err := Scan(wire.FormatAnthropic, strings.NewReader("{\"custom_id\":\"a\",\"result\":{\"type\":\"expired\"}}\nnope\n"), nil,
-		func(Result) error { return nil }); err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Errorf("Scan of a bad second line: %v, want an error naming line 2", err)
+	// Lines that cannot be read are given as Unreadable, with the request they name when it can be read, and the
+	// lines after them are read: one odd line never blocks the file.
+	odd := "{\"custom_id\":\"a\",\"result\":{\"type\":\"expired\"}}\nnope KEY123\n" +
+		"{\"custom_id\":\"b\",\"result\":{\"type\":\"pending\"}}\n{\"custom_id\":\"c\",\"result\":{\"type\":\"expired\"}}\n"
+	var res []Result
+	redact := func(s string) string { return strings.ReplaceAll(s, "KEY123", "[redacted]") }
+	if err := Scan(wire.FormatAnthropic, strings.NewReader(odd), redact, func(r Result) error { res = append(res, r); return nil }); err != nil {
+		t.Fatalf("Scan of odd lines: %v", err)
+	}
+	if len(res) != 4 || res[0].Outcome != NotRun || res[3].CustomID != "c" || res[3].Outcome != NotRun ||
+		res[1].Outcome != Unreadable || res[1].CustomID != "" || !strings.Contains(res[1].Reason, "line 2") ||
+		!strings.Contains(res[1].Reason, "nope [redacted]") ||
+		res[2].Outcome != Unreadable || res[2].CustomID != "b" || !strings.Contains(res[2].Reason, `type "pending"`) {
+		t.Errorf("Scan of odd lines: %+v", res)
+	}
+	long := `{"custom_id":"d","result":{"type":"` + strings.Repeat("é", 200) + `"}}`
+	if err := Scan(wire.FormatAnthropic, strings.NewReader(long), nil, func(r Result) error { res = append(res, r); return nil }); err != nil ||
+		!utf8.ValidString(res[4].Reason) || !strings.HasSuffix(res[4].Reason, "…") || strings.Count(res[4].Reason, "é") != 200+(quoteMax-len(`{"custom_id":"d","result":{"type":"`))/2 {
+		t.Errorf("a long odd line: %q, %v; want its start quoted, valid UTF-8", res[4].Reason, err)
 	}
 }
 
@@ -444,8 +461,10 @@ func TestFromOpenAI(t *testing.T) {
 			t.Errorf("status %s: %s, %v; want %s", in, info.Status, err, want)
 		}
 	}
-	if _, err := FromOpenAI(openai.Batch{ID: "b", Status: "paused"}); err == nil {
-		t.Error("unknown status: no error")
+	// An unknown status is no guess and no error: unknown, the provider's word kept.
+	if info, err := FromOpenAI(openai.Batch{ID: "b", Status: "paused"}); err != nil || info.Status != wire.BatchStatusUnknown ||
+		info.State != "paused" || info.Status.Terminal() {
+		t.Errorf("unknown status: %+v, %v", info, err)
 	}
 	var b openai.Batch
 	doc := `{"id":"batch_abc123","object":"batch","endpoint":"/v1/chat/completions","errors":null,"input_file_id":"file-abc123",
@@ -527,8 +546,8 @@ func TestFromAnthropic(t *testing.T) {
 	if info.Counts.Done() != 40 || info.ExpiresAt.IsZero() || !strings.HasSuffix(info.ResultsURL, "/results") {
 		t.Errorf("info %+v", info)
 	}
-	if _, err := FromAnthropic(doc("paused", running, "null")); err == nil {
-		t.Error("unknown processing_status: no error")
+	if info, err := FromAnthropic(doc("paused", running, "null")); err != nil || info.Status != wire.BatchStatusUnknown || info.State != "paused" {
+		t.Errorf("unknown processing_status: %+v, %v", info, err)
 	}
 }
 

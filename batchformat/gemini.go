@@ -2,6 +2,7 @@ package batchformat
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,6 +111,9 @@ type GeminiBatch struct {
 		Output struct {
 			ResponsesFile string `json:"responsesFile"`
 		} `json:"output"`
+		InputConfig struct {
+			FileName string `json:"fileName"`
+		} `json:"inputConfig"`
 	} `json:"metadata"`
 	Error *struct {
 		Code    int    `json:"code"`
@@ -120,9 +124,12 @@ type GeminiBatch struct {
 	} `json:"response"`
 }
 
-// geminiState maps Gemini's batch states. A pending batch is queued, nothing of it ran: validating, as OpenAI's
-// batch is before it starts. Gemini has no cancelling state: a cancelled batch stays running until it is
-// cancelled.
+// geminiState maps Gemini's batch states: the Gemini API's BATCH_STATE_* and the JOB_STATE_* names of Google's
+// SDKs and Vertex AI's batch jobs, either of which a Gemini endpoint may send. A pending or queued batch is
+// queued, nothing of it ran: validating, as OpenAI's batch is before it starts. A paused or updating job is not
+// over: in progress. A job partly succeeded ended with what it answered in its results, as a completed batch
+// does. The Gemini API has no cancelling state (a cancelled batch stays running until it is cancelled); Vertex
+// AI's jobs have one.
 var geminiState = map[string]wire.BatchStatus{
 	"BATCH_STATE_PENDING":   wire.BatchStatusValidating,
 	"BATCH_STATE_RUNNING":   wire.BatchStatusInProgress,
@@ -130,27 +137,51 @@ var geminiState = map[string]wire.BatchStatus{
 	"BATCH_STATE_FAILED":    wire.BatchStatusFailed,
 	"BATCH_STATE_CANCELLED": wire.BatchStatusCancelled,
 	"BATCH_STATE_EXPIRED":   wire.BatchStatusExpired,
+
+	"JOB_STATE_QUEUED":              wire.BatchStatusValidating,
+	"JOB_STATE_PENDING":             wire.BatchStatusValidating,
+	"JOB_STATE_RUNNING":             wire.BatchStatusInProgress,
+	"JOB_STATE_PAUSED":              wire.BatchStatusInProgress,
+	"JOB_STATE_UPDATING":            wire.BatchStatusInProgress,
+	"JOB_STATE_CANCELLING":          wire.BatchStatusCancelling,
+	"JOB_STATE_SUCCEEDED":           wire.BatchStatusCompleted,
+	"JOB_STATE_PARTIALLY_SUCCEEDED": wire.BatchStatusCompleted,
+	"JOB_STATE_FAILED":              wire.BatchStatusFailed,
+	"JOB_STATE_CANCELLED":           wire.BatchStatusCancelled,
+	"JOB_STATE_EXPIRED":             wire.BatchStatusExpired,
 }
 
-// FromGemini reads a Gemini batch. An unknown state is an error rather than a guess, as for OpenAI's statuses. The
-// id is the batch's resource name ("batches/..."), its display name is Metadata[MetaDisplayName], and a file of
-// results is ResponsesFile; a batch that failed as a whole gives its error in Errors.
+// FromGemini reads a Gemini batch. The id is the batch's resource name ("batches/..."), its display name is
+// Metadata[MetaDisplayName], its uploaded input file (none when its requests went inline) InputFileID, a file of
+// results ResponsesFile; a batch that failed as a whole gives its error in Errors. A state geminiState does not
+// have (an unspecified one among them) is not guessed at while the operation runs: the batch is
+// BatchStatusUnknown, its State the provider's word. Once the operation is done, it ended whatever its state: failed
+// when the operation carries an error, else completed (its results say what ran).
 func FromGemini(b GeminiBatch) (wire.BatchInfo, error) {
 	md := b.Metadata
 	name := b.Name
 	if name == "" {
 		name = md.Name
 	}
-	st, ok := geminiState[md.State]
-	if !ok {
-		return wire.BatchInfo{}, fmt.Errorf("batch %s: unknown state %q", name, md.State)
+	if name == "" {
+		return wire.BatchInfo{}, errors.New("batch: a Gemini batch without a name")
 	}
+	st, ok := geminiState[md.State]
 	s := md.BatchStats
 	in := wire.BatchInfo{ID: name, Status: st, CreatedAt: md.CreateTime,
 		Counts: wire.BatchCounts{Total: int(s.RequestCount), Succeeded: int(s.SuccessfulRequestCount),
 			Errored: int(s.FailedRequestCount)},
-		ResponsesFile: md.Output.ResponsesFile,
-		Metadata:      map[string]string{MetaDisplayName: md.DisplayName}}
+		ResponsesFile: md.Output.ResponsesFile, InputFileID: md.InputConfig.FileName,
+		Metadata: map[string]string{MetaDisplayName: md.DisplayName}}
+	switch {
+	case ok:
+	case b.Done && b.Error != nil:
+		in.Status = wire.BatchStatusFailed
+	case b.Done:
+		in.Status = wire.BatchStatusCompleted
+	default:
+		in.Status, in.State = wire.BatchStatusUnknown, cmp.Or(md.State, "(none)")
+	}
 	if in.ResponsesFile == "" && b.Response != nil {
 		in.ResponsesFile = b.Response.ResponsesFile
 	}
@@ -160,19 +191,56 @@ func FromGemini(b GeminiBatch) (wire.BatchInfo, error) {
 	return in, nil
 }
 
+// geminiStatus is a google.rpc.Status, as a result's failure is given: a canonical code (or, in some of Google's
+// error objects, an HTTP status), a message and, in the HTTP form, the code's name.
+type geminiStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+}
+
 // geminiResult is one result of a Gemini batch: a line of its responses file, or an inline response (whose key
-// is in its metadata).
+// is in its metadata). Google's guide says each is "either a GenerateContentResponse or a status object" without
+// naming the status's field, so a failure is read wherever it may stand: under "error" (the inline responses'
+// field, and what the API writes), under "status", or as a google.rpc.Status at the top level of the line
+// (code and message beside the key).
 type geminiResult struct {
 	Key      string `json:"key"`
 	Metadata struct {
 		Key string `json:"key"`
 	} `json:"metadata"`
 	Response json.RawMessage `json:"response"`
-	Error    *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Status  string `json:"status"`
-	} `json:"error"`
+	Error    *geminiStatus   `json:"error"`
+	// Status is a status object, or, in a top-level status in its HTTP form, the code's name.
+	Status  json.RawMessage `json:"status"`
+	Code    *int            `json:"code"`
+	Message string          `json:"message"`
+}
+
+// failure is the status the result carries, in whichever of its shapes (nil when none). A status of code 0 (OK)
+// is no failure.
+func (l geminiResult) failure() (*geminiStatus, error) {
+	var st *geminiStatus
+	switch {
+	case l.Error != nil:
+		st = l.Error
+	case len(l.Status) > 0 && l.Status[0] == '{':
+		st = &geminiStatus{}
+		if err := json.Unmarshal(l.Status, st); err != nil {
+			return nil, fmt.Errorf("status: %w", err)
+		}
+	case l.Code != nil:
+		st = &geminiStatus{Code: *l.Code, Message: l.Message}
+		if len(l.Status) > 0 && string(l.Status) != "null" {
+			if err := json.Unmarshal(l.Status, &st.Status); err != nil {
+				return nil, fmt.Errorf("status: %w", err)
+			}
+		}
+	}
+	if st == nil || (st.Code == 0 && st.Status == "") {
+		return nil, nil
+	}
+	return st, nil
 }
 
 // geminiNotRun are the canonical codes of results whose request never ran: cancelled with its batch, or out of
@@ -180,10 +248,11 @@ type geminiResult struct {
 var geminiNotRun = map[int]string{1: "cancelled", 4: "deadline_exceeded"}
 
 // ParseGemini reads one result of a Gemini batch, a line of its responses file or one of its inline responses:
-// a response is Succeeded (Body is the GenerateContentResponse, read with llm.GeminiAnswer); an error is Errored,
-// classified by llm.GeminiError from its canonical code and status, or NotRun when its code says the request never
-// ran (CANCELLED, DEADLINE_EXCEEDED). redact is applied to every text of an error (nil: none). A result without a
-// key cannot be matched to a request, and is an error.
+// a response is Succeeded (Body is the GenerateContentResponse, read with llm.GeminiAnswer); a status (under
+// "error", under "status", or at the top level) is Errored, classified by llm.GeminiError from its canonical code
+// and name, or NotRun when its code says the request never ran (CANCELLED, DEADLINE_EXCEEDED). redact is applied
+// to every text of an error (nil: none). A result without a key cannot be matched to a request, and is an error,
+// as is one with neither a response nor a status.
 func ParseGemini(line []byte, redact func(string) string) (Result, error) {
 	if redact == nil {
 		redact = func(s string) string { return s }
@@ -192,24 +261,25 @@ func ParseGemini(line []byte, redact func(string) string) (Result, error) {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return Result{}, fmt.Errorf("batch: result line: %w", err)
 	}
-	key := l.Key
-	if key == "" {
-		key = l.Metadata.Key
-	}
+	key := cmp.Or(l.Key, l.Metadata.Key)
 	if key == "" {
 		return Result{}, errors.New("batch: result has no key")
 	}
+	st, err := l.failure()
+	if err != nil {
+		return Result{}, fmt.Errorf("batch: result %s: %w", key, err)
+	}
 	r := Result{CustomID: key}
 	switch {
-	case l.Error != nil && geminiNotRun[l.Error.Code] != "":
-		r.Outcome, r.Reason = NotRun, geminiNotRun[l.Error.Code]
-	case l.Error != nil:
+	case st != nil && geminiNotRun[st.Code] != "":
+		r.Outcome, r.Reason = NotRun, geminiNotRun[st.Code]
+	case st != nil:
 		// A code of 100 or more is an HTTP status, which some of Google's error objects carry instead.
-		e := llm.GeminiError(l.Error.Code, l.Error.Code < 100, l.Error.Status, l.Error.Message)
+		e := llm.GeminiError(st.Code, st.Code < 100, st.Status, st.Message)
 		e.Code, e.Message = redact(e.Code), redact(e.Message)
 		r.Outcome, r.Err = Errored, e
 	case len(l.Response) == 0 || string(l.Response) == "null":
-		return Result{}, fmt.Errorf("batch: result %s has neither response nor error", key)
+		return Result{}, fmt.Errorf("batch: result %s has neither a response nor a status", key)
 	default:
 		r.Outcome, r.Body = Succeeded, l.Response
 	}
@@ -217,7 +287,8 @@ func ParseGemini(line []byte, redact func(string) string) (Result, error) {
 }
 
 // ScanGeminiInline streams the inline responses of a Gemini batch, the JSON of its operation as the API's get
-// returns it, to fn one by one, parsed by ParseGemini; the rest of the object is skipped. The responses are read
+// returns it, to fn one by one, parsed by ParseGemini (one it cannot read as Unreadable, as Scan gives a line);
+// the rest of the object is skipped. The responses are read
 // wherever the operation gives them (its response's inlinedResponses, its metadata's output): a response given in
 // both is given to fn twice, which a caller that counts each key once does not mind. It holds one response at a
 // time, so an inline batch of any size streams through.
@@ -276,7 +347,7 @@ func scanInlineValue(dec *json.Decoder, list bool, redact func(string) string, f
 			}
 			res, err := ParseGemini(raw, redact)
 			if err != nil {
-				return err
+				res = unreadable(raw, err, redact)
 			}
 			if err := fn(res); err != nil {
 				return err

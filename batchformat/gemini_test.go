@@ -72,6 +72,17 @@ func TestParseGemini(t *testing.T) {
 		{`{"key":"a","error":{"code":400,"message":"an HTTP status","status":"INVALID_ARGUMENT"}}`, Errored, errclass.InvalidRequest, ""},
 		{`{"key":"a","error":{"code":1,"message":"cancelled","status":"CANCELLED"}}`, NotRun, "", "cancelled"},
 		{`{"key":"a","error":{"code":4,"message":"late","status":"DEADLINE_EXCEEDED"}}`, NotRun, "", "deadline_exceeded"},
+		// Google's guide names no field for a line's status: under "status", and as a google.rpc.Status at the
+		// top level of the line, it is read as under "error".
+		{`{"key":"a","status":{"code":3,"message":"bad KEY123","details":[]}}`, Errored, errclass.InvalidRequest, ""},
+		{`{"key":"a","status":{"code":13,"message":"internal","status":"INTERNAL"}}`, Errored, errclass.ServerError, ""},
+		{`{"key":"a","status":{"code":4,"message":"late"}}`, NotRun, "", "deadline_exceeded"},
+		{`{"key":"a","code":3,"message":"bad KEY123","details":[]}`, Errored, errclass.InvalidRequest, ""},
+		{`{"key":"a","code":8,"message":"slow down","status":"RESOURCE_EXHAUSTED"}`, Errored, errclass.RateLimited, ""},
+		{`{"key":"a","code":1,"message":"cancelled"}`, NotRun, "", "cancelled"},
+		{`{"metadata":{"key":"a"},"status":{"code":3,"message":"bad"}}`, Errored, errclass.InvalidRequest, ""},
+		// A status of code 0 (OK) beside the response is no failure.
+		{`{"key":"a","status":{"code":0},"response":{"candidates":[]}}`, Succeeded, "", ""},
 	}
 	for _, c := range cases {
 		r, err := ParseGemini([]byte(c.line), redact)
@@ -86,7 +97,7 @@ func TestParseGemini(t *testing.T) {
 			t.Errorf("%s: message %q not redacted", c.line, r.Err.Message)
 		}
 	}
-	for _, bad := range []string{`{"response":{}}`, `{"key":"a"}`, `{"key":`} {
+	for _, bad := range []string{`{"response":{}}`, `{"key":"a"}`, `{"key":`, `{"key":"a","status":{"code":0}}`, `{"key":"a","status":"x"}`} {
 		if _, err := ParseGemini([]byte(bad), nil); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
@@ -120,9 +131,39 @@ func TestFromGemini(t *testing.T) {
 			t.Errorf("%s: %s, %v; want %s", st, in.Status, err, ws)
 		}
 	}
-	b.Metadata.State = "BATCH_STATE_UNSPECIFIED"
-	if _, err := FromGemini(b); err == nil {
-		t.Error("an unknown state: no error")
+	// The JOB_STATE_* names of Google's SDKs and Vertex AI are Gemini's too.
+	for st, ws := range map[string]wire.BatchStatus{"JOB_STATE_QUEUED": wire.BatchStatusValidating,
+		"JOB_STATE_PENDING": wire.BatchStatusValidating, "JOB_STATE_RUNNING": wire.BatchStatusInProgress,
+		"JOB_STATE_PAUSED": wire.BatchStatusInProgress, "JOB_STATE_UPDATING": wire.BatchStatusInProgress,
+		"JOB_STATE_CANCELLING": wire.BatchStatusCancelling, "JOB_STATE_SUCCEEDED": wire.BatchStatusCompleted,
+		"JOB_STATE_PARTIALLY_SUCCEEDED": wire.BatchStatusCompleted, "JOB_STATE_FAILED": wire.BatchStatusFailed,
+		"JOB_STATE_CANCELLED": wire.BatchStatusCancelled, "JOB_STATE_EXPIRED": wire.BatchStatusExpired} {
+		b.Metadata.State = st
+		if in, err := FromGemini(b); err != nil || in.Status != ws || in.State != "" {
+			t.Errorf("%s: %+v, %v; want %s", st, in, err, ws)
+		}
+	}
+	// A state no one named is no guess while the operation runs; once it is done, the batch ended, failed when
+	// the operation carries an error.
+	b.Metadata.State, b.Done = "BATCH_STATE_UNSPECIFIED", false
+	if in, err := FromGemini(b); err != nil || in.Status != wire.BatchStatusUnknown || in.State != "BATCH_STATE_UNSPECIFIED" {
+		t.Errorf("an unknown state, running: %+v, %v", in, err)
+	}
+	b.Done = true
+	if in, err := FromGemini(b); err != nil || in.Status != wire.BatchStatusCompleted || in.State != "" {
+		t.Errorf("an unknown state, done: %+v, %v", in, err)
+	}
+	b.Error = &struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{Code: 13, Message: "boom"}
+	if in, err := FromGemini(b); err != nil || in.Status != wire.BatchStatusFailed {
+		t.Errorf("an unknown state, done with an error: %+v, %v", in, err)
+	}
+	// A batch read from a file names it.
+	b.Metadata.InputConfig.FileName = "files/in1"
+	if in, _ := FromGemini(b); in.InputFileID != "files/in1" {
+		t.Errorf("input file %q", in.InputFileID)
 	}
 }
 
@@ -142,6 +183,14 @@ func TestScanGeminiInline(t *testing.T) {
 	}
 	if !strings.Contains(string(got[0].Body), `"text":"1"`) {
 		t.Errorf("body %s", got[0].Body)
+	}
+	// A response that cannot be read is Unreadable, with its key, and the others are read.
+	odd := strings.Replace(op, `{"error":{"code":3,"message":"no","status":"INVALID_ARGUMENT"},"metadata":{"key":"b"}}`,
+		`{"metadata":{"key":"b"},"outcome":"?"}`, 1)
+	var oddGot []Result
+	if err := ScanGeminiInline(strings.NewReader(odd), nil, func(r Result) error { oddGot = append(oddGot, r); return nil }); err != nil ||
+		len(oddGot) != 3 || oddGot[1].Outcome != Unreadable || oddGot[1].CustomID != "b" || oddGot[2].Outcome != Succeeded {
+		t.Errorf("an odd inline response: %+v, %v", oddGot, err)
 	}
 	// A batch object cut short is an error, after the responses that came whole.
 	got = nil

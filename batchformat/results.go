@@ -3,11 +3,13 @@ package batchformat
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -28,6 +30,11 @@ const (
 	// NotRun: the provider never ran the request (the batch expired or was cancelled first, or the request timed
 	// out in the queue); Result.Reason is the provider's word. It may be submitted again.
 	NotRun Outcome = "not_run"
+	// Unreadable: the result line could not be read (not JSON, no answer and no error in any shape the format
+	// documents, a type the format does not have); Result.Reason says why and quotes the line's start. CustomID is
+	// the request the line names, or empty when it names none that can be read. One such line never stops the
+	// reading of the others.
+	Unreadable Outcome = "unreadable"
 )
 
 // Result is one result line of a batch, either format.
@@ -42,7 +49,8 @@ type Result struct {
 	// Err is the failure when Errored, its Code and Message already redacted.
 	Err *llm.Error
 	// Reason is the provider's reason when NotRun: batch_expired, batch_cancelled, request_timeout (OpenAI),
-	// expired, canceled (Anthropic), cancelled, deadline_exceeded (Gemini).
+	// expired, canceled (Anthropic), cancelled, deadline_exceeded (Gemini); when Unreadable, why the line could
+	// not be read.
 	Reason string
 }
 
@@ -182,8 +190,9 @@ func ParseAnthropic(line []byte, redact func(string) string) (Result, error) {
 const maxLine = 64 << 20
 
 // Scan reads the JSONL results in r line by line with the parser of format f and calls fn for each, stopping at
-// the first error of fn or of a line. Blank lines are skipped. It holds one line at a time, so a result file of
-// any size streams through.
+// the first error of fn or of the reading itself. Blank lines are skipped. A line its parser cannot read is given
+// to fn as Unreadable (unreadable), with the request it names when one can be read: one odd line never keeps the
+// others from being recorded. It holds one line at a time, so a result file of any size streams through.
 func Scan(f wire.BatchFormat, r io.Reader, redact func(string) string, fn func(Result) error) error {
 	parse := ParseOpenAI
 	switch f {
@@ -203,14 +212,36 @@ func Scan(f wire.BatchFormat, r io.Reader, redact func(string) string, fn func(R
 		}
 		res, err := parse(line, redact)
 		if err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
+			res = unreadable(line, fmt.Errorf("line %d: %w", n, err), redact)
 		}
 		if err := fn(res); err != nil {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("batch: read results: %w", err)
+	return sc.Err()
+}
+
+// quoteMax is how much of an unreadable line its Result.Reason quotes.
+const quoteMax = 160
+
+// unreadable is the Result of a line that could not be read because of err: the request it names, if any of the
+// formats' keys (custom_id, key, metadata.key) can be read from it, and err with the line's start quoted, redacted.
+func unreadable(line []byte, err error, redact func(string) string) Result {
+	if redact == nil {
+		redact = func(s string) string { return s }
 	}
-	return nil
+	var named struct {
+		CustomID string `json:"custom_id"`
+		Key      string `json:"key"`
+		Metadata struct {
+			Key string `json:"key"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(line, &named)                                          // a line that is no JSON object names no request
+	quote := strings.ToValidUTF8(string(line[:min(len(line), quoteMax)]), "") // a rune cut in half goes
+	if len(line) > quoteMax {
+		quote += "…"
+	}
+	return Result{CustomID: cmp.Or(named.CustomID, named.Key, named.Metadata.Key), Outcome: Unreadable,
+		Reason: redact(fmt.Sprintf("%v: %s", err, quote))}
 }

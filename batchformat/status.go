@@ -1,6 +1,7 @@
 package batchformat
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -15,16 +16,17 @@ var openAIStatus = map[string]wire.BatchStatus{
 	"cancelled": wire.BatchStatusCancelled,
 }
 
-// FromOpenAI reads an OpenAI batch object. An unknown status is an error rather than a guess: taking a new
-// status for a terminal one would collect results that are not there, taking it for a running one would wait
-// for ever.
+// FromOpenAI reads an OpenAI batch object. An unknown status is not guessed at: taking a new status for a
+// terminal one would collect results that are not there, taking it for a running one could wait for ever. It is
+// wire.BatchStatusUnknown, with the provider's word in State, which AwaitBatch follows for a bounded time.
 func FromOpenAI(b openai.Batch) (wire.BatchInfo, error) {
 	st, ok := openAIStatus[b.Status]
+	state := ""
 	if !ok {
-		return wire.BatchInfo{}, fmt.Errorf("batch %s: unknown status %q", b.ID, b.Status)
+		st, state = wire.BatchStatusUnknown, cmp.Or(b.Status, "(none)")
 	}
 	c := b.RequestCounts
-	in := wire.BatchInfo{ID: b.ID, Status: st,
+	in := wire.BatchInfo{ID: b.ID, Status: st, State: state,
 		// completed and failed are disjoint in OpenAI's counts; a line of the status_code trap may count as
 		// completed, which only the result file tells apart.
 		Counts:      wire.BatchCounts{Total: c.Total, Succeeded: c.Completed, Errored: c.Failed},
@@ -96,7 +98,8 @@ type AnthropicBatch struct {
 }
 
 // FromAnthropic reads an Anthropic batch object. Anthropic has one terminal status, ended; it is Cancelled when
-// a cancel was initiated, Expired when any request expired, else Completed.
+// a cancel was initiated, Expired when any request expired, else Completed. Another processing_status is
+// wire.BatchStatusUnknown, as for FromOpenAI.
 func FromAnthropic(b AnthropicBatch) (wire.BatchInfo, error) {
 	c := b.RequestCounts
 	in := wire.BatchInfo{ID: b.ID, CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt,
@@ -120,7 +123,7 @@ func FromAnthropic(b AnthropicBatch) (wire.BatchInfo, error) {
 			in.Status = wire.BatchStatusCompleted
 		}
 	default:
-		return wire.BatchInfo{}, fmt.Errorf("batch %s: unknown processing_status %q", b.ID, b.ProcessingStatus)
+		in.Status, in.State = wire.BatchStatusUnknown, cmp.Or(b.ProcessingStatus, "(none)")
 	}
 	return in, nil
 }

@@ -61,6 +61,9 @@ const (
 	BatchRefused      = "BatchRefused"
 	BatchNotRun       = "BatchNotRun"
 	BatchLineRejected = "BatchLineRejected"
+	BatchLost         = "BatchLost"
+	BatchStateUnknown = "BatchStateUnknown"
+	BatchUnreadable   = "BatchUnreadable"
 )
 
 // How Temporal reports an activity that ended without an ApplicationError.
@@ -180,6 +183,12 @@ var Table = []Info{
 		Meaning: "the provider's batches never ran the cell in run.max_attempts submissions (expired, cancelled or failed as a whole each time; the message gives the provider's last reason)"},
 	{Class: BatchLineRejected, Source: Batch, Retry: Recorded,
 		Meaning: "the provider failed a batch because of the cell's input line (its errors name the line; the message and error_code are its reason); the chunk's other cells were submitted again"},
+	{Class: BatchLost, Source: Batch, Retry: Final,
+		Meaning: "the provider answered 404 to every poll of a batch silico created (5 polls over at least 2 minutes): the batch is taken as lost and its chunk submitted again; a cell gets the class when each of its chunk's tries was lost"},
+	{Class: BatchStateUnknown, Source: Batch, Retry: Final,
+		Meaning: "the provider reported a batch state silico does not know for 2 hours of polls: the batch was cancelled and its cells recorded (the message names the state)"},
+	{Class: BatchUnreadable, Source: Batch, Retry: Recorded,
+		Meaning: "the provider's result line for the cell could not be read (the message says why and quotes its start); the other lines of the batch were recorded"},
 	{Class: InvalidSpec, Source: Silico, Retry: Final,
 		Meaning: "the spec fails validation inside the workflow, or differs from the one saved under the run id"},
 	{Class: OutputRefused, Source: Silico, Retry: Final,

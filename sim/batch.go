@@ -49,13 +49,36 @@ type BatchConfig struct {
 	// tokens plus those of the model's batches still in progress exceed it makes a batch that is failed at once
 	// with token_limit_exceeded and OpenAI's message (line null). Optional: 0 is no limit.
 	EnqueuedTokens int
+	// OddLines are custom_ids whose result line, once their request ran, is written in a shape no format
+	// documents (OpenAI: neither a response nor an error; Anthropic: a result type "pending"; Gemini: neither a
+	// response nor a status), as a provider's change or a gateway's fault would. Optional.
+	OddLines []string
 	// RejectLines are custom_ids whose line fails the whole OpenAI batch at its validation: the batch is failed,
 	// nothing runs, and errors.data names each such line (code invalid_request, its line number). Optional.
 	RejectLines []string
 	// DropMetadata makes /v1/batches accept a create's metadata and keep none of it, as some OpenAI-format
 	// gateways do (LiteLLM's proxy, for some backends): the batch comes back, and is listed, without metadata.
 	DropMetadata bool
+	// StateDir is where the simulator keeps its files and batches (batchstate.go), so that a simulator started
+	// again on the same directory serves them: the embedded simulator of `starter run` keeps them in the state dir
+	// (.silico/sim), and a run resumed after a kill -9 of its starter finds its batches. Optional: empty keeps them
+	// in memory, gone with the process.
+	StateDir string
+	// GeminiJobStates makes the Gemini API report its batches' states by the JOB_STATE_* names of Google's SDKs
+	// and Vertex AI (JOB_STATE_RUNNING, JOB_STATE_SUCCEEDED, …) instead of BATCH_STATE_*.
+	GeminiJobStates bool
+	// GeminiStatusShape is where a Gemini result's failure is written: GeminiStatusError (the default, the
+	// field the API writes), GeminiStatusField (a "status" field) or GeminiStatusTop (a google.rpc.Status at the
+	// top level of the line). Google's guide names no field.
+	GeminiStatusShape string
 }
+
+// The shapes of BatchConfig.GeminiStatusShape.
+const (
+	GeminiStatusError = "error"
+	GeminiStatusField = "status"
+	GeminiStatusTop   = "top"
+)
 
 // The providers' limits, the defaults of BatchConfig.
 const (
@@ -104,15 +127,17 @@ type File struct {
 	Created           time.Time
 }
 
-// Files returns every file the simulator holds (uploaded, or written as a batch's results, and not deleted), in
-// order of creation: a test reads in it whether a client uploaded the same input twice, or left files behind.
+// Files returns every file the simulator holds (uploaded, or written as a batch's results, and not deleted: the
+// OpenAI API's files and the Gemini API's), in order of creation: a test reads in it whether a client uploaded the same input twice, or left files behind.
 func (s *Server) Files() []File {
 	b := s.batches
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]File, 0, len(b.files))
-	for _, f := range b.files {
-		out = append(out, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(f.data), Created: f.created})
+	out := make([]File, 0, len(b.files)+len(b.gfiles))
+	for _, files := range []map[string]*simFile{b.files, b.gfiles} {
+		for _, f := range files {
+			out = append(out, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(f.data), Created: f.created})
+		}
 	}
 	slices.SortFunc(out, func(x, y File) int {
 		return cmp.Or(x.Created.Compare(y.Created), cmp.Compare(len(x.ID), len(y.ID)), cmp.Compare(x.ID, y.ID))
@@ -195,6 +220,12 @@ func newBatches(cfg Config) (*batches, error) {
 	if b.Window == 0 {
 		b.Window = defaultWindow
 	}
+	switch b.GeminiStatusShape {
+	case "", GeminiStatusError, GeminiStatusField, GeminiStatusTop:
+	default:
+		return nil, fmt.Errorf("batch config: gemini status shape %q, want %q, %q or %q", b.GeminiStatusShape,
+			GeminiStatusError, GeminiStatusField, GeminiStatusTop)
+	}
 	fail := make(map[string]int, len(b.FailLines)+len(cfg.FailCells))
 	for _, c := range cfg.FailCells {
 		fail[c] = http.StatusInternalServerError
@@ -207,14 +238,21 @@ func newBatches(cfg Config) (*batches, error) {
 	}
 	b.FailLines = fail
 	b.RejectLines = slices.Clone(b.RejectLines)
+	b.OddLines = slices.Clone(b.OddLines)
 	// The lines are answered by the same snapshots as synchronous calls.
 	lines, err := New(Config{Models: cfg.Models, Now: cfg.Now, Forget: true, lineServer: true,
 		ServedModel: cfg.ServedModel, SystemFingerprint: cfg.SystemFingerprint, SnapshotChange: cfg.SnapshotChange, Sampling: cfg.Sampling})
 	if err != nil {
 		return nil, err
 	}
-	return &batches{cfg: b, lines: lines, files: map[string]*simFile{}, batches: map[string]*simBatch{},
-		gfiles: map[string]*simFile{}, uploads: map[string]pendingUpload{}}, nil
+	bs := &batches{cfg: b, lines: lines, files: map[string]*simFile{}, batches: map[string]*simBatch{},
+		gfiles: map[string]*simFile{}, uploads: map[string]pendingUpload{}}
+	if b.StateDir != "" {
+		if err := bs.load(); err != nil {
+			return nil, err
+		}
+	}
+	return bs, nil
 }
 
 func (s *Server) registerBatches() {
@@ -266,37 +304,41 @@ func (s *Server) Batches() []Batch {
 		case BatchAnthropic:
 			out[i].Status = anthropicStatus(out[i].Status)
 		case BatchGemini:
-			out[i].Status = geminiState(out[i].Status)
+			out[i].Status = geminiState(out[i].Status, b.cfg.GeminiJobStates)
 		}
 	}
 	return out
 }
 
-// deleteBatch marks the batch deleted and logs it (Server.Deletions); false when it already was.
-func (b *batches) deleteBatch(sb *simBatch) bool {
+// deleteBatch marks the batch deleted and logs it (Server.Deletions); false when it already was. The error is
+// the state dir's.
+func (b *batches) deleteBatch(sb *simBatch) (bool, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if sb.deleted {
-		return false
+		b.mu.Unlock()
+		return false, nil
 	}
 	sb.deleted = true
 	b.deletions = append(b.deletions, sb.id)
-	return true
+	b.mu.Unlock()
+	return true, b.saveBatch(sb)
 }
 
 // deleteFile removes file id from files (OpenAI's or Gemini's Files API) and logs it; false when there is none.
-func (b *batches) deleteFile(files map[string]*simFile, id string) bool {
+// The error is the state dir's.
+func (b *batches) deleteFile(files map[string]*simFile, id string) (bool, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if _, ok := files[id]; !ok {
-		return false
+		b.mu.Unlock()
+		return false, nil
 	}
 	delete(files, id)
 	b.deletions = append(b.deletions, id)
-	return true
+	b.mu.Unlock()
+	return true, b.removeFile(id)
 }
 
-// Uploads returns the batch input files uploaded so far, deleted ones included, in order: a test reads in it
+// Uploads returns the batch input files uploaded so far (OpenAI's and Gemini's), deleted ones included, in order: a test reads in it
 // whether a client uploaded the same input twice, whatever was deleted since.
 func (s *Server) Uploads() []File {
 	b := s.batches
@@ -530,3 +572,6 @@ func pageLimit(r *http.Request) (int, error) {
 	}
 	return limit, nil
 }
+
+// odd reports whether the result line of request id is written in a shape no format documents (OddLines).
+func (b *batches) odd(id string) bool { return slices.Contains(b.cfg.OddLines, id) }

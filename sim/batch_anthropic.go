@@ -109,6 +109,10 @@ func (b *batches) handleAnthropicCreate(w http.ResponseWriter, r *http.Request) 
 	b.batches[sb.id] = sb
 	b.order = append(b.order, sb.id)
 	b.mu.Unlock()
+	if err := b.saveBatch(sb); err != nil {
+		writeAnthropicError(w, http.StatusInternalServerError, "api_error", err.Error())
+		return
+	}
 	writeObject(w, http.StatusOK, b.anthropicObject(r, sb, now))
 }
 
@@ -184,7 +188,10 @@ func (b *batches) handleAnthropicDelete(w http.ResponseWriter, r *http.Request) 
 			"Message batch "+sb.id+" is still in progress: cancel it first, or wait for it to end")
 		return
 	}
-	if !b.deleteBatch(sb) {
+	if ok, err := b.deleteBatch(sb); err != nil {
+		writeAnthropicError(w, http.StatusInternalServerError, "api_error", err.Error())
+		return
+	} else if !ok {
 		writeAnthropicError(w, http.StatusNotFound, "not_found_error", "No such message batch: "+sb.id)
 		return
 	}
@@ -203,6 +210,10 @@ func (b *batches) handleAnthropicCancel(w http.ResponseWriter, r *http.Request) 
 	now := b.lines.cfg.Now()
 	if !terminal(sb.status(now, b.cfg)) {
 		sb.cancel(now)
+		if err := b.saveBatch(sb); err != nil {
+			writeAnthropicError(w, http.StatusInternalServerError, "api_error", err.Error())
+			return
+		}
 	}
 	writeObject(w, http.StatusOK, b.anthropicObject(r, sb, now))
 }
@@ -262,6 +273,8 @@ func (b *batches) handleAnthropicResults(w http.ResponseWriter, r *http.Request)
 		switch {
 		case i >= len(sb.results):
 			result = map[string]string{"type": notRun}
+		case b.odd(l.customID):
+			result = map[string]string{"type": "pending"}
 		case sb.results[i].status == http.StatusOK:
 			msg, err := chatToMessage(sb.results[i].body)
 			if err != nil {

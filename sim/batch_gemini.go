@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -72,19 +73,24 @@ func geminiCanonical(status int) (int, string) {
 }
 
 // geminiState is the Gemini state of a batch of OpenAI status st (Gemini has no cancelling state: a batch being
-// cancelled is still running).
-func geminiState(st string) string {
+// cancelled is still running), by its BATCH_STATE_* name, or with job by the JOB_STATE_* name of Google's SDKs
+// and Vertex AI.
+func geminiState(st string, job bool) string {
+	name := "RUNNING"
 	switch st {
 	case "completed":
-		return "BATCH_STATE_SUCCEEDED"
+		name = "SUCCEEDED"
 	case "failed":
-		return "BATCH_STATE_FAILED"
+		name = "FAILED"
 	case "cancelled":
-		return "BATCH_STATE_CANCELLED"
+		name = "CANCELLED"
 	case "expired":
-		return "BATCH_STATE_EXPIRED"
+		name = "EXPIRED"
 	}
-	return "BATCH_STATE_RUNNING"
+	if job {
+		return "JOB_STATE_" + name
+	}
+	return "BATCH_STATE_" + name
 }
 
 // geminiRequestBody is the part of a GenerateContentRequest the simulator reads.
@@ -365,6 +371,10 @@ func (b *batches) handleGeminiCreate(w http.ResponseWriter, r *http.Request) {
 	b.batches[sb.id] = sb
 	b.order = append(b.order, sb.id)
 	b.mu.Unlock()
+	if err := b.saveBatch(sb); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	b.writeGemini(w, sb, now, false)
 }
 
@@ -387,10 +397,13 @@ func (b *batches) geminiObject(sb *simBatch, now time.Time) map[string]any {
 	md := map[string]any{
 		"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
 		"name":  sb.id, "displayName": sb.metadata["display_name"], "model": "models/" + sb.model,
-		"state": geminiState(st), "createTime": ts(sb.created), "updateTime": ts(now),
+		"state": geminiState(st, b.cfg.GeminiJobStates), "createTime": ts(sb.created), "updateTime": ts(now),
 		"batchStats": map[string]string{"requestCount": strconv.Itoa(len(sb.lines)),
 			"successfulRequestCount": strconv.Itoa(ok), "failedRequestCount": strconv.Itoa(failed),
 			"pendingRequestCount": strconv.Itoa(len(sb.lines) - n)},
+	}
+	if sb.inputFileID != "" {
+		md["inputConfig"] = map[string]string{"fileName": sb.inputFileID}
 	}
 	op := map[string]any{"name": sb.id, "metadata": md, "done": terminal(st)}
 	if terminal(st) {
@@ -459,15 +472,28 @@ func (b *batches) geminiResult(sb *simBatch, i int, now time.Time, inline bool) 
 		res = &r
 	}
 	sb.mu.Unlock()
-	fail := func(status int, msg string) {
-		code, name := geminiCanonical(status)
-		out["error"] = map[string]any{"code": code, "message": msg, "status": name}
+	status := func(code int, msg, name string) {
+		st := map[string]any{"code": code, "message": msg, "status": name}
+		switch b.cfg.GeminiStatusShape {
+		case GeminiStatusField:
+			out["status"] = map[string]any{"code": code, "message": msg, "details": []any{}}
+		case GeminiStatusTop:
+			maps.Copy(out, st)
+		default:
+			out["error"] = st
+		}
+	}
+	fail := func(httpStatus int, msg string) {
+		code, name := geminiCanonical(httpStatus)
+		status(code, msg, name)
 	}
 	switch {
+	case res != nil && b.odd(l.customID):
+		out["outcome"] = "unknown"
 	case res == nil && sb.status(now, b.cfg) == "cancelled":
-		out["error"] = map[string]any{"code": 1, "message": "The batch was cancelled before this request ran.", "status": "CANCELLED"}
+		status(1, "The batch was cancelled before this request ran.", "CANCELLED")
 	case res == nil:
-		out["error"] = map[string]any{"code": 4, "message": "The batch expired before this request ran.", "status": "DEADLINE_EXCEEDED"}
+		status(4, "The batch expired before this request ran.", "DEADLINE_EXCEEDED")
 	case res.status == http.StatusOK:
 		resp, err := chatToGemini(res.body)
 		if err != nil {
@@ -516,7 +542,10 @@ func (b *batches) handleGeminiDelete(w http.ResponseWriter, r *http.Request) {
 		geminiError(w, http.StatusBadRequest, "the batch is still running: cancel it first, or wait for it to end")
 		return
 	}
-	if !b.deleteBatch(sb) {
+	if ok, err := b.deleteBatch(sb); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	} else if !ok {
 		geminiError(w, http.StatusNotFound, "no such batch: "+sb.id)
 		return
 	}
@@ -529,7 +558,10 @@ func (b *batches) handleGeminiFileDelete(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	name := "files/" + r.PathValue("id")
-	if !b.deleteFile(b.gfiles, name) {
+	if ok, err := b.deleteFile(b.gfiles, name); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	} else if !ok {
 		geminiError(w, http.StatusNotFound, "no such file: "+name)
 		return
 	}
@@ -555,6 +587,10 @@ func (b *batches) handleGeminiCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sb.cancel(now)
+	if err := b.saveBatch(sb); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, []byte("{}"))
 }
 
@@ -655,7 +691,12 @@ func (b *batches) geminiFinishUpload(w http.ResponseWriter, r *http.Request, id 
 	delete(b.uploads, id)
 	f := &simFile{id: b.newID("files/sim-"), name: up.name, purpose: "gemini", created: now, data: data}
 	b.gfiles[f.id] = f
+	b.uploaded = append(b.uploaded, File{ID: f.id, Name: f.name, Purpose: f.purpose, Bytes: len(data), Created: now})
 	b.mu.Unlock()
+	if err := b.saveFile(f, true); err != nil {
+		geminiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	writeObject(w, http.StatusOK, map[string]any{"file": geminiFileObject(f)})
 }
 

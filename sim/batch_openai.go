@@ -68,6 +68,10 @@ func (b *batches) handleUpload(w http.ResponseWriter, r *http.Request) {
 		b.uploaded = append(b.uploaded, File{ID: sf.id, Name: sf.name, Purpose: sf.purpose, Bytes: len(data), Created: sf.created})
 	}
 	b.mu.Unlock()
+	if err := b.saveFile(sf, false); err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", "", err.Error())
+		return
+	}
 	writeObject(w, http.StatusOK, sf.object())
 }
 
@@ -104,7 +108,10 @@ func (b *batches) handleFiles(w http.ResponseWriter, r *http.Request) {
 // handleFileDelete deletes a file, as the API does: {"id", "object": "file", "deleted": true}, or 404.
 func (b *batches) handleFileDelete(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !b.deleteFile(b.files, id) {
+	if ok, err := b.deleteFile(b.files, id); err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", "", err.Error())
+		return
+	} else if !ok {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "id", "No such File object: "+id)
 		return
 	}
@@ -214,6 +221,10 @@ func (b *batches) handleCreate(w http.ResponseWriter, r *http.Request) {
 	b.batches[sb.id] = sb
 	b.order = append(b.order, sb.id)
 	b.mu.Unlock()
+	if err := b.saveBatch(sb); err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", "", err.Error())
+		return
+	}
 	obj := b.object(sb, now)
 	if len(sb.errors) == 0 {
 		obj.Status = "validating" // as the API answers a create
@@ -326,6 +337,11 @@ func (b *batches) finalize(sb *simBatch, now time.Time) string {
 			continue
 		}
 		res := sb.results[i]
+		if b.odd(l.customID) {
+			line, _ := json.Marshal(map[string]any{"id": reqID, "custom_id": l.customID, "response": nil, "error": nil})
+			out.Write(append(line, '\n'))
+			continue
+		}
 		// Every request that got an HTTP response, whatever its status, is in the output file with "error": null:
 		// a 400 or 500 shows only in response.status_code.
 		line, _ := json.Marshal(map[string]any{"id": reqID, "custom_id": l.customID,
@@ -334,20 +350,31 @@ func (b *batches) finalize(sb *simBatch, now time.Time) string {
 			"error": nil})
 		out.Write(append(line, '\n'))
 	}
+	var made []*simFile
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if out.Len() > 0 {
 		f := &simFile{id: b.newID("file-sim"), name: sb.id + "_output.jsonl", purpose: "batch_output", created: now,
 			data: out.Bytes()}
 		b.files[f.id] = f
 		sb.outputID = f.id
+		made = append(made, f)
 	}
 	if errOut.Len() > 0 {
 		f := &simFile{id: b.newID("file-sim"), name: sb.id + "_error.jsonl", purpose: "batch_output", created: now,
 			data: errOut.Bytes()}
 		b.files[f.id] = f
 		sb.errorID = f.id
+		made = append(made, f)
 	}
+	b.mu.Unlock()
+	// The files first, then the batch record that names them: a simulator that loads a batch whose record names
+	// no result files writes them again. A state dir that refuses them loses them on a restart only.
+	for _, f := range made {
+		if err := b.saveFile(f, false); err != nil {
+			return st
+		}
+	}
+	_ = b.saveBatchLocked(sb) // sb.mu is held: the record is written with the ids just set
 	return st
 }
 
@@ -415,6 +442,10 @@ func (b *batches) handleCancel(w http.ResponseWriter, r *http.Request) {
 	st := sb.status(now, b.cfg)
 	if !terminal(st) {
 		sb.cancel(now)
+		if err := b.saveBatch(sb); err != nil {
+			writeError(w, http.StatusInternalServerError, "server_error", "", "", err.Error())
+			return
+		}
 	}
 	if terminal(st) && st != "cancelled" {
 		writeError(w, http.StatusConflict, "invalid_request_error", "", "",

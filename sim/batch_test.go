@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -608,4 +609,120 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestBatchesSurviveARestart: a simulator with a state dir keeps its files and batches there, and another started
+// on the same dir (the embedded one after a kill -9 of its starter) serves them under the same ids: a batch
+// created before the restart runs on meanwhile (its answers the same as the first simulator's), its uploaded input,
+// a cancel, a deletion and the result files whose ids a client learnt before the restart are there too, and new
+// ids follow the old ones. Without a state dir, the batches go with the process.
+func TestBatchesSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := newFakeClock()
+	cfg := Config{Now: clk.Now, Batch: BatchConfig{ProcessingTime: time.Hour, StateDir: dir}}
+	s1, ts1 := newTestServer(t, cfg)
+	c1 := newClient(ts1)
+	bodies := chatBodies(t, "sim-chat", 10)
+	ids := cellIDs(len(bodies))
+	input := inputFile(ids, "/v1/chat/completions", bodies)
+	running := submit(t, c1, openai.BatchEndpointChatCompletions, input, map[string]any{"silico_run": "r1"})
+	ended := submit(t, c1, openai.BatchEndpointChatCompletions, input, nil)
+	cancelled := submit(t, c1, openai.BatchEndpointChatCompletions, input, nil)
+	clk.Advance(30 * time.Minute)
+	if _, err := c1.CancelBatch(t.Context(), cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(45 * time.Minute) // ended and cancelled have ended; running is a new one below
+	done1, err := c1.RetrieveBatch(t.Context(), ended.ID)
+	if err != nil || done1.Status != "completed" || done1.OutputFileID == nil {
+		t.Fatalf("before the restart: %+v, %v", done1, err)
+	}
+	answers := fileLines(t, c1, done1.OutputFileID)
+	before := s1.Batches()
+	late := submit(t, c1, openai.BatchEndpointChatCompletions, input, nil) // half done at the restart below
+	clk.Advance(30 * time.Minute)
+	gem := strings.NewReader(`{"batch":{"displayName":"d","inputConfig":{"requests":{"requests":[{"request":{"contents":[{"role":"user","parts":[{"text":"Hi"}]}]},"metadata":{"key":"k1"}}]}}}}`)
+	resp, err := http.Post(ts1.URL+"/v1beta/models/sim-chat:batchGenerateContent", "application/json", gem)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("gemini create: %v %v", resp, err)
+	}
+	_ = resp.Body.Close()
+	ts1.Close()
+
+	s2, ts2 := newTestServer(t, cfg)
+	c2 := newClient(ts2)
+	after := s2.Batches()
+	if len(after) != len(before)+2 {
+		t.Fatalf("%d batches after the restart, want %d", len(after), len(before)+2)
+	}
+	for i, b := range before {
+		if a := after[i]; a.ID != b.ID || a.Status != b.Status || len(a.Ran) != len(b.Ran) || a.InputFile != b.InputFile ||
+			a.Metadata["silico_run"] != b.Metadata["silico_run"] || !a.Created.Equal(b.Created) {
+			t.Errorf("batch %d after the restart: %+v\nwant %+v", i, a, b)
+		}
+	}
+	done2, err := c2.RetrieveBatch(t.Context(), ended.ID)
+	if err != nil || done2.Status != "completed" || done2.OutputFileID == nil || *done2.OutputFileID != *done1.OutputFileID {
+		t.Fatalf("the ended batch after the restart: %+v, %v", done2, err)
+	}
+	if again := sortedLines(t, fileLines(t, c2, done2.OutputFileID)); fmt.Sprint(again) != fmt.Sprint(sortedLines(t, answers)) {
+		t.Errorf("its output file changed:\n%v\nwant\n%v", again, sortedLines(t, answers))
+	}
+	if c, err := c2.RetrieveBatch(t.Context(), cancelled.ID); err != nil || c.Status != "cancelled" || c.RequestCounts.Completed != 5 {
+		t.Errorf("the cancelled batch after the restart: %+v, %v", c, err)
+	}
+	mid, err := c2.RetrieveBatch(t.Context(), late.ID)
+	if err != nil || mid.Status != "in_progress" || mid.RequestCounts.Completed != 5 {
+		t.Fatalf("the batch half done at the restart: %+v, %v", mid, err)
+	}
+	clk.Advance(time.Hour)
+	fin, err := c2.RetrieveBatch(t.Context(), late.ID)
+	if err != nil || fin.Status != "completed" {
+		t.Fatalf("it did not end after the restart: %+v, %v", fin, err)
+	}
+	if got := sortedLines(t, fileLines(t, c2, fin.OutputFileID)); fmt.Sprint(got) != fmt.Sprint(sortedLines(t, answers)) || len(got) != 10 {
+		t.Errorf("its answers differ from the same requests' before the restart:\n%v\nwant\n%v", got, sortedLines(t, answers))
+	}
+	if _, err := c2.RetrieveBatch(t.Context(), running.ID); err != nil {
+		t.Errorf("the first batch: %v", err)
+	}
+	next := submit(t, c2, openai.BatchEndpointChatCompletions, input, nil)
+	for _, b := range before {
+		if next.ID == b.ID || next.InputFileID == b.InputFile {
+			t.Errorf("a new batch after the restart reuses id %s or %s", b.ID, b.InputFile)
+		}
+	}
+	if err := c2.DeleteFile(t.Context(), late.InputFileID); err != nil {
+		t.Fatal(err)
+	}
+	ts2.Close()
+	s3, _ := newTestServer(t, cfg)
+	for _, f := range s3.Files() {
+		if f.ID == late.InputFileID {
+			t.Errorf("file %s deleted before the restart is back", f.ID)
+		}
+	}
+	if n := len(s3.Batches()); n != len(after)+1 {
+		t.Errorf("%d batches after a second restart, want %d", n, len(after)+1)
+	}
+	// In memory only, the batches go with the process.
+	cfg.Batch.StateDir = ""
+	if s4, _ := newTestServer(t, cfg); len(s4.Batches()) != 0 {
+		t.Errorf("a simulator without a state dir starts with %d batches", len(s4.Batches()))
+	}
+}
+
+// sortedLines are the custom ids, answers and usage of result lines, by custom id.
+func sortedLines(t *testing.T, ls []resultLine) []string {
+	t.Helper()
+	var out []string
+	for _, l := range ls {
+		var a openai.ChatCompletionResponse
+		if err := json.Unmarshal(l.Response.Body, &a); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s %q %d/%d", l.CustomID, a.Choices[0].Message.Content, a.Usage.PromptTokens, a.Usage.CompletionTokens))
+	}
+	slices.Sort(out)
+	return out
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/experiment/experimenttest"
 	"github.com/silicolab/silico/llm"
+	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/wire"
@@ -55,8 +56,14 @@ func (s *stack) batchWorker(t *testing.T) func() {
 // batchWorkerEnv is batchWorker with getenv as the worker's environment.
 func (s *stack) batchWorkerEnv(t *testing.T, getenv func(string) string) func() {
 	t.Helper()
+	return s.batchWorkerWith(t, getenv, nil)
+}
+
+// batchWorkerWith is batchWorkerEnv with clk as the activities' clock (nil: the real one).
+func (s *stack) batchWorkerWith(t *testing.T, getenv func(string) string, clk ratelimit.Clock) func() {
+	t.Helper()
 	w, err := workerhost.New(s.client, workerhost.Config{Store: s.store, Getenv: getenv,
-		SimURL: s.simURL, OutputRoot: s.out})
+		SimURL: s.simURL, OutputRoot: s.out, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,21 +23,7 @@ func quickstartCopy(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	copyDir(t, filepath.Join("..", "examples", "quickstart"), dir)
-	path := filepath.Join(dir, "experiment.yaml")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	for old, repl := range map[string]string{"latency: 300ms": "latency: 80ms", "jitter: 200ms": "jitter: 40ms"} {
-		if !strings.Contains(s, old) {
-			t.Fatalf("quickstart spec no longer contains %q; update the test's trimming", old)
-		}
-		s = strings.Replace(s, old, repl, 1)
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editSpec(t, filepath.Join(dir, "experiment.yaml"), map[string]string{"latency: 300ms": "latency: 80ms", "jitter: 200ms": "jitter: 40ms"})
 	return dir
 }
 
@@ -74,19 +60,8 @@ func runOKCells(t *testing.T, bin, dir, reqLog string, cells int) (verb, id stri
 func balancedCopy(t *testing.T) string {
 	t.Helper()
 	dir := quickstartCopy(t)
-	path := filepath.Join(dir, "experiment.yaml")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const items = "  items: {file: ipip50.csv}"
-	if !strings.Contains(string(b), items) {
-		t.Fatalf("quickstart spec no longer contains %q; update the test", items)
-	}
-	s := strings.Replace(string(b), items, "  order: {mode: balanced}\n"+items, 1)
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editSpec(t, filepath.Join(dir, "experiment.yaml"), map[string]string{items: "  order: {mode: balanced}\n" + items})
 	return dir
 }
 
@@ -181,8 +156,14 @@ func killMidRunResumes(t *testing.T, copySpec func(*testing.T) string, cells int
 	}
 
 	// 4. An uninterrupted run of the same spec, in its own directory, writes the same cell columns.
-	base := copySpec(t)
-	verb, idb := runOKCells(t, bin, base, "req.jsonl", cells)
+	checkUninterrupted(t, bin, copySpec(t), id, got)
+}
+
+// checkUninterrupted runs the spec copied into base to its end in one go and holds got, the cell columns of run
+// id after a kill and a resume, to its: the same run id, the same rows.
+func checkUninterrupted(t *testing.T, bin, base, id string, got [][]string) {
+	t.Helper()
+	verb, idb := runOKCells(t, bin, base, "req.jsonl", len(got))
 	if verb != "Started" || idb != id {
 		t.Fatalf("uninterrupted run: %q run %s, want \"Started\" run %s", verb, idb, id)
 	}

@@ -114,6 +114,10 @@ type BatchCollected struct {
 	AgainCost float64 `json:"again_cost,omitempty"`
 	// AgainDigest is the digest of the lines of Again, for the next round's BatchChunkInput.Digest.
 	AgainDigest string `json:"again_digest,omitempty"`
+	// AgainReason is the provider's most frequent reason for the Again cells (batch_expired, cancelled,
+	// ServerError, …; "missing" for cells the results do not mention): the error_code of those recorded
+	// errclass.BatchNotRun when the chunk's rounds are used up. Empty in results recorded before it existed.
+	AgainReason string `json:"again_reason,omitempty"`
 	// Usage is what the recorded cells consumed, at the batch price.
 	Usage usage.Usage `json:"usage"`
 	// Adopted are the candidates CollectCandidates found to be the chunk's (each of their results a request of
@@ -142,6 +146,11 @@ type BatchProgress struct {
 	// Enqueued token limit reached … · waiting for 2 other batches of the run, then resubmitting"), while it waits;
 	// empty otherwise.
 	Reason string `json:"reason,omitempty"`
+	// State is the provider's own name of a state silico does not know (Status is then unknown).
+	State string `json:"state,omitempty"`
+	// Note is what happened to the chunk's earlier batches that the user should know while its next one runs
+	// ("batch … lost: the provider answered 404 to 5 polls over 2m5s; submitted again"); it stays with the chunk.
+	Note string `json:"note,omitempty"`
 }
 
 // BatchFormat is a provider's batch wire format.
@@ -189,6 +198,10 @@ const (
 	BatchStatusExpired BatchStatus = "expired"
 	// BatchStatusCancelled: cancelled; what completed is in the results, the rest never ran.
 	BatchStatusCancelled BatchStatus = "cancelled"
+	// BatchStatusUnknown: the provider reported a state silico does not know (BatchInfo.State names it). Not
+	// terminal: taking it for an end would collect results that are not there, so AwaitBatch follows it, for a
+	// bounded time (see activities/batchawait.go).
+	BatchStatusUnknown BatchStatus = "unknown"
 )
 
 // Terminal reports whether s is final.
@@ -222,7 +235,8 @@ type BatchInfo struct {
 	// CreatedAt and ExpiresAt are zero when the provider did not say.
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
-	// InputFileID is an OpenAI batch's input file; empty in batches recorded before it was kept.
+	// InputFileID is an OpenAI batch's input file, or the uploaded input file of a Gemini batch (none when its
+	// requests went inline); empty in batches recorded before it was kept.
 	InputFileID string `json:"input_file_id,omitempty"`
 	// OutputFileID and ErrorFileID are the result files of an OpenAI batch, once it has them.
 	OutputFileID string `json:"output_file_id,omitempty"`
@@ -232,6 +246,9 @@ type BatchInfo struct {
 	// ResponsesFile is the file ("files/...") of an ended Gemini batch's results when they are not inline; empty
 	// for inline results, which are read from the batch itself.
 	ResponsesFile string `json:"responses_file,omitempty"`
+	// State is the provider's own name of the batch's state when silico does not know it (Status is then
+	// BatchStatusUnknown); empty otherwise.
+	State string `json:"state,omitempty"`
 	// Metadata is the batch's metadata (OpenAI; Anthropic batches have none). A Gemini batch's display name,
 	// which carries its key, is under batchformat.MetaDisplayName.
 	Metadata map[string]string `json:"metadata,omitempty"`

@@ -206,6 +206,8 @@ type FailInput struct {
 	Code     string `json:",omitempty"`
 	Message  string
 	Attempts int
+	// Tries are the tries charged to each cell recorded (a batch round is a try of every cell it carries).
+	Tries int `json:",omitempty"`
 }
 
 // FailOutput says what FailUnfinished recorded, and what the range's finished cells cost.

@@ -92,7 +92,7 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // long as a run started before the change may replay.
 func ChangeIDs() []string {
 	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeBatchCandidates, ChangeBatchCleanup,
-		ChangeTokenLimitSubmissions, ChangeBatchBudgetPerPass}
+		ChangeTokenLimitSubmissions, ChangeBatchBudgetPerPass, ChangeBatchBounded}
 }
 
 // ChangeBatchAwait: a chunk waits for its batch (and for its cancel) with one AwaitBatch per status the batch
@@ -130,3 +130,14 @@ const ChangeTokenLimitSubmissions = "token-limit-submissions-2026-12-02"
 // waits for another chunk's reservation by counting reservations, where DefaultVersion compared their float sum
 // with 0, which a rounding residue could keep above 0 for ever (the run then hung).
 const ChangeBatchBudgetPerPass = "batch-budget-per-pass-2026-12-05"
+
+// ChangeBatchBounded: a batch chunk settles what fails for good itself, instead of leaving its cells to its pass.
+// A batch the provider no longer knows (AwaitBatch's errclass.BatchLost) is submitted again as a fresh try, a
+// bounded number of times; any other final failure of a chunk's batch activity (a state silico does not know for
+// too long, a submission or a collect whose bounded retries ran out) cancels the batch if one runs and records the
+// chunk's cells with the reason; the cells its rounds left unanswered are recorded by the chunk, with the
+// provider's last reason as their error_code and the batches that carried them as their tries; and an input file
+// kept for a resubmission that never came is deleted when the chunk ends. Before it (DefaultVersion), such cells
+// were left to the pass, which recorded them errclass.BatchNotRun without a code or tries, and a kept input
+// stayed at the provider.
+const ChangeBatchBounded = "batch-lost-and-bounded-2026-12-07"

@@ -215,11 +215,16 @@ func (r *runner) batchEnds(before, after wire.BatchProgress) {
 
 // batchWaiting shows reason on the progress of batch key (empty: none).
 func (r *runner) batchWaiting(ctx workflow.Context, key, reason string) {
+	r.editBatch(ctx, key, func(b *wire.BatchProgress) { b.Reason = reason })
+}
+
+// editBatch changes the progress of batch key with edit, when the run has seen it, and updates the run's details.
+func (r *runner) editBatch(ctx workflow.Context, key string, edit func(*wire.BatchProgress)) {
 	b, ok := r.batches[key]
 	if !ok {
 		return
 	}
-	b.Reason = reason
+	edit(&b)
 	r.batches[key] = b
 	r.details(ctx)
 }
@@ -259,27 +264,27 @@ func (r *runner) splitChunk(ctx workflow.Context, p experiment.Pass, key string,
 	return total
 }
 
-// chunkUnanswered records the cells a chunk's rounds left unanswered failed (errclass.BatchNotRun) with the
-// provider's last reason for failing one of its batches as a whole, when it did (a later round may have expired
-// instead: the message says how many failed, not that the last did) and the model does not send them
-// synchronously, and returns total with them.
+// chunkUnanswered records the cells a chunk's rounds left unanswered failed (errclass.BatchNotRun), unless the
+// model sends them synchronously, and returns total with them: with the provider's last reason for failing one
+// of its batches as a whole, when it did (a later round may have expired instead: the message says how many
+// failed, not that the last did); since wire.ChangeBatchBounded (u.bounded) also when none failed, with the
+// provider's last reason for the cells as their error_code and the batches that carried them as their attempts
+// and tries (runs recorded before leave them to the pass, which records them without either).
 func (r *runner) chunkUnanswered(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, f chunkFailures,
-	bb *batchBudget, total wire.BatchCollected) wire.BatchCollected {
-	if f.reason == "" || cells.Len() == 0 || ctx.Err() != nil || r.halted(bb) ||
+	bb *batchBudget, total wire.BatchCollected, u unanswered) wire.BatchCollected {
+	if (f.reason == "" && !u.bounded) || cells.Len() == 0 || ctx.Err() != nil || r.halted(bb) ||
 		r.plan.Models[p.Model].Batch.OnExpired == experiment.OnExpiredSync {
 		return total
 	}
-	var out wire.FailOutput
-	err := wire.FailUnfinished.Execute(shortCtx(ctx), wire.FailInput{
-		RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: errclass.BatchNotRun,
+	in := wire.FailInput{RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: errclass.BatchNotRun,
 		Message: fmt.Sprintf("not answered in the chunk's batches: the provider failed %d of them as a whole, the last with: %s",
-			f.failed, f.reason),
-	}).Get(ctx, &out)
-	if err != nil {
-		workflow.GetLogger(ctx).Error("recording a chunk's unanswered cells failed", "pass", p.Index, "error", err)
-		return total
+			f.failed, f.reason)}
+	if f.reason == "" {
+		in.Message = fmt.Sprintf("not answered in the chunk's %d batch(es): the provider did not run the cell, or failed it "+
+			"transiently, each time (the last time: %s)", u.batches, u.reason)
 	}
-	total.Recorded += out.Recorded
-	total.Failed += out.Recorded
-	return total
+	if u.bounded {
+		in.Code, in.Attempts, in.Tries = u.reason, u.batches, u.batches
+	}
+	return r.failCells(ctx, p, in, total)
 }

@@ -57,8 +57,14 @@ func newFailEnvClient(t *testing.T, cfg sim.BatchConfig, hc *http.Client) *failE
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	f.sim, f.url = s, srv.URL
+	keys := func(k string) string {
+		if k == experiment.DefaultGeminiKeyEnv {
+			return "gem-test-key-0123456789" // for the specs on the simulator's Gemini API (geminiSimSpec)
+		}
+		return ""
+	}
 	activities.Register(f.env, &activities.Activities{Store: f.st,
-		Models:     llm.NewRegistry(hc, func(string) string { return "" }, ""),
+		Models:     llm.NewRegistry(hc, keys, ""),
 		OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond, Clock: clk})
 	return f
 }
@@ -243,6 +249,18 @@ func TestBatchTokenLimitSplitsAChunkAlone(t *testing.T) {
 		t.Errorf("chunks that ran %v, want the halves as chunks 1 and 2", chunks)
 	}
 	checkOneUploadPerInput(t, f.sim)
+	// The chunk's own input, kept while its lines were resubmitted, goes when it is split; the halves' go with
+	// their batches.
+	checkNoFilesLeft(t, f.sim)
+}
+
+// checkNoFilesLeft fails when the simulator still holds a file: every upload and result file a run made is
+// deleted once the run no longer needs it.
+func checkNoFilesLeft(t *testing.T, s *sim.Server) {
+	t.Helper()
+	for _, f := range s.Files() {
+		t.Errorf("file %s (%s, %s) left at the provider", f.ID, f.Name, f.Purpose)
+	}
 }
 
 // TestBatchRejectedLinesFailTheirCells: a batch failed because of one of its lines records that line's cell
@@ -301,6 +319,8 @@ func TestBatchOtherFailuresCountAgainstMaxAttempts(t *testing.T) {
 	if n := checkOneUploadPerInput(t, f.sim); n != 6 {
 		t.Errorf("%d inputs uploaded, want one per chunk", n)
 	}
+	// The inputs kept for the rounds are deleted once the rounds are used up.
+	checkNoFilesLeft(t, f.sim)
 	// Nothing waits once the rounds are used up.
 	for _, b := range f.progress(t).Batches {
 		if b.Reason != "" {

@@ -41,8 +41,22 @@ import (
 // submission the ids of the batches it adopted before. When it still finds several (another client's batch of the
 // same size), the chunk waits for all of them and records those whose results are its own (batchadopt.go).
 
-// batchActivityCtx is the options of the batch pass's activities: short, retried with backoff for as long as
-// the pass lives, non-retryable only for what no retry can cure.
+// The bounds of the batch activities' retries. Each activity that fails is retried by Temporal with a growing
+// backoff; its attempts, state and last failure are in DescribeWorkflowExecution's pending activities (the Web
+// UI's pending activity, and `starter run`'s and `starter status`'s lines from the third attempt on), and once its
+// attempts are used up the chunk records its cells with the last failure's reason (wire.ChangeBatchBounded).
+const (
+	// batchAttempts bounds PlanBatchPass, SubmitBatch, CleanupBatch and the cancel of a batch given up: at most a
+	// minute apart, about 25 minutes of failures.
+	batchAttempts = 30
+	// batchWaitAttempts bounds CollectBatch, CollectCandidates and CancelBatch, which follow a batch that exists
+	// and was paid for: at most 5 minutes apart, about 70 minutes of failures.
+	batchWaitAttempts   = 20
+	batchWaitMaxBackoff = 5 * time.Minute
+)
+
+// batchActivityCtx is the options of the batch pass's activities: short, retried with backoff batchAttempts
+// times, non-retryable only for what no retry can cure.
 func batchActivityCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
@@ -51,21 +65,22 @@ func batchActivityCtx(ctx workflow.Context, summary string) workflow.Context {
 		HeartbeatTimeout: 10 * time.Second,
 		Summary:          summary,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			MaximumAttempts: 30, NonRetryableErrorTypes: errclass.NonRetryable()},
+			MaximumAttempts: batchAttempts, NonRetryableErrorTypes: errclass.NonRetryable()},
 	})
 }
 
 // batchWaitCtx is the options of the activities that follow a created batch (poll, collect, cancel): as
-// batchActivityCtx, but retried for as long as it takes. The batch exists and is paid for, so giving up would
-// leave it running unrecorded (and, with on_expired: sync, pay for its cells again); the failing attempts show in
-// the Web UI with their error, and cancelling the run cancels the batch.
+// batchActivityCtx, but more patient (batchWaitAttempts, up to batchWaitMaxBackoff apart): the batch exists and
+// is paid for, and giving up leaves its results unrecorded. They are bounded all the same: a collect that fails
+// the same way for an hour and more is no transient failure, and its cells are recorded with its reason (the
+// batch's files are kept at the provider) rather than retried in silence for ever, as they were before.
 func batchWaitCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:    10 * time.Second,
 		Summary:             summary,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: errclass.NonRetryable()},
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: batchWaitMaxBackoff,
+			MaximumAttempts: batchWaitAttempts, NonRetryableErrorTypes: errclass.NonRetryable()},
 	})
 }
 
@@ -150,6 +165,17 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 	var total wire.BatchCollected
 	var fails chunkFailures
 	var prior []string // the chunk's batches so far
+	// Since wire.ChangeBatchBounded the chunk settles its own failures (see giveUp, chunkUnanswered): kept is a
+	// collected batch whose input file was kept for the same lines' next batch, deleted when the chunk ends
+	// without one; lost counts the batches the provider lost; again is the provider's last reason for the cells
+	// still to answer.
+	bounded := batchBounded(ctx)
+	var kept wire.BatchInfo
+	lost := 0
+	again := ""
+	if bounded {
+		defer func() { r.deleteKeptInput(ctx, p, kept) }()
+	}
 	for round := 0; round < rounds && cells.Len() > 0; round++ {
 		in := wire.BatchChunkInput{RunID: r.runID, Pass: p, Chunk: i, Round: round, Cells: cells, Digest: digest,
 			Since: r.state.Started, Try: fails.try}
@@ -207,6 +233,10 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			if cerr != nil {
 				workflow.GetLogger(ctx).Error("collecting candidate batches failed", "batches", cands.ids, "error", cerr)
 				bb.settle(cost, cost) // what the candidates cost is not known: the worst case stays spent
+				if bounded {
+					return r.giveUp(ctx, p, cells, total, cerr, "collect_failed",
+						fmt.Sprintf("the candidate batches %v could not be collected", cands.ids), len(prior))
+				}
 				return r.chunkFailed(ctx, p, cells, total, cerr)
 			}
 			total.Add(got)
@@ -221,6 +251,9 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			} else {
 				bb.settle(cost, cost) // a batch may exist unknown: its worst case stays spent, so no chunk waits on it
 			}
+			if bounded {
+				return r.giveUp(ctx, p, cells, total, err, "submit_failed", "the chunk's batch could not be submitted", len(prior))
+			}
 			return r.chunkFailed(ctx, p, cells, total, err)
 		}
 		key := fmt.Sprintf("%d/%d", p.Index, i)
@@ -232,8 +265,27 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		}
 		if err != nil {
 			workflow.GetLogger(ctx).Error("polling a batch failed", "batch", info.ID, "error", err)
-			bb.settle(cost, cost) // the batch runs on, uncollected: its worst case stays spent
-			return total
+			// The batch may run on, uncollected, or have been billed before it was lost: its worst case stays spent.
+			bb.settle(cost, cost)
+			if !bounded {
+				return total
+			}
+			class, msg := classOf(err)
+			if class == errclass.BatchLost && lost < maxLostBatches {
+				// Its results can never arrive: the same cells go again, as a fresh try that no round counts and
+				// whose key is new, so that the lost batch, should it be listed again, is never adopted.
+				lost++
+				fails.try++
+				r.batchNote(ctx, key, fmt.Sprintf("%s; its cells were submitted again", msg))
+				round--
+				continue
+			}
+			what := "the chunk's batch " + info.ID + " was given up"
+			if class == errclass.BatchLost {
+				what = fmt.Sprintf("%d of the chunk's batches were lost", lost+1)
+			}
+			r.abandonBatch(ctx, p, info, err)
+			return r.giveUp(ctx, p, cells, total, err, "wait_failed", what, len(prior))
 		}
 		// The batch ended and is paid for: its results are recorded even when the run is being cancelled.
 		var got wire.BatchCollected
@@ -244,6 +296,10 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		if err != nil {
 			workflow.GetLogger(ctx).Error("collecting a batch failed", "batch", info.ID, "error", err)
 			bb.settle(cost, cost) // paid, not recorded: its worst case stays spent
+			if bounded {
+				return r.giveUp(ctx, p, cells, total, err, "collect_failed",
+					"the results of batch "+info.ID+" could not be collected (its files are kept at the provider)", len(prior))
+			}
 			return r.chunkFailed(ctx, p, cells, total, err)
 		}
 		total.Add(got)
@@ -255,7 +311,16 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		dctx, cancel = workflow.NewDisconnectedContext(ctx)
 		r.cleanupBatch(dctx, p, info, keepInput)
 		cancel()
-		cells, digest, cost = got.Again, got.AgainDigest, got.AgainCost
+		switch {
+		case keepInput:
+			kept = info
+		case info.InputFileID == kept.InputFileID:
+			kept = wire.BatchInfo{} // the batch that read it last deleted it
+		}
+		cells, digest, cost, again = got.Again, got.AgainDigest, got.AgainCost, got.AgainReason
+		if info.Status == wire.BatchStatusFailed {
+			again = failureCode(info) // its results do not mention the cells: the provider's reason does
+		}
 		if info.Status == wire.BatchStatusFailed && cells.Len() > 0 {
 			switch r.batchFailed(ctx, p, key, info, sent, cells.Len(), round+1 >= rounds, &fails) {
 			case failFree:
@@ -267,7 +332,7 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			}
 		}
 	}
-	return r.chunkUnanswered(ctx, p, cells, fails, bb, total)
+	return r.chunkUnanswered(ctx, p, cells, fails, bb, total, unanswered{bounded: bounded, reason: again, batches: len(prior)})
 }
 
 // cancelRecorded is a chunk's end when the run is cancelled after its batch info was created: the batch is
@@ -370,13 +435,17 @@ func (r *runner) chunkFailed(ctx workflow.Context, p experiment.Pass, cells expe
 	if ctx.Err() != nil || !refused {
 		return total
 	}
-	class := errclass.BatchRefused
+	return r.failCells(ctx, p, wire.FailInput{RunID: r.runID, Start: p.Start, End: p.End, Cells: cells,
+		Class: errclass.BatchRefused, Message: msg}, total)
+}
+
+// failCells records the cells of in (a chunk's, of pass p) that have no record failed as in says
+// (FailUnfinished), and returns total with them; a failure to record is logged, and the cells are left to the
+// export, which records them NotRun.
+func (r *runner) failCells(ctx workflow.Context, p experiment.Pass, in wire.FailInput, total wire.BatchCollected) wire.BatchCollected {
 	var f wire.FailOutput
-	ferr := wire.FailUnfinished.Execute(shortCtx(ctx), wire.FailInput{
-		RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: class, Message: msg,
-	}).Get(ctx, &f)
-	if ferr != nil {
-		workflow.GetLogger(ctx).Error("recording a chunk's cells failed", "pass", p.Index, "error", ferr)
+	if err := wire.FailUnfinished.Execute(shortCtx(ctx), in).Get(ctx, &f); err != nil {
+		workflow.GetLogger(ctx).Error("recording a chunk's cells failed", "pass", p.Index, "error", err)
 		return total
 	}
 	total.Recorded += f.Recorded
@@ -442,7 +511,7 @@ func (r *runner) batchSeen(ctx workflow.Context, key, model string, info wire.Ba
 		r.batchKeys = slices.Insert(r.batchKeys, i, key)
 	}
 	now := wire.BatchProgress{Key: key, Model: model, ID: info.ID, Status: info.Status, Total: info.Counts.Total,
-		Done: info.Counts.Done(), ExpiresAt: info.ExpiresAt}
+		Done: info.Counts.Done(), ExpiresAt: info.ExpiresAt, State: info.State, Note: r.batches[key].Note}
 	r.batchEnds(r.batches[key], now)
 	r.batches[key] = now
 	r.details(ctx)

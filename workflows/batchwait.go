@@ -34,16 +34,25 @@ func batchAwaits(ctx workflow.Context) bool {
 // heartbeat timeout, not this, tells a dead worker.
 const batchAwaitTimeout = 48 * time.Hour
 
-// batchAwaitCtx is the options of AwaitBatch: as batchWaitCtx (retried for as long as it takes, a heartbeat
-// timeout of seconds), with one attempt allowed to last a batch's whole window.
+// batchAwaitAttempts bounds AwaitBatch's attempts, which end only when a poll fails otherwise than with a 404
+// (those are counted inside an attempt, see activities.AwaitBatch) or the worker dies: at most 10 minutes apart,
+// about 3.5 hours of failed polls. A batch runs for up to a day, and a provider's API may be down for an hour
+// while its batches run on.
+const (
+	batchAwaitAttempts   = 30
+	batchAwaitMaxBackoff = 10 * time.Minute
+)
+
+// batchAwaitCtx is the options of AwaitBatch: a heartbeat timeout of seconds, one attempt allowed to last a
+// batch's whole window, batchAwaitAttempts attempts.
 func batchAwaitCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           wire.WaitQueue,
 		StartToCloseTimeout: batchAwaitTimeout,
 		HeartbeatTimeout:    10 * time.Second,
 		Summary:             summary,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: errclass.NonRetryable()},
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: batchAwaitMaxBackoff,
+			MaximumAttempts: batchAwaitAttempts, NonRetryableErrorTypes: errclass.NonRetryable()},
 	})
 }
 
@@ -68,7 +77,7 @@ func (r *runner) awaitBatch(ctx workflow.Context, p experiment.Pass, key string,
 			return info, err
 		}
 		info = w.Batch
-		in.Batch, in.Polls = w.Batch, w.Polls
+		in.Batch, in.Polls, in.Waited = w.Batch, w.Polls, w.Waited
 		r.batchSeen(ctx, key, m.ID, info)
 	}
 	return info, nil

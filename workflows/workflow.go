@@ -382,12 +382,19 @@ func (r *runner) details(ctx workflow.Context) {
 			o.State.Since.UTC().Format(time.TimeOnly), o.State.Cause, o.State.NextProbe.UTC().Format(time.TimeOnly))
 	}
 	for _, b := range r.batchList() {
-		d += fmt.Sprintf("\n%s: batch %s %s, %d of %d done", b.Model, b.ID, b.Status, b.Done, b.Total)
+		status := string(b.Status)
+		if b.State != "" {
+			status += " (the provider says " + b.State + ")"
+		}
+		d += fmt.Sprintf("\n%s: batch %s %s, %d of %d done", b.Model, b.ID, status, b.Done, b.Total)
 		if !b.ExpiresAt.IsZero() { // a Gemini batch says nothing of its expiry
 			d += ", expires " + b.ExpiresAt.UTC().Format("15:04")
 		}
 		if b.Reason != "" {
 			d += ": " + b.Reason
+		}
+		if b.Note != "" {
+			d += " · " + b.Note
 		}
 	}
 	workflow.SetCurrentDetails(ctx, d)

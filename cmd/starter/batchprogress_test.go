@@ -58,10 +58,35 @@ func TestWatchedBatchCounts(t *testing.T) {
 		{Key: "0/0", Model: "sim", ID: "b1", Status: wire.BatchStatusInProgress, Total: 50000, Done: 10},
 		{Key: "0/1", Model: "sim", ID: "b2", Status: wire.BatchStatusInProgress, Total: 50000, Done: 20},
 	}}
-	s.watchedBatch(wire.BatchInfo{ID: "b2", Status: wire.BatchStatusInProgress,
-		Counts: wire.BatchCounts{Total: 50000, Succeeded: 31000, Errored: 204}})
+	s.watchedBatch(wire.BatchWatch{Batch: wire.BatchInfo{ID: "b2", Status: wire.BatchStatusInProgress,
+		Counts: wire.BatchCounts{Total: 50000, Succeeded: 31000, Errored: 204}}})
 	got := s.batchLines(true)
 	want := []string{"sim: batch 1 of 2 in_progress, 10 of 50,000 done", "sim: batch 2 of 2 in_progress, 31,204 of 50,000 done"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("batches:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestBatchLinesSayWhatTheProviderForgot: an AwaitBatch heartbeat whose polls the provider answered 404 shows on
+// its batch's line with the failure and the bound after which the batch is lost; a state silico does not know is
+// shown by the provider's word; the note of a chunk whose batch was lost stays on its next batch.
+func TestBatchLinesSayWhatTheProviderForgot(t *testing.T) {
+	s := snapshot{batches: []wire.BatchProgress{
+		{Key: "0/0", Model: "sim", ID: "b1", Status: wire.BatchStatusInProgress, Total: 500, Done: 83},
+		{Key: "0/1", Model: "sim", ID: "b2", Status: wire.BatchStatusInProgress, Total: 500, Done: 0,
+			Note: "batch b0 lost: the provider answered 5 polls in a row over 2m0s that it does not know it; its cells were submitted again"},
+		{Key: "1/0", Model: "gem", ID: "b3", Status: wire.BatchStatusUnknown, State: "JOB_STATE_PONDERING", Total: 9},
+	}}
+	s.watchedBatch(wire.BatchWatch{Batch: wire.BatchInfo{ID: "b1", Status: wire.BatchStatusInProgress,
+		Counts: wire.BatchCounts{Total: 500, Succeeded: 83}}, Missing: 3, Failure: "retrieve batch b1: 404 No such batch: b1"})
+	got := s.batchLines(true)
+	want := []string{
+		"sim: batch 1 of 2 in_progress, 83 of 500 done · the provider answered 3 poll(s) in a row that it does not know this " +
+			"batch (retrieve batch b1: 404 No such batch: b1); it is taken as lost, and its cells submitted again, after 5 over 2m0s",
+		"sim: batch 2 of 2 in_progress, 0 of 500 done · batch b0 lost: the provider answered 5 polls in a row over 2m0s that it " +
+			"does not know it; its cells were submitted again",
+		"gem: batch 1 of 1 in state JOB_STATE_PONDERING (unknown to silico), 0 of 9 done",
+	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("batches:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -39,6 +39,8 @@ type snapshot struct {
 	outages map[string]breaker.State
 	// batches are the provider batches of the run's batch passes.
 	batches []wire.BatchProgress
+	// retrying says, per activity retried after failing twice or more, why (retries.go).
+	retrying []string
 }
 
 // progressStore is what progress reads of the results store.
@@ -112,11 +114,12 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 		}
 	}
 	dc := converter.GetDefaultDataConverter()
+	s.retrying = retryLines(d.GetPendingActivities(), time.Now())
 	for _, pa := range d.GetPendingActivities() {
 		if pa.GetActivityType().GetName() == wire.AwaitBatch.Name && pa.GetHeartbeatDetails() != nil {
 			var hb wire.BatchWatch
 			if dc.FromPayloads(pa.GetHeartbeatDetails(), &hb) == nil {
-				s.watchedBatch(hb.Batch)
+				s.watchedBatch(hb)
 			}
 			continue
 		}
@@ -209,12 +212,17 @@ func (s snapshot) line(rate float64) string {
 	for _, o := range s.outageLines(time.Now()) {
 		line += " · " + o
 	}
+	if n := len(s.retrying); n > 0 {
+		line += fmt.Sprintf(" · %d activit%s failing (below)", n, map[bool]string{true: "y", false: "ies"}[n == 1])
+	}
 	return line
 }
 
 // batchLines say where each provider batch stands: "sim: batch 2 of 3 in_progress, 31,204 of 50,000 done,
-// expires Dec 2 14:03" (numbered per model, in the workflow's order), with the provider's reason when it failed
-// the batch as a whole and the chunk waits to resubmit; with running, only those not ended yet or waiting.
+// expires Dec 2 14:03" (numbered per model, in the workflow's order), with the provider's own word for a state
+// silico does not know, with the provider's reason when it failed the batch as a whole and the chunk waits to
+// resubmit, and with what happened to the chunk's earlier batches (one lost); with running, only those not ended
+// yet or waiting.
 func (s snapshot) batchLines(running bool) []string {
 	per := map[string]int{}
 	for _, b := range s.batches {
@@ -227,13 +235,20 @@ func (s snapshot) batchLines(running bool) []string {
 		if running && b.Status.Terminal() && b.Reason == "" {
 			continue // ended, and its chunk waits on nothing
 		}
-		line := fmt.Sprintf("%s: batch %d of %d %s, %s of %s done", b.Model, seen[b.Model], per[b.Model], b.Status,
+		status := string(b.Status)
+		if b.Status == wire.BatchStatusUnknown && b.State != "" {
+			status = fmt.Sprintf("in state %s (unknown to silico)", b.State)
+		}
+		line := fmt.Sprintf("%s: batch %d of %d %s, %s of %s done", b.Model, seen[b.Model], per[b.Model], status,
 			thousands(b.Done), thousands(b.Total))
 		if !b.ExpiresAt.IsZero() && !b.Status.Terminal() {
 			line += ", expires " + b.ExpiresAt.Local().Format("Jan 2 15:04") // a day ahead: the date tells tomorrow from today
 		}
 		if b.Reason != "" {
 			line += ": " + b.Reason // the provider failed it as a whole, and its chunk waits to resubmit
+		}
+		if b.Note != "" {
+			line += " · " + b.Note
 		}
 		out = append(out, line)
 	}
@@ -286,6 +301,9 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			for _, o := range s.outageLines(time.Now()) {
 				desc += " · " + o
 			}
+			for _, r := range s.retrying {
+				desc += " · " + r
+			}
 			bar.Describe(desc)
 			_ = bar.Set(min(s.done, total))
 			continue
@@ -296,19 +314,31 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			for _, b := range s.batchLines(true) {
 				fmt.Fprintln(w, "  "+b)
 			}
+			for _, r := range s.retrying {
+				fmt.Fprintln(w, "  "+r)
+			}
 		}
 	}
 }
 
 // watchedBatch puts a batch's state from an AwaitBatch heartbeat over the workflow's, which the workflow updates
-// only when the batch's status changes: counts that grow while the status stays show from the heartbeat.
-func (s *snapshot) watchedBatch(info wire.BatchInfo) {
+// only when the batch's status changes: counts that grow while the status stays show from the heartbeat, and so do
+// the polls the provider answered that it does not know the batch.
+func (s *snapshot) watchedBatch(w wire.BatchWatch) {
+	info := w.Batch
 	for i, b := range s.batches {
-		if b.ID == info.ID && !b.Status.Terminal() {
-			s.batches[i].Status, s.batches[i].Total, s.batches[i].Done = info.Status, info.Counts.Total, info.Counts.Done()
-			if !info.ExpiresAt.IsZero() {
-				s.batches[i].ExpiresAt = info.ExpiresAt
-			}
+		if b.ID != info.ID || b.Status.Terminal() {
+			continue
+		}
+		s.batches[i].Status, s.batches[i].Total, s.batches[i].Done = info.Status, info.Counts.Total, info.Counts.Done()
+		s.batches[i].State = info.State
+		if !info.ExpiresAt.IsZero() {
+			s.batches[i].ExpiresAt = info.ExpiresAt
+		}
+		if w.Missing > 0 {
+			s.batches[i].Note = fmt.Sprintf("the provider answered %d poll(s) in a row that it does not know this batch (%s); "+
+				"it is taken as lost, and its cells submitted again, after %d over %s", w.Missing, shorten(w.Failure),
+				wire.BatchLostPolls, wire.BatchLostAfter)
 		}
 	}
 }

@@ -239,6 +239,10 @@ func (s *session) openStore(ctx context.Context) error {
 // startSim serves the model simulator on loopback for models with provider "sim".
 func (s *session) startSim(set *experiment.SimulatorSettings) error {
 	cfg := sim.Config{Forget: true} // the request log goes to --sim-request-log only
+	if dir := s.flags.store.stateDir; dir != "" {
+		// Its batches outlive the process, as a provider's do: a run resumed after a kill -9 finds them.
+		cfg.Batch.StateDir = filepath.Join(dir, "sim")
+	}
 	if set != nil {
 		cfg.Latency = sim.Latency{Fixed: time.Duration(set.Latency), Jitter: time.Duration(set.Jitter)}
 		cfg.RPM, cfg.TPM = set.RPM, set.TPM

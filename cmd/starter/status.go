@@ -105,6 +105,9 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 		for _, b := range s.batchLines(false) {
 			fmt.Fprintf(out, "  %s\n", b)
 		}
+		for _, r := range s.retrying {
+			fmt.Fprintf(out, "  %s\n", r)
+		}
 		if !watch {
 			break
 		}
