@@ -1,0 +1,463 @@
+package ppi
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/silicolab/silico/bootstrap"
+)
+
+// pair draws n people's (human, twin) answers whose latent values correlate by rho: the human's is
+// 3.5 + 1.2·z₁, the twin's bias + scale·(rho·z₁ + √(1 − rho²)·z₂). With likert they are rounded to the options
+// 1 … 6 (ties, as real items have), otherwise kept as continuous scale scores.
+func pair(r *rand.Rand, n int, rho, bias, scale float64, likert bool) (y, f []float64) {
+	y, f = make([]float64, n), make([]float64, n)
+	for i := range n {
+		z1, z2 := r.NormFloat64(), r.NormFloat64()
+		y[i] = 3.5 + 1.2*z1
+		f[i] = bias + scale*(rho*z1+math.Sqrt(1-rho*rho)*z2)
+		if likert {
+			y[i], f[i] = option(y[i]), option(f[i])
+		}
+	}
+	return y, f
+}
+
+// option rounds a latent value to the nearest of 1 … 6.
+func option(x float64) float64 { return min(max(math.Round(x), 1), 6) }
+
+// meanCase is one mean to estimate: n labeled people and N unlabeled model answers.
+type meanCase struct {
+	name  string
+	y, f  []float64
+	fu    []float64
+	share int // > 0: y, f and fu are option indices of an item with this many options
+}
+
+// rCases are the inputs of the R check: several n, N and ρ from 0 to 0.9, Likert answers with ties and
+// continuous scores, a model that answers against the people (λ clipped at 0), a model with too little spread
+// (λ clipped at 1), a constant model, constant humans, a group of three people, and option shares with an
+// option nobody chose.
+func rCases() []meanCase {
+	r := rand.New(rand.NewPCG(39, 1))
+	var out []meanCase
+	add := func(name string, n, nu int, rho, bias, scale float64, likert bool) {
+		y, f := pair(r, n+nu, rho, bias, scale, likert)
+		out = append(out, meanCase{name: name, y: y[:n], f: f[:n], fu: f[n:]})
+	}
+	for _, n := range []int{5, 12, 40, 300} {
+		for _, nu := range []int{3, 50, 2000} {
+			for _, rho := range []float64{0, 0.3, 0.6, 0.9} {
+				add(fmt.Sprintf("likert_n%d_N%d_r%g", n, nu, rho), n, nu, rho, 3.9, 1.1, true)
+			}
+		}
+	}
+	add("scale_n80_N400_r0.75", 80, 400, 0.75, 3.2, 0.8, false)
+	add("against_n60_N200", 60, 200, -0.6, 3.5, 1.2, true)
+	add("narrow_n100_N300", 100, 300, 0.95, 3.5, 0.25, false)
+	add("group_of_three", 3, 2, 0.5, 3.5, 1.2, true)
+	y, _ := pair(r, 30, 0, 0, 1, true)
+	out = append(out, meanCase{name: "constant_model", y: y, f: fill(30, 4), fu: fill(90, 4)})
+	_, f := pair(r, 120, 0.5, 3.5, 1.2, true)
+	out = append(out, meanCase{name: "constant_humans", y: fill(30, 5), f: f[:30], fu: f[30:]})
+	_, f = pair(r, 120, 0.5, 3.5, 1.2, true)
+	out = append(out, meanCase{name: "constant_twins", y: y, f: fill(30, 2), fu: f[30:]})
+
+	// Option shares of a five-option item: option 4 (index) is chosen by no labeled person, option 0 by
+	// nobody at all.
+	for _, c := range []struct {
+		name   string
+		n, nu  int
+		rho    float64
+		shares int
+	}{{"shares_n50_N500", 50, 500, 0.7, 5}, {"shares_n15_N40", 15, 40, 0.3, 5}} {
+		y, f := pair(r, c.n+c.nu, c.rho, 3.5, 1.2, true)
+		idx := func(x []float64) []float64 {
+			out := make([]float64, len(x))
+			for i, v := range x {
+				out[i] = min(max(v-2, 1), 3) // options 1 … 3 of 0 … 4
+			}
+			return out
+		}
+		yi, fi := idx(y), idx(f)
+		fi[c.n] = 4 // one unlabeled persona chose option 4, which no labeled person did
+		out = append(out, meanCase{name: c.name, y: yi[:c.n], f: fi[:c.n], fu: fi[c.n:], share: c.shares})
+	}
+	return out
+}
+
+func fill(n int, v float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func ints(x []float64) []int {
+	out := make([]int, len(x))
+	for i, v := range x {
+		out[i] = int(v)
+	}
+	return out
+}
+
+// num formats a figure at full precision: the shortest decimal that parses back to the same float64.
+func num(x float64) string {
+	if math.IsNaN(x) {
+		return "NA"
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+func flag(f, bit Flags) float64 {
+	if f&bit != 0 {
+		return 1
+	}
+	return 0
+}
+
+// figures are one case's figures under the names check_ppi.R gives them.
+type figures [][2]string
+
+func (fs *figures) add(name string, x float64) { *fs = append(*fs, [2]string{name, num(x)}) }
+
+func (fs *figures) interval(prefix string, iv Interval) {
+	fs.add(prefix+"_est", iv.Estimate)
+	fs.add(prefix+"_var", iv.Variance)
+	fs.add(prefix+"_lo", iv.Lo)
+	fs.add(prefix+"_hi", iv.Hi)
+}
+
+func estimateFigures(e Estimate) figures {
+	var fs figures
+	fs.add("n", float64(e.Labeled))
+	fs.add("N", float64(e.Unlabeled))
+	fs.interval("humans", e.Humans)
+	fs.interval("ppi", e.PPI)
+	fs.interval("classical", e.Classical)
+	fs.add("model_only", e.ModelOnly)
+	fs.add("lambda", e.Lambda)
+	fs.add("lambda_raw", e.LambdaRaw)
+	fs.add("rho", e.Rho)
+	fs.add("n_eff", e.NEff)
+	fs.add("flag_few", flag(e.Flags, FewLabeled))
+	fs.add("flag_weak", flag(e.Flags, WeakCorrelation))
+	fs.add("flag_const_humans", flag(e.Flags, ConstantHumans))
+	fs.add("flag_const_model", flag(e.Flags, ConstantModel))
+	fs.add("flag_clipped", flag(e.Flags, LambdaClipped))
+	return fs
+}
+
+// planCase is one power analysis: a target half-width or a budget.
+type planCase struct {
+	name, kind         string
+	sigma2, rho        float64
+	human, model, goal float64
+}
+
+// rPlans cover ρ from below 0 to 0.99, cheap and dear model answers (γ = 0.002 … 0.5), a correlation below
+// the threshold (mixing does not pay), and costs in cents whose sums round.
+func rPlans() []planCase {
+	var out []planCase
+	for _, c := range []struct {
+		rho, human, model float64
+	}{{0.9, 5, 0.01}, {0.6, 5, 0.01}, {0.3, 2.5, 0.05}, {0, 5, 0.01}, {-0.4, 5, 0.01}, {0.99, 12, 0.03},
+		{0.5, 1, 0.5}, {0.75, 0.3, 0.1}} {
+		for _, hw := range []float64{0.05, 0.12} {
+			out = append(out, planCase{fmt.Sprintf("hw%g_r%g_ch%g_cf%g", hw, c.rho, c.human, c.model), "halfwidth",
+				1.7, c.rho, c.human, c.model, hw})
+		}
+		for _, budget := range []float64{150, 2500.5} {
+			out = append(out, planCase{fmt.Sprintf("budget%g_r%g_ch%g_cf%g", budget, c.rho, c.human, c.model), "budget",
+				0.23, c.rho, c.human, c.model, budget})
+		}
+	}
+	return out
+}
+
+func planFigures(p Plan) figures {
+	var fs figures
+	for _, d := range []struct {
+		prefix string
+		d      Design
+	}{{"humans", p.Humans}, {"mixed", p.Mixed}} {
+		fs.add(d.prefix+"_n", float64(d.d.Labeled))
+		fs.add(d.prefix+"_N", float64(d.d.Unlabeled))
+		fs.add(d.prefix+"_cost", d.d.Cost)
+		fs.add(d.prefix+"_hw", d.d.HalfWidth)
+	}
+	pays := 0.0
+	if p.MixingPays {
+		pays = 1
+	}
+	fs.add("pays", pays)
+	fs.add("threshold", p.Threshold)
+	return fs
+}
+
+// selfCase is one self-check population.
+type selfCase struct {
+	name      string
+	y, f      []float64
+	n, draws  int
+	seed      int64
+	seedLabel string
+}
+
+func rSelfChecks() []selfCase {
+	r := rand.New(rand.NewPCG(39, 2))
+	var out []selfCase
+	for _, c := range []struct {
+		name  string
+		m, n  int
+		rho   float64
+		draws int
+	}{{"self_m300_n60_r0.8", 300, 60, 0.8, 40}, {"self_m200_n150_r0.2", 200, 150, 0.2, 25}, {"self_m40_n12_r0.5", 40, 12, 0.5, 30}} {
+		y, f := pair(r, c.m, c.rho, 3.9, 1.1, true)
+		out = append(out, selfCase{name: c.name, y: y, f: f, n: c.n, draws: c.draws, seed: 7, seedLabel: c.name})
+	}
+	return out
+}
+
+// writeRInputs writes the inputs of check_ppi.R and Go's figures into dir.
+func writeRInputs(t *testing.T, dir string) {
+	t.Helper()
+	files := map[string]*csv.Writer{}
+	open := func(name string, header ...string) *csv.Writer {
+		fh, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fh.Close() })
+		w := csv.NewWriter(fh)
+		files[name] = w
+		if err := w.Write(header); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	means := open("means.csv", "case", "set", "y", "f")
+	shares := open("shares.csv", "case", "k", "set", "y", "f")
+	diffs := open("diffs.csv", "diff", "a", "b")
+	plans := open("plans.csv", "case", "kind", "sigma2", "rho", "ch", "cf", "target")
+	self := open("selfcheck.csv", "case", "y", "f")
+	goOut := open("go.csv", "case", "figure", "value")
+	write := func(w *csv.Writer, rec ...string) {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit := func(c string, fs figures) {
+		for _, f := range fs {
+			write(goOut, c, f[0], f[1])
+		}
+	}
+
+	est := map[string]Estimate{}
+	for _, c := range rCases() {
+		if c.share > 0 {
+			k := strconv.Itoa(c.share)
+			for i := range c.y {
+				write(shares, c.name, k, "labeled", num(c.y[i]), num(c.f[i]))
+			}
+			for _, v := range c.fu {
+				write(shares, c.name, k, "unlabeled", "", num(v))
+			}
+			es, err := Shares(ints(c.y), ints(c.f), ints(c.fu), c.share)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			for opt, e := range es {
+				emit(fmt.Sprintf("%s/%d", c.name, opt), estimateFigures(e))
+			}
+			continue
+		}
+		for i := range c.y {
+			write(means, c.name, "labeled", num(c.y[i]), num(c.f[i]))
+		}
+		for _, v := range c.fu {
+			write(means, c.name, "unlabeled", "", num(v))
+		}
+		e, err := Mean(c.y, c.f, c.fu)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		est[c.name] = e
+		emit(c.name, estimateFigures(e))
+	}
+
+	for _, d := range [][2]string{{"likert_n40_N50_r0.6", "likert_n300_N2000_r0.3"}, {"scale_n80_N400_r0.75", "against_n60_N200"},
+		{"group_of_three", "likert_n12_N3_r0.9"}} {
+		name := "diff_" + d[0] + "_" + d[1]
+		write(diffs, name, d[0], d[1])
+		df := Diff(est[d[0]], est[d[1]])
+		var fs figures
+		fs.add("model_only", df.ModelOnly)
+		fs.interval("humans", df.Humans)
+		fs.interval("ppi", df.PPI)
+		fs.interval("classical", df.Classical)
+		emit(name, fs)
+	}
+
+	for _, c := range rPlans() {
+		write(plans, c.name, c.kind, num(c.sigma2), num(c.rho), num(c.human), num(c.model), num(c.goal))
+		plan := ForHalfWidth
+		if c.kind == "budget" {
+			plan = ForBudget
+		}
+		p, err := plan(c.sigma2, c.rho, Costs{Human: c.human, Model: c.model}, c.goal)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		emit(c.name, planFigures(p))
+	}
+
+	sub, err := os.Create(filepath.Join(dir, "subsets.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Close() }()
+	if _, err := fmt.Fprintln(sub, "label,b,indices"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rSelfChecks() {
+		for i := range c.y {
+			write(self, c.name, num(c.y[i]), num(c.f[i]))
+		}
+		draws := Labeled(c.seed, c.seedLabel, len(c.y), c.n, c.draws)
+		// The rows R replays are bootstrap's own record of the stream Labeled draws from.
+		if err := bootstrap.WriteSubsets(sub, c.name, c.seed, c.seedLabel, len(c.y), c.n, c.draws); err != nil {
+			t.Fatal(err)
+		}
+		chk, err := SelfCheck(c.y, c.f, draws)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var fs figures
+		fs.add("people", float64(chk.People))
+		fs.add("truth", chk.Truth)
+		fs.add("ppi_coverage", chk.PPICoverage)
+		fs.add("humans_coverage", chk.HumansCoverage)
+		fs.add("ppi_width", chk.PPIWidth)
+		fs.add("humans_width", chk.HumansWidth)
+		fs.add("ppi_bias", chk.PPIBias)
+		fs.add("model_only_bias", chk.ModelOnlyBias)
+		fs.add("mean_neff", chk.MeanNEff)
+		emit(c.name, fs)
+		for b, d := range chk.Draws {
+			var fs figures
+			fs.add("ppi_lo", d.PPI.Lo)
+			fs.add("ppi_hi", d.PPI.Hi)
+			fs.add("humans_lo", d.Humans.Lo)
+			fs.add("humans_hi", d.Humans.Hi)
+			fs.add("ppi_est", d.Estimate.PPI.Estimate)
+			fs.add("lambda", d.Estimate.Lambda)
+			fs.add("rho", d.Estimate.Rho)
+			emit(fmt.Sprintf("%s/%d", c.name, b+1), fs)
+		}
+	}
+	for name, w := range files {
+		w.Flush()
+		if err := w.Error(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+// rscript returns the path of Rscript, skipping the test when R is not installed.
+func rscript(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("Rscript")
+	if err != nil {
+		t.Skip("Rscript not installed (apt-get install r-base-core): the estimates are not compared with R")
+	}
+	return path
+}
+
+// runCheck runs check_ppi.R on dir and returns its output and whether it passed.
+func runCheck(t *testing.T, rs, dir string) (string, bool) {
+	t.Helper()
+	out, err := exec.Command(rs, "testdata/check_ppi.R", dir).CombinedOutput()
+	if _, exit := err.(*exec.ExitError); err != nil && !exit {
+		t.Fatal(err)
+	}
+	return string(out), err == nil
+}
+
+// TestAgainstR has check_ppi.R, an implementation in base R written from the papers' formulas, recompute every
+// figure of every case (means, option shares, group differences, power analyses, self-checks and their draws)
+// from the inputs Go wrote at full precision, and compare with Go's to 1e-9.
+func TestAgainstR(t *testing.T) {
+	rs := rscript(t)
+	dir := t.TempDir()
+	writeRInputs(t, dir)
+	out, ok := runCheck(t, rs, dir)
+	t.Log(strings.TrimSpace(out))
+	if !ok || !strings.Contains(out, "every figure agrees") {
+		t.Fatalf("check_ppi.R disagrees with Go:\n%s", out)
+	}
+}
+
+// TestAgainstRCatchesAMovedFigure moves single figures of Go's output by 1e-8 (relative) — an estimate, a λ, a
+// power analysis's n, a self-check's coverage and a flag — and expects check_ppi.R to reject each, naming it.
+func TestAgainstRCatchesAMovedFigure(t *testing.T) {
+	rs := rscript(t)
+	dir := t.TempDir()
+	writeRInputs(t, dir)
+	raw, err := os.ReadFile(filepath.Join(dir, "go.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{
+		"likert_n300_N2000_r0.6,ppi_est,",
+		"scale_n80_N400_r0.75,lambda,",
+		"budget2500.5_r0.6_ch5_cf0.01,mixed_n,",
+		"self_m300_n60_r0.8,ppi_coverage,",
+		"group_of_three,flag_weak,",
+		"shares_n50_N500/4,ppi_hi,",
+	} {
+		lines := strings.Split(string(raw), "\n")
+		found := false
+		for i, l := range lines {
+			if !strings.HasPrefix(l, target) {
+				continue
+			}
+			v, err := strconv.ParseFloat(strings.TrimPrefix(l, target), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			moved := v + 1e-8*max(1, math.Abs(v))
+			if v == 1 || v == 0 && strings.Contains(target, "flag") {
+				moved = 1 - v // a flag flipped
+			}
+			lines[i] = target + num(moved)
+			found = true
+		}
+		if !found {
+			t.Fatalf("go.csv has no line %q", target)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go.csv"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, ok := runCheck(t, rs, dir)
+		name := strings.Replace(strings.TrimSuffix(target, ","), ",", "|", 1)
+		if ok || !strings.Contains(out, name) {
+			t.Errorf("check_ppi.R did not reject %s moved:\n%s", name, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.csv"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := runCheck(t, rs, dir); !ok {
+		t.Fatalf("check_ppi.R rejects the restored figures:\n%s", out)
+	}
+}
