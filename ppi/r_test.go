@@ -408,56 +408,54 @@ func TestAgainstR(t *testing.T) {
 }
 
 // TestAgainstRCatchesAMovedFigure moves single figures of Go's output by 1e-8 (relative) — an estimate, a λ, a
-// power analysis's n, a self-check's coverage and a flag — and expects check_ppi.R to reject each, naming it.
+// power analysis's n, a self-check's coverage, a share's bound — and flips a flag, and expects check_ppi.R to
+// fail and to name every one of them (and nothing else).
 func TestAgainstRCatchesAMovedFigure(t *testing.T) {
 	rs := rscript(t)
 	dir := t.TempDir()
 	writeRInputs(t, dir)
-	raw, err := os.ReadFile(filepath.Join(dir, "go.csv"))
+	path := filepath.Join(dir, "go.csv")
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{
+	targets := []string{
 		"likert_n300_N2000_r0.6,ppi_est,",
 		"scale_n80_N400_r0.75,lambda,",
 		"budget2500.5_r0.6_ch5_cf0.01,mixed_n,",
 		"self_m300_n60_r0.8,ppi_coverage,",
 		"group_of_three,flag_weak,",
 		"shares_n50_N500/4,ppi_hi,",
-	} {
-		lines := strings.Split(string(raw), "\n")
+	}
+	lines := strings.Split(string(raw), "\n")
+	for _, target := range targets {
 		found := false
 		for i, l := range lines {
-			if !strings.HasPrefix(l, target) {
+			v, err := strconv.ParseFloat(strings.TrimPrefix(l, target), 64)
+			if !strings.HasPrefix(l, target) || err != nil {
 				continue
 			}
-			v, err := strconv.ParseFloat(strings.TrimPrefix(l, target), 64)
-			if err != nil {
-				t.Fatalf("%s: %v", l, err)
-			}
 			moved := v + 1e-8*max(1, math.Abs(v))
-			if v == 1 || v == 0 && strings.Contains(target, "flag") {
-				moved = 1 - v // a flag flipped
+			if strings.Contains(target, "flag") {
+				moved = 1 - v
 			}
 			lines[i] = target + num(moved)
 			found = true
 		}
 		if !found {
-			t.Fatalf("go.csv has no line %q", target)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "go.csv"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, ok := runCheck(t, rs, dir)
-		name := strings.Replace(strings.TrimSuffix(target, ","), ",", "|", 1)
-		if ok || !strings.Contains(out, name) {
-			t.Errorf("check_ppi.R did not reject %s moved:\n%s", name, out)
+			t.Fatalf("go.csv has no number for %q", target)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "go.csv"), raw, 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, ok := runCheck(t, rs, dir); !ok {
-		t.Fatalf("check_ppi.R rejects the restored figures:\n%s", out)
+	out, ok := runCheck(t, rs, dir)
+	if ok || !strings.Contains(out, fmt.Sprintf("%d of ", len(targets))) {
+		t.Errorf("check_ppi.R did not reject exactly the %d moved figures:\n%s", len(targets), out)
+	}
+	for _, target := range targets {
+		if name := strings.Replace(strings.TrimSuffix(target, ","), ",", "|", 1); !strings.Contains(out, name) {
+			t.Errorf("check_ppi.R did not name %s:\n%s", name, out)
+		}
 	}
 }
