@@ -108,16 +108,8 @@ func ForHalfWidth(sigma2, rho float64, c Costs, halfWidth float64) (Plan, error)
 	}
 	s := math.Sqrt(a*c.Human) + math.Sqrt(b*c.Model)
 	start := math.Sqrt(a/c.Human) * s / v
-	better := func(x, y Design) bool {
-		if x.Cost != y.Cost {
-			return x.Cost < y.Cost
-		}
-		if x.HalfWidth != y.HalfWidth {
-			return x.HalfWidth < y.HalfWidth
-		}
-		return x.Labeled < y.Labeled
-	}
-	p.Mixed = search(start, lo, max(lo, nh), design, func(n int, best Design) bool { return bound(n) > best.Cost }, better)
+	p.Mixed = search(start, lo, max(lo, nh), design, func(n int, best Design) bool { return bound(n) > best.Cost },
+		prefer(cost, width))
 	p.MixingPays = p.Mixed.Cost < p.Humans.Cost
 	return p, nil
 }
@@ -161,18 +153,9 @@ func ForBudget(sigma2, rho float64, c Costs, budget float64) (Plan, error) {
 	}
 	s := math.Sqrt(a*c.Human) + math.Sqrt(b*c.Model)
 	start := budget * math.Sqrt(a/c.Human) / s
-	better := func(x, y Design) bool {
-		if x.HalfWidth != y.HalfWidth {
-			return x.HalfWidth < y.HalfWidth
-		}
-		if x.Cost != y.Cost {
-			return x.Cost < y.Cost
-		}
-		return x.Labeled < y.Labeled
-	}
 	p.Mixed = search(start, MinLabeled, hi, design, func(n int, best Design) bool {
 		return Z*math.Sqrt(bound(n)) > best.HalfWidth
-	}, better)
+	}, prefer(width, cost))
 	p.MixingPays = p.Mixed.HalfWidth < p.Humans.HalfWidth
 	return p, nil
 }
@@ -197,6 +180,22 @@ func search(start float64, lo, hi int, design func(int) Design, past func(int, D
 		}
 	}
 	return best
+}
+
+func cost(d Design) float64  { return d.Cost }
+func width(d Design) float64 { return d.HalfWidth }
+
+// prefer orders designs by first, then by second, then by the smaller n: whether x is better than y.
+func prefer(first, second func(Design) float64) func(x, y Design) bool {
+	return func(x, y Design) bool {
+		if first(x) != first(y) {
+			return first(x) < first(y)
+		}
+		if second(x) != second(y) {
+			return second(x) < second(y)
+		}
+		return x.Labeled < y.Labeled
+	}
 }
 
 // split returns a = σ²(1 − ρ₊²) and b = σ²ρ₊².

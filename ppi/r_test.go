@@ -1,18 +1,15 @@
 package ppi
 
 import (
-	"encoding/csv"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/silicolab/silico/bootstrap"
+	"github.com/silicolab/silico/rcheck"
 )
 
 // pair draws n people's (human, twin) answers whose latent values correlate by rho: the human's is
@@ -110,14 +107,6 @@ func ints(x []float64) []int {
 	return out
 }
 
-// num formats a figure at full precision: the shortest decimal that parses back to the same float64.
-func num(x float64) string {
-	if math.IsNaN(x) {
-		return "NA"
-	}
-	return strconv.FormatFloat(x, 'g', -1, 64)
-}
-
 func flag(f, bit Flags) float64 {
 	if f&bit != 0 {
 		return 1
@@ -128,7 +117,14 @@ func flag(f, bit Flags) float64 {
 // figures are one case's figures under the names check_ppi.R gives them.
 type figures [][2]string
 
-func (fs *figures) add(name string, x float64) { *fs = append(*fs, [2]string{name, num(x)}) }
+func (fs *figures) add(name string, x float64) { *fs = append(*fs, [2]string{name, rcheck.Num(x)}) }
+
+// adds adds the figures named by the space-separated names, in order, with values.
+func (fs *figures) adds(names string, values ...float64) {
+	for i, name := range strings.Fields(names) {
+		fs.add(name, values[i])
+	}
+}
 
 func (fs *figures) interval(prefix string, iv Interval) {
 	fs.add(prefix+"_est", iv.Estimate)
@@ -139,21 +135,14 @@ func (fs *figures) interval(prefix string, iv Interval) {
 
 func estimateFigures(e Estimate) figures {
 	var fs figures
-	fs.add("n", float64(e.Labeled))
-	fs.add("N", float64(e.Unlabeled))
+	fs.adds("n N", float64(e.Labeled), float64(e.Unlabeled))
 	fs.interval("humans", e.Humans)
 	fs.interval("ppi", e.PPI)
 	fs.interval("classical", e.Classical)
-	fs.add("model_only", e.ModelOnly)
-	fs.add("lambda", e.Lambda)
-	fs.add("lambda_raw", e.LambdaRaw)
-	fs.add("rho", e.Rho)
-	fs.add("n_eff", e.NEff)
-	fs.add("flag_few", flag(e.Flags, FewLabeled))
-	fs.add("flag_weak", flag(e.Flags, WeakCorrelation))
-	fs.add("flag_const_humans", flag(e.Flags, ConstantHumans))
-	fs.add("flag_const_model", flag(e.Flags, ConstantModel))
-	fs.add("flag_clipped", flag(e.Flags, LambdaClipped))
+	fs.adds("model_only lambda lambda_raw rho n_eff", e.ModelOnly, e.Lambda, e.LambdaRaw, e.Rho, e.NEff)
+	fs.adds("flag_few flag_weak flag_const_humans flag_const_model flag_clipped", flag(e.Flags, FewLabeled),
+		flag(e.Flags, WeakCorrelation), flag(e.Flags, ConstantHumans), flag(e.Flags, ConstantModel),
+		flag(e.Flags, LambdaClipped))
 	return fs
 }
 
@@ -231,34 +220,17 @@ func rSelfChecks() []selfCase {
 // writeRInputs writes the inputs of check_ppi.R and Go's figures into dir.
 func writeRInputs(t *testing.T, dir string) {
 	t.Helper()
-	files := map[string]*csv.Writer{}
-	open := func(name string, header ...string) *csv.Writer {
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = fh.Close() })
-		w := csv.NewWriter(fh)
-		files[name] = w
-		if err := w.Write(header); err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	means := open("means.csv", "case", "set", "y", "f")
-	shares := open("shares.csv", "case", "k", "set", "y", "f")
-	diffs := open("diffs.csv", "diff", "a", "b")
-	plans := open("plans.csv", "case", "kind", "sigma2", "rho", "ch", "cf", "target")
-	self := open("selfcheck.csv", "case", "y", "f")
-	goOut := open("go.csv", "case", "figure", "value")
-	write := func(w *csv.Writer, rec ...string) {
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	files := rcheck.NewFiles(t, dir)
+	defer files.Close()
+	means := files.Create("means.csv", "case", "set", "y", "f")
+	shares := files.Create("shares.csv", "case", "k", "set", "y", "f")
+	diffs := files.Create("diffs.csv", "diff", "a", "b")
+	plans := files.Create("plans.csv", "case", "kind", "sigma2", "rho", "ch", "cf", "target")
+	self := files.Create("selfcheck.csv", "case", "y", "f")
+	goOut := files.Create("go.csv", "case", "figure", "value")
 	emit := func(c string, fs figures) {
 		for _, f := range fs {
-			write(goOut, c, f[0], f[1])
+			goOut.Row(c, f[0], f[1])
 		}
 	}
 
@@ -267,10 +239,10 @@ func writeRInputs(t *testing.T, dir string) {
 		if c.share > 0 {
 			k := strconv.Itoa(c.share)
 			for i := range c.y {
-				write(shares, c.name, k, "labeled", num(c.y[i]), num(c.f[i]))
+				shares.Row(c.name, k, "labeled", rcheck.Num(c.y[i]), rcheck.Num(c.f[i]))
 			}
 			for _, v := range c.fu {
-				write(shares, c.name, k, "unlabeled", "", num(v))
+				shares.Row(c.name, k, "unlabeled", "", rcheck.Num(v))
 			}
 			es, err := Shares(ints(c.y), ints(c.f), ints(c.fu), c.share)
 			if err != nil {
@@ -282,10 +254,10 @@ func writeRInputs(t *testing.T, dir string) {
 			continue
 		}
 		for i := range c.y {
-			write(means, c.name, "labeled", num(c.y[i]), num(c.f[i]))
+			means.Row(c.name, "labeled", rcheck.Num(c.y[i]), rcheck.Num(c.f[i]))
 		}
 		for _, v := range c.fu {
-			write(means, c.name, "unlabeled", "", num(v))
+			means.Row(c.name, "unlabeled", "", rcheck.Num(v))
 		}
 		e, err := Mean(c.y, c.f, c.fu)
 		if err != nil {
@@ -298,7 +270,7 @@ func writeRInputs(t *testing.T, dir string) {
 	for _, d := range [][2]string{{"likert_n40_N50_r0.6", "likert_n300_N2000_r0.3"}, {"scale_n80_N400_r0.75", "against_n60_N200"},
 		{"group_of_three", "likert_n12_N3_r0.9"}} {
 		name := "diff_" + d[0] + "_" + d[1]
-		write(diffs, name, d[0], d[1])
+		diffs.Row(name, d[0], d[1])
 		df := Diff(est[d[0]], est[d[1]])
 		var fs figures
 		fs.add("model_only", df.ModelOnly)
@@ -309,7 +281,7 @@ func writeRInputs(t *testing.T, dir string) {
 	}
 
 	for _, c := range rPlans() {
-		write(plans, c.name, c.kind, num(c.sigma2), num(c.rho), num(c.human), num(c.model), num(c.goal))
+		plans.Row(c.name, c.kind, rcheck.Num(c.sigma2), rcheck.Num(c.rho), rcheck.Num(c.human), rcheck.Num(c.model), rcheck.Num(c.goal))
 		plan := ForHalfWidth
 		if c.kind == "budget" {
 			plan = ForBudget
@@ -321,17 +293,10 @@ func writeRInputs(t *testing.T, dir string) {
 		emit(c.name, planFigures(p))
 	}
 
-	sub, err := os.Create(filepath.Join(dir, "subsets.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Close() }()
-	if _, err := fmt.Fprintln(sub, "label,b,indices"); err != nil {
-		t.Fatal(err)
-	}
+	sub := files.Raw("subsets.csv", bootstrap.IndicesHeader)
 	for _, c := range rSelfChecks() {
 		for i := range c.y {
-			write(self, c.name, num(c.y[i]), num(c.f[i]))
+			self.Row(c.name, rcheck.Num(c.y[i]), rcheck.Num(c.f[i]))
 		}
 		draws := Labeled(c.seed, c.seedLabel, len(c.y), c.n, c.draws)
 		// The rows R replays are bootstrap's own record of the stream Labeled draws from.
@@ -343,119 +308,31 @@ func writeRInputs(t *testing.T, dir string) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		var fs figures
-		fs.add("people", float64(chk.People))
-		fs.add("truth", chk.Truth)
-		fs.add("ppi_coverage", chk.PPICoverage)
-		fs.add("humans_coverage", chk.HumansCoverage)
-		fs.add("ppi_width", chk.PPIWidth)
-		fs.add("humans_width", chk.HumansWidth)
-		fs.add("ppi_bias", chk.PPIBias)
-		fs.add("model_only_bias", chk.ModelOnlyBias)
-		fs.add("mean_neff", chk.MeanNEff)
+		fs.adds("people truth ppi_coverage humans_coverage ppi_width humans_width ppi_bias model_only_bias mean_neff",
+			float64(chk.People), chk.Truth, chk.PPICoverage, chk.HumansCoverage, chk.PPIWidth, chk.HumansWidth,
+			chk.PPIBias, chk.ModelOnlyBias, chk.MeanNEff)
 		emit(c.name, fs)
 		for b, d := range chk.Draws {
 			var fs figures
-			fs.add("ppi_lo", d.PPI.Lo)
-			fs.add("ppi_hi", d.PPI.Hi)
-			fs.add("humans_lo", d.Humans.Lo)
-			fs.add("humans_hi", d.Humans.Hi)
-			fs.add("ppi_est", d.Estimate.PPI.Estimate)
-			fs.add("lambda", d.Estimate.Lambda)
-			fs.add("rho", d.Estimate.Rho)
+			fs.adds("ppi_lo ppi_hi humans_lo humans_hi ppi_est lambda rho", d.PPI.Lo, d.PPI.Hi, d.Humans.Lo,
+				d.Humans.Hi, d.Estimate.PPI.Estimate, d.Estimate.Lambda, d.Estimate.Rho)
 			emit(fmt.Sprintf("%s/%d", c.name, b+1), fs)
 		}
 	}
-	for name, w := range files {
-		w.Flush()
-		if err := w.Error(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-}
-
-// rscript returns the path of Rscript, skipping the test when R is not installed.
-func rscript(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("Rscript")
-	if err != nil {
-		t.Skip("Rscript not installed (apt-get install r-base-core): the estimates are not compared with R")
-	}
-	return path
-}
-
-// runCheck runs check_ppi.R on dir and returns its output and whether it passed.
-func runCheck(t *testing.T, rs, dir string) (string, bool) {
-	t.Helper()
-	out, err := exec.Command(rs, "testdata/check_ppi.R", dir).CombinedOutput()
-	if _, exit := err.(*exec.ExitError); err != nil && !exit {
-		t.Fatal(err)
-	}
-	return string(out), err == nil
 }
 
 // TestAgainstR has check_ppi.R, an implementation in base R written from the papers' formulas, recompute every
 // figure of every case (means, option shares, group differences, power analyses, self-checks and their draws)
-// from the inputs Go wrote at full precision, and compare with Go's to 1e-9.
+// from the inputs Go wrote at full precision and compare with Go's to 1e-9; then moves single figures of Go's
+// by 1e-8 (relative) — an estimate, a λ, a power analysis's n, a self-check's coverage, a share's bound — and
+// flips a flag, and requires the script to name every one of them (and nothing else).
 func TestAgainstR(t *testing.T) {
-	rs := rscript(t)
-	dir := t.TempDir()
-	writeRInputs(t, dir)
-	out, ok := runCheck(t, rs, dir)
-	t.Log(strings.TrimSpace(out))
-	if !ok || !strings.Contains(out, "every figure agrees") {
-		t.Fatalf("check_ppi.R disagrees with Go:\n%s", out)
-	}
-}
-
-// TestAgainstRCatchesAMovedFigure moves single figures of Go's output by 1e-8 (relative) — an estimate, a λ, a
-// power analysis's n, a self-check's coverage, a share's bound — and flips a flag, and expects check_ppi.R to
-// fail and to name every one of them (and nothing else).
-func TestAgainstRCatchesAMovedFigure(t *testing.T) {
-	rs := rscript(t)
-	dir := t.TempDir()
-	writeRInputs(t, dir)
-	path := filepath.Join(dir, "go.csv")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	targets := []string{
-		"likert_n300_N2000_r0.6,ppi_est,",
-		"scale_n80_N400_r0.75,lambda,",
-		"budget2500.5_r0.6_ch5_cf0.01,mixed_n,",
-		"self_m300_n60_r0.8,ppi_coverage,",
-		"group_of_three,flag_weak,",
-		"shares_n50_N500/4,ppi_hi,",
-	}
-	lines := strings.Split(string(raw), "\n")
-	for _, target := range targets {
-		found := false
-		for i, l := range lines {
-			v, err := strconv.ParseFloat(strings.TrimPrefix(l, target), 64)
-			if !strings.HasPrefix(l, target) || err != nil {
-				continue
-			}
-			moved := v + 1e-8*max(1, math.Abs(v))
-			if strings.Contains(target, "flag") {
-				moved = 1 - v
-			}
-			lines[i] = target + num(moved)
-			found = true
-		}
-		if !found {
-			t.Fatalf("go.csv has no number for %q", target)
-		}
-	}
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, ok := runCheck(t, rs, dir)
-	if ok || !strings.Contains(out, fmt.Sprintf("%d of ", len(targets))) {
-		t.Errorf("check_ppi.R did not reject exactly the %d moved figures:\n%s", len(targets), out)
-	}
-	for _, target := range targets {
-		if name := strings.Replace(strings.TrimSuffix(target, ","), ",", "|", 1); !strings.Contains(out, name) {
-			t.Errorf("check_ppi.R did not name %s:\n%s", name, out)
-		}
-	}
+	rcheck.Check(t, "testdata/check_ppi.R", writeRInputs, []rcheck.Move{
+		{Case: "likert_n300_N2000_r0.6", Figure: "ppi_est"},
+		{Case: "scale_n80_N400_r0.75", Figure: "lambda"},
+		{Case: "budget2500.5_r0.6_ch5_cf0.01", Figure: "mixed_n"},
+		{Case: "self_m300_n60_r0.8", Figure: "ppi_coverage"},
+		{Case: "group_of_three", Figure: "flag_weak", Flip: true},
+		{Case: "shares_n50_N500/4", Figure: "ppi_hi"},
+	})
 }

@@ -331,22 +331,13 @@ func baselineTerms(b basis, scored []pairOf, options []int, persons []int, group
 func resampled(b Bootstrap, key string, preds ...terms) []Accuracy {
 	n := len(preds[0].pred)
 	vals := make([][4][]float64, len(preds))
-	if b.Samples > 0 {
-		rs := bootstrap.New(b.Seed, key, n)
-		counts := make([]int, n)
-		w := make([]float64, n)
-		for range b.Samples {
-			rs.Counts(counts)
-			for i, c := range counts {
-				w[i] = float64(c)
-			}
-			for p, t := range preds {
-				for s, v := range t.accuracy(w) {
-					vals[p][s] = append(vals[p][s], v)
-				}
+	eachResample(b, key, n, func(w []float64) {
+		for p, t := range preds {
+			for s, v := range t.accuracy(w) {
+				vals[p][s] = append(vals[p][s], v)
 			}
 		}
-	}
+	})
 	out := make([]Accuracy, len(preds))
 	for p, t := range preds {
 		point := t.accuracy(nil)
@@ -356,6 +347,24 @@ func resampled(b Bootstrap, key string, preds ...terms) []Accuracy {
 		}
 	}
 	return out
+}
+
+// eachResample calls f with the multiplicities of the n persons in each of b.Samples resamples drawn by
+// bootstrap.New(b.Seed, key, n), in order (the slice is reused).
+func eachResample(b Bootstrap, key string, n int, f func(w []float64)) {
+	if b.Samples <= 0 {
+		return
+	}
+	rs := bootstrap.New(b.Seed, key, n)
+	counts := make([]int, n)
+	w := make([]float64, n)
+	for range b.Samples {
+		rs.Counts(counts)
+		for i, c := range counts {
+			w[i] = float64(c)
+		}
+		f(w)
+	}
 }
 
 // figure is a value with the percentile interval of its resampled values.
@@ -490,20 +499,11 @@ func itemRetest(b Bootstrap, tw, re terms) *Retest {
 func normalised(b Bootstrap, n int, f func(w []float64) [3]float64) (x, y, z Figure) {
 	point := clean(f(nil))
 	var vals [3][]float64
-	if b.Samples > 0 {
-		rs := bootstrap.New(b.Seed, bootstrap.Key(b.Key, "retest"), n)
-		counts := make([]int, n)
-		w := make([]float64, n)
-		for range b.Samples {
-			rs.Counts(counts)
-			for i, c := range counts {
-				w[i] = float64(c)
-			}
-			for s, v := range clean(f(w)) {
-				vals[s] = append(vals[s], v)
-			}
+	eachResample(b, bootstrap.Key(b.Key, "retest"), n, func(w []float64) {
+		for s, v := range clean(f(w)) {
+			vals[s] = append(vals[s], v)
 		}
-	}
+	})
 	return figure(point[0], vals[0]), figure(point[1], vals[1]), figure(point[2], vals[2])
 }
 

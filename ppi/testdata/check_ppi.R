@@ -16,16 +16,15 @@
 #   selfcheck.csv  case, y, f: M people in order (person i on the i-th row of the case, from 0).
 #   subsets.csv    label, b, indices: each self-check draw's labeled people (0-based, ";"-joined).
 #   go.csv         case, figure, value: what Go computed ("NA" where it has no number).
-# Exits 0 and prints "every figure agrees" when every figure of go.csv equals R's to 1e-9 (relative above 1)
+# Its figures are compared with Go's by rcheck/compare.R, sourced from this file's path: exits 0 and prints
+# "every figure agrees" when every figure of go.csv equals R's to 1e-9 (relative above 1)
 # and neither side has a figure the other lacks; otherwise lists the differences and exits 1.
 args <- commandArgs(trailingOnly = TRUE)
 dir <- if (length(args) >= 1) args[1] else "."
 rd <- function(name) read.csv(file.path(dir, name), colClasses = "character")
 z <- qnorm(0.975)
-figs <- list()
-put <- function(case, named) {
-  for (nm in names(named)) figs[[paste(case, nm, sep = "|")]] <<- as.numeric(named[[nm]])
-}
+here <- dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
+source(file.path(here, "..", "..", "rcheck", "compare.R"))
 
 interval <- function(prefix, est, v) {
   h <- z * sqrt(v)
@@ -151,21 +150,4 @@ for (case in unique(sc$case)) {
     model_only_bias = mean(f) - truth, mean_neff = if (all(is.na(r$neff))) NA else mean(r$neff, na.rm = TRUE)))
 }
 
-go <- rd("go.csv")
-gov <- setNames(suppressWarnings(as.numeric(go$value)), paste(go$case, go$figure, sep = "|"))
-bad <- character()
-for (k in setdiff(names(figs), names(gov))) bad <- c(bad, sprintf("%s: R has %.17g, Go has no figure", k, figs[[k]]))
-for (k in setdiff(names(gov), names(figs))) bad <- c(bad, sprintf("%s: Go has %.17g, R has no figure", k, gov[[k]]))
-for (k in intersect(names(figs), names(gov))) {
-  r <- figs[[k]]; g <- gov[[k]]
-  if (is.na(r) && is.na(g)) next
-  if (is.na(r) != is.na(g) || abs(r - g) > 1e-9 * max(1, abs(r))) {
-    bad <- c(bad, sprintf("%s: Go %.17g, R %.17g", k, g, r))
-  }
-}
-if (length(bad) > 0) {
-  cat(bad, sep = "\n")
-  cat(sprintf("%d of %d figures differ\n", length(bad), length(figs)))
-  quit(status = 1)
-}
-cat(sprintf("every figure agrees (%d figures)\n", length(figs)))
+compare_figures(dir)

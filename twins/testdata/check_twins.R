@@ -18,16 +18,15 @@
 #   resamples.csv  label, b, indices: the resamples of the scored persons (label = case) and of the retest's
 #                  persons (label = case/retest), 0-based into those persons in increasing person order.
 #   go.csv         case, figure, value: Go's figures, NA where it has none.
-# Exits 0 and prints "every figure agrees" when every figure equals R's to 1e-9 (relative above 1) and neither
+# Its figures are compared with Go's by rcheck/compare.R, sourced from this file's path: exits 0 and prints
+# "every figure agrees" when every figure equals R's to 1e-9 (relative above 1) and neither
 # side has one the other lacks; otherwise lists the differences and exits 1.
 args <- commandArgs(trailingOnly = TRUE)
 dir <- if (length(args) >= 1) args[1] else "."
 rd <- function(name) read.csv(file.path(dir, name), colClasses = "character", na.strings = "NA")
 num <- function(x) as.numeric(x)
-figs <- list()
-put <- function(case, named) {
-  for (nm in names(named)) figs[[paste(case, nm, sep = "|")]] <<- as.numeric(named[[nm]])
-}
+here <- dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
+source(file.path(here, "..", "..", "rcheck", "compare.R"))
 r_cor <- function(x, y) if (length(unique(x)) < 2 || length(unique(y)) < 2) NA else cor(x, y)
 # A ratio of correlations, NA where the retest's is 0 or undefined.
 cor_ratio <- function(tx, ty, rx, ry) { d <- r_cor(rx, ry); if (is.na(d) || d == 0) NA else r_cor(tx, ty) / d }
@@ -191,19 +190,4 @@ for (case in cases$case) {
   }
 }
 
-go <- rd("go.csv")
-gov <- setNames(suppressWarnings(as.numeric(go$value)), paste(go$case, go$figure, sep = "|"))
-bad <- character()
-for (k in setdiff(names(figs), names(gov))) bad <- c(bad, sprintf("%s: R has %.17g, Go has no figure", k, figs[[k]]))
-for (k in setdiff(names(gov), names(figs))) bad <- c(bad, sprintf("%s: Go has %.17g, R has no figure", k, gov[[k]]))
-for (k in intersect(names(figs), names(gov))) {
-  r <- figs[[k]]; g <- gov[[k]]
-  if (is.na(r) && is.na(g)) next
-  if (is.na(r) != is.na(g) || abs(r - g) > 1e-9 * max(1, abs(r))) bad <- c(bad, sprintf("%s: Go %.17g, R %.17g", k, g, r))
-}
-if (length(bad) > 0) {
-  cat(bad, sep = "\n")
-  cat(sprintf("%d of %d figures differ\n", length(bad), length(figs)))
-  quit(status = 1)
-}
-cat(sprintf("every figure agrees (%d figures)\n", length(figs)))
+compare_figures(dir)
