@@ -245,3 +245,29 @@ func TestNotes(t *testing.T) {
 		t.Fatalf("ConstantHumans: %q", got)
 	}
 }
+
+// TestShares: an option nobody of the labeled people chose is flagged and its intervals have zero width, even
+// when the model chose it; the humans' shares sum to 1; each option's λ is its own.
+func TestShares(t *testing.T) {
+	y := []int{0, 1, 1, 2, 2, 2, 1, 0, 2, 1, 1, 2}
+	f := []int{0, 1, 2, 2, 2, 1, 1, 0, 2, 1, 3, 2}
+	fu := []int{0, 1, 2, 3, 2, 1, 1, 3, 2, 2, 0, 1, 2, 2, 1}
+	es, err := Shares(y, f, fu, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, e := range es {
+		sum += e.Humans.Estimate
+	}
+	if math.Abs(sum-1) > 1e-12 {
+		t.Errorf("the humans' shares sum to %v", sum)
+	}
+	nobody := es[3]
+	if nobody.Flags&ConstantHumans == 0 || nobody.PPI.Width() != 0 || nobody.Humans.Width() != 0 || nobody.PPI.Estimate != 0 {
+		t.Errorf("option nobody chose: %+v", nobody)
+	}
+	if es[0].Flags&ConstantHumans != 0 || es[0].Lambda == es[1].Lambda {
+		t.Errorf("options 0 and 1 share λ %v or are flagged: %v", es[0].Lambda, es[0].Flags.Notes())
+	}
+}

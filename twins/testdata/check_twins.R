@@ -33,10 +33,14 @@ cor_ratio <- function(tx, ty, rx, ry) { d <- r_cor(rx, ry); if (is.na(d) || d ==
 
 cases <- rd("cases.csv"); opts <- rd("options.csv"); answers <- rd("answers.csv")
 persons <- rd("persons.csv"); scales <- rd("scales.csv"); resamples <- rd("resamples.csv")
+parsed <- new.env()
 draws <- function(label) {
-  r <- resamples[resamples$label == label, ]
-  r <- r[order(as.integer(r$b)), ]
-  lapply(strsplit(r$indices, ";", fixed = TRUE), function(s) as.integer(s) + 1)
+  if (is.null(parsed[[label]])) {
+    r <- resamples[resamples$label == label, ]
+    r <- r[order(as.integer(r$b)), ]
+    parsed[[label]] <- lapply(strsplit(r$indices, ";", fixed = TRUE), function(s) as.integer(s) + 1)
+  }
+  parsed[[label]]
 }
 # A figure's value on all rows and its interval over the resamples (rows replayed).
 with_interval <- function(name, stat, rows, label) {
