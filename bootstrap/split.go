@@ -27,13 +27,7 @@ func (s *Splitter) Next(first []bool) {
 		panic("bootstrap: Splitter.Next with a slice of another length than the group")
 	}
 	perm := make([]int, s.n)
-	for i := range perm {
-		perm[i] = i
-	}
-	for i := s.n - 1; i > 0; i-- {
-		j := s.r.IntN(i + 1)
-		perm[i], perm[j] = perm[j], perm[i]
-	}
+	shuffle(s.r, perm)
 	clear(first)
 	for _, u := range perm[:s.n/2] {
 		first[u] = true
