@@ -161,6 +161,9 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			// more is submitted, and its cells are recorded with the run's reason.
 			return total
 		}
+		if r.unpaused(ctx) != nil { // a paused run submits nothing (wire.ChangeRunPause)
+			return total
+		}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
 		for !reserved && bb.holding() && !r.halted(bb) {

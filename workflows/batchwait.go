@@ -35,10 +35,12 @@ func batchAwaits(ctx workflow.Context) bool {
 const batchAwaitTimeout = 48 * time.Hour
 
 // batchAwaitCtx is the options of AwaitBatch: as batchWaitCtx (retried for as long as it takes, a heartbeat
-// timeout of seconds), with one attempt allowed to last a batch's whole window.
+// timeout of seconds), with one attempt allowed to last a batch's whole window, on the batch waits' queue of the
+// run's own task queue (wire.WaitQueueFor): wire.WaitQueue for a run on wire.TaskQueue, as every run recorded
+// before per-run queues existed, so their replays schedule the same.
 func batchAwaitCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           wire.WaitQueue,
+		TaskQueue:           wire.WaitQueueFor(workflow.GetInfo(ctx).TaskQueueName),
 		StartToCloseTimeout: batchAwaitTimeout,
 		HeartbeatTimeout:    10 * time.Second,
 		Summary:             summary,

@@ -69,6 +69,8 @@ type runner struct {
 	// submitting counts, per model id, the chunks' SubmitBatch activities under way: a batch one of them created
 	// is not in batches until it returns (see batchFailed).
 	submitting map[string]int
+	// pausable says the run honours wire.SignalPause (wire.ChangeRunPause); its pause is state.Paused.
+	pausable bool
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
@@ -132,13 +134,29 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 			}
 		}
 	})
+	// The owner's pause (starter pause / resume): runs recorded before wire.ChangeRunPause, whose workers ignored
+	// the signal, replay without a marker here and ignore it still.
+	if r.pausable = workflow.GetVersion(ctx, wire.ChangeRunPause, workflow.DefaultVersion, 1) >= 1; r.pausable {
+		pauseCh := workflow.GetSignalChannel(ctx, wire.SignalPause)
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			for {
+				var p wire.Pause
+				if !pauseCh.Receive(gctx, &p) {
+					return
+				}
+				r.setPause(gctx, p)
+			}
+		})
+	}
 	r.details(ctx)
 
 	maxPar := max(1, r.plan.Run.MaxParallelPasses)
 	launched := 0
 	continueAsNew := false
 	for r.state.Next < len(r.passes) && r.state.Stopped == "" {
-		if err := workflow.Await(ctx, func() bool { return r.running < maxPar || r.state.Stopped != "" }); err != nil {
+		if err := workflow.Await(ctx, func() bool {
+			return r.running < maxPar && r.state.Paused == nil || r.state.Stopped != ""
+		}); err != nil {
 			return wire.Result{}, r.cancelled(ctx, err)
 		}
 		if r.state.Stopped != "" {
@@ -210,6 +228,9 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 // runPass runs one pass to its end: success, or failure after Temporal's retries, in which case every unfinished
 // cell is recorded with the last reason.
 func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share) {
+	if r.unpaused(ctx) != nil {
+		return // the workflow is being cancelled
+	}
 	m := r.plan.Models[p.Model]
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: 24 * time.Hour,
@@ -264,6 +285,26 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 	if r.plan.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
 		r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg))
 	}
+}
+
+// setPause pauses the run (p.Paused) or resumes it, as its owner asked with wire.SignalPause. A pause asked again
+// keeps the time of the first.
+func (r *runner) setPause(ctx workflow.Context, p wire.Pause) {
+	switch {
+	case p.Paused && r.state.Paused == nil:
+		r.state.Paused = &wire.Paused{Since: workflow.Now(ctx), By: p.By}
+	case !p.Paused:
+		r.state.Paused = nil
+	}
+	r.details(ctx)
+}
+
+// unpaused waits while the run is paused, before a pass is started or a provider batch submitted: what a paused
+// run does not start costs nothing. It returns at once when the run is not paused, and the workflow's
+// cancellation when it is cancelled while paused. A run that does not honour the pause (r.pausable false) is
+// never paused.
+func (r *runner) unpaused(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return r.state.Paused == nil })
 }
 
 // stop ends the launching of passes; the cells left without a result are recorded with class.
@@ -349,6 +390,7 @@ func (r *runner) progress() wire.Progress {
 	p.RunID = r.runID
 	p.PassesRunning = r.running
 	p.Stopped = r.state.Stopped
+	p.Paused = r.state.Paused
 	p.Outages = slices.Clone(r.outages)
 	p.Batches = r.batchList()
 	return p
@@ -372,6 +414,10 @@ func (r *runner) details(ctx workflow.Context) {
 	t := r.state.Totals
 	d := fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
 		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried)
+	if p := r.state.Paused; p != nil {
+		d = fmt.Sprintf("paused since %s UTC%s: no pass starts and no batch is submitted until `starter resume %s`; ",
+			p.Since.UTC().Format(time.DateTime), by(p.By), r.runID) + d
+	}
 	seen := map[string]bool{}
 	for _, o := range r.outages {
 		if seen[o.Model] {
@@ -391,6 +437,14 @@ func (r *runner) details(ctx workflow.Context) {
 		}
 	}
 	workflow.SetCurrentDetails(ctx, d)
+}
+
+// by is " by who" when who is known.
+func by(who string) string {
+	if who == "" {
+		return ""
+	}
+	return " by " + who
 }
 
 // batchList is the run's batches in key order.
