@@ -39,6 +39,10 @@ type snapshot struct {
 	outages map[string]breaker.State
 	// batches are the provider batches of the run's batch passes.
 	batches []wire.BatchProgress
+	// taskQueue is the task queue of the run's execution: the workers that poll it are those that continue it.
+	taskQueue string
+	// paused is the run's pause (`starter pause`), nil while it is not paused.
+	paused *wire.Paused
 }
 
 // progressStore is what progress reads of the results store.
@@ -99,6 +103,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 	}
 	s.status = d.GetWorkflowExecutionInfo().GetStatus().String()
 	s.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+	s.taskQueue = d.GetWorkflowExecutionInfo().GetTaskQueue()
 	if v, err := c.QueryWorkflow(ctx, id, "", wire.QueryProgress); err == nil {
 		var p wire.Progress
 		if v.Get(&p) == nil {
@@ -109,6 +114,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 				s.addOutage(o.Model, o.State)
 			}
 			s.batches = p.Batches
+			s.paused = p.Paused
 		}
 	}
 	dc := converter.GetDefaultDataConverter()
@@ -209,7 +215,16 @@ func (s snapshot) line(rate float64) string {
 	for _, o := range s.outageLines(time.Now()) {
 		line += " · " + o
 	}
+	if s.paused != nil {
+		line += " · " + s.pausedLine()
+	}
 	return line
+}
+
+// pausedLine says since when and by whom the run is paused.
+func (s snapshot) pausedLine() string {
+	return fmt.Sprintf("paused since %s%s: no pass starts until it is resumed", s.paused.Since.Local().Format(timeWithZone),
+		byWhom(s.paused.By))
 }
 
 // batchLines say where each provider batch stands: "sim: batch 2 of 3 in_progress, 31,204 of 50,000 done,
@@ -285,6 +300,9 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 				s.usage.Tokens(), s.usage.CostUSD)
 			for _, o := range s.outageLines(time.Now()) {
 				desc += " · " + o
+			}
+			if s.paused != nil {
+				desc += " · " + s.pausedLine()
 			}
 			bar.Describe(desc)
 			_ = bar.Set(min(s.done, total))

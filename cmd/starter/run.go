@@ -206,7 +206,7 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                    id,
-		TaskQueue:             wire.TaskQueue,
+		TaskQueue:             sess.runQueue(id),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:         "retry the failed cells of " + id,
 	}
@@ -215,6 +215,9 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 		wire.Input{RunID: id, Output: output, RetryFailed: true})
 	if err != nil {
 		return fmt.Errorf("start the retry of run %s: %w", id, err)
+	}
+	if err := sess.serveRun(ctx, id, run.GetRunID(), cmd.ErrOrStderr()); err != nil {
+		return err
 	}
 	sess.recordState(id, store.RunRunning)
 	fmt.Fprintf(cmd.OutOrStdout(), "Retrying the failed cells of run %s\n", id)
@@ -243,10 +246,17 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 		st := d.GetWorkflowExecutionInfo().GetStatus()
 		attached = st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		ended = st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			moved, err := sess.moveToOwnQueue(ctx, id, d, spec, stderr)
+			if err != nil {
+				return err
+			}
+			attached = !moved // moved: its execution ended, and a new one starts below
+		}
 	}
 	opts := client.StartWorkflowOptions{
 		ID:        id,
-		TaskQueue: wire.TaskQueue,
+		TaskQueue: sess.runQueue(id),
 		// Attach to a running run; restart a failed, cancelled or terminated one under the same id, which
 		// resumes it from the results store; refuse to restart a completed one (it is exported again instead).
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -280,6 +290,9 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 	case err != nil:
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
+	if err := sess.serveRun(ctx, id, run.GetRunID(), stderr); err != nil {
+		return err
+	}
 	verb := "Started"
 	if attached {
 		verb = "Attached to"
@@ -287,6 +300,9 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 	fmt.Fprintf(stdout, "%s run %s\n  %s\n", verb, id, spec.Summary())
 	if !attached || !ended {
 		sess.recordState(id, store.RunRunning)
+		if err := sess.unpause(ctx, id, stdout); err != nil {
+			return err
+		}
 	}
 	if attached && ended {
 		if r, ok := newerUnfinished(ctx, sess, id); ok {
@@ -396,8 +412,11 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	if err != nil {
 		if ctx.Err() != nil {
 			if sess.worker != nil {
+				// Its own task queue is served by no other command: it stays stopped until its owner asks.
+				sess.recordState(id, store.RunStopped)
 				fmt.Fprintf(stderr, "\ninterrupted: letting the calls in flight land (Ctrl-C again to quit at once);"+
-					" `%s` resumes the run, calling only the cells without a record\n", resume)
+					" the run stays stopped, whatever else runs here, until `%s` resumes it, calling only the cells"+
+					" without a record\n", resume)
 			} else {
 				fmt.Fprintf(stderr, "\ninterrupted: the run goes on on the workers; follow it with `%s`"+
 					" or attach again with `%s`\n", sess.flags.command("status", id), resume)

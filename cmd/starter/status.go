@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/serviceerror"
@@ -65,11 +66,14 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 	}
 	first, firstAt := s, time.Now() // the rate is the cells recorded between two reads over the time between them
 	fmt.Fprintf(out, "%s: %s\n", id, s.status)
-	if s.status == "Running" && !hasPollers(ctx, sess.client, wire.TaskQueue) {
-		fmt.Fprintf(out, "  interrupted: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · $%s\n"+
-			"  `%s` resumes it, calling only the cells without a record\n",
-			thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.resumeCommand(id, ""))
+	if s.status == "Running" && !hasPollers(ctx, sess.client, s.taskQueue) {
+		fmt.Fprintf(out, "  %s: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · $%s\n"+
+			"  nothing continues it until `%s` resumes it, calling only the cells without a record\n",
+			sess.stoppedWord(ctx, id), thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.resumeCommand(id, ""))
 		return nil
+	}
+	if s.paused != nil {
+		fmt.Fprintf(out, "  %s: `%s` continues it\n", s.pausedLine(), sess.flags.command("resume", id))
 	}
 	failures := 0
 	for s.status == "Running" {
@@ -133,4 +137,19 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 // statusLine is line with the time elapsed since the execution started.
 func (s snapshot) statusLine(rate float64, elapsed time.Duration) string {
 	return fmt.Sprintf("elapsed %s · %s", elapsed.Round(time.Second), s.line(rate))
+}
+
+// stoppedWord is how a run that no worker serves is named: "stopped" when its starter recorded that it was
+// interrupted (Ctrl-C), "interrupted" otherwise (killed).
+func (s *session) stoppedWord(ctx context.Context, id string) string {
+	if s.store != nil {
+		if runs, err := s.store.Runs(ctx); err == nil {
+			for _, r := range runs {
+				if r.ID == id && r.State == store.RunStopped {
+					return store.RunStopped
+				}
+			}
+		}
+	}
+	return runStateInterrupted
 }
