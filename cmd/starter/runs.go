@@ -155,8 +155,10 @@ func listRuns(ctx context.Context, st store.Store, c client.Client, embedded boo
 		if name != "" && !strings.Contains(row.Name, name) && !strings.Contains(r.ID, name) {
 			continue
 		}
-		served := c == nil // unknown without a server: what the starters recorded stands
-		if c != nil { // the server's word: a retry of a finished run is running again
+		// Without a server what the starters recorded stands; with one, its word: a retry of a finished run is
+		// running again, and a run that no worker polls for is stopped or interrupted.
+		served := c == nil
+		if c != nil {
 			dctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 			if d, err := c.DescribeWorkflowExecution(dctx, r.ID, ""); err == nil {
 				row.Status = stateWord(d.GetWorkflowExecutionInfo().GetStatus())
