@@ -99,8 +99,11 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
 			}
-			if retry {
-				return retryRun(cmd, &conn, workflowID(spec), spec, output, opts)
+			var earlier []earlierForm
+			if !fresh || retry {
+				if earlier, err = earlierForms(spec); err != nil {
+					return err
+				}
 			}
 			// From here on the run's spec is its canonical copy, made once: its JSON is the run's hash, the
 			// workflow input and the spec saved in the store, and the spec as loaded goes (a large spec is held
@@ -111,10 +114,22 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				return err
 			}
 			id := workflowIDOf(spec.Name, experiment.HashOf(canonical))
-			if fresh {
-				id += "-" + time.Now().UTC().Format("20060102T150405")
-			}
 			ctx := cmd.Context()
+			if fresh && !retry {
+				id += "-" + time.Now().UTC().Format("20060102T150405")
+			} else if e, err := pickEarlier(ctx, &conn, id, earlier); err != nil {
+				return err
+			} else if e != nil {
+				// An earlier release's run of this file: it goes on with the spec it was started with.
+				earlierNote(cmd.ErrOrStderr(), &conn, e, args[0])
+				spec, canonical, id = e.spec, e.canonical, e.id
+			} else {
+				opts.newFromFile = true
+			}
+			earlier = nil
+			if retry {
+				return retryRun(cmd, &conn, id, spec, output, opts)
+			}
 			sess, err := open(ctx, &conn, sessionOptions{worker: true, sim: spec.Simulator}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -231,6 +246,9 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 type runOptions struct {
 	// specRef is the spec file the user named, "" when they named a run.
 	specRef string
+	// newFromFile says the spec file has no run of an earlier release: runSpec names the unfinished runs of the
+	// same name when it starts a new one (sameNameNote).
+	newFromFile bool
 	detach  bool
 	report  bool // write report.html next to the outputs when done
 	every   time.Duration
@@ -241,14 +259,13 @@ type runOptions struct {
 func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonical []byte, id, output string, o runOptions,
 	stdout, stderr io.Writer) error {
 	c := sess.client
-	attached, ended := false, false
+	attached, ended, moved := false, false, false
 	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
 		st := d.GetWorkflowExecutionInfo().GetStatus()
 		attached = st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		ended = st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			moved, err := sess.moveToOwnQueue(ctx, id, d, spec, stderr)
-			if err != nil {
+			if moved, err = sess.moveToOwnQueue(ctx, id, d, spec, stderr); err != nil {
 				return err
 			}
 			attached = !moved // moved: its execution ended, and a new one starts below
@@ -294,10 +311,16 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 		return err
 	}
 	verb := "Started"
-	if attached {
+	switch {
+	case attached:
 		verb = "Attached to"
+	case moved:
+		verb = "Resumed"
 	}
 	fmt.Fprintf(stdout, "%s run %s\n  %s\n", verb, id, spec.Summary())
+	if !attached && !moved && o.newFromFile {
+		sameNameNote(ctx, stderr, sess, id, spec, canonical)
+	}
 	if !attached || !ended {
 		sess.recordState(id, store.RunRunning)
 		if err := sess.unpause(ctx, id, stdout); err != nil {
