@@ -70,7 +70,9 @@ func pickEarlier(ctx context.Context, conn *connFlags, id string, forms []earlie
 	if err != nil {
 		return nil, err
 	}
-	known := func(id string) bool { return slices.ContainsFunc(runs, func(r store.RunInfo) bool { return r.ID == id }) }
+	known := func(id string) bool {
+		return slices.ContainsFunc(runs, func(r store.RunInfo) bool { return r.ID == id })
+	}
 	if known(id) {
 		return nil, nil
 	}

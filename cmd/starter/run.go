@@ -249,9 +249,9 @@ type runOptions struct {
 	// newFromFile says the spec file has no run of an earlier release: runSpec names the unfinished runs of the
 	// same name when it starts a new one (sameNameNote).
 	newFromFile bool
-	detach  bool
-	report  bool // write report.html next to the outputs when done
-	every   time.Duration
+	detach      bool
+	report      bool // write report.html next to the outputs when done
+	every       time.Duration
 }
 
 // runSpec starts run id of spec, whose canonical JSON is canonical (see canonicalSpec), or attaches to it, and
