@@ -11,6 +11,7 @@ import (
 
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -178,8 +179,9 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		if !reserved {
 			bb.spentOut = true // the pass's other chunks stop too, whatever stopped the run first
 			if r.state.Stopped == "" {
-				r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
-					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD.Float()))
+				r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd %s reached: a batch of %d cells of %s could cost up to %s, and %s of the pass's share is left (spent %s)",
+					usage.Dollars(r.plan.BudgetUSD).Display(), cells.Len(), m.ID, usage.Dollars(cost).Display(),
+					usage.Dollars(bb.left()).Display(), r.state.Totals.CostUSD.Display()))
 			}
 			return total
 		}

@@ -261,7 +261,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 		switch {
 		case r.state.Stopped != "":
 		case res.BudgetExhausted:
-			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD.Float()))
+			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd %s reached (spent %s)", usage.Dollars(r.plan.BudgetUSD).Display(), r.state.Totals.CostUSD.Display()))
 		case res.Failed > 0 && r.plan.Run.OnError == experiment.OnErrorRaise:
 			r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}

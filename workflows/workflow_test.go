@@ -621,3 +621,27 @@ func TestPauseLaunchesNothingUntilResumed(t *testing.T) {
 		t.Fatalf("result %+v, %v", res, err)
 	}
 }
+
+// TestBudgetMessageShowsEveryDigit: a budget of $0.007 stopped after $0.004773 says those amounts, where it said
+// "$0.01" and "spent $0.0048" (and "$0.0000" below half a hundredth of a cent).
+func TestBudgetMessageShowsEveryDigit(t *testing.T) {
+	m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
+		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1,
+			BudgetExhausted: true, Usage: usage.Usage{CostUSD: usage.Dollars(0.004773)}}, nil
+	}}
+	env, _ := newEnv(t, m)
+	spec := gridSpec(1, 2, 2, 2)
+	spec.BudgetUSD = 0.007
+	spec.Run.MaxParallelPasses = 1
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res wire.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if want := "budget_usd $0.007 reached (spent $0.004773)"; res.Stopped != want {
+		t.Errorf("stopped %q, want %q", res.Stopped, want)
+	}
+}

@@ -207,10 +207,10 @@ func (s snapshot) line(rate float64) string {
 	} else if s.openBatches() {
 		eta = "when its batches end" // a batch's cells land when the provider ends it: no rate to go by before
 	}
-	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · $%s",
-		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD)
+	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · %s",
+		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD.Display())
 	if s.cached > 0 {
-		line += fmt.Sprintf(" · %d cached, $%s saved", s.cached, s.usage.SavedUSD)
+		line += fmt.Sprintf(" · %d cached, %s saved", s.cached, s.usage.SavedUSD.Display())
 	}
 	for _, o := range s.outageLines(time.Now()) {
 		line += " · " + o
@@ -296,8 +296,8 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			rate = float64(s.done-first) / el
 		}
 		if tty {
-			desc := fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%s", s.failed, s.retried, rate,
-				s.usage.Tokens(), s.usage.CostUSD)
+			desc := fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · %s", s.failed, s.retried, rate,
+				s.usage.Tokens(), s.usage.CostUSD.Display())
 			for _, o := range s.outageLines(time.Now()) {
 				desc += " · " + o
 			}

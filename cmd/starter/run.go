@@ -494,12 +494,12 @@ func printSummary(w io.Writer, res wire.Result) {
 	} else {
 		fmt.Fprintf(w, "Done: %d cells in %s: %d ok, %d unparsed, %d failed\n", s.Cells, elapsed, s.OK, s.Unparsed, s.Failed)
 	}
-	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost $%s\n", s.PromptTokens, s.CompletionTokens, s.CostUSD)
+	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost %s\n", s.PromptTokens, s.CompletionTokens, s.CostUSD.Display())
 	if s.Cached > 0 {
-		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · $%s saved\n", s.Cached, s.SavedUSD)
+		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · %s saved\n", s.Cached, s.SavedUSD.Display())
 	}
 	if s.BatchSavedUSD > 0 {
-		fmt.Fprintf(w, "  batch: provider batches at the batch price · $%s saved against synchronous calls\n", s.BatchSavedUSD)
+		fmt.Fprintf(w, "  batch: provider batches at the batch price · %s saved against synchronous calls\n", s.BatchSavedUSD.Display())
 	}
 	if s.Length > 0 || s.ContentFiltered > 0 {
 		fmt.Fprintf(w, "  finish: %d answers cut at max_tokens (finish_reason length) · %d withheld by the content filter\n", s.Length, s.ContentFiltered)

@@ -208,7 +208,7 @@ func printRuns(w io.Writer, rows []runRow) error {
 	for _, r := range rows {
 		table = append(table, []string{r.ID, r.Name, r.Status,
 			fmt.Sprintf("%s/%s/%s of %s", thousands(r.OK), thousands(r.Unparsed), thousands(r.Failed), thousands(r.Cells)),
-			fmt.Sprintf("$%s", r.CostUSD), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
+			r.CostUSD.Display(), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
 			duration(r)})
 	}
 	var b strings.Builder

@@ -29,8 +29,10 @@ import (
 
 // session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
 type session struct {
-	flags  *connFlags
+	flags *connFlags
+	// log is silico's own logger (its warnings reach the terminal); logs holds it and the others.
 	log    *zap.Logger
+	logs   *sessionLogs
 	client client.Client
 	// hostPort is the Temporal frontend the client is connected to.
 	hostPort string
@@ -64,11 +66,11 @@ type sessionOptions struct {
 // open connects to Temporal. In embedded mode it starts the server (and UI), and optionally the simulator and a
 // worker. Close stops everything it started.
 func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writer) (*session, error) {
-	zl, err := logging.New(f.log.format, f.log.level, stderr)
+	logs, err := openLogs(f, stderr)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	s := &session{flags: f, log: zl}
+	s := &session{flags: f, log: logs.own, logs: logs}
 	ok := false
 	defer func() {
 		if !ok {
@@ -105,7 +107,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			return nil, usageError{err}
 		}
 	}
-	copts, err := conn.ClientOptions(logging.Temporal(zl))
+	copts, err := conn.ClientOptions(logging.Temporal(s.logs.sdk))
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -222,7 +224,7 @@ func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse
 			UIPort:           uiPort,
 			Namespace:        f.client.namespace,
 			SearchAttributes: wire.SearchAttributes(),
-			Logger:           s.log,
+			Logger:           s.logs.server,
 		})
 		devDone <- started{srv, err}
 	}()
@@ -397,5 +399,5 @@ func (s *session) Close() {
 			s.log.Warn("stop embedded server", zap.Error(err))
 		}
 	}
-	_ = s.log.Sync()
+	s.logs.close()
 }

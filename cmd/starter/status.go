@@ -67,9 +67,9 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 	first, firstAt := s, time.Now() // the rate is the cells recorded between two reads over the time between them
 	fmt.Fprintf(out, "%s: %s\n", id, s.status)
 	if s.status == "Running" && !hasPollers(ctx, sess.client, s.taskQueue) {
-		fmt.Fprintf(out, "  %s: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · $%s\n"+
+		fmt.Fprintf(out, "  %s: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · %s\n"+
 			"  nothing continues it until `%s` resumes it, calling only the cells without a record\n",
-			sess.stoppedWord(ctx, id), thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.resumeCommand(id, ""))
+			sess.stoppedWord(ctx, id), thousands(s.done), thousands(s.total), s.usage.CostUSD.Display(), sess.resumeCommand(id, ""))
 		return nil
 	}
 	if s.paused != nil {
@@ -117,7 +117,7 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 	if s.status == "Completed" && sess.client.GetWorkflow(ctx, id, "").Get(ctx, &res) == nil {
 		printSummary(out, res)
 	} else if s.status != "Running" {
-		fmt.Fprintf(out, "  %s of %s cells recorded · %d failed · $%s\n", thousands(s.done), thousands(s.total), s.failed, s.usage.CostUSD)
+		fmt.Fprintf(out, "  %s of %s cells recorded · %d failed · %s\n", thousands(s.done), thousands(s.total), s.failed, s.usage.CostUSD.Display())
 		for _, b := range s.batchLines(false) {
 			fmt.Fprintf(out, "  %s\n", b)
 		}
