@@ -12,7 +12,7 @@ import (
 // workflow code" in docs/architecture.md): a new one is recorded into a new file. These were recorded on the
 // embedded test server:
 //
-//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal|TestBatchTokenLimitOnTemporal|TestBatchBudgetOnTemporal' \
+//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal|TestBatchTokenLimitOnTemporal|TestBatchBudgetOnTemporal|TestPausedRunHistory' \
 //	    -record-history=$PWD/workflows/testdata/history.json -record-histories=$PWD/workflows/testdata
 //
 // history.json is a plain run; rate-limited.json has passes retried by Temporal after storms of 429s (recorded
@@ -29,14 +29,15 @@ import (
 // batch-waitqueue.json and batch-token-limit-waitqueue.json are the two batch runs again, recorded with every
 // batch change of that release together (AwaitBatch on wire.WaitQueue, the failed batches' tries, CleanupBatch).
 // batch-budget.json is a batch run stopped by budget_usd, recorded since batch-budget-per-pass-2026-12-05 (a pass
-// whose share runs out stops itself; the other runs on within its own).
+// whose share runs out stops itself; the other runs on within its own). paused.json is a run paused by its owner
+// before its first pass and resumed (wire.ChangeRunPause), recorded by TestPausedRunHistory.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 14 {
-		t.Fatalf("%d recorded histories in testdata, want the 14 listed in this test's doc", len(files))
+	if len(files) < 15 {
+		t.Fatalf("%d recorded histories in testdata, want the 15 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

@@ -71,6 +71,8 @@ type runner struct {
 	submitting map[string]int
 	// pausable says the run honours wire.SignalPause (wire.ChangeRunPause); its pause is state.Paused.
 	pausable bool
+	// held counts the passes launched whose start the pause holds back (unpaused): not running yet.
+	held int
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
@@ -190,6 +192,9 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 				delete(r.runningPass, p.Index)
 				r.setOutage(wire.Outage{Pass: p.Index})
 			}()
+			if r.holdPass(gctx) != nil {
+				return // the workflow is being cancelled while paused
+			}
 			if r.plan.Models[p.Model].Batch.Mode == experiment.BatchBatch {
 				r.runBatchPass(gctx, p, sh)
 				return
@@ -228,9 +233,6 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 // runPass runs one pass to its end: success, or failure after Temporal's retries, in which case every unfinished
 // cell is recorded with the last reason.
 func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share) {
-	if r.unpaused(ctx) != nil {
-		return // the workflow is being cancelled
-	}
 	m := r.plan.Models[p.Model]
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: 24 * time.Hour,
@@ -305,6 +307,16 @@ func (r *runner) setPause(ctx workflow.Context, p wire.Pause) {
 // never paused.
 func (r *runner) unpaused(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool { return r.state.Paused == nil })
+}
+
+// holdPass is unpaused for a pass just launched: while it waits, the progress does not count it as running.
+func (r *runner) holdPass(ctx workflow.Context) error {
+	if r.state.Paused == nil {
+		return nil
+	}
+	r.held++
+	defer func() { r.held-- }()
+	return r.unpaused(ctx)
 }
 
 // stop ends the launching of passes; the cells left without a result are recorded with class.
@@ -388,7 +400,7 @@ func (r *runner) passDone(ctx workflow.Context, res wire.PassResult) {
 func (r *runner) progress() wire.Progress {
 	p := r.state.Totals
 	p.RunID = r.runID
-	p.PassesRunning = r.running
+	p.PassesRunning = r.running - r.held
 	p.Stopped = r.state.Stopped
 	p.Paused = r.state.Paused
 	p.Outages = slices.Clone(r.outages)
