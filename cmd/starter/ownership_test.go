@@ -220,3 +220,84 @@ func TestStoppedRunStaysStopped(t *testing.T) {
 		t.Errorf("after their owner's command: %q and %q, want both completed", r[stopped].Status, r[killed].Status)
 	}
 }
+
+// TestPauseOnACluster runs the quickstart in passes of 100 cells, one at a time, on `starter dev`'s worker as a
+// cluster would (--address, --detach), pauses it: `starter status` says so, and once the pass running has
+// finished nothing more is recorded while it stays paused; `starter resume` lets the worker finish it.
+func TestPauseOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs starter dev and 1,000 cells")
+	}
+	dir := fastQuickstart(t)
+	path := filepath.Join(dir, "experiment.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const par = "  max_parallel_passes: 2\n"
+	if !strings.Contains(string(b), par) {
+		t.Fatalf("quickstart spec no longer contains %q; update the test", par)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), par, "  max_parallel_passes: 1\n  chunk_size: 100\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dev := startStarter(t, dir, "dev", "--port", "0", "--ui-port", "0")
+	addrRE := regexp.MustCompile(`Temporal server  (\S+) `)
+	var addr string
+	for deadline := time.Now().Add(time.Minute); ; {
+		if m := addrRE.FindStringSubmatch(dev.out.String()); m != nil && strings.Contains(dev.out.String(), "Task queue") {
+			addr = m[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("starter dev not up within a minute:\n%s\n%s", dev.out.String(), dev.err.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, errOut, code := runStarterIn(t, dir, "run", "experiment.yaml", "--address", addr, "--detach")
+	m := startedRE.FindStringSubmatch(out)
+	if code != exitOK || m == nil {
+		t.Fatalf("starter run --detach: exit %d\n%s\n%s", code, out, errOut)
+	}
+	id := m[2]
+	out, errOut, code = runStarterIn(t, dir, "pause", id, "--address", addr)
+	if code != exitOK || !strings.Contains(out, "paused run "+id) {
+		t.Fatalf("starter pause: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The pass running when the pause came finishes; then nothing more is recorded.
+	last, stable := -1, time.Time{}
+	for deadline := time.Now().Add(time.Minute); time.Since(stable) < 2*time.Second || stable.IsZero(); {
+		if n := recorded(t, dir, id); n != last {
+			last, stable = n, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the paused run kept recording cells for a minute (%d)", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if last >= 1000 {
+		t.Fatalf("the paused run recorded all %d cells: the pause held nothing back", last)
+	}
+	out, _, _ = runStarterIn(t, dir, "status", id, "--address", addr)
+	if !strings.Contains(out, "paused since") || !strings.Contains(out, "starter resume "+id) {
+		t.Errorf("starter status of the paused run does not say it is paused and how to resume it:\n%s", out)
+	}
+	time.Sleep(time.Second) // a bounded look for calls that must not come
+	if n := recorded(t, dir, id); n != last {
+		t.Fatalf("the paused run went on: %d cells recorded, then %d", last, n)
+	}
+	out, errOut, code = runStarterIn(t, dir, "resume", id, "--address", addr)
+	if code != exitOK || !strings.Contains(out, "resumed run "+id) {
+		t.Fatalf("starter resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); recorded(t, dir, id) < 1000; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed run did not finish within 2m: %d cells recorded", recorded(t, dir, id))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := dev.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	dev.wait(t, time.Minute, "starter dev")
+}
