@@ -73,8 +73,11 @@ func openLogFile(path string) (*os.File, error) {
 	return file, nil
 }
 
-// close flushes the loggers and closes the file.
+// close flushes the loggers and closes the file; nil (a session built without open) has nothing to close.
 func (l *sessionLogs) close() {
+	if l == nil {
+		return
+	}
 	_ = l.own.Sync()
 	_ = l.sdk.Sync()
 	_ = l.server.Sync()
