@@ -240,13 +240,9 @@ and the progress line say since when and by whom a run is paused. Runs started b
 ignore it (the command says so).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			sess, id, err := openRun(ctx, &conn, args[0], cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			return pauseRun(ctx, sess, id, cmd.OutOrStdout())
+			return withRun(cmd, &conn, args[0], func(ctx context.Context, sess *session, id string) error {
+				return pauseRun(ctx, sess, id, cmd.OutOrStdout())
+			})
 		},
 	}
 	conn.registerSession(cmd.Flags())
@@ -314,18 +310,14 @@ follows it.`,
 			if conn.embedded() {
 				return resumeRun(cmd, &conn, args[0], output, runOptions{every: interval})
 			}
-			ctx := cmd.Context()
-			sess, id, err := openRun(ctx, &conn, args[0], cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			if err := sess.client.SignalWorkflow(ctx, id, "", wire.SignalPause, wire.Pause{Paused: false, By: pauser("resume")}); err != nil {
-				return fmt.Errorf("resume run %s: %w", id, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "resumed run %s: the workers go on with it; `%s` follows it\n", id,
-				sess.flags.command("status", id, "--watch"))
-			return nil
+			return withRun(cmd, &conn, args[0], func(ctx context.Context, sess *session, id string) error {
+				if err := sess.client.SignalWorkflow(ctx, id, "", wire.SignalPause, wire.Pause{Paused: false, By: pauser("resume")}); err != nil {
+					return fmt.Errorf("resume run %s: %w", id, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "resumed run %s: the workers go on with it; `%s` follows it\n", id,
+					sess.flags.command("status", id, "--watch"))
+				return nil
+			})
 		},
 	}
 	conn.registerWorker(cmd.Flags())

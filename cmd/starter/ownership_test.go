@@ -114,8 +114,8 @@ func countLines(path string) int {
 	return strings.Count(string(b), "\n")
 }
 
-// runsByID is `starter runs --json` in dir, by id.
-func runsByID(t *testing.T, dir string) map[string]runRow {
+// listedRuns is `starter runs --json` in dir.
+func listedRuns(t *testing.T, dir string) []runRow {
 	t.Helper()
 	out, errOut, code := runStarterIn(t, dir, "runs", "--json")
 	if code != exitOK {
@@ -125,8 +125,14 @@ func runsByID(t *testing.T, dir string) map[string]runRow {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("starter runs --json: %v\n%s", err, out)
 	}
+	return rows
+}
+
+// runsByID is `starter runs --json` in dir, by id.
+func runsByID(t *testing.T, dir string) map[string]runRow {
+	t.Helper()
 	m := map[string]runRow{}
-	for _, r := range rows {
+	for _, r := range listedRuns(t, dir) {
 		m[r.ID] = r
 	}
 	return m

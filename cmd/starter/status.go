@@ -38,13 +38,9 @@ server for the command.`,
   starter status silico-ipip-50 --watch`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			sess, id, err := openRun(ctx, &conn, args[0], cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			return showStatus(ctx, sess, id, watch, every, cmd.OutOrStdout())
+			return withRun(cmd, &conn, args[0], func(ctx context.Context, sess *session, id string) error {
+				return showStatus(ctx, sess, id, watch, every, cmd.OutOrStdout())
+			})
 		},
 	}
 	conn.registerSession(cmd.Flags())
