@@ -150,3 +150,20 @@ func TestEarlierReleaseRunGoesOn(t *testing.T) {
 		t.Errorf("starter runs: %+v; want the one run of 36baa1b, completed with 1000 cells", rows)
 	}
 }
+
+// TestSpecDiff names where two resolved specs differ, key by key, with both values, at most the limit.
+func TestSpecDiff(t *testing.T) {
+	a := []byte(`{"name":"x","models":[{"id":"m","params":{"temperature":0.5}}],"run":{"seed_per_cell":true,"max_attempts":10}}`)
+	b := []byte(`{"name":"x","models":[{"id":"m","params":{"temperature":0.7}}],"run":{"max_attempts":10}}`)
+	got := specDiff(a, b, 4)
+	want := []string{"models[0].params.temperature: 0.5 here, 0.7 there", "run.seed_per_cell: true here, absent there"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("specDiff = %q, want %q", got, want)
+	}
+	if got := specDiff(a, b, 1); len(got) != 2 || got[1] != "…" {
+		t.Errorf("specDiff with limit 1 = %q, want one difference and …", got)
+	}
+	if got := specDiff(a, a, 4); len(got) != 0 {
+		t.Errorf("specDiff of a spec with itself = %q", got)
+	}
+}
