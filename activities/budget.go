@@ -3,6 +3,8 @@ package activities
 import (
 	"fmt"
 	"sync"
+
+	"github.com/silicolab/silico/usage"
 )
 
 // budget is a pass's share of the run's budget_usd: spent (cells finished, over all attempts) plus reserved (the
@@ -57,5 +59,6 @@ func (b *budget) grow(l float64) bool {
 func (b *budget) message() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return fmt.Sprintf("not run: the next call could exceed this pass's share of budget_usd ($%.4f of $%.4f spent)", b.spent, b.limit)
+	return fmt.Sprintf("not run: the next call could exceed this pass's share of budget_usd (%s of %s spent)",
+		usage.Dollars(b.spent).Display(), usage.Dollars(b.limit).Display())
 }

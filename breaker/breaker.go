@@ -147,8 +147,8 @@ type State struct {
 	Few bool `json:"few,omitempty"`
 }
 
-// Describe is the state as people read it: "provider down since 12:01:03 (503), next probe in 8s", "" when
-// closed.
+// Describe is the state at now as people read it: "provider down for 2m10s (503), next probe in 8s", "" when
+// closed. A duration, not a clock time: "since 18:22:05" said neither the day nor the zone.
 func (s State) Describe(now time.Time) string {
 	if !s.Open {
 		return ""
@@ -161,8 +161,8 @@ func (s State) Describe(now time.Time) string {
 	if s.Few {
 		charged = "the cells probed are charged"
 	}
-	return fmt.Sprintf("provider down since %s (%s), next probe %s, %s",
-		s.Since.Local().Format(time.TimeOnly), s.Cause, next, charged)
+	return fmt.Sprintf("provider down for %s (%s), next probe %s, %s",
+		max(0, now.Sub(s.Since)).Round(time.Second), s.Cause, next, charged)
 }
 
 // Ticket is the admission of one request: the generation it was admitted in, and whether it is the probe.

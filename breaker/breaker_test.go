@@ -262,8 +262,13 @@ func TestRestoreContinuesTheBackoffOnAFreshBreakerOnly(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	since := time.Date(2026, 12, 1, 12, 1, 3, 0, time.Local)
 	st := State{Open: true, Since: since, NextProbe: since.Add(8 * time.Second), Cause: Cause{Status: 503, Code: "service_unavailable"}}
-	got := st.Describe(since)
-	want := "provider down since 12:01:03 (503 service_unavailable), next probe in 8s, no cell charged"
+	got := st.Describe(since.Add(2*time.Minute + 10*time.Second))
+	want := "provider down for 2m10s (503 service_unavailable), next probe now, no cell charged"
+	if got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	got = st.Describe(since)
+	want = "provider down for 0s (503 service_unavailable), next probe in 8s, no cell charged"
 	if got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}

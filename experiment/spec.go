@@ -45,6 +45,10 @@ type Spec struct {
 	// seed-000 framework's files that is accepted but has no effect here. Commands print them; they are never
 	// serialised, so they do not change the spec's hash or its run.
 	Notes []string `json:"-"`
+	// Defaulted are the keys the spec file left out that specfile.Parse gave a spec file's default which a spec
+	// resolved by an earlier release lacks (run.seed_per_cell), newest last: leaving them out again gives the
+	// spec an earlier release resolved from the same file (specfile.Earlier). Never serialised.
+	Defaulted []string `json:"-"`
 
 	// rt caches the templates compiled by Validate, so Render does no parsing per call. Never serialised.
 	rt *compiled

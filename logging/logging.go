@@ -25,6 +25,15 @@ const (
 // "panic" or "fatal"; "" means "info". Writes to w are serialized, so w need not
 // be safe for concurrent use.
 func New(format, level string, w io.Writer) (*zap.Logger, error) {
+	core, err := NewCore(format, level, w)
+	if err != nil {
+		return nil, err
+	}
+	return zap.New(core, zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
+}
+
+// NewCore is New's core, for loggers that write to several places (zapcore.NewTee).
+func NewCore(format, level string, w io.Writer) (zapcore.Core, error) {
 	if w == nil {
 		return nil, fmt.Errorf("logging: nil writer")
 	}
@@ -50,8 +59,7 @@ func New(format, level string, w io.Writer) (*zap.Logger, error) {
 		return nil, fmt.Errorf("logging: format %q: want %q or %q", format, FormatJSON, FormatConsole)
 	}
 
-	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
-	return zap.New(core, zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
+	return zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl), nil
 }
 
 // Temporal adapts z to the Temporal SDK's log.Logger, for client.Options.Logger

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/log"
+	"go.uber.org/zap"
 )
 
 func TestNew(t *testing.T) {
@@ -158,5 +159,24 @@ func TestTemporalCanceledActivityIsNotAnError(t *testing.T) {
 	Temporal(z).Error("Activity error.", "Error", context.Canceled)
 	if !strings.Contains(buf.String(), `"level":"debug"`) || !strings.Contains(buf.String(), "Activity canceled.") {
 		t.Errorf("at debug level: %q, want a debug line saying the activity was cancelled", buf.String())
+	}
+}
+
+// TestOneLine: an SDK error entry becomes one line in silico's words with where the details are, an activity's
+// failure naming the activity, the run and the attempt; the same error again and anything below error level are
+// not shown.
+func TestOneLine(t *testing.T) {
+	var buf bytes.Buffer
+	z := zap.New(OneLine(&buf, "state/starter.log"))
+	l := Temporal(z).(log.WithLogger).With("WorkflowID", "run-1", "ActivityType", "RunSeedPass")
+	l.Warn("Failed to poll for task.", "Error", errors.New("server restarting"))
+	l.Error(sdkActivityError, "Attempt", 2, "Error", errors.New("store is closed"))
+	l.Error(sdkActivityError, "Attempt", 2, "Error", errors.New("store is closed"))
+	l.Error(sdkActivityError, "Attempt", 3, "Error", context.Canceled)
+	z.Error("Workflow panic.", zap.String("Error", "nondeterministic"))
+	want := "error: RunSeedPass of run run-1 failed (attempt 2): store is closed (details: state/starter.log)\n" +
+		"error: the Temporal worker: Workflow panic: nondeterministic (details: state/starter.log)\n"
+	if got := buf.String(); got != want {
+		t.Fatalf("shown:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -241,7 +241,7 @@ func facts(a *results.Analysis, batch bool) []fact {
 }
 
 // usd writes an amount of dollars as the report shows money: every digit, as in summary.json and results.csv.
-func usd(v usage.USD) string { return "$" + v.String() }
+func usd(v usage.USD) string { return v.Display() }
 
 // batchRow is what one model in batch mode cost and what it saved against synchronous calls. Sync, Saved and
 // SavedPct are "—" when no price is known for the model (its cost is then unknown too).

@@ -39,20 +39,79 @@ func unwrapPathError(err error) string {
 // and seeds) and the seed-000 framework's JSON (detected by prompt_template, demographic_profiles or parameters).
 // The result is resolved, defaulted and validated: parse → resolve → ApplyDefaults → Validate.
 //
-// A file that does not set run.seed_per_cell is resolved with true (a seed per cell, see
-// experiment.Spec.CallSeed). That default is a spec file's only, not ApplyDefaults': a spec that arrives as a
-// workflow input or is read back from a store (ParseInput, ParseSaved) without the key was resolved before the
-// setting existed, and keeps the seeds it was run with.
+// A file that leaves out a key of fileDefaults gets that default (run.seed_per_cell: true, a seed per cell, see
+// experiment.Spec.CallSeed), named in the spec's Defaulted. Such a default is a spec file's only, not
+// ApplyDefaults': a spec that arrives as a workflow input or is read back from a store (ParseInput, ParseSaved)
+// without the key was resolved before the setting existed, and keeps what it was run with.
 func Parse(data []byte, filename, baseDir string) (*experiment.Spec, error) {
 	s, err := parse(data, &decoder{file: filename, baseDir: baseDir}, nil)
 	if err != nil {
 		return nil, err
 	}
-	if s.Run.SeedPerCell == nil {
-		perCell := true
-		s.Run.SeedPerCell = &perCell
+	for _, d := range fileDefaults() {
+		if d.missing(s) {
+			d.set(s, true)
+			s.Defaulted = append(s.Defaulted, d.key)
+		}
 	}
 	return s, nil
+}
+
+// fileDefault is a default that a spec file gets and that a spec resolved by a release before it lacks.
+type fileDefault struct {
+	// key is the default's key, as a spec names it.
+	key string
+	// missing reports whether a spec does not set the key.
+	missing func(*experiment.Spec) bool
+	// set gives a spec the file's default (on), or takes the key out again, as an earlier release resolved it.
+	set func(s *experiment.Spec, on bool)
+}
+
+// fileDefaults are the spec files' own defaults, oldest first. A release that adds one appends it here, so that
+// the run an earlier release started for the same file is still found (Earlier), and a run keeps its identity
+// across the upgrade: the new default applies to new runs only.
+func fileDefaults() []fileDefault {
+	return []fileDefault{{
+		key:     "run.seed_per_cell",
+		missing: func(s *experiment.Spec) bool { return s.Run.SeedPerCell == nil },
+		set: func(s *experiment.Spec, on bool) {
+			s.Run.SeedPerCell = nil
+			if on {
+				perCell := true
+				s.Run.SeedPerCell = &perCell
+			}
+		},
+	}}
+}
+
+// Earlier returns spec, a spec file as Parse resolved it, as each earlier release resolved the same file: a
+// copy without the newest of the defaults the file left out (spec.Defaulted), then without the two newest, and
+// so on, newest release first. The run an earlier release started for the file has the run id of one of them,
+// and goes on with the spec it was started with. keys[i] names the defaults the i-th copy leaves out. A spec that
+// got no such default has no earlier form.
+func Earlier(spec *experiment.Spec) (forms []*experiment.Spec, keys [][]string, err error) {
+	byKey := map[string]fileDefault{}
+	for _, d := range fileDefaults() {
+		byKey[d.key] = d
+	}
+	var out []string
+	for i := len(spec.Defaulted) - 1; i >= 0; i-- {
+		d, ok := byKey[spec.Defaulted[i]]
+		if !ok {
+			continue
+		}
+		c, _, err := spec.Canonical()
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, d.key)
+		for _, k := range out {
+			byKey[k].set(c, false)
+		}
+		forms = append(forms, c)
+		keys = append(keys, slices.Clone(out))
+	}
+	return forms, keys, nil
 }
 
 // ParseInput reads a spec that arrived as a workflow input: exactly as Parse reads a file (the same keys, the

@@ -109,3 +109,42 @@ func TestSimulatorSampling(t *testing.T) {
 		t.Errorf("sampling: seedy: err %v, want seeds.yaml:10 simulator.sampling with a hint and the accepted values", err)
 	}
 }
+
+// TestEarlierLeavesOutTheFileDefaults: a file that leaves run.seed_per_cell out has one earlier form, the spec
+// without the key, which hashes as an earlier release's resolution of the file did (the same spec saved without
+// it); the spec itself keeps its default. A file that writes the key, true or false, has none: no release ever
+// resolved it otherwise.
+func TestEarlierLeavesOutTheFileDefaults(t *testing.T) {
+	file, err := Parse([]byte(seedSpec("")), "seeds.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Defaulted) != 1 || file.Defaulted[0] != "run.seed_per_cell" {
+		t.Fatalf("Defaulted %q, want [run.seed_per_cell]", file.Defaulted)
+	}
+	forms, keys, err := Earlier(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forms) != 1 || len(keys) != 1 || len(keys[0]) != 1 || keys[0][0] != "run.seed_per_cell" {
+		t.Fatalf("Earlier: %d forms, keys %q; want one without run.seed_per_cell", len(forms), keys)
+	}
+	old := *file
+	old.Run.SeedPerCell = nil
+	if forms[0].Run.SeedPerCell != nil || forms[0].Hash() != old.Hash() {
+		t.Errorf("the earlier form has seed_per_cell %v and hash %s; want unset, the hash %s of the spec an earlier release saved",
+			forms[0].Run.SeedPerCell, forms[0].Hash(), old.Hash())
+	}
+	if !file.SeedPerCell() {
+		t.Errorf("Earlier changed the spec: seed_per_cell %v", file.Run.SeedPerCell)
+	}
+	for _, run := range []string{"seed_per_cell: true", "seed_per_cell: false"} {
+		written, err := Parse([]byte(seedSpec(run)), "seeds.yaml", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forms, _, err := Earlier(written); err != nil || len(forms) != 0 || len(written.Defaulted) != 0 {
+			t.Errorf("%s: %d earlier forms (Defaulted %q), %v; want none", run, len(forms), written.Defaulted, err)
+		}
+	}
+}

@@ -11,7 +11,10 @@ import (
 
 // Run states, as a starter records them with SetRunState and `starter runs` shows them.
 const (
-	RunRunning    = "running"
+	RunRunning = "running"
+	// RunStopped: its starter was interrupted (Ctrl-C) before it ended. It is not terminal: in the embedded
+	// default nothing continues it until its owner runs it again.
+	RunStopped    = "stopped"
 	RunCompleted  = "completed"
 	RunFailed     = "failed"
 	RunCancelled  = "cancelled"

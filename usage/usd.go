@@ -47,6 +47,16 @@ func (d USD) Rat() *big.Rat { return big.NewRat(int64(d), picosPerUSD) }
 // String writes d in dollars with every digit it has and no trailing zeros: "0.00000015", "1.5", "0", "-0.2".
 func (d USD) String() string { return string(d.AppendText(nil)) }
 
+// Display is d as every message shows money: a dollar sign and every digit d has ("$0.004773", "$12.5", "$0"),
+// so an amount is never shown rounded to another ($0.007 as "$0.01", $0.004773 as "$0.0000"). A float64 amount
+// (a budget, a share of it) is shown as Dollars(f).Display().
+func (d USD) Display() string {
+	if d < 0 {
+		return "-" + (-d).Display()
+	}
+	return string(append([]byte{'$'}, d.AppendText(nil)...))
+}
+
 // AppendText appends String's form of d to b.
 func (d USD) AppendText(b []byte) []byte {
 	n := uint64(d)

@@ -89,3 +89,16 @@ func TestPerMTok(t *testing.T) {
 		}
 	}
 }
+
+// TestUSDDisplay: money in a message has every digit its amount has.
+func TestUSDDisplay(t *testing.T) {
+	for _, c := range []struct {
+		d    USD
+		want string
+	}{{Dollars(0.007), "$0.007"}, {Dollars(0.004773), "$0.004773"}, {0, "$0"}, {Dollars(12.5), "$12.5"},
+		{Picodollars(1), "$0.000000000001"}, {Dollars(-0.2), "-$0.2"}} {
+		if got := c.d.Display(); got != c.want {
+			t.Errorf("%d picodollars: %q, want %q", c.d.Picodollars(), got, c.want)
+		}
+	}
+}

@@ -75,7 +75,7 @@ type PassProgress struct {
 	// Outage is the model endpoint's circuit breaker while it is open: when the provider went down, why, the
 	// backoff step and the next probe. A new attempt, on any worker, continues from it.
 	Outage breaker.State `json:",omitzero"`
-	// Provider says the same for people (the Web UI shows heartbeat details): "provider down since 12:01:03
+	// Provider says the same for people (the Web UI shows heartbeat details): "provider down for 2m10s
 	// (503), next probe in 8s, no cell charged"; empty while the provider answers.
 	Provider string `json:",omitempty"`
 }

@@ -191,10 +191,14 @@ func TestRecordedPayloadsDecode(t *testing.T) {
 				case e.Completed != nil:
 					check(e, "workflow result", strict[Result], e.Completed.Result)
 				case e.Signaled != nil:
-					if e.Signaled.SignalName != SignalOutage {
+					switch e.Signaled.SignalName {
+					case SignalOutage:
+						check(e, "signal "+SignalOutage, strict[Outage], e.Signaled.Input)
+					case SignalPause:
+						check(e, "signal "+SignalPause, strict[Pause], e.Signaled.Input)
+					default:
 						t.Fatalf("event %s: signal %q has no wire type", e.EventID, e.Signaled.SignalName)
 					}
-					check(e, "signal "+SignalOutage, strict[Outage], e.Signaled.Input)
 				case e.Scheduled != nil:
 					name := e.Scheduled.ActivityType.Name
 					c, ok := cs[name]
@@ -211,7 +215,7 @@ func TestRecordedPayloadsDecode(t *testing.T) {
 		})
 	}
 	// The histories hold each kind of payload; a history file whose format this test misreads decodes nothing.
-	for _, what := range []string{"workflow input", "continue-as-new input", "workflow result", "signal outage",
+	for _, what := range []string{"workflow input", "continue-as-new input", "workflow result", "signal outage", "signal pause",
 		"PrepareRun input", "PrepareRun result", "RunSeedPass input", "RunSeedPass result", "FailUnfinished input",
 		"FailUnfinished result", "ExportResults input", "ExportResults result", "PlanBatchPass input",
 		"PlanBatchPass result", "SubmitBatch input", "SubmitBatch result", "PollBatch input", "PollBatch result",

@@ -124,6 +124,15 @@ type State struct {
 	// of the cells it leaves unrun.
 	Stopped   string `json:"stopped,omitempty"`
 	StopClass string `json:"stop_class,omitempty"`
+	// Paused is the run's pause (SignalPause), nil while it is not paused: a run paused when it continues as new
+	// stays paused.
+	Paused *Paused `json:"paused,omitempty"`
+}
+
+// Paused says since when a run is paused and who paused it.
+type Paused struct {
+	Since time.Time `json:"since"`
+	By    string    `json:"by,omitempty"`
 }
 
 // Progress is where a run stands, as far as the workflow knows (the answer to QueryProgress): cells of finished
@@ -141,6 +150,9 @@ type Progress struct {
 	Cached int `json:"cached"`
 	usage.Usage
 	Stopped string `json:"stopped,omitempty"`
+	// Paused is the run's pause, nil while it is not paused (and in the progress of workflows that ignore
+	// SignalPause: those started before ChangeRunPause).
+	Paused *Paused `json:"paused,omitempty"`
 	// Outages are the running passes whose model's provider is down (its breaker open), by pass, as the passes
 	// last signalled.
 	Outages []Outage `json:"outages,omitempty"`

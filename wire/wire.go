@@ -33,18 +33,44 @@
 package wire
 
 import (
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 )
 
-// TaskQueue is the task queue of silico's workflows and activities.
+// TaskQueue is the task queue of silico's workflows and activities on a cluster (and under `starter dev`): any
+// worker polling it continues any run on it.
 const TaskQueue = "silico"
 
-// WaitQueue is the task queue of AwaitBatch alone. An AwaitBatch holds its activity slot for as long as its batch
-// runs (hours), sleeping between polls; on TaskQueue, 16 of them would take every slot of a worker and starve the
-// passes and collects behind them. Every worker polls this queue too, with slots of its own (see workerhost).
+// WaitQueue is the task queue of AwaitBatch alone for the runs on TaskQueue. An AwaitBatch holds its activity slot
+// for as long as its batch runs (hours), sleeping between polls; on TaskQueue, 16 of them would take every slot of
+// a worker and starve the passes and collects behind them. Every worker polls this queue too, with slots of its
+// own (see workerhost).
 const WaitQueue = "silico-batch-waits"
+
+// RunQueue is the task queue of run id in the embedded default (`starter run` without --address): a queue of its
+// own, which only a starter naming that run polls. So a run stopped by Ctrl-C, kill -9 or a cancel is continued
+// by no other command on the same state dir (another spec's run, `starter dev`, `starter status`), only by its
+// owner's `starter run ID`, the same spec again, or `starter resume ID`.
+func RunQueue(id string) string { return runQueuePrefix + id }
+
+// runQueuePrefix starts every RunQueue.
+const runQueuePrefix = "silico-run-"
+
+// IsRunQueue reports whether tq is a RunQueue.
+func IsRunQueue(tq string) bool { return strings.HasPrefix(tq, runQueuePrefix) }
+
+// WaitQueueFor is the queue of the batch waits (AwaitBatch) of the runs on task queue tq: WaitQueue for TaskQueue,
+// as every release scheduled them, and tq plus "-batch-waits" for any other queue, so that a run on a RunQueue is
+// waited for only by the worker that serves it. The workflow derives it from its own task queue, which its
+// history records, so a replay schedules the same.
+func WaitQueueFor(tq string) string {
+	if tq == TaskQueue {
+		return WaitQueue
+	}
+	return tq + "-batch-waits"
+}
 
 // WorkflowType is the name ExperimentWorkflow is registered, started and recorded under.
 const WorkflowType = "ExperimentWorkflow"
@@ -59,6 +85,19 @@ const QueryShare = "share"
 // a probe failed, or that the provider is back: the workflow's progress query and the Web UI show it. Its
 // payload is an Outage.
 const SignalOutage = "outage"
+
+// SignalPause is the signal by which a run's owner pauses it (`starter pause`: the workflow launches no pass and
+// submits no provider batch until it is resumed; what runs already finishes) or resumes it (`starter resume`).
+// Its payload is a Pause. Runs started before ChangeRunPause ignore it.
+const SignalPause = "pause"
+
+// Pause is the payload of SignalPause.
+type Pause struct {
+	// Paused is true to pause the run, false to resume it.
+	Paused bool `json:"paused"`
+	// By says who asked, as people read it in the Web UI ("starter pause on host").
+	By string `json:"by,omitempty"`
+}
 
 // Custom search attributes set on every run when the server knows them (the embedded server registers them).
 const (
@@ -92,8 +131,13 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // long as a run started before the change may replay.
 func ChangeIDs() []string {
 	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeBatchCandidates, ChangeBatchCleanup,
-		ChangeTokenLimitSubmissions, ChangeBatchBudgetPerPass, ChangeBatchBounded}
+		ChangeTokenLimitSubmissions, ChangeBatchBudgetPerPass, ChangeBatchBounded, ChangeRunPause}
 }
+
+// ChangeRunPause: the workflow honours SignalPause, launching no pass and submitting no provider batch while
+// paused, and says so in its progress and the Web UI. Version 1 honours it; DefaultVersion (runs recorded before,
+// whose workers ignored the signal) goes on as they did.
+const ChangeRunPause = "run-pause-2026-12-07"
 
 // ChangeBatchAwait: a chunk waits for its batch (and for its cancel) with one AwaitBatch per status the batch
 // goes through, instead of a durable timer and a PollBatch per poll. Version 1 awaits; DefaultVersion (runs

@@ -56,6 +56,10 @@ type Config struct {
 	// Breaker is the policy of the model endpoints' circuit breakers: when they open and how they probe.
 	// Optional: the zero value is breaker's defaults (8 cells, probes 1 s doubling to 1 min). Tests shorten it.
 	Breaker breaker.Policy
+	// TaskQueue is the queue of the workflows and activities this worker serves, and so of the runs it continues.
+	// Optional: wire.TaskQueue, every run of a cluster. The starter's own worker in the embedded default serves
+	// the queue of its run alone (wire.RunQueue). The batch waits are served on wire.WaitQueueFor(TaskQueue).
+	TaskQueue string
 	// Clock is the activities' clock (their waits between a batch's polls among them). Optional: the real one;
 	// tests that live through a day of batches in seconds give the worker and the simulator one
 	// ratelimit.Scaled clock.
@@ -75,8 +79,8 @@ func NewHTTPClient() *http.Client {
 // stopGrace is how long a stopping worker lets calls in flight land before it cancels them.
 const stopGrace = 20 * time.Second
 
-// New returns a worker on wire.TaskQueue with ExperimentWorkflow and the activities registered. The caller
-// starts and stops it (worker.Run or Start/Stop).
+// New returns a worker on cfg.TaskQueue (wire.TaskQueue by default) with ExperimentWorkflow and the activities
+// registered. The caller starts and stops it (worker.Run or Start/Stop).
 func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if cfg.Store == nil || cfg.Getenv == nil {
 		return nil, fmt.Errorf("workerhost: Store and Getenv are required")
@@ -109,7 +113,11 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	if passes <= 0 {
 		passes = 16
 	}
-	w := worker.New(c, wire.TaskQueue, worker.Options{
+	queue := cfg.TaskQueue
+	if queue == "" {
+		queue = wire.TaskQueue
+	}
+	w := worker.New(c, queue, worker.Options{
 		MaxConcurrentActivityExecutionSize: passes,
 		// On Stop, passes stop sending and their calls in flight land and are recorded within this time
 		// (RunSeedPass watches the worker's stop channel); only then are they cancelled.
@@ -137,7 +145,7 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 	activities.Register(w, acts)
 	// AwaitBatch sleeps between polls for as long as its batch runs: its own queue and slots, so that batches in
 	// flight never hold the slots of passes and collects.
-	waits := worker.New(c, wire.WaitQueue, worker.Options{
+	waits := worker.New(c, wire.WaitQueueFor(queue), worker.Options{
 		MaxConcurrentActivityExecutionSize: maxBatchWaits,
 		DisableWorkflowWorker:              true,
 		WorkerStopTimeout:                  stopGrace,
@@ -150,8 +158,8 @@ func New(c client.Client, cfg Config) (worker.Worker, error) {
 // mostly sleeps, and polls its provider about once a minute.
 const maxBatchWaits = 1000
 
-// host is a worker of both queues: wire.TaskQueue (the workflow and every activity) and wire.WaitQueue
-// (AwaitBatch). It starts and stops them together.
+// host is a worker of both queues: its task queue (the workflow and every activity) and that queue's batch waits
+// (AwaitBatch, wire.WaitQueueFor). It starts and stops them together.
 type host struct {
 	worker.Worker
 	waits worker.Worker

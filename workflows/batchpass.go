@@ -11,6 +11,7 @@ import (
 
 	"github.com/silicolab/silico/errclass"
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -187,6 +188,9 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 			// more is submitted, and its cells are recorded with the run's reason.
 			return total
 		}
+		if r.unpaused(ctx) != nil { // a paused run submits nothing (wire.ChangeRunPause)
+			return total
+		}
 		what := fmt.Sprintf("pass %d chunk %d round %d: %d cells of %s", p.Index, i, round, cells.Len(), m.ID)
 		reserved := r.reserveBatch(p, bb, cost)
 		for !reserved && bb.holding() && !r.halted(bb) {
@@ -201,8 +205,9 @@ func (r *runner) runChunk(ctx workflow.Context, p experiment.Pass, i int, cells 
 		if !reserved {
 			bb.spentOut = true // the pass's other chunks stop too, whatever stopped the run first
 			if r.state.Stopped == "" {
-				r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
-					r.plan.BudgetUSD, cells.Len(), m.ID, cost, bb.left(), r.state.Totals.CostUSD.Float()))
+				r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd %s reached: a batch of %d cells of %s could cost up to %s, and %s of the pass's share is left (spent %s)",
+					usage.Dollars(r.plan.BudgetUSD).Display(), cells.Len(), m.ID, usage.Dollars(cost).Display(),
+					usage.Dollars(bb.left()).Display(), r.state.Totals.CostUSD.Display()))
 			}
 			return total
 		}

@@ -44,10 +44,12 @@ const (
 )
 
 // batchAwaitCtx is the options of AwaitBatch: a heartbeat timeout of seconds, one attempt allowed to last a
-// batch's whole window, batchAwaitAttempts attempts.
+// batch's whole window, batchAwaitAttempts attempts, on the batch waits' queue of the run's own task queue
+// (wire.WaitQueueFor): wire.WaitQueue for a run on wire.TaskQueue, as every run recorded before per-run queues
+// existed, so their replays schedule the same.
 func batchAwaitCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           wire.WaitQueue,
+		TaskQueue:           wire.WaitQueueFor(workflow.GetInfo(ctx).TaskQueueName),
 		StartToCloseTimeout: batchAwaitTimeout,
 		HeartbeatTimeout:    10 * time.Second,
 		Summary:             summary,

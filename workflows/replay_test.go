@@ -12,7 +12,7 @@ import (
 // workflow code" in docs/architecture.md): a new one is recorded into a new file. These were recorded on the
 // embedded test server:
 //
-//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal|TestBatchTokenLimitOnTemporal|TestBatchBudgetOnTemporal|TestBatchLostOnTemporal' \
+//	go test ./tests -run 'TestSameResultsForEveryConcurrency|TestUnhappyPathRuns|TestContinuedRunHistory|TestBatchRunOnTemporal|TestBatchTokenLimitOnTemporal|TestBatchBudgetOnTemporal|TestBatchLostOnTemporal|TestPausedRunHistory' \
 //	    -record-history=$PWD/workflows/testdata/history.json -record-histories=$PWD/workflows/testdata
 //
 // history.json is a plain run; rate-limited.json has passes retried by Temporal after storms of 429s (recorded
@@ -31,14 +31,15 @@ import (
 // batch-budget.json is a batch run stopped by budget_usd, recorded since batch-budget-per-pass-2026-12-05 (a pass
 // whose share runs out stops itself; the other runs on within its own). batch-lost.json is a batch run whose
 // provider lost a batch (404 on every poll), taken as lost and its chunk submitted again, recorded since
-// batch-lost-and-bounded-2026-12-07.
+// batch-lost-and-bounded-2026-12-07. paused.json is a run paused by its owner before its first pass and
+// resumed (wire.ChangeRunPause), recorded by TestPausedRunHistory.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 15 {
-		t.Fatalf("%d recorded histories in testdata, want the 15 listed in this test's doc", len(files))
+	if len(files) < 16 {
+		t.Fatalf("%d recorded histories in testdata, want the 16 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

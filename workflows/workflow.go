@@ -69,6 +69,10 @@ type runner struct {
 	// submitting counts, per model id, the chunks' SubmitBatch activities under way: a batch one of them created
 	// is not in batches until it returns (see batchFailed).
 	submitting map[string]int
+	// pausable says the run honours wire.SignalPause (wire.ChangeRunPause); its pause is state.Paused.
+	pausable bool
+	// held counts the passes launched whose start the pause holds back (unpaused): not running yet.
+	held int
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
@@ -132,13 +136,29 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 			}
 		}
 	})
+	// The owner's pause (starter pause / resume): runs recorded before wire.ChangeRunPause, whose workers ignored
+	// the signal, replay without a marker here and ignore it still.
+	if r.pausable = workflow.GetVersion(ctx, wire.ChangeRunPause, workflow.DefaultVersion, 1) >= 1; r.pausable {
+		pauseCh := workflow.GetSignalChannel(ctx, wire.SignalPause)
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			for {
+				var p wire.Pause
+				if !pauseCh.Receive(gctx, &p) {
+					return
+				}
+				r.setPause(gctx, p)
+			}
+		})
+	}
 	r.details(ctx)
 
 	maxPar := max(1, r.plan.Run.MaxParallelPasses)
 	launched := 0
 	continueAsNew := false
 	for r.state.Next < len(r.passes) && r.state.Stopped == "" {
-		if err := workflow.Await(ctx, func() bool { return r.running < maxPar || r.state.Stopped != "" }); err != nil {
+		if err := workflow.Await(ctx, func() bool {
+			return r.running < maxPar && r.state.Paused == nil || r.state.Stopped != ""
+		}); err != nil {
 			return wire.Result{}, r.cancelled(ctx, err)
 		}
 		if r.state.Stopped != "" {
@@ -172,6 +192,9 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 				delete(r.runningPass, p.Index)
 				r.setOutage(wire.Outage{Pass: p.Index})
 			}()
+			if r.holdPass(gctx) != nil {
+				return // the workflow is being cancelled while paused
+			}
 			if r.plan.Models[p.Model].Batch.Mode == experiment.BatchBatch {
 				r.runBatchPass(gctx, p, sh)
 				return
@@ -240,7 +263,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 		switch {
 		case r.state.Stopped != "":
 		case res.BudgetExhausted:
-			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD.Float()))
+			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd %s reached (spent %s)", usage.Dollars(r.plan.BudgetUSD).Display(), r.state.Totals.CostUSD.Display()))
 		case res.Failed > 0 && r.plan.Run.OnError == experiment.OnErrorRaise:
 			r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}
@@ -264,6 +287,36 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 	if r.plan.Run.OnError == experiment.OnErrorRaise && r.state.Stopped == "" {
 		r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: pass %d failed (%s: %s)", p.Index, class, msg))
 	}
+}
+
+// setPause pauses the run (p.Paused) or resumes it, as its owner asked with wire.SignalPause. A pause asked again
+// keeps the time of the first.
+func (r *runner) setPause(ctx workflow.Context, p wire.Pause) {
+	switch {
+	case p.Paused && r.state.Paused == nil:
+		r.state.Paused = &wire.Paused{Since: workflow.Now(ctx), By: p.By}
+	case !p.Paused:
+		r.state.Paused = nil
+	}
+	r.details(ctx)
+}
+
+// unpaused waits while the run is paused, before a pass is started or a provider batch submitted: what a paused
+// run does not start costs nothing. It returns at once when the run is not paused, and the workflow's
+// cancellation when it is cancelled while paused. A run that does not honour the pause (r.pausable false) is
+// never paused.
+func (r *runner) unpaused(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return r.state.Paused == nil })
+}
+
+// holdPass is unpaused for a pass just launched: while it waits, the progress does not count it as running.
+func (r *runner) holdPass(ctx workflow.Context) error {
+	if r.state.Paused == nil {
+		return nil
+	}
+	r.held++
+	defer func() { r.held-- }()
+	return r.unpaused(ctx)
 }
 
 // stop ends the launching of passes; the cells left without a result are recorded with class.
@@ -347,8 +400,9 @@ func (r *runner) passDone(ctx workflow.Context, res wire.PassResult) {
 func (r *runner) progress() wire.Progress {
 	p := r.state.Totals
 	p.RunID = r.runID
-	p.PassesRunning = r.running
+	p.PassesRunning = r.running - r.held
 	p.Stopped = r.state.Stopped
+	p.Paused = r.state.Paused
 	p.Outages = slices.Clone(r.outages)
 	p.Batches = r.batchList()
 	return p
@@ -372,6 +426,10 @@ func (r *runner) details(ctx workflow.Context) {
 	t := r.state.Totals
 	d := fmt.Sprintf("%d/%d passes done · %d/%d cells · %d failed · %d retried",
 		t.PassesDone, t.Passes, t.CellsDone, t.Cells, t.Failed, t.Retried)
+	if p := r.state.Paused; p != nil {
+		d = fmt.Sprintf("paused since %s UTC%s: no pass starts and no batch is submitted until `starter resume %s`; ",
+			p.Since.UTC().Format(time.DateTime), by(p.By), r.runID) + d
+	}
 	seen := map[string]bool{}
 	for _, o := range r.outages {
 		if seen[o.Model] {
@@ -398,6 +456,14 @@ func (r *runner) details(ctx workflow.Context) {
 		}
 	}
 	workflow.SetCurrentDetails(ctx, d)
+}
+
+// by is " by who" when who is known.
+func by(who string) string {
+	if who == "" {
+		return ""
+	}
+	return " by " + who
 }
 
 // batchList is the run's batches in key order.

@@ -564,3 +564,84 @@ func TestOutagesInPassOrder(t *testing.T) {
 		t.Error("the progress query shares the runner's slice")
 	}
 }
+
+// TestPauseLaunchesNothingUntilResumed pauses a run of six passes, one at a time, as it starts: no pass starts
+// while it is paused (an hour and another hour of workflow time), the progress query and the Web UI's details say
+// who paused it, and once resumed the run launches the rest and completes.
+func TestPauseLaunchesNothingUntilResumed(t *testing.T) {
+	m := &passMock{}
+	env, _ := newEnv(t, m)
+	spec := gridSpec(1, 6, 2, 2)
+	spec.Run.MaxParallelPasses = 1
+	started := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.started)
+	}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(wire.SignalPause, wire.Pause{Paused: true, By: "starter pause on test"})
+	}, 0)
+	var atPause, anHourLater int
+	resumed := false
+	var progress wire.Progress
+	env.RegisterDelayedCallback(func() {
+		atPause = started()
+		v, err := env.QueryWorkflow(wire.QueryProgress)
+		if err != nil {
+			t.Errorf("query progress: %v", err)
+			return
+		}
+		if err := v.Get(&progress); err != nil {
+			t.Error(err)
+		}
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() {
+		anHourLater, resumed = started(), true
+		env.SignalWorkflow(wire.SignalPause, wire.Pause{Paused: false})
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, "r-paused"))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if !resumed {
+		t.Fatalf("the run ended before it was resumed (%d passes started): the pause held nothing back", started())
+	}
+	// The pause may be read after the first pass was launched, never later: one pass at most before it.
+	if atPause > 1 || anHourLater != atPause {
+		t.Errorf("passes started: %d when paused, %d an hour later; want at most 1, and none while paused", atPause, anHourLater)
+	}
+	if progress.Paused == nil || progress.Paused.By != "starter pause on test" {
+		t.Errorf("progress while paused: %+v, want Paused by the signal's sender", progress.Paused)
+	}
+	if n := started(); n != 6 {
+		t.Errorf("%d passes started in all, want 6 once resumed", n)
+	}
+	var res wire.Result
+	if err := env.GetWorkflowResult(&res); err != nil || res.RunID != "r-paused" {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+}
+
+// TestBudgetMessageShowsEveryDigit: a budget of $0.007 stopped after $0.004773 says those amounts, where it said
+// "$0.01" and "spent $0.0048" (and "$0.0000" below half a hundredth of a cent).
+func TestBudgetMessageShowsEveryDigit(t *testing.T) {
+	m := &passMock{fail: func(p experiment.Pass) (wire.PassResult, error) {
+		return wire.PassResult{Pass: p.Index, Cells: p.Len(), Done: p.Len(), OK: p.Len(), FirstFailure: -1,
+			BudgetExhausted: true, Usage: usage.Usage{CostUSD: usage.Dollars(0.004773)}}, nil
+	}}
+	env, _ := newEnv(t, m)
+	spec := gridSpec(1, 2, 2, 2)
+	spec.BudgetUSD = 0.007
+	spec.Run.MaxParallelPasses = 1
+	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res wire.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if want := "budget_usd $0.007 reached (spent $0.004773)"; res.Stopped != want {
+		t.Errorf("stopped %q, want %q", res.Stopped, want)
+	}
+}

@@ -62,13 +62,9 @@ interrupted while waiting (the cancellation stays requested).`,
 			if o.wait < 0 || o.every <= 0 {
 				return withCode(exitUsage, errors.New("--wait must be ≥ 0 and --progress-every > 0"))
 			}
-			ctx := cmd.Context()
-			sess, id, err := openRun(ctx, &conn, args[0], cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			return cancelRun(ctx, sess, id, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return withRun(cmd, &conn, args[0], func(ctx context.Context, sess *session, id string) error {
+				return cancelRun(ctx, sess, id, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
 		},
 	}
 	conn.registerSession(cmd.Flags())

@@ -219,6 +219,16 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			}
 			defer sess.Close()
 			out := cmd.OutOrStdout()
+			if !noWorker {
+				// dev's worker serves the shared queue, as a cluster's do: a run that an earlier release's `starter
+				// run` left there goes to its own queue first, where only its owner continues it.
+				if err := sess.moveSharedRuns(ctx, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+				if err := sess.serve(wire.TaskQueue); err != nil {
+					return err
+				}
+			}
 			abs, _ := filepath.Abs(conn.store.stateDir)
 			fmt.Fprintf(out, "Temporal server  %s (namespace %s, state in %s)\n", sess.dev.FrontendHostPort(), conn.client.namespace, abs)
 			if u := sess.dev.UIURL(); u != "" {
@@ -234,6 +244,7 @@ until interrupted, so runs can be started with the temporal CLI or any client an
 			fmt.Fprintf(out, "  temporal workflow start --address %s --task-queue %s --type ExperimentWorkflow \\\n"+
 				"    --workflow-id my-run --input-file spec.json\n", sess.dev.FrontendHostPort(), wire.TaskQueue)
 			fmt.Fprintf(out, "Outputs land in %s/<workflow id>/. Ctrl-C stops everything; state is kept.\n", experiment.DefaultOutputRoot)
+			fmt.Fprintf(out, "Runs of `starter run` are on queues of their own: this worker does not continue them (`starter run ID` does).\n")
 			<-ctx.Done()
 			fmt.Fprintln(cmd.ErrOrStderr(), "stopping")
 			return nil

@@ -143,6 +143,17 @@ func openRun(ctx context.Context, conn *connFlags, ref string, stderr io.Writer)
 	return sess, id, nil
 }
 
+// withRun runs do with a session opened for run ref (openRun) and the run's id, and closes the session.
+func withRun(cmd *cobra.Command, conn *connFlags, ref string, do func(ctx context.Context, sess *session, id string) error) error {
+	ctx := cmd.Context()
+	sess, id, err := openRun(ctx, conn, ref, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	return do(ctx, sess, id)
+}
+
 // resolveInSession resolves ref (see resolveRun) against the session's results store, when it has one.
 func (s *session) resolve(ctx context.Context, ref string) (string, error) {
 	if s.store == nil {

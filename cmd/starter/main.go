@@ -121,7 +121,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, func()) {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagerr.Explain(err)} })
 	stopPprof := addPprofFlag(root, stderr)
-	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newCancelCmd(), newReportCmd(), newCompareCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd(), newRunsCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newStatusCmd(), newExportCmd(), newCancelCmd(), newReportCmd(), newCompareCmd(), newDevCmd(), newPromptCmd(), newEstimateCmd(), newCacheCmd(), newRunsCmd(), newPauseCmd(), newResumeCmd())
 	return root, stopPprof
 }
 

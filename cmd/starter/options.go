@@ -115,11 +115,14 @@ func (o *storeOptions) open(ctx context.Context) (store.Store, error) {
 type logOptions struct {
 	format string
 	level  string
+	file   string
 }
 
 func (o *logOptions) buildFlags(fl *pflag.FlagSet) {
-	fl.StringVar(&o.format, "log-format", "console", "log format: console or json")
-	fl.StringVar(&o.level, "log-level", "warn", "log level: debug, info, warn or error")
+	fl.StringVar(&o.format, "log-format", "console", "format of the log file: console or json")
+	fl.StringVar(&o.level, "log-level", "info", "level of the log file: debug, info, warn or error")
+	fl.StringVar(&o.file, "log-file", "", "the log of silico, the Temporal SDK and the embedded server (default <state-dir>/"+logFileName+
+		"); the terminal shows only silico's warnings and one line per error")
 }
 
 // connFlags are the option sets of a command about runs. A command registers the sets it uses (each set's

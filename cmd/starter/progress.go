@@ -41,6 +41,10 @@ type snapshot struct {
 	batches []wire.BatchProgress
 	// retrying says, per activity retried after failing twice or more, why (retries.go).
 	retrying []string
+	// taskQueue is the task queue of the run's execution: the workers that poll it are those that continue it.
+	taskQueue string
+	// paused is the run's pause (`starter pause`), nil while it is not paused.
+	paused *wire.Paused
 }
 
 // progressStore is what progress reads of the results store.
@@ -101,6 +105,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 	}
 	s.status = d.GetWorkflowExecutionInfo().GetStatus().String()
 	s.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+	s.taskQueue = d.GetWorkflowExecutionInfo().GetTaskQueue()
 	if v, err := c.QueryWorkflow(ctx, id, "", wire.QueryProgress); err == nil {
 		var p wire.Progress
 		if v.Get(&p) == nil {
@@ -111,6 +116,7 @@ func readProgressSized(ctx context.Context, c client.Client, st progressStore, i
 				s.addOutage(o.Model, o.State)
 			}
 			s.batches = p.Batches
+			s.paused = p.Paused
 		}
 	}
 	dc := converter.GetDefaultDataConverter()
@@ -204,18 +210,27 @@ func (s snapshot) line(rate float64) string {
 	} else if s.openBatches() {
 		eta = "when its batches end" // a batch's cells land when the provider ends it: no rate to go by before
 	}
-	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · $%s",
-		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD)
+	line := fmt.Sprintf("%d/%d cells · %d failed · %d retried · %.1f cells/s · eta %s · %d tokens · %s",
+		s.done, s.total, s.failed, s.retried, rate, eta, s.usage.Tokens(), s.usage.CostUSD.Display())
 	if s.cached > 0 {
-		line += fmt.Sprintf(" · %d cached, $%s saved", s.cached, s.usage.SavedUSD)
+		line += fmt.Sprintf(" · %d cached, %s saved", s.cached, s.usage.SavedUSD.Display())
 	}
 	for _, o := range s.outageLines(time.Now()) {
 		line += " · " + o
+	}
+	if s.paused != nil {
+		line += " · " + s.pausedLine()
 	}
 	if n := len(s.retrying); n > 0 {
 		line += fmt.Sprintf(" · %d activit%s failing (below)", n, map[bool]string{true: "y", false: "ies"}[n == 1])
 	}
 	return line
+}
+
+// pausedLine says since when and by whom the run is paused.
+func (s snapshot) pausedLine() string {
+	return fmt.Sprintf("paused since %s%s: no pass starts until it is resumed", s.paused.Since.Local().Format(timeWithZone),
+		byWhom(s.paused.By))
 }
 
 // batchLines say where each provider batch stands: "sim: batch 2 of 3 in_progress, 31,204 of 50,000 done,
@@ -296,10 +311,13 @@ func watchProgress(ctx context.Context, c client.Client, st progressStore, id st
 			rate = float64(s.done-first) / el
 		}
 		if tty {
-			desc := fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · $%s", s.failed, s.retried, rate,
-				s.usage.Tokens(), s.usage.CostUSD)
+			desc := fmt.Sprintf("%d failed · %d retried · %.1f/s · %d tokens · %s", s.failed, s.retried, rate,
+				s.usage.Tokens(), s.usage.CostUSD.Display())
 			for _, o := range s.outageLines(time.Now()) {
 				desc += " · " + o
+			}
+			if s.paused != nil {
+				desc += " · " + s.pausedLine()
 			}
 			for _, r := range s.retrying {
 				desc += " · " + r

@@ -99,8 +99,11 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 			if detach && conn.embedded() {
 				return withCode(exitUsage, errors.New("--detach needs a Temporal server (--address): in embedded mode the worker lives in this process"))
 			}
-			if retry {
-				return retryRun(cmd, &conn, workflowID(spec), spec, output, opts)
+			var earlier []earlierForm
+			if !fresh || retry {
+				if earlier, err = earlierForms(spec); err != nil {
+					return err
+				}
 			}
 			// From here on the run's spec is its canonical copy, made once: its JSON is the run's hash, the
 			// workflow input and the spec saved in the store, and the spec as loaded goes (a large spec is held
@@ -111,10 +114,22 @@ calls only the cells recorded as failed, then rewrites the outputs; the Web UI s
 				return err
 			}
 			id := workflowIDOf(spec.Name, experiment.HashOf(canonical))
-			if fresh {
-				id += "-" + time.Now().UTC().Format("20060102T150405")
-			}
 			ctx := cmd.Context()
+			if fresh && !retry {
+				id += "-" + time.Now().UTC().Format("20060102T150405")
+			} else if e, err := pickEarlier(ctx, &conn, id, earlier); err != nil {
+				return err
+			} else if e != nil {
+				// An earlier release's run of this file: it goes on with the spec it was started with.
+				earlierNote(cmd.ErrOrStderr(), &conn, e, args[0])
+				spec, canonical, id = e.spec, e.canonical, e.id
+			} else {
+				opts.newFromFile = true
+			}
+			earlier = nil
+			if retry {
+				return retryRun(cmd, &conn, id, spec, output, opts)
+			}
 			sess, err := open(ctx, &conn, sessionOptions{worker: true, sim: spec.Simulator}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -206,7 +221,7 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                    id,
-		TaskQueue:             wire.TaskQueue,
+		TaskQueue:             sess.runQueue(id),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:         "retry the failed cells of " + id,
 	}
@@ -215,6 +230,9 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 		wire.Input{RunID: id, Output: output, RetryFailed: true})
 	if err != nil {
 		return fmt.Errorf("start the retry of run %s: %w", id, err)
+	}
+	if err := sess.serveRun(ctx, id, run.GetRunID(), cmd.ErrOrStderr()); err != nil {
+		return err
 	}
 	sess.recordState(id, store.RunRunning)
 	fmt.Fprintf(cmd.OutOrStdout(), "Retrying the failed cells of run %s\n", id)
@@ -228,9 +246,12 @@ func retryRun(cmd *cobra.Command, conn *connFlags, id string, spec *experiment.S
 type runOptions struct {
 	// specRef is the spec file the user named, "" when they named a run.
 	specRef string
-	detach  bool
-	report  bool // write report.html next to the outputs when done
-	every   time.Duration
+	// newFromFile says the spec file has no run of an earlier release: runSpec names the unfinished runs of the
+	// same name when it starts a new one (sameNameNote).
+	newFromFile bool
+	detach      bool
+	report      bool // write report.html next to the outputs when done
+	every       time.Duration
 }
 
 // runSpec starts run id of spec, whose canonical JSON is canonical (see canonicalSpec), or attaches to it, and
@@ -238,15 +259,21 @@ type runOptions struct {
 func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonical []byte, id, output string, o runOptions,
 	stdout, stderr io.Writer) error {
 	c := sess.client
-	attached, ended := false, false
+	attached, ended, moved := false, false, false
 	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
 		st := d.GetWorkflowExecutionInfo().GetStatus()
 		attached = st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		ended = st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			if moved, err = sess.moveToOwnQueue(ctx, id, d, spec, stderr); err != nil {
+				return err
+			}
+			attached = !moved // moved: its execution ended, and a new one starts below
+		}
 	}
 	opts := client.StartWorkflowOptions{
 		ID:        id,
-		TaskQueue: wire.TaskQueue,
+		TaskQueue: sess.runQueue(id),
 		// Attach to a running run; restart a failed, cancelled or terminated one under the same id, which
 		// resumes it from the results store; refuse to restart a completed one (it is exported again instead).
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -280,13 +307,25 @@ func runSpec(ctx context.Context, sess *session, spec *experiment.Spec, canonica
 	case err != nil:
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
+	if err := sess.serveRun(ctx, id, run.GetRunID(), stderr); err != nil {
+		return err
+	}
 	verb := "Started"
-	if attached {
+	switch {
+	case attached:
 		verb = "Attached to"
+	case moved:
+		verb = "Resumed"
 	}
 	fmt.Fprintf(stdout, "%s run %s\n  %s\n", verb, id, spec.Summary())
+	if !attached && !moved && o.newFromFile {
+		sameNameNote(ctx, stderr, sess, id, spec, canonical)
+	}
 	if !attached || !ended {
 		sess.recordState(id, store.RunRunning)
+		if err := sess.unpause(ctx, id, stdout); err != nil {
+			return err
+		}
 	}
 	if attached && ended {
 		if r, ok := newerUnfinished(ctx, sess, id); ok {
@@ -396,8 +435,11 @@ func follow(ctx context.Context, sess *session, run client.WorkflowRun, spec *ex
 	if err != nil {
 		if ctx.Err() != nil {
 			if sess.worker != nil {
+				// Its own task queue is served by no other command: it stays stopped until its owner asks.
+				sess.recordState(id, store.RunStopped)
 				fmt.Fprintf(stderr, "\ninterrupted: letting the calls in flight land (Ctrl-C again to quit at once);"+
-					" `%s` resumes the run, calling only the cells without a record\n", resume)
+					" the run stays stopped, whatever else runs here, until `%s` resumes it, calling only the cells"+
+					" without a record\n", resume)
 			} else {
 				fmt.Fprintf(stderr, "\ninterrupted: the run goes on on the workers; follow it with `%s`"+
 					" or attach again with `%s`\n", sess.flags.command("status", id), resume)
@@ -452,12 +494,12 @@ func printSummary(w io.Writer, res wire.Result) {
 	} else {
 		fmt.Fprintf(w, "Done: %d cells in %s: %d ok, %d unparsed, %d failed\n", s.Cells, elapsed, s.OK, s.Unparsed, s.Failed)
 	}
-	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost $%s\n", s.PromptTokens, s.CompletionTokens, s.CostUSD)
+	fmt.Fprintf(w, "  tokens: %d prompt + %d completion · cost %s\n", s.PromptTokens, s.CompletionTokens, s.CostUSD.Display())
 	if s.Cached > 0 {
-		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · $%s saved\n", s.Cached, s.SavedUSD)
+		fmt.Fprintf(w, "  cache: %d cells answered from the response cache, no call made · %s saved\n", s.Cached, s.SavedUSD.Display())
 	}
 	if s.BatchSavedUSD > 0 {
-		fmt.Fprintf(w, "  batch: provider batches at the batch price · $%s saved against synchronous calls\n", s.BatchSavedUSD)
+		fmt.Fprintf(w, "  batch: provider batches at the batch price · %s saved against synchronous calls\n", s.BatchSavedUSD.Display())
 	}
 	if s.Length > 0 || s.ContentFiltered > 0 {
 		fmt.Fprintf(w, "  finish: %d answers cut at max_tokens (finish_reason length) · %d withheld by the content filter\n", s.Length, s.ContentFiltered)

@@ -51,8 +51,9 @@ func newRunsCmd() *cobra.Command {
 		Use:   "runs",
 		Short: "List the runs of the results store, newest first",
 		Long: `Runs lists the runs the results store holds (--store, SILICO_STORE or <state-dir>/results.db), newest first:
-id, name, status (running, completed, failed, cancelled, terminated, or interrupted: recorded as running by a
-starter that is no longer there), cells recorded ok/unparsed/failed of the grid's total, cost, models, when it
+id, name, status (running, completed, failed, cancelled, terminated, stopped: its starter was interrupted with
+Ctrl-C, or interrupted: recorded as running by a starter that is no longer there; a stopped or interrupted run
+goes on only with ` + "`starter run ID`" + `), cells recorded ok/unparsed/failed of the grid's total, cost, models, when it
 started and how long it took. It needs no Temporal server; when one serves the state dir (a running starter or
 ` + "`starter dev`" + `), or --address names one, the status is the server's. --name keeps the runs whose name or id
 contains the text, --status those in that state. Every command that takes a run id also takes a unique prefix.`,
@@ -102,7 +103,7 @@ contains the text, --status those in that state. Every command that takes a run 
 	conn.store.buildFlags(cmd.Flags())
 	conn.log.buildFlags(cmd.Flags())
 	cmd.Flags().StringVar(&name, "name", "", "only runs whose name or id contains this text")
-	cmd.Flags().StringVar(&status, "status", "", "only runs in this state: running, completed, failed, cancelled, terminated, interrupted")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this state: running, completed, failed, cancelled, terminated, stopped, interrupted")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")
 	acceptUnused(cmd.Flags(), "runs")
@@ -154,15 +155,21 @@ func listRuns(ctx context.Context, st store.Store, c client.Client, embedded boo
 		if name != "" && !strings.Contains(row.Name, name) && !strings.Contains(r.ID, name) {
 			continue
 		}
-		if c != nil { // the server's word: a retry of a finished run is running again
+		// Without a server what the starters recorded stands; with one, its word: a retry of a finished run is
+		// running again, and a run that no worker polls for is stopped or interrupted.
+		served := c == nil
+		if c != nil {
 			dctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 			if d, err := c.DescribeWorkflowExecution(dctx, r.ID, ""); err == nil {
 				row.Status = stateWord(d.GetWorkflowExecutionInfo().GetStatus())
+				served = row.Status != store.RunRunning || hasPollers(ctx, c, d.GetWorkflowExecutionInfo().GetTaskQueue())
 			}
 			cancel()
 		}
 		switch {
-		case row.Status == store.RunRunning && c == nil && embedded:
+		case row.Status == store.RunRunning && r.State == store.RunStopped && (c == nil && embedded || !served):
+			row.Status = store.RunStopped // its starter was interrupted, and nothing continues it
+		case row.Status == store.RunRunning && (c == nil && embedded || !served):
 			row.Status = runStateInterrupted
 		case row.Status == "" && r.HasElapsed:
 			row.Status = store.RunCompleted // exported by a starter that recorded no state
@@ -201,7 +208,7 @@ func printRuns(w io.Writer, rows []runRow) error {
 	for _, r := range rows {
 		table = append(table, []string{r.ID, r.Name, r.Status,
 			fmt.Sprintf("%s/%s/%s of %s", thousands(r.OK), thousands(r.Unparsed), thousands(r.Failed), thousands(r.Cells)),
-			fmt.Sprintf("$%s", r.CostUSD), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
+			r.CostUSD.Display(), strings.Join(r.Models, ","), r.Started.Local().Format("2006-01-02 15:04:05"),
 			duration(r)})
 	}
 	var b strings.Builder

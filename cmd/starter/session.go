@@ -29,8 +29,10 @@ import (
 
 // session is a connection to Temporal, and in embedded mode the server, simulator, store and worker behind it.
 type session struct {
-	flags  *connFlags
+	flags *connFlags
+	// log is silico's own logger (its warnings reach the terminal); logs holds it and the others.
 	log    *zap.Logger
+	logs   *sessionLogs
 	client client.Client
 	// hostPort is the Temporal frontend the client is connected to.
 	hostPort string
@@ -46,6 +48,11 @@ type session struct {
 	shared *serverInfo
 	// attrs reports whether the server knows silico's search attributes.
 	attrs bool
+	// serves says this session may run a worker (serve): embedded mode, a command that serves runs, with a
+	// server of its own. keyAllow and sharedSim are that worker's settings.
+	serves    bool
+	keyAllow  []string
+	sharedSim bool
 }
 
 // sessionOptions choose what a session starts in embedded mode.
@@ -59,11 +66,11 @@ type sessionOptions struct {
 // open connects to Temporal. In embedded mode it starts the server (and UI), and optionally the simulator and a
 // worker. Close stops everything it started.
 func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writer) (*session, error) {
-	zl, err := logging.New(f.log.format, f.log.level, stderr)
+	logs, err := openLogs(f, stderr)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	s := &session{flags: f, log: zl}
+	s := &session{flags: f, log: logs.own, logs: logs}
 	ok := false
 	defer func() {
 		if !ok {
@@ -100,7 +107,7 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 			return nil, usageError{err}
 		}
 	}
-	copts, err := conn.ClientOptions(logging.Temporal(zl))
+	copts, err := conn.ClientOptions(logging.Temporal(s.logs.sdk))
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -117,31 +124,55 @@ func open(ctx context.Context, f *connFlags, opts sessionOptions, stderr io.Writ
 		s.attrs = true
 	}
 	if f.embedded() && opts.worker && s.shared == nil {
-		allow, err := llm.ParseKeyEnvAllow(f.worker.keyAllow)
-		if err != nil {
+		if s.keyAllow, err = llm.ParseKeyEnvAllow(f.worker.keyAllow); err != nil {
 			return nil, usageError{fmt.Errorf("--api-key-env-allow: %w", err)}
 		}
+		s.serves, s.sharedSim = true, opts.sharedSim
 		s.specs = &activities.SpecCache{}
-		s.worker, err = workerhost.New(s.client, workerhost.Config{
-			Store:  s.store,
-			Specs:  s.specs,
-			Getenv: temporalclient.WithoutOwnVariables(os.Getenv, store.EnvDSN),
-			SimURL: s.simURL,
-			// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
-			SimSettingsFixed: opts.sharedSim,
-			// This worker serves its own user; the output directory is theirs to choose.
-			OutputAnywhere: true,
-			KeyEnvAllow:    allow,
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := s.worker.Start(); err != nil {
-			return nil, fmt.Errorf("start worker: %w", err)
-		}
 	}
 	ok = true
 	return s, nil
+}
+
+// serve starts the session's worker on task queue tq, the queue of the runs it continues: in the embedded default
+// the queue of the one run this command names (wire.RunQueue), so that no other run of the state dir goes on
+// unasked; wire.TaskQueue for `starter dev`, which serves the runs started through it as a cluster's workers do.
+// A session that runs no worker (status, cancel, --address, another starter's server) starts none; a second call
+// keeps the first worker.
+func (s *session) serve(tq string) error {
+	if !s.serves || s.worker != nil {
+		return nil
+	}
+	w, err := workerhost.New(s.client, workerhost.Config{
+		Store:     s.store,
+		Specs:     s.specs,
+		TaskQueue: tq,
+		Getenv:    temporalclient.WithoutOwnVariables(os.Getenv, store.EnvDSN),
+		SimURL:    s.simURL,
+		// Runs started by other clients (starter dev) meet a simulator started with dev's flags.
+		SimSettingsFixed: s.sharedSim,
+		// This worker serves its own user; the output directory is theirs to choose.
+		OutputAnywhere: true,
+		KeyEnvAllow:    s.keyAllow,
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	s.worker = w
+	return nil
+}
+
+// runQueue is the task queue a new execution of run id starts on: in the embedded default the run's own
+// (wire.RunQueue), which only a starter naming the run serves; with --address wire.TaskQueue, which every worker
+// of the cluster serves.
+func (s *session) runQueue(id string) string {
+	if s.flags.embedded() {
+		return wire.RunQueue(id)
+	}
+	return wire.TaskQueue
 }
 
 // reach finds the server of the state dir: another starter's, when one serves it (info), else one this session
@@ -193,7 +224,7 @@ func (s *session) startEmbedded(ctx context.Context, opts sessionOptions) (inUse
 			UIPort:           uiPort,
 			Namespace:        f.client.namespace,
 			SearchAttributes: wire.SearchAttributes(),
-			Logger:           s.log,
+			Logger:           s.logs.server,
 		})
 		devDone <- started{srv, err}
 	}()
@@ -373,5 +404,5 @@ func (s *session) Close() {
 			s.log.Warn("stop embedded server", zap.Error(err))
 		}
 	}
-	_ = s.log.Sync()
+	s.logs.close()
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/silicolab/silico/store"
 	"github.com/silicolab/silico/wire"
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/serviceerror"
@@ -37,13 +38,9 @@ server for the command.`,
   starter status silico-ipip-50 --watch`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			sess, id, err := openRun(ctx, &conn, args[0], cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			return showStatus(ctx, sess, id, watch, every, cmd.OutOrStdout())
+			return withRun(cmd, &conn, args[0], func(ctx context.Context, sess *session, id string) error {
+				return showStatus(ctx, sess, id, watch, every, cmd.OutOrStdout())
+			})
 		},
 	}
 	conn.registerSession(cmd.Flags())
@@ -65,11 +62,14 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 	}
 	first, firstAt := s, time.Now() // the rate is the cells recorded between two reads over the time between them
 	fmt.Fprintf(out, "%s: %s\n", id, s.status)
-	if s.status == "Running" && !hasPollers(ctx, sess.client, wire.TaskQueue) {
-		fmt.Fprintf(out, "  interrupted: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · $%s\n"+
-			"  `%s` resumes it, calling only the cells without a record\n",
-			thousands(s.done), thousands(s.total), s.usage.CostUSD, sess.resumeCommand(id, ""))
+	if s.status == "Running" && !hasPollers(ctx, sess.client, s.taskQueue) {
+		fmt.Fprintf(out, "  %s: no worker runs it (the starter that ran it has gone); %s of %s cells recorded · %s\n"+
+			"  nothing continues it until `%s` resumes it, calling only the cells without a record\n",
+			sess.stoppedWord(ctx, id), thousands(s.done), thousands(s.total), s.usage.CostUSD.Display(), sess.resumeCommand(id, ""))
 		return nil
+	}
+	if s.paused != nil {
+		fmt.Fprintf(out, "  %s: `%s` continues it\n", s.pausedLine(), sess.flags.command("resume", id))
 	}
 	failures := 0
 	for s.status == "Running" {
@@ -116,7 +116,7 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 	if s.status == "Completed" && sess.client.GetWorkflow(ctx, id, "").Get(ctx, &res) == nil {
 		printSummary(out, res)
 	} else if s.status != "Running" {
-		fmt.Fprintf(out, "  %s of %s cells recorded · %d failed · $%s\n", thousands(s.done), thousands(s.total), s.failed, s.usage.CostUSD)
+		fmt.Fprintf(out, "  %s of %s cells recorded · %d failed · %s\n", thousands(s.done), thousands(s.total), s.failed, s.usage.CostUSD.Display())
 		for _, b := range s.batchLines(false) {
 			fmt.Fprintf(out, "  %s\n", b)
 		}
@@ -136,4 +136,19 @@ func showStatus(ctx context.Context, sess *session, id string, watch bool, every
 // statusLine is line with the time elapsed since the execution started.
 func (s snapshot) statusLine(rate float64, elapsed time.Duration) string {
 	return fmt.Sprintf("elapsed %s · %s", elapsed.Round(time.Second), s.line(rate))
+}
+
+// stoppedWord is how a run that no worker serves is named: "stopped" when its starter recorded that it was
+// interrupted (Ctrl-C), "interrupted" otherwise (killed).
+func (s *session) stoppedWord(ctx context.Context, id string) string {
+	if s.store != nil {
+		if runs, err := s.store.Runs(ctx); err == nil {
+			for _, r := range runs {
+				if r.ID == id && r.State == store.RunStopped {
+					return store.RunStopped
+				}
+			}
+		}
+	}
+	return runStateInterrupted
 }

@@ -134,15 +134,7 @@ func TestCancelFromASecondTerminal(t *testing.T) {
 					t.Fatalf("starter run exited before it was cancelled:\n%s\n%s", runP.out.String(), runP.err.String())
 				case <-time.After(200 * time.Millisecond):
 				}
-				out, errOut, code := runStarterIn(t, dir, "runs", "--json")
-				if code != exitOK {
-					t.Fatalf("starter runs --json: exit %d\n%s", code, errOut)
-				}
-				var rows []runRow
-				if err := json.Unmarshal([]byte(out), &rows); err != nil {
-					t.Fatalf("starter runs --json: %v\n%s", err, out)
-				}
-				if len(rows) == 1 && rows[0].Status == "running" && rows[0].Recorded > 0 {
+				if rows := listedRuns(t, dir); len(rows) == 1 && rows[0].Status == "running" && rows[0].Recorded > 0 {
 					id = rows[0].ID
 				}
 			}
