@@ -522,6 +522,30 @@ func TestQuotaExhaustionFailsThePassAndRecordsEveryCell(t *testing.T) {
 	}
 }
 
+// TestRefusedKeyFailsThePass: a 401 ends the model as a used-up quota does (errclass's table says so of both;
+// the pass reads it from there): the pass fails non-retryable Auth and every cell is recorded.
+func TestRefusedKeyFailsThePass(t *testing.T) {
+	fm := &fakeModel{}
+	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+		if strings.HasSuffix(cell, "/2/p0") {
+			return 401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, nil, ""
+		}
+		return 0, "", nil, ""
+	}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	h := newHarness(t, testSpec(srv.URL, 3, 2))
+	_, err := h.runPass(ratelimit.Limits{Concurrency: 1})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != errclass.Auth || !app.NonRetryable() {
+		t.Fatalf("got %v, want non-retryable Auth", err)
+	}
+	recs := h.records()
+	if len(recs) != 6 || recs[2].ErrorClass != errclass.Auth || recs[5].ErrorClass != errclass.Auth || recs[1].Status != store.StatusOK {
+		t.Errorf("records %+v; want cells 0 and 1 answered and cells 2 to 5 recorded Auth", recs)
+	}
+}
+
 func TestRaiseStopsDispatchingAtTheFirstFailure(t *testing.T) {
 	fm := &fakeModel{}
 	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
