@@ -50,34 +50,14 @@ type runner struct {
 	// outages holds the running passes whose provider is down, in pass order (wire.SignalOutage). A slice,
 	// not a map: workflow code iterates it.
 	outages []wire.Outage
-	// batches are the provider batches of batch passes, by "pass/chunk" (see runBatchPass).
-	batches map[string]wire.BatchProgress
-	// batchKeys are the keys of batches in order: workflow code iterates them, never the map.
-	batchKeys []string
-	// batchChunks counts the chunks of batch passes in flight, which a cancelled run waits for.
-	batchChunks int
-	// anthropicSubmitting says an Anthropic chunk is being submitted: the next waits (see submitAnthropic).
-	anthropicSubmitting bool
-	// anthropicBatches are the ids of the Anthropic batches the run adopted, in the order it did.
-	anthropicBatches []string
-	// nextChunk is, per batch pass index, the next free chunk number (see splitChunk).
-	nextChunk map[int]int
-	// splitDepth is, per chunk key ("pass/chunk"), how many splits made the chunk (see maxSplitDepth).
-	splitDepth map[string]int
-	// batchEnded counts, per model id, the run's batches seen to end (see batchEnds).
-	batchEnded map[string]int
-	// submitting counts, per model id, the chunks' SubmitBatch activities under way: a batch one of them created
-	// is not in batches until it returns (see batchFailed).
-	submitting map[string]int
+	// batch is what the run's batch passes share (see batchRun).
+	batch batchRun
 }
 
 func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 	log := workflow.GetLogger(ctx)
 	r.runningByModel = make(map[int]int)
 	r.runningPass = make(map[int]bool)
-	r.nextChunk = make(map[int]int)
-	r.splitDepth = make(map[string]int)
-	r.submitting = make(map[string]int)
 	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
 	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
 	// After continue-as-new the input holds no spec and PrepareRun reads the saved one.
@@ -350,7 +330,7 @@ func (r *runner) progress() wire.Progress {
 	p.PassesRunning = r.running
 	p.Stopped = r.state.Stopped
 	p.Outages = slices.Clone(r.outages)
-	p.Batches = r.batchList()
+	p.Batches = r.batch.board.list()
 	return p
 }
 
@@ -381,7 +361,7 @@ func (r *runner) details(ctx workflow.Context) {
 		d += fmt.Sprintf(" · %s: provider down since %s UTC (%s), next probe at %s UTC, no cell charged", o.Model,
 			o.State.Since.UTC().Format(time.TimeOnly), o.State.Cause, o.State.NextProbe.UTC().Format(time.TimeOnly))
 	}
-	for _, b := range r.batchList() {
+	for _, b := range r.batch.board.list() {
 		status := string(b.Status)
 		if b.State != "" {
 			status += " (the provider says " + b.State + ")"
@@ -398,15 +378,6 @@ func (r *runner) details(ctx workflow.Context) {
 		}
 	}
 	workflow.SetCurrentDetails(ctx, d)
-}
-
-// batchList is the run's batches in key order.
-func (r *runner) batchList() []wire.BatchProgress {
-	out := make([]wire.BatchProgress, len(r.batchKeys))
-	for i, k := range r.batchKeys {
-		out[i] = r.batches[k]
-	}
-	return out
 }
 
 // prepareCtx runs PrepareRun: an invalid spec fails at once (non-retryable), a store that is down is retried.
