@@ -3,20 +3,22 @@ package activities
 import (
 	"fmt"
 	"sync"
+
+	"github.com/silicolab/silico/usage"
 )
 
 // budget is a pass's share of the run's budget_usd: spent (cells finished, over all attempts) plus reserved (the
-// worst case of the calls in flight) never exceeds limit. A pass without a budget has a nil *budget, whose
-// methods admit everything.
+// worst case of the calls in flight) never exceeds limit, to the picodollar. A pass without a budget has a nil
+// *budget, whose methods admit everything.
 type budget struct {
 	mu       sync.Mutex
-	limit    float64
-	spent    float64
-	reserved float64
+	limit    usage.USD
+	spent    usage.USD
+	reserved usage.USD
 }
 
 // reserve reserves cost if it fits; it reports whether it did.
-func (b *budget) reserve(cost float64) bool {
+func (b *budget) reserve(cost usage.USD) bool {
 	if b == nil {
 		return true
 	}
@@ -30,7 +32,7 @@ func (b *budget) reserve(cost float64) bool {
 }
 
 // settle ends a reservation; spent is what the call turned out to cost.
-func (b *budget) settle(reserved, spent float64) {
+func (b *budget) settle(reserved, spent usage.USD) {
 	if b == nil {
 		return
 	}
@@ -41,7 +43,7 @@ func (b *budget) settle(reserved, spent float64) {
 }
 
 // grow raises the limit to l when l is larger (a share never shrinks); it reports whether it grew.
-func (b *budget) grow(l float64) bool {
+func (b *budget) grow(l usage.USD) bool {
 	if b == nil {
 		return false
 	}
@@ -57,5 +59,5 @@ func (b *budget) grow(l float64) bool {
 func (b *budget) message() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return fmt.Sprintf("not run: the next call could exceed this pass's share of budget_usd ($%.4f of $%.4f spent)", b.spent, b.limit)
+	return fmt.Sprintf("not run: the next call could exceed this pass's share of budget_usd ($%v of $%v spent)", b.spent, b.limit)
 }

@@ -29,7 +29,7 @@ type chunk struct {
 	// checked) and their worst-case cost at the batch price, from the plan, then from each collect.
 	cells  experiment.CellSet
 	digest string
-	cost   float64
+	cost   money
 	// round is the round under way, of bp.rounds.
 	round int
 	// total is what the chunk recorded so far.
@@ -63,7 +63,7 @@ const (
 
 // chunk is chunk n of the pass with its first round's cells, their lines' digest and worst-case cost, made by
 // depth splits.
-func (bp *batchPass) chunk(n int, cells experiment.CellSet, digest string, cost float64, depth int) *chunk {
+func (bp *batchPass) chunk(n int, cells experiment.CellSet, digest string, cost money, depth int) *chunk {
 	return &chunk{bp: bp, n: n, key: fmt.Sprintf("%d/%d", bp.p.Index, n), depth: depth, cells: cells, digest: digest,
 		cost: cost}
 }
@@ -112,7 +112,7 @@ func (c *chunk) runRound(ctx workflow.Context) step {
 		return stepEnd
 	}
 	if ctx.Err() != nil {
-		c.bp.budget.settle(c.cost, 0) // cancelled before the submission: nothing was created
+		c.bp.budget.settle(c.cost, money{}) // cancelled before the submission: nothing was created
 		return stepEnd
 	}
 	info, err := c.submit(ctx, in)
@@ -179,7 +179,7 @@ func (c *chunk) submit(ctx workflow.Context, in wire.BatchChunkInput) (wire.Batc
 func (c *chunk) submitFailed(ctx workflow.Context, err error) step {
 	workflow.GetLogger(ctx).Error("submitting a batch failed", "pass", c.bp.p.Index, "chunk", c.n, "error", err)
 	if _, refused := refusal(err); refused {
-		c.bp.budget.settle(c.cost, 0) // refused before anything was created: nothing to pay
+		c.bp.budget.settle(c.cost, money{}) // refused before anything was created: nothing to pay
 	} else {
 		c.bp.budget.settle(c.cost, c.cost) // a batch may exist unknown: its worst case stays spent, so no chunk waits on it
 	}
@@ -198,8 +198,8 @@ func (c *chunk) adoptCandidates(ctx workflow.Context, in wire.BatchChunkInput, i
 		return stepEnd
 	}
 	c.total.Add(got)
-	c.bp.budget.settle(c.cost, got.Usage.CostUSD.Float())
-	c.cells, c.digest, c.cost = got.Again, got.AgainDigest, got.AgainCost
+	c.bp.budget.settle(c.cost, moneyOf(got.Usage.CostUSD))
+	c.cells, c.digest, c.cost = got.Again, got.AgainDigest, moneyOf(got.AgainCost)
 	return stepNext
 }
 
@@ -251,10 +251,10 @@ func (c *chunk) collect(ctx workflow.Context, in wire.BatchChunkInput, info wire
 		return stepEnd
 	}
 	c.total.Add(got)
-	c.bp.budget.settle(c.cost, got.Usage.CostUSD.Float())
+	c.bp.budget.settle(c.cost, moneyOf(got.Usage.CostUSD))
 	sent := c.cells.Len()
 	c.cleanUp(ctx, info, got)
-	c.cells, c.digest, c.cost, c.again = got.Again, got.AgainDigest, got.AgainCost, got.AgainReason
+	c.cells, c.digest, c.cost, c.again = got.Again, got.AgainDigest, moneyOf(got.AgainCost), got.AgainReason
 	if info.Status != wire.BatchStatusFailed {
 		return stepNext
 	}
@@ -289,7 +289,7 @@ func (c *chunk) cancelRecorded(ctx workflow.Context, in wire.BatchChunkInput, in
 	defer cancel()
 	c.bp.seen(dctx, c.key, info)
 	got := c.cancelBatch(dctx, in, info)
-	c.bp.budget.settle(c.cost, got.Usage.CostUSD.Float())
+	c.bp.budget.settle(c.cost, moneyOf(got.Usage.CostUSD))
 	c.total.Add(got)
 }
 

@@ -201,13 +201,14 @@ func (c *chunk) split(ctx workflow.Context) {
 	idx := c.cells.Indexes()
 	half := len(idx) / 2
 	parts := []experiment.CellSet{experiment.CellsOf(idx[:half]...), experiment.CellsOf(idx[half:]...)}
+	// The digest of a part's lines is not known here: its submission builds them from its cells (an empty digest
+	// is not checked). Its worst-case cost is the chunk's, shared by cells.
+	costs := make([]money, 2)
+	costs[0], costs[1] = c.cost.split(half, len(idx))
 	halves := make([]*chunk, len(parts))
 	ids := make([]int, len(parts))
 	for i, part := range parts {
-		// The digest of a part's lines is not known here: its submission builds them from its cells (an empty
-		// digest is not checked). Its worst-case cost is the chunk's, shared by cells.
-		share := c.cost * float64(part.Len()) / float64(len(idx))
-		halves[i] = c.bp.chunk(c.bp.nextChunk, part, "", share, c.depth+1)
+		halves[i] = c.bp.chunk(c.bp.nextChunk, part, "", costs[i], c.depth+1)
 		ids[i] = c.bp.nextChunk
 		c.bp.nextChunk++
 	}

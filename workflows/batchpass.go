@@ -101,9 +101,11 @@ type batchPass struct {
 	res wire.PassResult
 }
 
-// runBatchPass runs pass p of a model in batch mode to its end, within sh, its share.
-func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.Share) {
+// runBatchPass runs pass p of a model in batch mode to its end, within sh, its share, whose part of the budget is
+// budget (computed with it, at the pass's launch).
+func (r *runner) runBatchPass(ctx workflow.Context, p experiment.Pass, sh wire.Share, budget money) {
 	bp := &batchPass{r: r, p: p, m: r.plan.Models[p.Model], sh: sh, rounds: 1}
+	bp.budget = &batchBudget{on: sh.Budgeted, limit: budget}
 	if bp.m.Batch.OnExpired == experiment.OnExpiredResubmit {
 		bp.rounds = max(1, r.plan.Run.MaxAttempts)
 	}
@@ -121,13 +123,13 @@ func (bp *batchPass) run(ctx workflow.Context) {
 	}
 	bp.res = wire.PassResult{Pass: bp.p.Index, Cells: bp.p.Len(), Cached: plan.Cached, Done: plan.Cached + plan.Failed,
 		Failed: plan.Failed, FirstFailure: -1, Usage: plan.Usage}
-	bp.budget = &batchBudget{on: bp.sh.Budgeted, limit: bp.sh.BudgetUSD,
-		ownShare: workflow.GetVersion(ctx, wire.ChangeBatchBudgetPerPass, workflow.DefaultVersion, 1) >= 1}
+	bp.budget.ownShare = workflow.GetVersion(ctx, wire.ChangeBatchBudgetPerPass, workflow.DefaultVersion, 1) >= 1
+	bp.budget.exact = workflow.GetVersion(ctx, wire.ChangeBatchBudgetUSD, workflow.DefaultVersion, 1) >= 1
 	bp.nextChunk = len(plan.Chunks)
 	bp.anthropic = plan.Format == wire.FormatAnthropic
 	wg := workflow.NewWaitGroup(ctx)
 	for i, cells := range plan.Chunks {
-		c := bp.chunk(i, cells, at(plan.Digests, i), at(plan.Costs, i), 0)
+		c := bp.chunk(i, cells, at(plan.Digests, i), moneyOf(at(plan.Costs, i)), 0)
 		wg.Add(1)
 		bp.r.batch.chunks++
 		workflow.Go(ctx, func(gctx workflow.Context) {
@@ -211,29 +213,28 @@ func (bp *batchPass) halted() bool {
 
 // reserve reserves cost against the pass's budget; when it does not fit, the share is computed again (finished
 // passes may have left budget behind; a share never shrinks). It reports whether cost is reserved.
-func (bp *batchPass) reserve(cost float64) bool {
+func (bp *batchPass) reserve(cost money) bool {
 	b := bp.budget
 	if !b.on {
 		return true
 	}
-	if cost > b.left() {
-		b.limit = max(b.limit, bp.r.share(bp.p.Model).BudgetUSD)
-		if cost > b.left() {
+	if !b.fits(cost) {
+		b.grow(bp.r.budgetShare())
+		if !b.fits(cost) {
 			return false
 		}
 	}
-	b.reserved += cost
-	b.holds++
+	b.take(cost)
 	return true
 }
 
 // spent stops the pass, and the run, when a submission of cells, which could cost up to cost, does not fit what
 // the pass's share has left.
-func (bp *batchPass) spent(cells int, cost float64) {
+func (bp *batchPass) spent(cells int, cost money) {
 	bp.budget.spentOut = true // the pass's other chunks stop too, whatever stopped the run first
 	if bp.r.state.Stopped == "" {
-		bp.r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached: a batch of %d cells of %s could cost up to $%.4f, and $%.4f of the pass's share is left (spent $%.4f)",
-			bp.r.plan.BudgetUSD, cells, bp.m.ID, cost, bp.budget.left(), bp.r.state.Totals.CostUSD.Float()))
+		bp.r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%v reached: a batch of %d cells of %s could cost up to $%v, and $%v of the pass's share is left (spent $%v)",
+			bp.r.plan.BudgetUSD, cells, bp.m.ID, cost.usd, bp.budget.left().usd, bp.r.state.Totals.CostUSD))
 	}
 }
 

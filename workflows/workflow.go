@@ -144,7 +144,7 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 		r.running++
 		r.runningByModel[p.Model]++
 		r.runningPass[p.Index] = true
-		sh := r.share(p.Model)
+		sh, budget := r.share(p.Model), r.budgetShare()
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer func() {
 				r.running--
@@ -153,7 +153,7 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 				r.setOutage(wire.Outage{Pass: p.Index})
 			}()
 			if r.plan.Models[p.Model].Batch.Mode == experiment.BatchBatch {
-				r.runBatchPass(gctx, p, sh)
+				r.runBatchPass(gctx, p, sh, budget)
 				return
 			}
 			r.runPass(gctx, p, sh)
@@ -220,7 +220,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 		switch {
 		case r.state.Stopped != "":
 		case res.BudgetExhausted:
-			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%.2f reached (spent $%.4f)", r.plan.BudgetUSD, r.state.Totals.CostUSD.Float()))
+			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd $%v reached (spent $%v)", r.plan.BudgetUSD, r.state.Totals.CostUSD))
 		case res.Failed > 0 && r.plan.Run.OnError == experiment.OnErrorRaise:
 			r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}
@@ -286,9 +286,8 @@ func (r *runner) failRange(ctx workflow.Context, start, end int, class, msg stri
 func (r *runner) share(model int) wire.Share {
 	m := r.plan.Models[model]
 	maxPar := max(1, r.plan.Run.MaxParallelPasses)
-	remaining, remainingAll := 0, 0
+	remaining := 0
 	for _, p := range r.passes[r.state.Next:] {
-		remainingAll++
 		if p.Model == model {
 			remaining++
 		}
@@ -306,11 +305,20 @@ func (r *runner) share(model int) wire.Share {
 	}
 	sh := wire.Share{Limits: ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM), Burst: m.Burst}}
 	if r.plan.BudgetUSD > 0 {
-		nb := max(1, min(maxPar, r.running+remainingAll))
-		sh.Budgeted = true
-		sh.BudgetUSD = max(0, r.plan.BudgetUSD-r.state.Totals.CostUSD.Float()) / float64(nb)
+		sh.Budgeted, sh.BudgetUSD = true, r.budgetShare().usd
 	}
 	return sh
+}
+
+// budgetShare is a running pass's part of what is left of budget_usd: divided among all passes as share says,
+// rounded down to the picodollar, so that the parts of the passes running at once add up to at most what is left.
+// Its float64 is the same part as runs recorded before wire.ChangeBatchBudgetUSD computed it, for their batch
+// passes' replays.
+func (r *runner) budgetShare() money {
+	nb := max(1, min(max(1, r.plan.Run.MaxParallelPasses), r.running+len(r.passes)-r.state.Next))
+	left := max(0, r.plan.BudgetUSD-r.state.Totals.CostUSD)
+	return money{usd: left / usage.USD(nb),
+		f: max(0, r.plan.BudgetUSD.Float()-r.state.Totals.CostUSD.Float()) / float64(nb)}
 }
 
 func (r *runner) passDone(ctx workflow.Context, res wire.PassResult) {
