@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -119,15 +118,7 @@ func TestRecordedMoneyReadsExactly(t *testing.T) {
 	}
 	costs, shares := 0, 0
 	for _, f := range files {
-		var h historyFile
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &h); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range h.Events {
+		for _, e := range readHistory(t, f).Events {
 			var ps payloads
 			switch {
 			case e.Scheduled != nil && e.Scheduled.ActivityType.Name == RunSeedPass.Name:
