@@ -7,6 +7,7 @@ import (
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/ratelimit"
+	"github.com/silicolab/silico/usage"
 )
 
 // admission is a request let through every gate: its limiter permit, its breaker ticket and the worst-case cost
@@ -15,7 +16,7 @@ import (
 type admission struct {
 	permit   *ratelimit.Permit
 	ticket   breaker.Ticket
-	reserved float64
+	reserved usage.USD
 }
 
 // admitter decides when a request may go: its worst-case cost fits the pass's share of the budget, the endpoint's
@@ -39,7 +40,7 @@ type admitter struct {
 
 // admit waits until a request of the given worst-case cost and token reservation may go. It returns false when
 // the dispatch ends first (the pass is stopping, or its budget share is used up).
-func (ad *admitter) admit(ctx context.Context, cost float64, tokens int) (admission, bool) {
+func (ad *admitter) admit(ctx context.Context, cost usage.USD, tokens int) (admission, bool) {
 	if !ad.reserveBudget(ctx, cost) {
 		return admission{}, false
 	}
@@ -85,11 +86,11 @@ func (ad *admitter) chatTokens(msgs []experiment.Message) int {
 }
 
 // chatCost is the most a chat call can cost: its prompt and the longest completion. Zero without a budget.
-func (ad *admitter) chatCost(msgs []experiment.Message) float64 {
+func (ad *admitter) chatCost(msgs []experiment.Message) usage.USD {
 	if ad.budget == nil || !ad.priced || ad.tok == nil {
 		return 0
 	}
-	return llm.Cost(ad.price, ad.tok.CountMessages(ad.model.Name, msgs), maxTokens(ad.model)).Float()
+	return llm.Cost(ad.price, ad.tok.CountMessages(ad.model.Name, msgs), maxTokens(ad.model))
 }
 
 // maxTokens is the completion a call may produce: the model's max_completion_tokens or max_tokens, or the
@@ -99,7 +100,7 @@ func maxTokens(m experiment.Model) int { return m.Params.CompletionCap() }
 // reserveBudget reserves a call's worst-case cost against the pass's share of the budget. When it does not fit,
 // the pass asks the workflow for its current share once (finished passes may have left budget behind); when it
 // still does not fit, the pass stops with the budget exhausted.
-func (ad *admitter) reserveBudget(ctx context.Context, cost float64) bool {
+func (ad *admitter) reserveBudget(ctx context.Context, cost usage.USD) bool {
 	if ad.budget.reserve(cost) {
 		return true
 	}

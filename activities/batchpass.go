@@ -19,6 +19,7 @@ import (
 	"github.com/silicolab/silico/llm"
 	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -187,7 +188,7 @@ func (a *Activities) PlanBatchPass(ctx context.Context, in wire.BatchPassInput) 
 		plan.Digests[i] = linesDigest(ls)
 	}
 	if spec.BudgetUSD > 0 {
-		plan.Costs = make([]float64, len(chunks))
+		plan.Costs = make([]usage.USD, len(chunks))
 		for i, ls := range lines {
 			plan.Costs[i] = worstCost(spec, a.Tokenizer, ls)
 		}

@@ -368,7 +368,7 @@ func chunkInput(f wire.BatchFormat, reqs []batchRequest) []byte {
 // each call: a chat request's prompt as the tokenizer counts it and the longest completion; an embeddings
 // request's texts as its pass counted them. Zero when the run has no budget or the model no price (a budget does
 // not bound what it cannot price, in either mode), and for chat requests without a tokenizer.
-func worstCost(spec *experiment.Spec, tok *llm.Tokenizer, reqs []batchRequest) float64 {
+func worstCost(spec *experiment.Spec, tok *llm.Tokenizer, reqs []batchRequest) usage.USD {
 	if spec.BudgetUSD <= 0 || len(reqs) == 0 {
 		return 0
 	}
@@ -386,5 +386,5 @@ func worstCost(spec *experiment.Spec, tok *llm.Tokenizer, reqs []batchRequest) f
 			total += llm.Cost(pr.price, tok.CountMessages(m.Name, r.Msgs), maxTokens(m))
 		}
 	}
-	return total.Float()
+	return total
 }

@@ -8,17 +8,17 @@ import (
 )
 
 // budget is a pass's share of the run's budget_usd: spent (cells finished, over all attempts) plus reserved (the
-// worst case of the calls in flight) never exceeds limit. A pass without a budget has a nil *budget, whose
-// methods admit everything.
+// worst case of the calls in flight) never exceeds limit, to the picodollar. A pass without a budget has a nil
+// *budget, whose methods admit everything.
 type budget struct {
 	mu       sync.Mutex
-	limit    float64
-	spent    float64
-	reserved float64
+	limit    usage.USD
+	spent    usage.USD
+	reserved usage.USD
 }
 
 // reserve reserves cost if it fits; it reports whether it did.
-func (b *budget) reserve(cost float64) bool {
+func (b *budget) reserve(cost usage.USD) bool {
 	if b == nil {
 		return true
 	}
@@ -32,7 +32,7 @@ func (b *budget) reserve(cost float64) bool {
 }
 
 // settle ends a reservation; spent is what the call turned out to cost.
-func (b *budget) settle(reserved, spent float64) {
+func (b *budget) settle(reserved, spent usage.USD) {
 	if b == nil {
 		return
 	}
@@ -43,7 +43,7 @@ func (b *budget) settle(reserved, spent float64) {
 }
 
 // grow raises the limit to l when l is larger (a share never shrinks); it reports whether it grew.
-func (b *budget) grow(l float64) bool {
+func (b *budget) grow(l usage.USD) bool {
 	if b == nil {
 		return false
 	}
@@ -60,5 +60,5 @@ func (b *budget) message() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return fmt.Sprintf("not run: the next call could exceed this pass's share of budget_usd (%s of %s spent)",
-		usage.Dollars(b.spent).Display(), usage.Dollars(b.limit).Display())
+		b.spent.Display(), b.limit.Display())
 }

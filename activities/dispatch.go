@@ -235,7 +235,8 @@ func (p *pass) failed(tk breaker.Ticket, key int, r reply, pool int, fail func(w
 		p.tally.retried(1)
 		p.obs.Retried(p.model.Name)
 		return true, j.at
-	case e.Class == errclass.Auth || e.Class == errclass.QuotaExhausted:
+	case e.Class.EndsModel():
+		// A class that ends its model (a key refused, a quota used up): no later call of the model can succeed.
 		p.judge.serving(tk, key)
 		p.stop.fail(e)
 		return false, time.Time{}

@@ -16,6 +16,7 @@ import (
 	"github.com/silicolab/silico/respcache"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -109,9 +110,9 @@ func (p *pass) dispatchEmbed(dctx, runCtx context.Context) {
 		}) {
 			continue
 		}
-		cost := 0.0
+		var cost usage.USD
 		if p.budget != nil && p.rec.priced {
-			cost = llm.Cost(p.rec.price, b.total, 0).Float()
+			cost = llm.Cost(p.rec.price, b.total, 0)
 		}
 		tokens := 0
 		if p.in.Limits.TPM > 0 {

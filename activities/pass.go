@@ -230,7 +230,7 @@ func (p *pass) loadFinished(ctx context.Context) error {
 	p.tally.init(p.in.Pass)
 	for _, r := range done {
 		p.tally.count(r)
-		p.budget.settle(0, r.Usage().CostUSD.Float())
+		p.budget.settle(0, r.Usage().CostUSD)
 		if r.Status != store.StatusFailed && p.spec.Run.Cumulative {
 			c := p.spec.Cell(r.Index)
 			// done is in index order, so each persona's turns come back in item order.

@@ -492,33 +492,46 @@ func TestPermanentFailuresStayOnTheirCell(t *testing.T) {
 	}
 }
 
-func TestQuotaExhaustionFailsThePassAndRecordsEveryCell(t *testing.T) {
-	fm := &fakeModel{}
-	fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
-		if strings.HasSuffix(cell, "/2/p0") {
-			return 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, nil, ""
-		}
-		return 0, "", nil, ""
-	}
-	srv := httptest.NewServer(fm)
-	defer srv.Close()
-	h := newHarness(t, testSpec(srv.URL, 3, 2))
-	_, err := h.runPass(ratelimit.Limits{Concurrency: 1})
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != "QuotaExhausted" || !app.NonRetryable() {
-		t.Fatalf("got %v, want non-retryable QuotaExhausted", err)
-	}
-	recs := h.records()
-	if len(recs) != 6 {
-		t.Fatalf("%d cells recorded, want all 6", len(recs))
-	}
-	if recs[2].ErrorClass != "QuotaExhausted" || recs[5].ErrorClass != "QuotaExhausted" || recs[1].Status != store.StatusOK {
-		t.Errorf("records %+v", recs)
-	}
-	// The cell the quota refused shows its request (not a try: the refusal is the account's); the cells never
-	// sent show none.
-	if recs[2].Attempts != 1 || recs[2].Tries != 0 || recs[5].Attempts != 0 || recs[5].Tries != 0 {
-		t.Errorf("refused cell %+v, unsent cell %+v; want attempts 1 tries 0, and 0 0", recs[2], recs[5])
+// TestAccountRefusalsFailThePassAndRecordEveryCell: a used-up quota and a refused key end the model (errclass's
+// table says so of both, and the pass reads it from there): the pass fails non-retryable with the class and every
+// cell is recorded.
+func TestAccountRefusalsFailThePassAndRecordEveryCell(t *testing.T) {
+	for _, tc := range []struct {
+		class, body string
+		status      int
+	}{
+		{errclass.QuotaExhausted, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, 429},
+		{errclass.Auth, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, 401},
+	} {
+		t.Run(tc.class, func(t *testing.T) {
+			fm := &fakeModel{}
+			fm.rule = func(cell string, _ int) (int, string, map[string]string, string) {
+				if strings.HasSuffix(cell, "/2/p0") {
+					return tc.status, tc.body, nil, ""
+				}
+				return 0, "", nil, ""
+			}
+			srv := httptest.NewServer(fm)
+			defer srv.Close()
+			h := newHarness(t, testSpec(srv.URL, 3, 2))
+			_, err := h.runPass(ratelimit.Limits{Concurrency: 1})
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Type() != tc.class || !app.NonRetryable() {
+				t.Fatalf("got %v, want non-retryable %s", err, tc.class)
+			}
+			recs := h.records()
+			if len(recs) != 6 {
+				t.Fatalf("%d cells recorded, want all 6", len(recs))
+			}
+			if recs[2].ErrorClass != tc.class || recs[5].ErrorClass != tc.class || recs[1].Status != store.StatusOK {
+				t.Errorf("records %+v; want cells 0 and 1 answered and cells 2 to 5 recorded %s", recs, tc.class)
+			}
+			// The cell refused shows its request (not a try: the refusal is the account's); the cells never sent
+			// show none.
+			if recs[2].Attempts != 1 || recs[2].Tries != 0 || recs[5].Attempts != 0 || recs[5].Tries != 0 {
+				t.Errorf("refused cell %+v, unsent cell %+v; want attempts 1 tries 0, and 0 0", recs[2], recs[5])
+			}
+		})
 	}
 }
 

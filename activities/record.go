@@ -53,7 +53,7 @@ func (r *recorder) record(rec store.Record, e *store.CacheEntry) {
 		r.obs.Looked(r.model.Name, t)
 	}
 	r.tally.count(rec)
-	r.budget.settle(0, rec.Usage().CostUSD.Float())
+	r.budget.settle(0, rec.Usage().CostUSD)
 	if rec.Status == store.StatusFailed && r.spec.Run.OnError == experiment.OnErrorRaise {
 		r.stop.stop(stopRaise)
 	}

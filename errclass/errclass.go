@@ -24,6 +24,9 @@ type Class string
 // Retryable reports whether what failed with class c is tried again (see the package function Retryable).
 func (c Class) Retryable() bool { return Retryable(string(c)) }
 
+// EndsModel reports whether a failure of class c ends its model (see the package function EndsModel).
+func (c Class) EndsModel() bool { return EndsModel(string(c)) }
+
 // The provider's answers to a call (llm classifies them).
 const (
 	RateLimited    = "RateLimited"

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/silicolab/silico/usage"
 )
 
 // Spec is one experiment: models × seeds × items × personas, and how to run it.
@@ -30,7 +32,7 @@ type Spec struct {
 	Questionnaire  Questionnaire   `json:"questionnaire"`
 	Run            RunSettings     `json:"run"`
 	// BudgetUSD stops the run when the next call could exceed it. Zero means no budget.
-	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	BudgetUSD usage.USD `json:"budget_usd,omitempty"`
 	// Simulator configures the built-in simulator for models with provider "sim" (in-process runs only).
 	Simulator *SimulatorSettings `json:"simulator,omitempty"`
 	// Image says how the pictures of items and personas are fetched (see images.go).

@@ -140,7 +140,7 @@ func (s *Spec) check() Errors {
 		}
 		seen[sd] = i
 	}
-	if s.BudgetUSD < 0 || math.IsNaN(s.BudgetUSD) {
+	if s.BudgetUSD < 0 {
 		errs.add("budget_usd", "%v is negative; want a number of US dollars ≥ 0 (0: no budget)", s.BudgetUSD)
 	}
 	s.checkModels(&errs)

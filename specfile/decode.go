@@ -11,6 +11,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/suggest"
+	"github.com/silicolab/silico/usage"
 )
 
 // decoder turns a node tree into a Spec, collecting every mistake with its position. With locs not nil it also
@@ -188,6 +189,32 @@ func (d *decoder) number(n *node, path string) float64 {
 	}
 	return n.num
 }
+
+// dollars reads an amount of US dollars to the picodollar (usage.USD): exactly as written when it is a decimal (0.1
+// is a tenth of a dollar, not the float64 nearest to it), else the number rounded to the nearest picodollar.
+func (d *decoder) dollars(n *node, path string) usage.USD {
+	f := d.number(n, path)
+	if f == 0 {
+		return 0 // absent, zero, or not a number (reported)
+	}
+	v, err := usage.ParseUSD(n.str)
+	switch {
+	case err == nil:
+	case math.Abs(f) >= maxDollars:
+		d.errAt(n, path, "%s is not an amount of US dollars the budget can hold (less than $%d)", n.str, int(maxDollars))
+		return 0
+	default:
+		v = usage.Dollars(f)
+	}
+	if v == 0 {
+		// Zero would mean no budget at all.
+		d.errAt(n, path, "%s is less than a picodollar; want 0 (no budget) or at least 0.000000000001", n.str)
+	}
+	return v
+}
+
+// maxDollars bounds the amounts a usage.USD holds, in whole dollars.
+const maxDollars = 9_223_372
 
 // expNumber is a number written with an exponent and no decimal point, which go-yaml reads as a string.
 var expNumber = regexp.MustCompile(`^-?[0-9]+[eE][-+]?[0-9]+$`)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
 )
 
 const baseSpec = `name: test
@@ -64,6 +65,24 @@ func TestBaseSpecLoads(t *testing.T) {
 	}
 	if !s.Questionnaire.Items[1].Reversed || s.Questionnaire.Items[1].Scale != "E" {
 		t.Errorf("item 2 = %+v", s.Questionnaire.Items[1])
+	}
+}
+
+// TestBudgetIsExactDollars: budget_usd is read to the picodollar as written, in either notation, not as the
+// float64 nearest to it.
+func TestBudgetIsExactDollars(t *testing.T) {
+	for text, want := range map[string]usage.USD{
+		"0.1": usage.Picodollars(100_000_000_000), "12.5": usage.Dollars(12.5), "1e-7": usage.Picodollars(100_000),
+		"2.675": usage.Picodollars(2_675_000_000_000), "3": usage.Dollars(3),
+		"1234.567890123456": usage.Picodollars(1_234_567_890_123_456),
+	} {
+		s, err := Parse([]byte(baseSpec+"budget_usd: "+text+"\n"), "spec.yaml", t.TempDir())
+		if err != nil {
+			t.Fatalf("budget_usd: %s: %v", text, err)
+		}
+		if s.BudgetUSD != want {
+			t.Errorf("budget_usd: %s read as %d picodollars, want %d", text, s.BudgetUSD.Picodollars(), want.Picodollars())
+		}
 	}
 }
 
@@ -254,6 +273,9 @@ func TestSpecMistakes(t *testing.T) {
 		{name: "bad seed", old: "seeds: [1, 2]", new: "seeds: [1, x]", field: "seeds[1]", at: "seeds:", msg: "numeric string"},
 		{name: "duplicate seed", old: "seeds: [1, 2]", new: "seeds: [1, \"1\"]", field: "seeds[1]", at: "seeds:", msg: "duplicate seed"},
 		{name: "negative budget", old: "name: test", new: "name: test\nbudget_usd: -1", field: "budget_usd", at: "budget_usd", msg: "negative"},
+		{name: "budget too large", old: "name: test", new: "name: test\nbudget_usd: 1e7", field: "budget_usd", at: "budget_usd", msg: "less than $9223372"},
+		{name: "budget not a number", old: "name: test", new: "name: test\nbudget_usd: .nan", field: "", at: "budget_usd", msg: "not a usable number"},
+		{name: "budget below a picodollar", old: "name: test", new: "name: test\nbudget_usd: 1e-13", field: "budget_usd", at: "budget_usd", msg: "less than a picodollar"},
 		{name: "models not a list", old: "§models:\n|prompt:", new: "models: gpt-4o\n", field: "models", at: "models: gpt", msg: "want a list"},
 		{name: "yaml syntax error", old: "  name: q\n", new: "  name: [q\n", line: 0, msg: "not valid YAML"},
 		{name: "missing persona CSV", old: "§personas:\n|questionnaire:", new: "personas: {file: people.csv}\n", field: "personas.file", at: "people.csv", msg: "cannot read", only: true},

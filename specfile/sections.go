@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/silicolab/silico/experiment"
+	"github.com/silicolab/silico/usage"
 )
 
 // The tables of this project's format: one per section, one row per key. A key's name is the json tag of the
@@ -22,7 +23,7 @@ var specKeys = table[experiment.Spec]{
 	field("personas", func(s *experiment.Spec) *[]experiment.Persona { return &s.Personas }, personas),
 	field("questionnaire", func(s *experiment.Spec) *experiment.Questionnaire { return &s.Questionnaire }, questionnaire),
 	field("run", func(s *experiment.Spec) *experiment.RunSettings { return &s.Run }, runKeys.decode),
-	field("budget_usd", func(s *experiment.Spec) *float64 { return &s.BudgetUSD }, (*decoder).number),
+	field("budget_usd", func(s *experiment.Spec) *usage.USD { return &s.BudgetUSD }, (*decoder).dollars),
 	field("simulator", func(s *experiment.Spec) **experiment.SimulatorSettings { return &s.Simulator }, simulatorKeys.decodePtr),
 	field("image", func(s *experiment.Spec) *experiment.ImageSettings { return &s.Image }, imageKeys.decode),
 	field("embed", func(s *experiment.Spec) **experiment.EmbedSettings { return &s.Embed }, embed),

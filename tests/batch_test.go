@@ -28,6 +28,7 @@ import (
 	"github.com/silicolab/silico/ratelimit"
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -360,8 +361,8 @@ func TestBatchBudgetOnTemporal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worst := func(from, to int) float64 { return experimenttest.WorstBatchCost(t, spec, tok, from, to) }
-	share := 0.0
+	worst := func(from, to int) usage.USD { return experimenttest.WorstBatchCost(t, spec, tok, from, to) }
+	var share usage.USD
 	for _, p := range spec.Passes() {
 		share = max(share, worst(p.Start, p.Start+12)+worst(p.Start+12, p.Start+24)/2)
 	}
@@ -392,8 +393,8 @@ func TestBatchBudgetOnTemporal(t *testing.T) {
 		t.Errorf("%d rows: %d answered, %d %s; want both first chunks answered and the rest recorded so",
 			len(rows), answered, exhausted, errclass.BudgetExhausted)
 	}
-	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD.Float() > spec.BudgetUSD {
-		t.Errorf("stopped %q, cost %v of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
+	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD > spec.BudgetUSD {
+		t.Errorf("stopped %q, cost $%v of a budget of $%v: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
 	}
 	if *historyDir != "" {
 		writeHistory(t, s.client, "batch-budget", filepath.Join(*historyDir, "batch-budget.json"))

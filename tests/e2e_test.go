@@ -29,6 +29,7 @@ import (
 	"github.com/silicolab/silico/results"
 	"github.com/silicolab/silico/sim"
 	"github.com/silicolab/silico/store"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workerhost"
 	"github.com/silicolab/silico/workflows"
@@ -266,18 +267,18 @@ func TestBudgetHoldsWithManyCallsInFlight(t *testing.T) {
 	price := experiment.Price{InputPerMTok: 1000, OutputPerMTok: 1000}
 	spec.Models[0].Price = &price
 	spec.Run.MaxConcurrency, spec.Run.MaxParallelPasses = 50, 4
-	spec.BudgetUSD = 40
+	spec.BudgetUSD = usage.Dollars(40)
 	res := s.run(t, "budget", spec)
 
-	served := 0.0
+	var served usage.USD
 	for _, r := range s.sim.Requests() {
-		served += (float64(r.PromptTokens) + float64(r.CompletionTokens)) * 1000 / 1e6
+		served += usage.PerMTok(r.PromptTokens, price.InputPerMTok, r.CompletionTokens, price.OutputPerMTok)
 	}
-	if served > spec.BudgetUSD || res.Summary.CostUSD.Float() > spec.BudgetUSD {
-		t.Fatalf("the simulator served $%.4f and the run recorded $%.4f; budget $%.2f", served, res.Summary.CostUSD.Float(), spec.BudgetUSD)
+	if served > spec.BudgetUSD || res.Summary.CostUSD > spec.BudgetUSD {
+		t.Fatalf("the simulator served $%v and the run recorded $%v; budget $%v", served, res.Summary.CostUSD, spec.BudgetUSD)
 	}
 	if served < spec.BudgetUSD/2 {
-		t.Errorf("only $%.4f of a $%.2f budget used: the shares waste it", served, spec.BudgetUSD)
+		t.Errorf("only $%v of a $%v budget used: the shares waste it", served, spec.BudgetUSD)
 	}
 	if res.Stopped == "" || res.Summary.Failed == 0 || res.Summary.OK+res.Summary.Unparsed+res.Summary.Failed != 2400 {
 		t.Fatalf("result %+v: want a stop, failed cells, and every cell accounted for", res)
@@ -297,7 +298,7 @@ func TestBudgetHoldsWithManyCallsInFlight(t *testing.T) {
 	if exhausted != res.Summary.Failed {
 		t.Errorf("%d cells BudgetExhausted of %d failed", exhausted, res.Summary.Failed)
 	}
-	t.Logf("served $%.4f, recorded $%.4f of $%.2f; %d cells not run", served, res.Summary.CostUSD.Float(), spec.BudgetUSD, exhausted)
+	t.Logf("served $%v, recorded $%v of $%v; %d cells not run", served, res.Summary.CostUSD, spec.BudgetUSD, exhausted)
 }
 
 // TestLimitsHoldAcrossWorkers runs four passes of one model on two workers against a simulator that enforces

@@ -12,6 +12,7 @@ import (
 
 	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/sim"
+	"github.com/silicolab/silico/usage"
 	"github.com/silicolab/silico/wire"
 	"github.com/silicolab/silico/workflows"
 )
@@ -83,7 +84,7 @@ func TestUnhappyPathRuns(t *testing.T) {
 		spec: func() experiment.Spec {
 			s := gridSpec(1, 4, 4, 4)
 			s.Models[0].Price = &experiment.Price{InputPerMTok: 1000, OutputPerMTok: 1000}
-			s.BudgetUSD = 1
+			s.BudgetUSD = usage.Dollars(1)
 			s.Run.MaxParallelPasses = 1
 			return s
 		},

@@ -37,8 +37,7 @@ func Picodollars(n int64) USD { return USD(n) }
 // Picodollars is d as a number of picodollars.
 func (d USD) Picodollars() int64 { return int64(d) }
 
-// Float is d in dollars as the nearest float64, for arithmetic that need not be exact (budgets, estimates,
-// metrics).
+// Float is d in dollars as the nearest float64, for arithmetic that need not be exact (estimates, metrics).
 func (d USD) Float() float64 { return float64(d) / picosPerUSD }
 
 // Rat is d in dollars, exactly.

@@ -27,7 +27,7 @@ type BatchPlan struct {
 	Cached  int                  `json:"cached"`
 	// Costs are the chunks' worst-case costs at the batch price, which the workflow reserves against budget_usd
 	// before it submits each: every prompt and the longest completion. Empty when the run has no budget.
-	Costs []float64 `json:"costs,omitempty"`
+	Costs []usage.USD `json:"costs,omitempty"`
 	// Failed counts the cells recorded failed without a batch: a picture that could not be fetched, a text too
 	// long for any request, a request larger than a batch.
 	Failed int `json:"failed,omitempty"`
@@ -111,7 +111,7 @@ type BatchCollected struct {
 	Failed   int                `json:"failed"`
 	Again    experiment.CellSet `json:"again,omitempty"`
 	// AgainCost is the worst-case cost of the Again cells, as BatchPlan.Costs; zero without a budget.
-	AgainCost float64 `json:"again_cost,omitempty"`
+	AgainCost usage.USD `json:"again_cost,omitempty"`
 	// AgainDigest is the digest of the lines of Again, for the next round's BatchChunkInput.Digest.
 	AgainDigest string `json:"again_digest,omitempty"`
 	// AgainReason is the provider's most frequent reason for the Again cells (batch_expired, cancelled,

@@ -21,7 +21,7 @@ type PassInput struct {
 	Limits ratelimit.Limits
 	// Budgeted says the run has a budget; BudgetUSD is then this pass's share of it.
 	Budgeted  bool
-	BudgetUSD float64
+	BudgetUSD usage.USD
 	// ModelAnswered says an earlier pass of the model got answers: its endpoint is known to exist, so a refused
 	// connection is an outage to wait out, not a wrong base_url to fail fast on.
 	ModelAnswered bool `json:",omitempty"`
@@ -101,7 +101,7 @@ type Share struct {
 	Limits ratelimit.Limits
 	// Budgeted says the run has a budget; BudgetUSD is then this pass's part of what is left of it.
 	Budgeted  bool
-	BudgetUSD float64
+	BudgetUSD usage.USD
 }
 
 // Outage is the payload of SignalOutage: the breaker of a pass's model endpoint as it stands.

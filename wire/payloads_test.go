@@ -127,6 +127,20 @@ type (
 	}
 )
 
+// readHistory reads the history file f.
+func readHistory(t *testing.T, f string) historyFile {
+	t.Helper()
+	var h historyFile
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // data is the JSON of each payload; a payload that is not JSON fails the test.
 func (p payloads) data(t *testing.T) [][]byte {
 	t.Helper()
@@ -161,14 +175,7 @@ func TestRecordedPayloadsDecode(t *testing.T) {
 	seen := map[string]int{}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			var h historyFile
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &h); err != nil {
-				t.Fatal(err)
-			}
+			h := readHistory(t, f)
 			scheduled := map[string]string{} // event id → activity type
 			check := func(e historyEvent, what string, decode func([]byte) error, p payloads) {
 				t.Helper()

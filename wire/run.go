@@ -191,7 +191,7 @@ type Plan struct {
 	Seeds  []int64
 	// Run holds the run settings with their defaults filled in.
 	Run       experiment.RunSettings
-	BudgetUSD float64
+	BudgetUSD usage.USD
 	// Retrying is the number of failed cells PrepareRun cleared to be called again (RetryFailed).
 	Retrying int `json:",omitempty"`
 }

@@ -21,6 +21,19 @@
 // TestRecordedPayloadsDecode decodes every payload of the recorded histories in workflows/testdata into its type
 // here, refusing unknown keys, so a field that is removed or renamed while a history still carries it fails.
 //
+// # Money
+//
+// Every amount of money in a payload (a cost, a budget, a share of one) is a usage.USD, whose JSON is a number of
+// dollars: the key and meaning of the float64 dollars that releases before it wrote for the same fields, so
+// retyping such a field from float64 to USD gives it no new meaning. A USD reads a float64 of an earlier release
+// (exponent forms included) as the nearest picodollar, halves away from zero (usage.ParseUSD), and an earlier
+// release reads a USD as the float64 nearest to it. Every cost an earlier release wrote was a whole number of
+// picodollars (usage.USD.Float), and budget_usd a decimal as the spec wrote it: below $4,096, and with at most 12
+// decimals, both read back as exactly the picodollars they were, whose Float is the very float64 the earlier
+// release compared, so the workflow's old path (ChangeBatchBudgetUSD) replays its decisions to the bit
+// (TestOldMoneyPayloadsDecode). A share the earlier workflow computed by float64 division is no whole number of
+// picodollars and reads as the nearest; only an activity reads a share.
+//
 // # Changing workflow code
 //
 // Any change to the sequence of commands ExperimentWorkflow issues for the same history (activities scheduled,
@@ -131,7 +144,7 @@ const ExportHeartbeatTimeout = 10 * time.Second
 // long as a run started before the change may replay.
 func ChangeIDs() []string {
 	return []string{ChangeBatchFailures, ChangeBatchAwait, ChangeBatchCandidates, ChangeBatchCleanup,
-		ChangeTokenLimitSubmissions, ChangeBatchBudgetPerPass, ChangeBatchBounded, ChangeRunPause}
+		ChangeTokenLimitSubmissions, ChangeBatchBudgetPerPass, ChangeBatchBounded, ChangeRunPause, ChangeBatchBudgetUSD}
 }
 
 // ChangeRunPause: the workflow honours SignalPause, launching no pass and submitting no provider batch while
@@ -185,3 +198,12 @@ const ChangeBatchBudgetPerPass = "batch-budget-per-pass-2026-12-05"
 // were left to the pass, which recorded them errclass.BatchNotRun without a code or tries, and a kept input
 // stayed at the provider.
 const ChangeBatchBounded = "batch-lost-and-bounded-2026-12-07"
+
+// ChangeBatchBudgetUSD: a batch pass's budget is exact. Its share, its chunks' reservations and what they spent are
+// whole picodollars (usage.USD): a share is what is left of budget_usd divided by the passes, rounded down, so the
+// shares of passes running at once add up to at most what is left; a split chunk's halves reserve its cost in
+// parts that add up to it; a submission fits when its worst case is at most the share less what is reserved and
+// spent, to the picodollar. Before it (DefaultVersion) the same sums were float64, whose rounding could take a
+// submission that fits exactly for one that does not, or the reverse; runs recorded before replay on float64 sums
+// of the same amounts (see Money in the package doc).
+const ChangeBatchBudgetUSD = "batch-budget-exact-usd-2026-12-07"

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/silicolab/silico/errclass"
-	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -54,21 +53,20 @@ func candidates(ctx workflow.Context, err error) ([]string, bool) {
 	return c.IDs, true
 }
 
-// collectCandidates waits for every candidate batch of the chunk's round in to end (waited for as runChunk waits for its
-// batch) and records those that are the chunk's (CollectCandidates), whose collect runs to its end even when the
-// run is cancelled meanwhile. A run cancelled while it waits returns at once and leaves the candidates running:
-// which of them is its own is known only from their results.
-func (r *runner) collectCandidates(ctx workflow.Context, p experiment.Pass, in wire.BatchChunkInput, ids []string) (wire.BatchCollected, error) {
+// collectCandidates waits for every candidate batch of the round in to end (as the chunk waits for its batch) and
+// records those that are the chunk's (CollectCandidates), whose collect runs to its end even when the run is
+// cancelled meanwhile. A run cancelled while it waits returns at once and leaves the candidates running: which
+// of them is its own is known only from their results.
+func (c *chunk) collectCandidates(ctx workflow.Context, in wire.BatchChunkInput, ids []string) (wire.BatchCollected, error) {
 	log := workflow.GetLogger(ctx)
 	log.Warn("several batches could be this chunk's: waiting for all of them, to record those whose results are its own",
-		"pass", p.Index, "chunk", in.Chunk, "batches", ids)
-	key := fmt.Sprintf("%d/%d", p.Index, in.Chunk)
+		"pass", c.bp.p.Index, "chunk", in.Chunk, "batches", ids)
 	infos := make([]wire.BatchInfo, len(ids))
 	for i, id := range ids {
 		infos[i].ID = id
 	}
 	for i := range infos {
-		got, err := r.waitBatch(ctx, p, key, infos[i])
+		got, err := c.wait(ctx, infos[i])
 		if err != nil {
 			if ctx.Err() != nil {
 				log.Error("run cancelled: candidate batches left running unrecorded", "batches", ids)
@@ -98,14 +96,14 @@ func (r *runner) collectCandidates(ctx workflow.Context, p experiment.Pass, in w
 // input file, which the next submission of the same lines uploads no more (a batch the provider failed as a
 // whole). It runs on ctx as it is (the collect's, disconnected from a cancel) and never in histories recorded
 // before ChangeBatchCleanup.
-func (r *runner) cleanupBatch(ctx workflow.Context, p experiment.Pass, info wire.BatchInfo, keepInput bool) {
-	if r.plan.Models[p.Model].Batch.KeepFiles {
+func (c *chunk) cleanupBatch(ctx workflow.Context, info wire.BatchInfo, keepInput bool) {
+	if c.bp.m.Batch.KeepFiles {
 		return
 	}
 	if workflow.GetVersion(ctx, wire.ChangeBatchCleanup, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return
 	}
-	in := wire.BatchCleanupInput{RunID: r.runID, Model: p.Model, Batch: info, KeepInput: keepInput}
+	in := wire.BatchCleanupInput{RunID: c.bp.r.runID, Model: c.bp.p.Model, Batch: info, KeepInput: keepInput}
 	if err := wire.CleanupBatch.Execute(batchActivityCtx(ctx, "clean up "+info.ID), in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("deleting a collected batch's files failed", "batch", info.ID, "error", err)
 	}

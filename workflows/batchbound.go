@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/silicolab/silico/errclass"
-	"github.com/silicolab/silico/experiment"
 	"github.com/silicolab/silico/wire"
 )
 
@@ -43,35 +42,29 @@ func batchBounded(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, wire.ChangeBatchBounded, workflow.DefaultVersion, 1) >= 1
 }
 
-// batchNote keeps note on the progress of chunk key, where it stays while the chunk's next batches run.
-func (r *runner) batchNote(ctx workflow.Context, key, note string) {
-	r.editBatch(ctx, key, func(b *wire.BatchProgress) { b.Note = note })
-}
-
-// abandonBatch cancels batch info of pass p, which the chunk gives up because of err, so that the provider does
-// not run (and bill) what will never be recorded; a lost batch has nothing to cancel. A cancel that fails is
-// logged: the provider may no longer answer.
-func (r *runner) abandonBatch(ctx workflow.Context, p experiment.Pass, info wire.BatchInfo, err error) {
+// abandon cancels batch info, which the chunk gives up because of err, so that the provider does not run (and
+// bill) what will never be recorded; a lost batch has nothing to cancel. A cancel that fails is logged: the
+// provider may no longer answer.
+func (c *chunk) abandon(ctx workflow.Context, info wire.BatchInfo, err error) {
 	if class, _ := classOf(err); class == errclass.BatchLost || info.ID == "" {
 		return
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	ref := wire.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+	ref := wire.BatchRef{RunID: c.bp.r.runID, Model: c.bp.p.Model, ID: info.ID}
 	if cerr := wire.CancelBatch.Execute(batchActivityCtx(dctx, "cancel "+info.ID+", given up"), ref).Get(dctx, nil); cerr != nil {
 		workflow.GetLogger(ctx).Error("cancelling a batch given up failed", "batch", info.ID, "error", cerr)
 	}
 }
 
-// giveUp records the cells of a chunk's round that have no record failed, after one of its batch activities
-// failed with err for good, and returns total with them. The batch classes keep their class and get a code of
-// their own (BatchRefused keeps its message, as chunkFailed recorded it); any other failure (retries used up) is
-// BatchNotRun with code. what says what was given up; batches is how many of the chunk's batches carried the
-// cells, their attempts and tries. A cancelled run records nothing here.
-func (r *runner) giveUp(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, total wire.BatchCollected,
-	err error, code, what string, batches int) wire.BatchCollected {
-	if ctx.Err() != nil || cells.Len() == 0 {
-		return total
+// giveUp records the round's cells that have no record failed, after one of the chunk's batch activities failed
+// with err for good. The batch classes keep their class and get a code of their own (BatchRefused keeps its
+// message, as refused records it); any other failure (retries used up) is BatchNotRun with code. what says what
+// was given up; the chunk's batches so far carried the cells: their attempts and tries. A cancelled run records
+// nothing here.
+func (c *chunk) giveUp(ctx workflow.Context, err error, code, what string) {
+	if ctx.Err() != nil || c.cells.Len() == 0 {
+		return
 	}
 	class, msg := classOf(err)
 	switch class {
@@ -85,28 +78,19 @@ func (r *runner) giveUp(ctx workflow.Context, p experiment.Pass, cells experimen
 		msg = fmt.Sprintf("%s: %s: %s", what, class, msg)
 		class = errclass.BatchNotRun
 	}
-	return r.failCells(ctx, p, wire.FailInput{RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: class,
-		Code: code, Message: msg, Attempts: batches, Tries: batches}, total)
+	c.failCells(ctx, wire.FailInput{Class: class, Code: code, Message: msg, Attempts: len(c.prior), Tries: len(c.prior)})
 }
 
-// deleteKeptInput deletes the input file of kept, a collected batch of pass p whose input was kept for the same
-// lines' next batch, when the chunk ends without one (zero: nothing is kept). CleanupBatch deletes what it is
-// given: only the input file here (and, for a Gemini batch, the batch again, which is already gone).
-func (r *runner) deleteKeptInput(ctx workflow.Context, p experiment.Pass, kept wire.BatchInfo) {
-	if kept.ID == "" || kept.InputFileID == "" || ctx.Err() != nil {
+// deleteKeptInput deletes the input file of kept, a collected batch whose input was kept for the same lines' next
+// batch, when the chunk ends without one (zero: nothing is kept). CleanupBatch deletes what it is given: only the
+// input file here (and, for a Gemini batch, the batch again, which is already gone).
+func (c *chunk) deleteKeptInput(ctx workflow.Context) {
+	if c.kept.ID == "" || c.kept.InputFileID == "" || ctx.Err() != nil {
 		return
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	r.cleanupBatch(dctx, p, wire.BatchInfo{ID: kept.ID, InputFileID: kept.InputFileID}, false)
-}
-
-// unanswered is what a chunk knows of its cells left unanswered when its rounds are used up: whether it records
-// them itself (wire.ChangeBatchBounded), the provider's last reason for them, and how many batches carried them.
-type unanswered struct {
-	bounded bool
-	reason  string
-	batches int
+	c.cleanupBatch(dctx, wire.BatchInfo{ID: c.kept.ID, InputFileID: c.kept.InputFileID}, false)
 }
 
 // failureCode is the code of the first reason the provider gave for failing batch info as a whole

@@ -14,7 +14,7 @@ import (
 
 // A batch the provider failed as a whole (status failed: it ran nothing) is handled by its kind, behind
 // wire.ChangeBatchFailures; runs recorded before it submitted the failed batch's cells again in the next round at
-// once. runChunk collects the failed batch as any other (CollectBatch records the cells of the lines its errors
+// once. The chunk collects the failed batch as any other (CollectBatch records the cells of the lines its errors
 // name, errclass.BatchLineRejected, and returns the others as Again), then asks batchFailed what to do:
 //
 //   - token_limit_exceeded (the organisation's enqueued-token limit for the model is reached): wait until one of
@@ -34,20 +34,6 @@ import (
 // uploaded. The reason shows in the batch's progress while the chunk waits (wire.BatchProgress.Reason), and cells
 // still unanswered when the chunk's rounds are used up are recorded errclass.BatchNotRun with it.
 
-// failNext is what a chunk does after a batch failed as a whole.
-type failNext int
-
-const (
-	// failCounted submits the cells again in the next round, which counts against run.max_attempts.
-	failCounted failNext = iota
-	// failFree submits them again in the same round.
-	failFree
-	// failSplit submits them as two new chunks, the halves.
-	failSplit
-	// failStop ends the chunk: the run was cancelled while it waited.
-	failStop
-)
-
 // The growing delay before a resubmission starts at the model's batch.poll_every and doubles up to maxFailBackoff.
 const maxFailBackoff = 30 * time.Minute
 
@@ -62,7 +48,8 @@ type chunkFailures struct {
 	// backoff is the delay before the next resubmission; zero before the first.
 	backoff time.Duration
 	// limitAlone counts the token-limit failures in a row with no other batch of the model in flight from the
-	// submission to the failure; ended is r.batchEnded of the model when the chunk last resubmitted.
+	// submission to the failure; ended is the board's count of the model's ended
+	// batches when the chunk last resubmitted.
 	limitAlone int
 	ended      int
 	// failed counts the chunk's batches the provider failed as a whole; reason is the last one's reason, for the
@@ -96,87 +83,100 @@ func failureReason(info wire.BatchInfo) string {
 	return strings.Join(parts, "; ")
 }
 
-// batchFailed decides what chunk key of pass p does after its batch info failed as a whole and its collect left
-// cells to answer (before the collect, left after it): it waits, and shows why, as the kind of the failure asks
-// (see the comment at the top of this file). last says the round was the chunk's last: a failure that counts then
-// ends the chunk at once. Runs recorded before wire.ChangeBatchFailures go on in the next round at once.
-func (r *runner) batchFailed(ctx workflow.Context, p experiment.Pass, key string, info wire.BatchInfo, before, left int,
-	last bool, f *chunkFailures) failNext {
+// batchFailed decides what the chunk does after its batch info failed as a whole and its collect left cells to
+// answer (before the collect, left after it): it waits, and shows why, as the kind of the failure asks (see the
+// comment at the top of this file), then goes on in the next round (a failure that counts), in the same round (one
+// that does not), in two halves (stepSplit), or ends when the run was cancelled meanwhile. A failure that counts in
+// the chunk's last round ends the chunk at once. Runs recorded before wire.ChangeBatchFailures go on in the next
+// round at once.
+func (c *chunk) batchFailed(ctx workflow.Context, info wire.BatchInfo, before, left int) step {
 	if workflow.GetVersion(ctx, wire.ChangeBatchFailures, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return failCounted
+		return stepNext
 	}
-	m := r.plan.Models[p.Model]
+	f := &c.fails
 	f.failed++
 	f.reason = failureReason(info)
-	workflow.GetLogger(ctx).Warn("the provider failed a batch as a whole", "batch", info.ID, "pass", p.Index,
-		"key", key, "reason", f.reason)
-	first := time.Duration(m.Batch.PollEvery)
+	workflow.GetLogger(ctx).Warn("the provider failed a batch as a whole", "batch", info.ID, "pass", c.bp.p.Index,
+		"key", c.key, "reason", f.reason)
 	switch {
 	case left < before:
 		// Lines named and their cells recorded: the others were refused with them, through no fault of theirs.
 		f.limitAlone = 0
 		f.try++
-		return failFree
+		return stepRepeat
 	case tokenLimited(info):
-		// The other chunks' submissions under way may have created the batches that hold the missing tokens: the
-		// run sees them only once they return, so the chunk waits for them before it judges (they take seconds).
-		if workflow.GetVersion(ctx, wire.ChangeTokenLimitSubmissions, workflow.DefaultVersion, 1) >= 1 {
-			if err := workflow.Await(ctx, func() bool { return r.submitting[m.ID] == 0 }); err != nil {
-				return failStop
-			}
-		}
-		// Alone: no other batch of the model is in flight, and none ended since the chunk resubmitted (one that
-		// ended between the create and its failure may have held the tokens that were missing).
-		if r.inFlight(m.ID) == 0 && (f.limitAlone == 0 || r.batchEnded[m.ID] == f.ended) {
-			f.limitAlone++
-			if f.limitAlone >= 2 && left > 1 && r.splitDepth[key] < maxSplitDepth {
-				// Alone, and over the limit again after waiting: the chunk itself is more than the limit.
-				r.batchWaiting(ctx, key, "")
-				return failSplit
-			}
-			if left <= 1 || r.splitDepth[key] >= maxSplitDepth {
-				// One request over the limit alone, or an eighth of a chunk: no wait or split makes it fit, or the
-				// limit is held by batches the run does not see (another run's, another team's).
-				return r.counted(ctx, key, f, first, last)
-			}
-		} else {
-			f.limitAlone = 1 // if it fails again with none in flight, it is the chunk itself that is over the limit
-			if n := r.inFlight(m.ID); n > 0 {
-				r.batchWaiting(ctx, key, fmt.Sprintf("%s · waiting for %d other batch(es) of %s to end, then resubmitting", f.reason, n, m.ID))
-				if err := workflow.Await(ctx, func() bool { return r.inFlight(m.ID) < n }); err != nil {
-					return failStop
-				}
-			}
-		}
-		f.try++
-		next := r.backOff(ctx, key, f, first, failFree)
-		f.ended = r.batchEnded[m.ID]
-		return next
+		return c.overTokenLimit(ctx, left)
 	default:
 		f.limitAlone = 0
-		return r.counted(ctx, key, f, first, last)
+		return c.counted(ctx)
 	}
+}
+
+// overTokenLimit decides what the chunk, whose batch failed over the enqueued-token limit with left cells to
+// answer, does: wait for the run's other batches of its model and resubmit, split when it is alone over the
+// limit again, or count the failure when neither can help.
+func (c *chunk) overTokenLimit(ctx workflow.Context, left int) step {
+	f, run, model := &c.fails, &c.bp.r.batch, c.bp.m.ID
+	// The other chunks' submissions under way may have created the batches that hold the missing tokens: the run
+	// sees them only once they return, so the chunk waits for them before it judges (they take seconds).
+	if workflow.GetVersion(ctx, wire.ChangeTokenLimitSubmissions, workflow.DefaultVersion, 1) >= 1 {
+		if err := workflow.Await(ctx, func() bool { return run.submitting[model] == 0 }); err != nil {
+			return stepEnd
+		}
+	}
+	// Alone: no other batch of the model is in flight, and none ended since the chunk resubmitted (one that ended
+	// between the create and its failure may have held the tokens that were missing).
+	if run.board.inFlight(model) == 0 && (f.limitAlone == 0 || run.board.ended[model] == f.ended) {
+		f.limitAlone++
+		if f.limitAlone >= 2 && left > 1 && c.depth < maxSplitDepth {
+			// Alone, and over the limit again after waiting: the chunk itself is more than the limit.
+			c.waiting(ctx, "")
+			return stepSplit
+		}
+		if left <= 1 || c.depth >= maxSplitDepth {
+			// One request over the limit alone, or an eighth of a chunk: no wait or split makes it fit, or the limit
+			// is held by batches the run does not see (another run's, another team's).
+			return c.counted(ctx)
+		}
+	} else {
+		f.limitAlone = 1 // if it fails again with none in flight, it is the chunk itself that is over the limit
+		if n := run.board.inFlight(model); n > 0 {
+			c.waiting(ctx, fmt.Sprintf("%s · waiting for %d other batch(es) of %s to end, then resubmitting", f.reason, n, model))
+			if err := workflow.Await(ctx, func() bool { return run.board.inFlight(model) < n }); err != nil {
+				return stepEnd
+			}
+		}
+	}
+	f.try++
+	next := c.backOff(ctx, stepRepeat)
+	f.ended = run.board.ended[model]
+	return next
 }
 
 // counted is a failure that counts against run.max_attempts: after the chunk's last round it ends the chunk at
 // once (nothing is left to wait for), else it backs off before the next round.
-func (r *runner) counted(ctx workflow.Context, key string, f *chunkFailures, first time.Duration, last bool) failNext {
-	if last {
-		return failCounted
+func (c *chunk) counted(ctx workflow.Context) step {
+	if c.round+1 >= c.bp.rounds {
+		return stepNext
 	}
-	return r.backOff(ctx, key, f, first, failCounted)
+	return c.backOff(ctx, stepNext)
 }
 
-// backOff waits the chunk's next growing delay, showing why, and returns next (failStop when the run was
+// backOff waits the chunk's next growing delay, showing why, and returns next (stepEnd when the run was
 // cancelled meanwhile).
-func (r *runner) backOff(ctx workflow.Context, key string, f *chunkFailures, first time.Duration, next failNext) failNext {
-	d := f.delay(first)
+func (c *chunk) backOff(ctx workflow.Context, next step) step {
+	d := c.fails.delay(time.Duration(c.bp.m.Batch.PollEvery))
 	at := workflow.Now(ctx).Add(d).UTC().Format(time.TimeOnly)
-	r.batchWaiting(ctx, key, fmt.Sprintf("%s · resubmitting at %s UTC", f.reason, at))
+	c.waiting(ctx, fmt.Sprintf("%s · resubmitting at %s UTC", c.fails.reason, at))
 	if err := workflow.Sleep(ctx, d); err != nil {
-		return failStop
+		return stepEnd
 	}
 	return next
+}
+
+// waiting shows reason on the progress of the chunk's batch (empty: none).
+func (c *chunk) waiting(ctx workflow.Context, reason string) {
+	c.bp.edit(ctx, c.key, func(b *wire.BatchProgress) { b.Reason = reason })
 }
 
 // tokenLimited reports whether the provider failed the batch because the enqueued-token limit is reached.
@@ -189,102 +189,60 @@ func tokenLimited(info wire.BatchInfo) bool {
 	return false
 }
 
-// inFlight counts the run's batches of model (its id) the provider has not ended: those that hold enqueued
-// tokens. A chunk waiting after a failed batch holds none (its batch is failed), so chunks that wait never wait
-// for each other.
-func (r *runner) inFlight(model string) int {
-	n := 0
-	for _, k := range r.batchKeys {
-		if b := r.batches[k]; b.Model == model && !b.Status.Terminal() {
-			n++
-		}
-	}
-	return n
-}
-
-// batchEnds counts, per model, the batches of the run seen to end (see inFlight): batchSeen calls it with a
-// batch's progress before and after.
-func (r *runner) batchEnds(before, after wire.BatchProgress) {
-	if before.ID == after.ID && !before.Status.Terminal() && after.Status.Terminal() {
-		if r.batchEnded == nil {
-			r.batchEnded = map[string]int{}
-		}
-		r.batchEnded[after.Model]++
-	}
-}
-
-// batchWaiting shows reason on the progress of batch key (empty: none).
-func (r *runner) batchWaiting(ctx workflow.Context, key, reason string) {
-	r.editBatch(ctx, key, func(b *wire.BatchProgress) { b.Reason = reason })
-}
-
-// editBatch changes the progress of batch key with edit, when the run has seen it, and updates the run's details.
-func (r *runner) editBatch(ctx workflow.Context, key string, edit func(*wire.BatchProgress)) {
-	b, ok := r.batches[key]
-	if !ok {
-		return
-	}
-	edit(&b)
-	r.batches[key] = b
-	r.details(ctx)
-}
-
 // maxSplitDepth is how often a chunk is halved at most (to an eighth): "alone and over the limit" is judged on the
 // run's own batches, so an organisation whose limit other runs hold would otherwise halve every chunk down to
 // one-cell batches. Past it, a failure counts against run.max_attempts.
 const maxSplitDepth = 3
 
-// splitChunk runs cells, which chunk key's batch could not hold under the enqueued-token limit, as two chunks of
-// pass p, the halves, each under a new chunk number of the pass (r.nextChunk, in the order the workflow's
-// coroutines reach here, which replay repeats) and reserving its share of cost. It returns total with what they
-// recorded.
-func (r *runner) splitChunk(ctx workflow.Context, p experiment.Pass, key string, cells experiment.CellSet, cost float64,
-	bb *batchBudget, anthropic bool, total wire.BatchCollected) wire.BatchCollected {
-	idx := cells.Indexes()
+// split runs the chunk's cells, which its batch could not hold under the enqueued-token limit, as two chunks of
+// its pass, the halves, each under a new chunk number of the pass (in the order the workflow's coroutines reach
+// here, which replay repeats) and reserving its share of the chunk's cost, and adds what they recorded to total.
+func (c *chunk) split(ctx workflow.Context) {
+	idx := c.cells.Indexes()
 	half := len(idx) / 2
 	parts := []experiment.CellSet{experiment.CellsOf(idx[:half]...), experiment.CellsOf(idx[half:]...)}
+	// The digest of a part's lines is not known here: its submission builds them from its cells (an empty digest
+	// is not checked). Its worst-case cost is the chunk's, shared by cells.
+	costs := make([]money, 2)
+	costs[0], costs[1] = c.cost.split(half, len(idx))
+	halves := make([]*chunk, len(parts))
 	ids := make([]int, len(parts))
-	for i := range parts {
-		ids[i] = r.nextChunk[p.Index]
-		r.nextChunk[p.Index]++
-		r.splitDepth[fmt.Sprintf("%d/%d", p.Index, ids[i])] = r.splitDepth[key] + 1
-	}
-	workflow.GetLogger(ctx).Info("splitting a chunk over the enqueued-token limit", "key", key,
-		"cells", len(idx), "chunks", ids)
 	for i, part := range parts {
+		halves[i] = c.bp.chunk(c.bp.nextChunk, part, "", costs[i], c.depth+1)
+		ids[i] = c.bp.nextChunk
+		c.bp.nextChunk++
+	}
+	workflow.GetLogger(ctx).Info("splitting a chunk over the enqueued-token limit", "key", c.key,
+		"cells", len(idx), "chunks", ids)
+	for _, h := range halves {
 		if ctx.Err() != nil {
 			break
 		}
-		// The digest of a part's lines is not known here: its submission builds them from its cells (an empty
-		// digest is not checked). Its worst-case cost is the chunk's, shared by cells.
-		share := cost * float64(part.Len()) / float64(len(idx))
-		got := r.runChunk(ctx, p, ids[i], part, "", share, bb, anthropic)
-		total.Add(got)
+		c.total.Add(h.run(ctx))
 	}
-	return total
 }
 
-// chunkUnanswered records the cells a chunk's rounds left unanswered failed (errclass.BatchNotRun), unless the
-// model sends them synchronously, and returns total with them: with the provider's last reason for failing one
-// of its batches as a whole, when it did (a later round may have expired instead: the message says how many
-// failed, not that the last did); since wire.ChangeBatchBounded (u.bounded) also when none failed, with the
-// provider's last reason for the cells as their error_code and the batches that carried them as their attempts
-// and tries (runs recorded before leave them to the pass, which records them without either).
-func (r *runner) chunkUnanswered(ctx workflow.Context, p experiment.Pass, cells experiment.CellSet, f chunkFailures,
-	bb *batchBudget, total wire.BatchCollected, u unanswered) wire.BatchCollected {
-	if (f.reason == "" && !u.bounded) || cells.Len() == 0 || ctx.Err() != nil || r.halted(bb) ||
-		r.plan.Models[p.Model].Batch.OnExpired == experiment.OnExpiredSync {
-		return total
+// unanswered records the cells the chunk's rounds left unanswered failed (errclass.BatchNotRun), unless the model
+// sends them synchronously: with the provider's last reason for failing one of its batches as a whole, when it
+// did (a later round may have expired instead: the message says how many failed, not that the last did); since
+// wire.ChangeBatchBounded also when none failed, with the provider's last reason for the cells as their
+// error_code and the batches that carried them as their attempts and tries (runs recorded before leave them to
+// the pass, which records them without either).
+func (c *chunk) unanswered(ctx workflow.Context) {
+	f := c.fails
+	if (f.reason == "" && !c.bounded) || c.cells.Len() == 0 || ctx.Err() != nil || c.bp.halted() ||
+		c.bp.m.Batch.OnExpired == experiment.OnExpiredSync {
+		return
 	}
-	in := wire.FailInput{RunID: r.runID, Start: p.Start, End: p.End, Cells: cells, Class: errclass.BatchNotRun,
+	in := wire.FailInput{Class: errclass.BatchNotRun,
 		Message: fmt.Sprintf("not answered in the chunk's batches: the provider failed %d of them as a whole, the last with: %s",
 			f.failed, f.reason)}
 	if f.reason == "" {
 		in.Message = fmt.Sprintf("not answered in the chunk's %d batch(es): the provider did not run the cell, or failed it "+
-			"transiently, each time (the last time: %s)", u.batches, u.reason)
+			"transiently, each time (the last time: %s)", len(c.prior), c.again)
 	}
-	if u.bounded {
-		in.Code, in.Attempts, in.Tries = u.reason, u.batches, u.batches
+	if c.bounded {
+		in.Code, in.Attempts, in.Tries = c.again, len(c.prior), len(c.prior)
 	}
-	return r.failCells(ctx, p, in, total)
+	c.failCells(ctx, in)
 }

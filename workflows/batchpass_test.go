@@ -262,10 +262,10 @@ func checkBatchBudget(t *testing.T, before bool) {
 		Tokenizer: tok, OutputRoot: t.TempDir(), HeartbeatEvery: 10 * time.Millisecond}
 	spec := simSpec(srv.URL, true)
 	spec.Models[0].Params.MaxTokens = 20
-	worst := func(from, to int) float64 { return experimenttest.WorstBatchCost(t, spec, tok, from, to) }
+	worst := func(from, to int) usage.USD { return experimenttest.WorstBatchCost(t, spec, tok, from, to) }
 	// Two passes of 20 cells run at once, each with half the budget; chunks of 7, 7 and 6.
 	passes := spec.Passes()
-	share := 0.0
+	var share usage.USD
 	for _, p := range passes {
 		share = max(share, worst(p.Start, p.Start+7)+worst(p.Start+7, p.Start+14)/2)
 	}
@@ -322,8 +322,8 @@ func checkBatchBudget(t *testing.T, before bool) {
 		t.Errorf("%d cells answered (%d ran in batches) and %d recorded %s, want those the batches ran and the rest",
 			answered, ran, exhausted, errclass.BudgetExhausted)
 	}
-	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD.Float() > spec.BudgetUSD {
-		t.Errorf("stopped %q, cost %v of a budget of %g: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
+	if res.Stopped == "" || res.Summary.CostUSD <= 0 || res.Summary.CostUSD > spec.BudgetUSD {
+		t.Errorf("stopped %q, cost $%v of a budget of $%v: want a stop and a cost within the budget", res.Stopped, res.Summary.CostUSD, spec.BudgetUSD)
 	}
 	if before {
 		return
@@ -333,8 +333,8 @@ func checkBatchBudget(t *testing.T, before bool) {
 	for _, c := range slices.Sorted(maps.Keys(unsent)) {
 		p := passes[unsent[c]]
 		end := min(c+7, p.End)
-		if w, left := worst(c, end), share-spent[unsent[c]].Float(); w <= left {
-			t.Errorf("pass %d never sent cells %d-%d, and their worst case $%.7f fits the $%.7f left of its half of the budget",
+		if w, left := worst(c, end), share-spent[unsent[c]]; w <= left {
+			t.Errorf("pass %d never sent cells %d-%d, and their worst case $%v fits the $%v left of its half of the budget",
 				p.Index, c, end-1, w, left)
 		}
 	}

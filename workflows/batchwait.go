@@ -17,7 +17,7 @@ import (
 // activity per poll: the history of a pass stays bounded however long its batches take, and nothing needs to
 // continue as new while a pass runs. Runs started before (wire.ChangeBatchAwait absent from their history) keep
 // the loop they recorded: a durable timer of poll_every, backing off to experiment.MaxPollEvery while nothing
-// changes, and a PollBatch after each; cancelChunk's wait likewise (30 s timers then, AwaitBatch now).
+// changes, and a PollBatch after each; chunk.cancelBatch's wait likewise (30 s timers then, AwaitBatch now).
 
 // batchAwaitV1 is the version of wire.ChangeBatchAwait that waits with AwaitBatch.
 const batchAwaitV1 workflow.Version = 1
@@ -58,21 +58,19 @@ func batchAwaitCtx(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
-// waitBatch waits until the chunk's batch, created as info, is terminal, and keeps its state for the progress
-// query under key. It returns the batch as last seen, and the error that ended the wait early (the run's
-// cancellation among them).
-func (r *runner) waitBatch(ctx workflow.Context, p experiment.Pass, key string, info wire.BatchInfo) (wire.BatchInfo, error) {
+// wait waits until the chunk's batch, created as info, is terminal, and keeps its state on the run's board. It
+// returns the batch as last seen, and the error that ended the wait early (the run's cancellation among them).
+func (c *chunk) wait(ctx workflow.Context, info wire.BatchInfo) (wire.BatchInfo, error) {
 	if batchAwaits(ctx) {
-		return r.awaitBatch(ctx, p, key, info)
+		return c.await(ctx, info)
 	}
-	return r.pollBatch(ctx, p, key, info)
+	return c.poll(ctx, info)
 }
 
-// awaitBatch follows the batch with AwaitBatch until it is terminal: one activity per status it goes through.
-func (r *runner) awaitBatch(ctx workflow.Context, p experiment.Pass, key string, info wire.BatchInfo) (wire.BatchInfo, error) {
-	m := r.plan.Models[p.Model]
-	in := wire.BatchAwaitInput{BatchRef: wire.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}, Batch: info,
-		PollEvery: m.Batch.PollEvery}
+// await follows the batch with AwaitBatch until it is terminal: one activity per status it goes through.
+func (c *chunk) await(ctx workflow.Context, info wire.BatchInfo) (wire.BatchInfo, error) {
+	in := wire.BatchAwaitInput{BatchRef: wire.BatchRef{RunID: c.bp.r.runID, Model: c.bp.p.Model, ID: info.ID}, Batch: info,
+		PollEvery: c.bp.m.Batch.PollEvery}
 	for !info.Status.Terminal() {
 		var w wire.BatchWatch
 		if err := wire.AwaitBatch.Execute(batchAwaitCtx(ctx, "await "+info.ID), in).Get(ctx, &w); err != nil {
@@ -80,22 +78,22 @@ func (r *runner) awaitBatch(ctx workflow.Context, p experiment.Pass, key string,
 		}
 		info = w.Batch
 		in.Batch, in.Polls, in.Waited = w.Batch, w.Polls, w.Waited
-		r.batchSeen(ctx, key, m.ID, info)
+		c.bp.seen(ctx, c.key, info)
 	}
 	return info, nil
 }
 
-// pollBatch is the wait of runs recorded before wire.ChangeBatchAwait, unchanged: a durable timer, then a
-// PollBatch, every poll_every while the batch changes, the interval doubling up to experiment.MaxPollEvery while
-// nothing does.
-func (r *runner) pollBatch(ctx workflow.Context, p experiment.Pass, key string, info wire.BatchInfo) (wire.BatchInfo, error) {
-	m := r.plan.Models[p.Model]
-	interval := time.Duration(m.Batch.PollEvery)
+// poll is the wait of runs recorded before wire.ChangeBatchAwait, unchanged: a durable timer, then a PollBatch,
+// every poll_every while the batch changes, the interval doubling up to experiment.MaxPollEvery while nothing
+// does.
+func (c *chunk) poll(ctx workflow.Context, info wire.BatchInfo) (wire.BatchInfo, error) {
+	every := time.Duration(c.bp.m.Batch.PollEvery)
+	interval := every
 	for !info.Status.Terminal() {
 		prev := info
 		err := workflow.Sleep(ctx, interval)
 		if err == nil {
-			ref := wire.BatchRef{RunID: r.runID, Model: p.Model, ID: info.ID}
+			ref := wire.BatchRef{RunID: c.bp.r.runID, Model: c.bp.p.Model, ID: info.ID}
 			err = wire.PollBatch.Execute(batchWaitCtx(ctx, "poll "+info.ID), ref).Get(ctx, &info)
 		}
 		if err != nil {
@@ -105,9 +103,9 @@ func (r *runner) pollBatch(ctx workflow.Context, p experiment.Pass, key string, 
 		if info.Status == prev.Status && info.Counts == prev.Counts {
 			interval = min(2*interval, experiment.MaxPollEvery)
 		} else {
-			interval = time.Duration(m.Batch.PollEvery)
+			interval = every
 		}
-		r.batchSeen(ctx, key, m.ID, info)
+		c.bp.seen(ctx, c.key, info)
 	}
 	return info, nil
 }

@@ -33,13 +33,16 @@ import (
 // provider lost a batch (404 on every poll), taken as lost and its chunk submitted again, recorded since
 // batch-lost-and-bounded-2026-12-07. paused.json is a run paused by its owner before its first pass and
 // resumed (wire.ChangeRunPause), recorded by TestPausedRunHistory.
+// batch-budget-exact.json is the budget run again, recorded since
+// batch-budget-exact-usd-2026-12-07 (a version marker: its budget counted in whole picodollars), written by
+// -record-histories into another directory and copied, so that batch-budget.json stays as it was.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 16 {
-		t.Fatalf("%d recorded histories in testdata, want the 16 listed in this test's doc", len(files))
+	if len(files) < 17 {
+		t.Fatalf("%d recorded histories in testdata, want the 17 listed in this test's doc", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

@@ -50,25 +50,8 @@ type runner struct {
 	// outages holds the running passes whose provider is down, in pass order (wire.SignalOutage). A slice,
 	// not a map: workflow code iterates it.
 	outages []wire.Outage
-	// batches are the provider batches of batch passes, by "pass/chunk" (see runBatchPass).
-	batches map[string]wire.BatchProgress
-	// batchKeys are the keys of batches in order: workflow code iterates them, never the map.
-	batchKeys []string
-	// batchChunks counts the chunks of batch passes in flight, which a cancelled run waits for.
-	batchChunks int
-	// anthropicSubmitting says an Anthropic chunk is being submitted: the next waits (see submitAnthropic).
-	anthropicSubmitting bool
-	// anthropicBatches are the ids of the Anthropic batches the run adopted, in the order it did.
-	anthropicBatches []string
-	// nextChunk is, per batch pass index, the next free chunk number (see splitChunk).
-	nextChunk map[int]int
-	// splitDepth is, per chunk key ("pass/chunk"), how many splits made the chunk (see maxSplitDepth).
-	splitDepth map[string]int
-	// batchEnded counts, per model id, the run's batches seen to end (see batchEnds).
-	batchEnded map[string]int
-	// submitting counts, per model id, the chunks' SubmitBatch activities under way: a batch one of them created
-	// is not in batches until it returns (see batchFailed).
-	submitting map[string]int
+	// batch is what the run's batch passes share (see batchRun).
+	batch batchRun
 	// pausable says the run honours wire.SignalPause (wire.ChangeRunPause); its pause is state.Paused.
 	pausable bool
 	// held counts the passes launched whose start the pause holds back (unpaused): not running yet.
@@ -79,9 +62,6 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 	log := workflow.GetLogger(ctx)
 	r.runningByModel = make(map[int]int)
 	r.runningPass = make(map[int]bool)
-	r.nextChunk = make(map[int]int)
-	r.splitDepth = make(map[string]int)
-	r.submitting = make(map[string]int)
 	// Decoding, validating and planning the spec happen in an activity, never in workflow code: its result is
 	// recorded, so a later release that validates or plans differently cannot change a running workflow's replay.
 	// After continue-as-new the input holds no spec and PrepareRun reads the saved one.
@@ -184,7 +164,7 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 		r.running++
 		r.runningByModel[p.Model]++
 		r.runningPass[p.Index] = true
-		sh := r.share(p.Model)
+		sh, budget := r.share(p.Model), r.budgetShare()
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer func() {
 				r.running--
@@ -196,7 +176,7 @@ func (r *runner) run(ctx workflow.Context) (wire.Result, error) {
 				return // the workflow is being cancelled while paused
 			}
 			if r.plan.Models[p.Model].Batch.Mode == experiment.BatchBatch {
-				r.runBatchPass(gctx, p, sh)
+				r.runBatchPass(gctx, p, sh, budget)
 				return
 			}
 			r.runPass(gctx, p, sh)
@@ -263,7 +243,7 @@ func (r *runner) runPass(ctx workflow.Context, p experiment.Pass, sh wire.Share)
 		switch {
 		case r.state.Stopped != "":
 		case res.BudgetExhausted:
-			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd %s reached (spent %s)", usage.Dollars(r.plan.BudgetUSD).Display(), r.state.Totals.CostUSD.Display()))
+			r.stop(errclass.BudgetExhausted, fmt.Sprintf("budget_usd %s reached (spent %s)", r.plan.BudgetUSD.Display(), r.state.Totals.CostUSD.Display()))
 		case res.Failed > 0 && r.plan.Run.OnError == experiment.OnErrorRaise:
 			r.stop(errclass.Skipped, fmt.Sprintf("on_error=raise: cell %d failed (%s)", res.FirstFailure, res.FirstError))
 		}
@@ -359,9 +339,8 @@ func (r *runner) failRange(ctx workflow.Context, start, end int, class, msg stri
 func (r *runner) share(model int) wire.Share {
 	m := r.plan.Models[model]
 	maxPar := max(1, r.plan.Run.MaxParallelPasses)
-	remaining, remainingAll := 0, 0
+	remaining := 0
 	for _, p := range r.passes[r.state.Next:] {
-		remainingAll++
 		if p.Model == model {
 			remaining++
 		}
@@ -379,11 +358,20 @@ func (r *runner) share(model int) wire.Share {
 	}
 	sh := wire.Share{Limits: ratelimit.Limits{Concurrency: conc, RPM: part(m.RPM), TPM: part(m.TPM), Burst: m.Burst}}
 	if r.plan.BudgetUSD > 0 {
-		nb := max(1, min(maxPar, r.running+remainingAll))
-		sh.Budgeted = true
-		sh.BudgetUSD = max(0, r.plan.BudgetUSD-r.state.Totals.CostUSD.Float()) / float64(nb)
+		sh.Budgeted, sh.BudgetUSD = true, r.budgetShare().usd
 	}
 	return sh
+}
+
+// budgetShare is a running pass's part of what is left of budget_usd: divided among all passes as share says,
+// rounded down to the picodollar, so that the parts of the passes running at once add up to at most what is left.
+// Its float64 is the same part as runs recorded before wire.ChangeBatchBudgetUSD computed it, for their batch
+// passes' replays.
+func (r *runner) budgetShare() money {
+	nb := max(1, min(max(1, r.plan.Run.MaxParallelPasses), r.running+len(r.passes)-r.state.Next))
+	left := max(0, r.plan.BudgetUSD-r.state.Totals.CostUSD)
+	return money{usd: left / usage.USD(nb),
+		f: max(0, r.plan.BudgetUSD.Float()-r.state.Totals.CostUSD.Float()) / float64(nb)}
 }
 
 func (r *runner) passDone(ctx workflow.Context, res wire.PassResult) {
@@ -404,7 +392,7 @@ func (r *runner) progress() wire.Progress {
 	p.Stopped = r.state.Stopped
 	p.Paused = r.state.Paused
 	p.Outages = slices.Clone(r.outages)
-	p.Batches = r.batchList()
+	p.Batches = r.batch.board.list()
 	return p
 }
 
@@ -439,7 +427,7 @@ func (r *runner) details(ctx workflow.Context) {
 		d += fmt.Sprintf(" · %s: provider down since %s UTC (%s), next probe at %s UTC, no cell charged", o.Model,
 			o.State.Since.UTC().Format(time.TimeOnly), o.State.Cause, o.State.NextProbe.UTC().Format(time.TimeOnly))
 	}
-	for _, b := range r.batchList() {
+	for _, b := range r.batch.board.list() {
 		status := string(b.Status)
 		if b.State != "" {
 			status += " (the provider says " + b.State + ")"
@@ -464,15 +452,6 @@ func by(who string) string {
 		return ""
 	}
 	return " by " + who
-}
-
-// batchList is the run's batches in key order.
-func (r *runner) batchList() []wire.BatchProgress {
-	out := make([]wire.BatchProgress, len(r.batchKeys))
-	for i, k := range r.batchKeys {
-		out[i] = r.batches[k]
-	}
-	return out
 }
 
 // prepareCtx runs PrepareRun: an invalid spec fails at once (non-retryable), a store that is down is retried.

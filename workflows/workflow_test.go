@@ -47,7 +47,7 @@ type passMock struct {
 	// scheduled maps a pass to its activity id, which grows in the order the workflow scheduled them.
 	scheduled map[int]int
 	limits    map[int]ratelimit.Limits
-	budgets   map[int]float64
+	budgets   map[int]usage.USD
 	running   int
 	peak      int
 	// barrier, when set, holds every pass until that many run at once (or 10 s pass), once: it makes the
@@ -74,7 +74,7 @@ func (m *passMock) run(ctx context.Context, in wire.PassInput) (wire.PassResult,
 	m.limits[in.Pass.Index] = in.Limits
 	if in.Budgeted {
 		if m.budgets == nil {
-			m.budgets = make(map[int]float64)
+			m.budgets = make(map[int]usage.USD)
 		}
 		m.budgets[in.Pass.Index] = in.BudgetUSD
 	}
@@ -142,11 +142,18 @@ func newEnvStore(t *testing.T, m *passMock, st *store.SQLite) (*testsuite.TestWo
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	m.env = env
+	fails := mockRun(env, st)
+	env.OnActivity(a.RunSeedPass, mockAny, mockAny).Return(m.run)
+	return env, fails
+}
+
+// mockRun registers the activities with env: the real PrepareRun, which saves specs in st, and mocks of
+// FailUnfinished (which keeps what it is asked) and ExportResults.
+func mockRun(env *testsuite.TestWorkflowEnvironment, st *store.SQLite) *[]failCall {
 	var fails []failCall
 	var mu sync.Mutex
 	activities.Register(env, a)
 	env.OnActivity(a.PrepareRun, mockAny, mockAny).Return((&activities.Activities{Store: st}).PrepareRun)
-	env.OnActivity(a.RunSeedPass, mockAny, mockAny).Return(m.run)
 	env.OnActivity(a.FailUnfinished, mockAny, mockAny).Return(func(_ context.Context, in wire.FailInput) (wire.FailOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -156,7 +163,7 @@ func newEnvStore(t *testing.T, m *passMock, st *store.SQLite) (*testsuite.TestWo
 	env.OnActivity(a.ExportResults, mockAny, mockAny).Return(func(_ context.Context, in wire.ExportInput) (wire.ExportOutput, error) {
 		return wire.ExportOutput{Dir: "out/" + in.RunID}, nil
 	})
-	return env, &fails
+	return &fails
 }
 
 var mockAny = mock.Anything
@@ -446,18 +453,18 @@ func TestBudgetSharesAndStop(t *testing.T) {
 	}}
 	env, fails := newEnv(t, m)
 	spec := gridSpec(1, 6, 2, 2)
-	spec.BudgetUSD = 10
+	spec.BudgetUSD = usage.Dollars(10)
 	spec.Run.MaxParallelPasses = 2
 	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
 	// The first two passes share $10; later ones get half of what finished passes left.
-	if m.budgets[0] != 5 || m.budgets[1] != 5 {
+	if m.budgets[0] != usage.Dollars(5) || m.budgets[1] != usage.Dollars(5) {
 		t.Errorf("first budget shares %v, want $5 each", m.budgets)
 	}
 	for p, b := range m.budgets {
-		if b < 0 || b > 5 {
+		if b < 0 || b > usage.Dollars(5) {
 			t.Errorf("pass %d got a budget share of $%v", p, b)
 		}
 	}
@@ -631,7 +638,7 @@ func TestBudgetMessageShowsEveryDigit(t *testing.T) {
 	}}
 	env, _ := newEnv(t, m)
 	spec := gridSpec(1, 2, 2, 2)
-	spec.BudgetUSD = 0.007
+	spec.BudgetUSD = usage.Dollars(0.007)
 	spec.Run.MaxParallelPasses = 1
 	env.ExecuteWorkflow(ExperimentWorkflow, input(t, spec, ""))
 	if err := env.GetWorkflowError(); err != nil {

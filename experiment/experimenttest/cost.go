@@ -10,7 +10,7 @@ import (
 
 // WorstBatchCost is the most cells [from, to) of spec can cost in batch mode, recomputed apart from the code a
 // budget test checks: each prompt as tok counts it and the model's longest completion, at the batch price.
-func WorstBatchCost(t testing.TB, spec experiment.Spec, tok *llm.Tokenizer, from, to int) float64 {
+func WorstBatchCost(t testing.TB, spec experiment.Spec, tok *llm.Tokenizer, from, to int) usage.USD {
 	t.Helper()
 	m := spec.Models[spec.Cell(from).Model]
 	price, ok := llm.BatchPriceFor(m)
@@ -25,5 +25,5 @@ func WorstBatchCost(t testing.TB, spec experiment.Spec, tok *llm.Tokenizer, from
 		}
 		c += llm.Cost(price, tok.CountMessages(m.Name, msgs), m.Params.MaxTokens)
 	}
-	return c.Float()
+	return c
 }
